@@ -1,0 +1,185 @@
+//! filter-bench: build speed, query speed and FPR of siftdb's filters against bits/key, with
+//! standard bloom and binary fuse as comparison rows; and the Monkey-versus-uniform report.
+//!
+//! ```text
+//! cargo run --release -p siftdb-bench --bin filter-bench -- [--keys 10000000] [--json] [--plot fpr.svg]
+//! cargo run --release -p siftdb-bench --bin filter-bench -- --monkey --level-keys 1000,10000,100000 \
+//!     --bits-per-key 10 --kind bloom|ribbon|policy [--json]
+//! ```
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, ValueEnum};
+use siftdb_bench::filters::{
+    monkey_report, plot_fpr, run_sweep, MonkeyKind, SweepConfig, SweepRow,
+};
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum KindArg {
+    Bloom,
+    Ribbon,
+    Policy,
+}
+
+/// Filter benchmark (see the crate docs).
+#[derive(Debug, Parser)]
+#[command(name = "filter-bench", version, about)]
+struct Args {
+    /// Keys inserted into each filter.
+    #[arg(long, default_value_t = 1_000_000)]
+    keys: usize,
+    /// Never-inserted keys queried per filter (FPR sample; raised to at least 2,000,000 and the key count).
+    #[arg(long, default_value_t = 4_000_000)]
+    queries: usize,
+    /// Bits/key values of the sweep (comma separated).
+    #[arg(long, value_delimiter = ',', default_value = "6,8,10,12,16")]
+    sweep: Vec<f64>,
+    /// Print one JSON object per line instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Also draw FPR against bits/key as an SVG.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    /// Seed of the query shuffles.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Allocation mode: Monkey versus uniform over the levels of `--level-keys`.
+    #[arg(long)]
+    monkey: bool,
+    /// Keys per level, L0 first (allocation mode).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "10000,100000,1000000,10000000,100000000"
+    )]
+    level_keys: Vec<u64>,
+    /// Average bits/key over all levels (allocation mode).
+    #[arg(long, default_value_t = 10.0)]
+    bits_per_key: f64,
+    /// Filter kind of the levels (allocation mode).
+    #[arg(long, value_enum, default_value_t = KindArg::Policy)]
+    kind: KindArg,
+    /// First ribbon level for `--kind policy`.
+    #[arg(long, default_value_t = 2)]
+    bloom_before_level: usize,
+    /// Allocation mode: build and measure levels up to this many keys (larger ones report the model only).
+    #[arg(long, default_value_t = 20_000_000)]
+    max_built_level_keys: u64,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    if args.monkey {
+        run_monkey(&args);
+    } else if let Err(e) = run_filters(&args) {
+        eprintln!("filter-bench: {e}");
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+fn run_filters(args: &Args) -> Result<(), String> {
+    let config = SweepConfig {
+        keys: args.keys,
+        negative_queries: args.queries.max(2_000_000).max(args.keys),
+        positive_queries: args.keys.min(2_000_000),
+        bits_per_key: args.sweep.clone(),
+        seed: args.seed,
+    };
+    if !args.json {
+        println!(
+            "filter-bench: {} keys, {} negative queries per filter",
+            config.keys, config.negative_queries
+        );
+        println!(
+            "{:<14} {:>7} {:>9} {:>10} {:>7} {:>10} {:>9} {:>9}",
+            "filter", "target", "bits/key", "fpr %", "floor×", "build ns/k", "pos ns", "neg ns"
+        );
+    }
+    let rows = run_sweep(&config, |row| print_row(row, args.json));
+    if let Some(path) = &args.plot {
+        plot_fpr(&rows, path)?;
+        if !args.json {
+            println!("plot written to {}", path.display());
+        }
+    }
+    Ok(())
+}
+
+fn print_row(row: &SweepRow, json: bool) {
+    if json {
+        println!("{}", row.to_json());
+    } else {
+        println!(
+            "{:<14} {:>7.3} {:>9.3} {:>10.4} {:>7.3} {:>10.1} {:>9.1} {:>9.1}",
+            row.filter,
+            row.target_bits_per_key,
+            row.bits_per_key,
+            row.fpr * 100.0,
+            row.floor_ratio,
+            row.build_ns_per_key,
+            row.query_pos_ns,
+            row.query_neg_ns
+        );
+    }
+}
+
+fn run_monkey(args: &Args) {
+    let kind = match args.kind {
+        KindArg::Bloom => MonkeyKind::Bloom,
+        KindArg::Ribbon => MonkeyKind::Ribbon,
+        KindArg::Policy => MonkeyKind::Policy {
+            bloom_before_level: args.bloom_before_level,
+        },
+    };
+    let (rows, summary) = monkey_report(
+        &args.level_keys,
+        args.bits_per_key,
+        kind,
+        args.queries.max(2_000_000),
+        args.max_built_level_keys,
+    );
+    if args.json {
+        for row in &rows {
+            println!("{}", row.to_json());
+        }
+        println!("{}", summary.to_json());
+        return;
+    }
+    println!(
+        "Monkey vs uniform at {} bits/key average ({} levels)",
+        args.bits_per_key,
+        rows.len()
+    );
+    println!(
+        "{:>5} {:>11} {:>14} {:>9} {:>11} {:>11} {:>9} {:>11} {:>11}",
+        "level", "keys", "kind", "M b/key", "M fpr", "M meas.", "U b/key", "U fpr", "U meas."
+    );
+    for r in &rows {
+        println!(
+            "{:>5} {:>11} {:>14} {:>9.3} {:>11.3e} {:>11.3e} {:>9.3} {:>11.3e} {:>11.3e}",
+            r.level,
+            r.keys,
+            r.kind.name(),
+            r.monkey.bits_per_key,
+            r.monkey.fpr,
+            r.monkey_measured_fpr,
+            r.uniform.bits_per_key,
+            r.uniform.fpr,
+            r.uniform_measured_fpr
+        );
+    }
+    println!(
+        "sum of FPRs: monkey {:.4e} (measured {:.4e}), uniform {:.4e} (measured {:.4e}): {:.2}x lower",
+        summary.monkey_sum_fpr,
+        summary.monkey_measured_sum_fpr,
+        summary.uniform_sum_fpr,
+        summary.uniform_measured_sum_fpr,
+        summary.uniform_sum_fpr / summary.monkey_sum_fpr
+    );
+    println!(
+        "planned bits: monkey {:.0}, uniform {:.0}; real bits of built filters: monkey {:.0}, uniform {:.0}",
+        summary.monkey_bits, summary.uniform_bits, summary.monkey_real_bits, summary.uniform_real_bits
+    );
+}

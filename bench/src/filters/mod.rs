@@ -1,0 +1,24 @@
+//! filter-bench: in the spirit of RocksDB's `filter_bench`.
+//!
+//! For `n` keys and a sweep of bits/key, every contender is built from the same 64-bit key
+//! hashes, sized by its serialized bytes, and queried over shuffled arrays of inserted and
+//! never-inserted hashes, so cache misses are honest once the filter outgrows the CPU caches.
+
+mod contenders;
+mod monkey_report;
+mod plot;
+mod sweep;
+
+pub use contenders::Contender;
+pub use monkey_report::{monkey_report, MonkeyKind, MonkeyLevelRow, MonkeySummary};
+pub use plot::plot_fpr;
+pub use sweep::{ribbon_bits_for_fpr, run_sweep, SweepConfig, SweepRow};
+
+/// `count` distinct 64-bit key hashes: xxh3 of the numbers `start..start + count`, the way the
+/// engine hashes user keys. Positives and negatives come from disjoint ranges.
+pub fn key_hashes(start: u64, count: usize) -> Vec<u64> {
+    let hasher = siftdb_filter::KeyHasher::default();
+    (start..start + count as u64)
+        .map(|i| hasher.hash(&i.to_le_bytes()))
+        .collect()
+}

@@ -1,0 +1,26 @@
+//! siftdb-cache: the block cache of siftdb.
+//!
+//! A sharded LRU cache of table blocks (data, index, filter, properties),
+//! bounded in bytes, with pinning, a high-priority pool for index and filter
+//! blocks, and per-kind hit/miss/insert/evict counters. See [`BlockCache`] for
+//! the behaviour and an example.
+//!
+//! Modules, one job each: `key` (what a block is), `options` (configuration),
+//! `stats` (counters), `shard` (eviction and accounting of one shard, no
+//! locking), `cache` (sharding and locking), `pin` (the pin guard).
+
+mod cache;
+mod key;
+mod options;
+mod pin;
+mod shard;
+mod stats;
+
+pub use cache::BlockCache;
+pub use key::{BlockKey, BlockKind, Priority};
+pub use options::CacheOptions;
+pub use pin::PinnedBlock;
+pub use stats::{CacheStats, KindStats};
+
+#[cfg(test)]
+mod tests;

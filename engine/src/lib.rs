@@ -1,0 +1,1 @@
+//! siftdb: an embedded LSM-tree key-value store (the engine arrives in a later change).

@@ -1,0 +1,85 @@
+//! Filter kinds and their space-versus-FPR curves.
+
+use crate::bloom::blocked_bloom_expected_fpr;
+use crate::ribbon::ribbon_expected_fpr;
+
+/// Which filter structure a block holds. The discriminant is the byte stored in the header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum FilterKind {
+    /// Cache-line blocked bloom: fast to build, one cache miss per query (L0, upper levels).
+    BlockedBloom = 1,
+    /// Standard ribbon (w = 128): ~30 % smaller at equal FPR, slower to build (deep levels).
+    Ribbon = 2,
+}
+
+impl FilterKind {
+    /// Maps a stored byte back to a kind, `None` for kinds this build does not know.
+    pub fn from_u8(byte: u8) -> Option<FilterKind> {
+        match byte {
+            1 => Some(FilterKind::BlockedBloom),
+            2 => Some(FilterKind::Ribbon),
+            _ => None,
+        }
+    }
+
+    /// A short stable name (`"blocked_bloom"`, `"ribbon"`), used in properties and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            FilterKind::BlockedBloom => "blocked_bloom",
+            FilterKind::Ribbon => "ribbon",
+        }
+    }
+
+    /// The FPR a filter of this kind over `num_keys` keys at `bits_per_key` is expected to give.
+    pub fn expected_fpr(self, num_keys: usize, bits_per_key: f64) -> f64 {
+        FprCurve::from(self).fpr(num_keys, bits_per_key)
+    }
+}
+
+impl std::fmt::Display for FilterKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A space-versus-FPR curve: what FPR a filter reaches for a given number of bits per key.
+///
+/// The Monkey allocator plans with the curve of the kind that will actually be built, so the
+/// memory it hands out buys the FPR it promises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FprCurve {
+    /// Textbook bloom filter with optimal k: `p = exp(-b · ln²2)`. For reference and for the
+    /// closed-form Monkey solution; siftdb never builds it.
+    StandardBloom,
+    /// siftdb's cache-line blocked bloom.
+    BlockedBloom,
+    /// siftdb's ribbon filter.
+    Ribbon,
+}
+
+impl From<FilterKind> for FprCurve {
+    fn from(kind: FilterKind) -> Self {
+        match kind {
+            FilterKind::BlockedBloom => FprCurve::BlockedBloom,
+            FilterKind::Ribbon => FprCurve::Ribbon,
+        }
+    }
+}
+
+impl FprCurve {
+    /// FPR at `bits_per_key` for a filter over `num_keys` keys (0 bits → 1.0: no filter).
+    pub fn fpr(self, num_keys: usize, bits_per_key: f64) -> f64 {
+        if bits_per_key <= 0.0 {
+            return 1.0;
+        }
+        match self {
+            FprCurve::StandardBloom => {
+                let ln2 = std::f64::consts::LN_2;
+                (-bits_per_key * ln2 * ln2).exp()
+            }
+            FprCurve::BlockedBloom => blocked_bloom_expected_fpr(num_keys, bits_per_key),
+            FprCurve::Ribbon => ribbon_expected_fpr(num_keys, bits_per_key),
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! siftdb-filter: the filters in front of every SSTable read.
+//!
+//! * [`BlockedBloom`] — cache-line blocked bloom filter (one cache miss per query).
+//! * [`RibbonFilter`] — standard ribbon filter (GF(2) linear system, ~30 % smaller).
+//! * [`Filter`] / [`FilterBuilder`] — the versioned, checksummed filter block.
+//! * [`KeyHasher`] — seeded XXH3 or keyed SipHash; recorded in every block.
+//! * [`FilterPolicy`], [`monkey`] — which kind and how many bits each level gets.
+//!
+//! Filters may say "maybe" wrongly but never "no" wrongly. Everything that could make a reader
+//! disagree with the writer (format version, kind, hash function, seed) is recorded in the block
+//! and checked on decode.
+//!
+//! This crate depends on no other crate of the workspace.
+#![deny(missing_docs)]
+#![warn(clippy::unwrap_used, clippy::expect_used)]
+
+pub mod bloom;
+mod error;
+mod format;
+mod hash;
+mod kind;
+pub mod monkey;
+mod policy;
+pub mod ribbon;
+
+pub use bloom::{blocked_bloom_expected_fpr, BlockedBloom};
+pub use error::FilterError;
+pub use format::{Filter, FilterBuilder, FILTER_FORMAT_VERSION, FILTER_MAGIC, HEADER_LEN};
+pub use hash::{HashId, KeyHasher, DEFAULT_SEED};
+pub use kind::{FilterKind, FprCurve};
+pub use monkey::{monkey, sum_fpr, uniform, FilterBudget, LevelAllocation, LevelSpec};
+pub use policy::{FilterAllocation, FilterPolicy, LevelFilter};
+pub use ribbon::{ribbon_expected_fpr, RibbonFilter, RibbonParams};

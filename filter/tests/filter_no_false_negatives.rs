@@ -1,0 +1,77 @@
+//! A filter may say "maybe" wrongly, never "no" wrongly: for every kind, hash mode and bits/key,
+//! every inserted key must be reported as possibly present, before and after serialization.
+
+use proptest::prelude::*;
+use siftdb_filter::{Filter, FilterBuilder, FilterKind, KeyHasher};
+
+const KINDS: [FilterKind; 2] = [FilterKind::BlockedBloom, FilterKind::Ribbon];
+
+fn hashers() -> [KeyHasher; 3] {
+    [
+        KeyHasher::default(),
+        KeyHasher::xxh3(0xdead_beef),
+        KeyHasher::siphash13(*b"0123456789abcdef"),
+    ]
+}
+
+fn check(kind: FilterKind, bits_per_key: f64, hasher: KeyHasher, keys: &[Vec<u8>]) {
+    let mut builder = FilterBuilder::new(kind, bits_per_key, hasher);
+    for key in keys {
+        builder.add_key(key);
+    }
+    let built = builder.build().unwrap();
+    let decoded = Filter::decode(&built.encode(), &hasher).unwrap();
+    for key in keys {
+        assert!(
+            built.may_contain(key),
+            "{kind} {bits_per_key} built: false negative"
+        );
+        assert!(
+            decoded.may_contain(key),
+            "{kind} {bits_per_key} decoded: false negative"
+        );
+    }
+    assert_eq!(decoded.key_count(), keys.len() as u64);
+}
+
+fn numbered_keys(n: usize) -> Vec<Vec<u8>> {
+    (0..n)
+        .map(|i| format!("user{i:012}").into_bytes())
+        .collect()
+}
+
+#[test]
+fn filter_fixed_sizes_have_no_false_negatives() {
+    for n in [0usize, 1, 2, 31, 1000, 20_000] {
+        let keys = numbered_keys(n);
+        for kind in KINDS {
+            for hasher in hashers() {
+                for bpk in [1.0, 4.5, 6.0, 6.7, 8.0, 10.0, 12.0, 16.0, 23.3] {
+                    check(kind, bpk, hasher, &keys);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn filter_large_set_has_no_false_negatives() {
+    let keys = numbered_keys(300_000);
+    for kind in KINDS {
+        check(kind, 7.3, KeyHasher::default(), &keys);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn filter_random_sets_have_no_false_negatives(
+        keys in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..40), 0..3000),
+        bpk in 0.5f64..30.0,
+        kind_index in 0usize..2,
+        hasher_index in 0usize..3,
+    ) {
+        check(KINDS[kind_index], bpk, hashers()[hasher_index], &keys);
+    }
+}

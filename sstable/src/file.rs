@@ -1,0 +1,129 @@
+//! Read access to a table file: memory-mapped (default) or positional reads.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+
+/// Random read access to an immutable file. The engine's file-system layer hands tables these.
+pub trait RandomAccessFile: Send + Sync + std::fmt::Debug {
+    /// Reads exactly `len` bytes at `offset`; an error if the file is shorter.
+    fn read_at(&self, offset: u64, len: usize) -> io::Result<Vec<u8>>;
+    /// File size in bytes.
+    fn size(&self) -> u64;
+}
+
+/// How a table file is read, chosen once at open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReadMode {
+    /// `mmap` the file and copy blocks out of the mapping.
+    #[default]
+    Mmap,
+    /// `pread` each block.
+    Pread,
+}
+
+/// A table file read with `pread`.
+#[derive(Debug)]
+pub struct PreadFile {
+    file: File,
+    size: u64,
+}
+
+impl PreadFile {
+    /// Wraps an open file.
+    pub fn new(file: File) -> io::Result<PreadFile> {
+        let size = file.metadata()?.len();
+        Ok(PreadFile { file, size })
+    }
+}
+
+impl RandomAccessFile for PreadFile {
+    fn read_at(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        let mut buf = vec![0u8; len];
+        self.file.read_exact_at(&mut buf, offset)?;
+        Ok(buf)
+    }
+
+    fn size(&self) -> u64 {
+        self.size
+    }
+}
+
+/// A table file read through a read-only memory map.
+#[derive(Debug)]
+pub struct MmapFile {
+    map: Option<memmap2::Mmap>,
+}
+
+impl MmapFile {
+    /// Maps an open file.
+    ///
+    /// Contract: the file is an immutable siftdb table, never truncated or rewritten while mapped
+    /// (tables are written once under a new name and deleted only after their last reader is
+    /// gone; the database directory lock keeps other siftdb processes out).
+    pub fn new(file: &File) -> io::Result<MmapFile> {
+        if file.metadata()?.len() == 0 {
+            // Mapping an empty file fails on some platforms; there is nothing to read anyway.
+            return Ok(MmapFile { map: None });
+        }
+        // SAFETY: `Mmap::map` is unsafe because another process could modify or truncate the
+        // file while it is mapped, which would change bytes under our slices or fault on access.
+        // Table files are immutable once written (see the contract above), so the mapping stays
+        // valid and unchanged for its lifetime. Exercised by `file::tests::mmap_reads_match_pread`
+        // and every table test (mmap is the default read mode).
+        let map = unsafe { memmap2::Mmap::map(file)? };
+        Ok(MmapFile { map: Some(map) })
+    }
+}
+
+impl RandomAccessFile for MmapFile {
+    fn read_at(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        let bytes: &[u8] = self.map.as_deref().unwrap_or(&[]);
+        let start = usize::try_from(offset).map_err(|_| io::ErrorKind::UnexpectedEof)?;
+        let end = start.checked_add(len).ok_or(io::ErrorKind::UnexpectedEof)?;
+        bytes
+            .get(start..end)
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| io::ErrorKind::UnexpectedEof.into())
+    }
+
+    fn size(&self) -> u64 {
+        self.map.as_ref().map_or(0, |m| m.len() as u64)
+    }
+}
+
+/// Opens `file` in `mode`.
+pub fn open_random_access(file: File, mode: ReadMode) -> io::Result<Box<dyn RandomAccessFile>> {
+    Ok(match mode {
+        ReadMode::Mmap => Box::new(MmapFile::new(&file)?),
+        ReadMode::Pread => Box::new(PreadFile::new(file)?),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn mmap_reads_match_pread() {
+        let mut tmp = tempfile::NamedTempFile::new().unwrap();
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7) as u8).collect();
+        tmp.write_all(&data).unwrap();
+        tmp.flush().unwrap();
+        let m = open_random_access(tmp.reopen().unwrap(), ReadMode::Mmap).unwrap();
+        let p = open_random_access(tmp.reopen().unwrap(), ReadMode::Pread).unwrap();
+        assert_eq!(m.size(), 10_000);
+        assert_eq!(p.size(), 10_000);
+        for (off, len) in [(0u64, 10usize), (9_990, 10), (1234, 4000), (10_000, 0)] {
+            assert_eq!(m.read_at(off, len).unwrap(), p.read_at(off, len).unwrap());
+        }
+        assert!(m.read_at(9_995, 10).is_err());
+        assert!(p.read_at(9_995, 10).is_err());
+        assert!(m.read_at(u64::MAX, 1).is_err());
+        let empty = tempfile::NamedTempFile::new().unwrap();
+        let e = open_random_access(empty.reopen().unwrap(), ReadMode::Mmap).unwrap();
+        assert_eq!(e.size(), 0);
+        assert!(e.read_at(0, 1).is_err());
+    }
+}

@@ -1,0 +1,187 @@
+//! The properties block: what a table says about itself.
+//!
+//! Encoded as a block (see [`crate::block`]) of `name → value` entries sorted by name; numbers
+//! are u64 LE, floats f64 LE bits, strings raw bytes. Unknown names are ignored (a newer writer
+//! may add some); a missing required one is corruption.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::block::{Block, BlockBuilder};
+
+/// Properties of one table.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TableProperties {
+    /// Entries (all versions, tombstones included).
+    pub entries: u64,
+    /// Tombstones.
+    pub deletions: u64,
+    /// Distinct user keys (the whole-key filter's key count).
+    pub distinct_keys: u64,
+    /// Data blocks.
+    pub data_blocks: u64,
+    /// Bytes of all internal keys as added.
+    pub raw_key_bytes: u64,
+    /// Bytes of all values as added.
+    pub raw_value_bytes: u64,
+    /// Whole-key filter kind name (`"blocked_bloom"`, `"ribbon"`, or `"none"`).
+    pub filter_kind: String,
+    /// Bits/key the filter was built with (target).
+    pub filter_bits_per_key: f64,
+    /// FPR the filter should give.
+    pub filter_expected_fpr: f64,
+    /// Size of the filter block.
+    pub filter_bytes: u64,
+    /// Prefix extractor name, empty if none.
+    pub prefix_extractor: String,
+    /// Distinct prefixes in the prefix filter.
+    pub distinct_prefixes: u64,
+    /// Smallest internal key (encoded).
+    pub smallest_key: Vec<u8>,
+    /// Largest internal key (encoded).
+    pub largest_key: Vec<u8>,
+    /// Smallest sequence number in the table.
+    pub min_sequence: u64,
+    /// Largest sequence number in the table.
+    pub max_sequence: u64,
+}
+
+const U64_FIELDS: [&str; 10] = [
+    "data_blocks",
+    "deletions",
+    "distinct_keys",
+    "distinct_prefixes",
+    "entries",
+    "filter_bytes",
+    "max_sequence",
+    "min_sequence",
+    "raw_key_bytes",
+    "raw_value_bytes",
+];
+
+impl TableProperties {
+    fn u64_field(&mut self, name: &str) -> Option<&mut u64> {
+        Some(match name {
+            "data_blocks" => &mut self.data_blocks,
+            "deletions" => &mut self.deletions,
+            "distinct_keys" => &mut self.distinct_keys,
+            "distinct_prefixes" => &mut self.distinct_prefixes,
+            "entries" => &mut self.entries,
+            "filter_bytes" => &mut self.filter_bytes,
+            "max_sequence" => &mut self.max_sequence,
+            "min_sequence" => &mut self.min_sequence,
+            "raw_key_bytes" => &mut self.raw_key_bytes,
+            "raw_value_bytes" => &mut self.raw_value_bytes,
+            _ => return None,
+        })
+    }
+
+    /// Encodes the properties as block contents.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut fields: BTreeMap<&str, Vec<u8>> = BTreeMap::new();
+        let mut copy = self.clone();
+        for name in U64_FIELDS {
+            let v = copy.u64_field(name).map_or(0, |v| *v);
+            fields.insert(name, v.to_le_bytes().to_vec());
+        }
+        fields.insert("filter_kind", self.filter_kind.as_bytes().to_vec());
+        fields.insert(
+            "filter_bits_per_key",
+            self.filter_bits_per_key.to_le_bytes().to_vec(),
+        );
+        fields.insert(
+            "filter_expected_fpr",
+            self.filter_expected_fpr.to_le_bytes().to_vec(),
+        );
+        fields.insert(
+            "prefix_extractor",
+            self.prefix_extractor.as_bytes().to_vec(),
+        );
+        fields.insert("smallest_key", self.smallest_key.clone());
+        fields.insert("largest_key", self.largest_key.clone());
+        let mut b = BlockBuilder::new(1);
+        for (name, value) in &fields {
+            b.add(name.as_bytes(), value);
+        }
+        b.finish()
+    }
+
+    /// Decodes block contents; `Err(reason)` when a required field is missing or malformed.
+    pub fn decode(contents: Vec<u8>) -> Result<TableProperties, String> {
+        let block = Arc::new(Block::new(contents).map_err(str::to_string)?);
+        let mut it = block.iter();
+        it.seek_to_first();
+        let mut seen: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+        while it.valid() {
+            let name = String::from_utf8_lossy(it.key()).into_owned();
+            seen.insert(name, it.value().to_vec());
+            it.next();
+        }
+        if let Some(e) = it.error() {
+            return Err(e.to_string());
+        }
+        let mut p = TableProperties::default();
+        let fixed8 = |name: &str| -> Result<[u8; 8], String> {
+            let v = seen
+                .get(name)
+                .ok_or_else(|| format!("property {name} missing"))?;
+            v.as_slice()
+                .try_into()
+                .map_err(|_| format!("property {name} has {} bytes, expected 8", v.len()))
+        };
+        let text = |name: &str| -> Result<String, String> {
+            let v = seen
+                .get(name)
+                .ok_or_else(|| format!("property {name} missing"))?;
+            String::from_utf8(v.clone()).map_err(|_| format!("property {name} is not UTF-8"))
+        };
+        for name in U64_FIELDS {
+            let v = u64::from_le_bytes(fixed8(name)?);
+            if let Some(slot) = p.u64_field(name) {
+                *slot = v;
+            }
+        }
+        p.filter_kind = text("filter_kind")?;
+        p.filter_bits_per_key = f64::from_le_bytes(fixed8("filter_bits_per_key")?);
+        p.filter_expected_fpr = f64::from_le_bytes(fixed8("filter_expected_fpr")?);
+        p.prefix_extractor = text("prefix_extractor")?;
+        p.smallest_key = seen
+            .get("smallest_key")
+            .cloned()
+            .ok_or("property smallest_key missing")?;
+        p.largest_key = seen
+            .get("largest_key")
+            .cloned()
+            .ok_or("property largest_key missing")?;
+        Ok(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn properties_round_trip() {
+        let p = TableProperties {
+            entries: 10,
+            deletions: 2,
+            distinct_keys: 7,
+            data_blocks: 1,
+            raw_key_bytes: 100,
+            raw_value_bytes: 200,
+            filter_kind: "ribbon".into(),
+            filter_bits_per_key: 6.7,
+            filter_expected_fpr: 0.01,
+            filter_bytes: 99,
+            prefix_extractor: "fixed:4".into(),
+            distinct_prefixes: 3,
+            smallest_key: b"a".to_vec(),
+            largest_key: b"z".to_vec(),
+            min_sequence: 1,
+            max_sequence: 10,
+        };
+        assert_eq!(TableProperties::decode(p.encode()).unwrap(), p);
+        assert!(TableProperties::decode(vec![0, 0, 0, 0]).is_err());
+    }
+}
