@@ -1,1 +1,49 @@
-//! siftdb: an embedded LSM-tree key-value store (the engine arrives in a later change).
+//! siftdb: an embedded LSM-tree key-value store whose point lookups — above all lookups of keys
+//! that are not there — never touch a data block they don't have to.
+//!
+//! ```
+//! use siftdb::{Db, Options};
+//! let dir = tempfile::tempdir()?;
+//! let db = Db::open(dir.path(), Options::default().with_fixed_prefix(4))?;
+//! db.put(b"user1", b"ann")?;
+//! db.put(b"user2", b"bob")?;
+//! db.put(b"item1", b"pen")?;
+//! let users: Vec<_> = db.prefix_iter(b"user").collect::<Result<_, _>>()?;
+//! assert_eq!(users.len(), 2);
+//! assert_eq!(db.get(b"nobody")?, None);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! See `docs/ARCHITECTURE.md` for the write path, read path and recovery, `docs/TUNING.md` for
+//! filters, and `docs/FORMAT.md` for the bytes on disk.
+#![deny(missing_docs)]
+#![warn(clippy::unwrap_used, clippy::expect_used)]
+
+mod batch;
+mod db;
+mod error;
+mod flush;
+pub mod fs;
+mod iterator;
+mod manifest;
+mod memtable;
+mod options;
+mod properties;
+mod recovery;
+mod snapshot;
+mod stats;
+mod version;
+mod version_edit;
+mod wal;
+mod write;
+
+pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+pub use db::Db;
+pub use error::{Error, Result};
+pub use iterator::DbIterator;
+pub use options::{Options, WriteOptions, MAX_LEVELS};
+pub use recovery::FORMAT_VERSION;
+pub use siftdb_filter::{FilterAllocation, KeyHasher};
+pub use siftdb_sstable::{FixedPrefix, PrefixExtractor, ReadMode};
+pub use snapshot::Snapshot;
+pub use stats::{LevelFilterStats, Stats};

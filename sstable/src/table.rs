@@ -546,10 +546,13 @@ impl TableIter {
         self.error.as_ref()
     }
 
-    /// Takes the error out (leaving the iterator invalid).
+    /// Takes the error out, if any (the iterator then stays invalid until repositioned).
     pub fn take_error(&mut self) -> Option<SstError> {
-        self.data = None;
-        self.error.take()
+        let error = self.error.take();
+        if error.is_some() {
+            self.data = None;
+        }
+        error
     }
 
     fn fail(&mut self, e: SstError) {

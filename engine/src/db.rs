@@ -1,0 +1,353 @@
+//! The database handle: public API, shared state, the read path.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex};
+use siftdb_cache::CacheOptions;
+use siftdb_sstable::{GetTrace, TableCache, TableGet};
+
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
+use crate::fs::{FileLock, FileSystem};
+use crate::iterator::DbIterator;
+use crate::manifest::Manifest;
+use crate::memtable::{MemGet, Memtable};
+use crate::options::{Options, WriteOptions};
+use crate::snapshot::{Snapshot, SnapshotList};
+use crate::stats::{EngineCounters, Stats};
+use crate::version::Version;
+use crate::wal::writer::LogWriter;
+use crate::write::WriteQueue;
+
+/// An embedded LSM-tree key-value store.
+///
+/// `Db` is `Send + Sync`: share it through an `Arc` (or clone it: clones are handles to the same
+/// database). Writes are atomic per call and per [`WriteBatch`]; reads see every acknowledged
+/// write. A second `open` of the same directory fails with [`Error::Locked`].
+///
+/// ```
+/// use siftdb::{Db, Options, WriteBatch};
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path(), Options::default())?;
+/// db.put(b"apple", b"red")?;
+/// let mut batch = WriteBatch::new();
+/// batch.put(b"pear", b"green").delete(b"apple");
+/// db.write(batch)?;
+/// assert_eq!(db.get(b"pear")?, Some(b"green".to_vec()));
+/// assert_eq!(db.get(b"apple")?, None);
+///
+/// let snapshot = db.snapshot();
+/// db.put(b"pear", b"yellow")?;
+/// assert_eq!(snapshot.get(b"pear")?, Some(b"green".to_vec()));
+///
+/// db.flush()?; // memtable -> L0 table
+/// let keys: Vec<Vec<u8>> = db.iter().map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+/// assert_eq!(keys, vec![b"pear".to_vec()]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Db {
+    pub(crate) inner: Arc<DbInner>,
+    /// Shared by the clones of this handle; the last one dropped closes the database.
+    _guard: Arc<CloseOnDrop>,
+}
+
+/// Closes the database when the last user handle goes away. Iterators and snapshots keep the
+/// data they read alive (they hold `DbInner`), but not the background work or the lock.
+struct CloseOnDrop(Arc<DbInner>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.shutdown();
+    }
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("path", &self.inner.dir).finish()
+    }
+}
+
+/// What reads need, captured under the state lock and then used without it.
+#[derive(Clone)]
+pub(crate) struct ReadView {
+    pub mem: Arc<Memtable>,
+    /// Immutable memtables, newest first.
+    pub imm: Vec<Arc<Memtable>>,
+    pub version: Arc<Version>,
+}
+
+/// State changed under [`DbInner::state`].
+pub(crate) struct DbState {
+    pub mem: Arc<Memtable>,
+    /// Immutable memtables waiting for flush, oldest first.
+    pub imm: Vec<Arc<Memtable>>,
+    /// The WAL of `mem` (taken out by the write leader while it appends).
+    pub wal: Option<LogWriter>,
+    pub version: Arc<Version>,
+    /// The live manifest (set once recovery has written it).
+    pub manifest: Option<Manifest>,
+    pub next_file_number: u64,
+    /// Last sequence number assigned.
+    pub last_sequence: u64,
+    /// First background error; writes fail once it is set.
+    pub bg_error: Option<String>,
+    /// Tables written but not yet in a version (not to be deleted as orphans).
+    pub pending_outputs: Vec<u64>,
+}
+
+impl DbState {
+    pub(crate) fn new_file_number(&mut self) -> u64 {
+        let n = self.next_file_number;
+        self.next_file_number += 1;
+        n
+    }
+}
+
+pub(crate) struct DbInner {
+    pub dir: PathBuf,
+    pub options: Options,
+    pub fs: Arc<dyn FileSystem>,
+    pub cache: Arc<TableCache>,
+    pub counters: EngineCounters,
+    pub state: Mutex<DbState>,
+    /// Signalled when memtables are flushed or a background error occurs.
+    pub state_changed: Condvar,
+    /// Signalled when there is background work.
+    pub work_available: Condvar,
+    pub writes: WriteQueue,
+    /// Sequence number of the newest write visible to reads.
+    pub visible_sequence: AtomicU64,
+    pub snapshots: SnapshotList,
+    pub shutting_down: AtomicBool,
+    pub background: Mutex<Option<JoinHandle<()>>>,
+    /// The directory lock, released at shutdown.
+    pub lock: Mutex<Option<Box<dyn FileLock>>>,
+}
+
+impl Db {
+    /// Opens (or creates) the database in `path`.
+    ///
+    /// Recovers every acknowledged write: replays the manifest, opens the live tables, replays
+    /// the WALs newer than the last flush (dropping a torn tail record from a crash), and flushes
+    /// what they held to a table. Fails with [`Error::Locked`] if another instance has the
+    /// directory open, [`Error::NotADatabase`] for a directory holding something else,
+    /// [`Error::UnsupportedVersion`] for a database from a newer format, and
+    /// [`Error::Corruption`] for damaged metadata. A failed open changes nothing on disk.
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        let inner = crate::recovery::open(path.as_ref(), options)?;
+        let db = Db {
+            _guard: Arc::new(CloseOnDrop(Arc::clone(&inner))),
+            inner,
+        };
+        crate::flush::start_background(&db.inner);
+        Ok(db)
+    }
+
+    /// Stores `value` under `key`.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.put(key, value);
+        self.write(batch)
+    }
+
+    /// Removes `key` (no error if it is absent).
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.delete(key);
+        self.write(batch)
+    }
+
+    /// Applies a batch atomically: after a crash either all of it is there or none.
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.write_opt(batch, &WriteOptions::default())
+    }
+
+    /// [`Db::write`] with options (`sync` for durability across power loss).
+    pub fn write_opt(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
+        self.inner.write(batch, opts.sync)
+    }
+
+    /// The value of `key`, or `None`.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let seq = self.inner.visible_sequence.load(Ordering::Acquire);
+        self.inner.get_at(key, seq)
+    }
+
+    /// Reads `key` into `buf` (cleared first); returns whether it was found. Saves an
+    /// allocation per lookup for callers that reuse a buffer.
+    pub fn get_into(&self, key: &[u8], buf: &mut Vec<u8>) -> Result<bool> {
+        buf.clear();
+        match self.get(key)? {
+            Some(v) => {
+                buf.extend_from_slice(&v);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// A consistent view of the database as of now.
+    pub fn snapshot(&self) -> Snapshot {
+        let seq = self.inner.visible_sequence.load(Ordering::Acquire);
+        Snapshot::new(Arc::clone(&self.inner), seq)
+    }
+
+    /// An iterator over all keys in order. It owns what it reads (no borrow of `Db`) and can move
+    /// to another thread; it sees the database as of its creation. Use
+    /// [`DbIterator::seek`] to start at a key.
+    pub fn iter(&self) -> DbIterator {
+        let seq = self.inner.visible_sequence.load(Ordering::Acquire);
+        DbIterator::new(&self.inner, seq, None)
+    }
+
+    /// An iterator over the keys in `[start, end)` (`None` = open end).
+    pub fn range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> DbIterator {
+        let seq = self.inner.visible_sequence.load(Ordering::Acquire);
+        let mut it = DbIterator::new(&self.inner, seq, None);
+        it.set_upper_bound(end.map(<[u8]>::to_vec));
+        if let Some(start) = start {
+            it.seek(start);
+        }
+        it
+    }
+
+    /// An iterator over the keys that start with `prefix`, in order; it never yields another key.
+    /// Tables whose prefix filter says the prefix is absent are skipped without being read.
+    pub fn prefix_iter(&self, prefix: &[u8]) -> DbIterator {
+        let seq = self.inner.visible_sequence.load(Ordering::Acquire);
+        let mut it = DbIterator::new(&self.inner, seq, Some(prefix.to_vec()));
+        it.seek(prefix);
+        it
+    }
+
+    /// Flushes the memtable to an L0 table and waits until it (and any earlier one) is on disk.
+    pub fn flush(&self) -> Result<()> {
+        crate::flush::flush_and_wait(&self.inner)
+    }
+
+    /// A snapshot of the statistics.
+    pub fn stats(&self) -> Stats {
+        self.inner.counters.snapshot(self.inner.cache.stats())
+    }
+
+    /// A named property (`siftdb.levels`, `siftdb.stats`, `siftdb.num-files-at-level<N>`,
+    /// `siftdb.estimate-num-keys`, `siftdb.cur-size-all-mem-tables`), or `None` if unknown.
+    pub fn property(&self, name: &str) -> Option<String> {
+        crate::properties::property(&self.inner, name)
+    }
+
+    /// Stops background work and waits for it. Further calls on any handle fail with
+    /// [`Error::Closed`]. Acknowledged writes are already durable (or in the OS cache); `close`
+    /// is not needed for safety, only for an orderly shutdown. Dropping the last handle closes too.
+    pub fn close(&self) -> Result<()> {
+        self.inner.shutdown();
+        Ok(())
+    }
+}
+
+impl DbInner {
+    pub(crate) fn read_view(&self) -> ReadView {
+        let state = self.state.lock();
+        ReadView {
+            mem: Arc::clone(&state.mem),
+            imm: state.imm.iter().rev().cloned().collect(),
+            version: Arc::clone(&state.version),
+        }
+    }
+
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    /// The read path: memtables, then L0 newest first, then one table per deeper level.
+    pub(crate) fn get_at(&self, key: &[u8], seq: u64) -> Result<Option<Vec<u8>>> {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.check_open()?;
+        self.counters.gets.fetch_add(1, Relaxed);
+        let view = self.read_view();
+        for mem in std::iter::once(&view.mem).chain(view.imm.iter()) {
+            match mem.get(key, seq) {
+                MemGet::Found(v) => {
+                    self.counters.memtable_hits.fetch_add(1, Relaxed);
+                    self.counters.gets_found.fetch_add(1, Relaxed);
+                    return Ok(Some(v));
+                }
+                MemGet::Deleted => {
+                    self.counters.memtable_hits.fetch_add(1, Relaxed);
+                    return Ok(None);
+                }
+                MemGet::NotFound => {}
+            }
+        }
+        let mut trace = GetTrace::default();
+        let mut probe =
+            |level: usize, file: &crate::version::TableFile| -> Result<Option<TableGet>> {
+                let got = file.table.get_traced(key, seq, &mut trace)?;
+                self.counters.levels[level].record(&trace);
+                Ok(match got {
+                    TableGet::NotFound => None,
+                    other => Some(other),
+                })
+            };
+        let mut answer = None;
+        'levels: for level in 0..view.version.num_levels() {
+            if level == 0 {
+                for file in view.version.level(0) {
+                    if file.may_contain_user_key(key) {
+                        if let Some(got) = probe(0, file)? {
+                            answer = Some(got);
+                            break 'levels;
+                        }
+                    }
+                }
+            } else if let Some(file) = view.version.find_in_sorted_level(level, key) {
+                if let Some(got) = probe(level, file)? {
+                    answer = Some(got);
+                    break 'levels;
+                }
+            }
+        }
+        Ok(match answer {
+            Some(TableGet::Found(v)) => {
+                self.counters.gets_found.fetch_add(1, Relaxed);
+                Some(v)
+            }
+            _ => None,
+        })
+    }
+
+    pub(crate) fn shutdown(&self) {
+        if self.shutting_down.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        {
+            let _state = self.state.lock();
+            self.work_available.notify_all();
+            self.state_changed.notify_all();
+        }
+        if let Some(handle) = self.background.lock().take() {
+            if handle.thread().id() != std::thread::current().id() {
+                let _ = handle.join();
+            }
+        }
+        // Let another instance open the directory; this one's readers keep their open files.
+        self.lock.lock().take();
+    }
+}
+
+/// Creates the shared block cache: shards of at least 4 MiB so a large table's filter block
+/// (often over a megabyte) is never refused as oversize.
+pub(crate) fn new_cache(capacity: usize) -> Arc<TableCache> {
+    let shards = (capacity / (4 << 20)).max(1).next_power_of_two();
+    let bits = shards.trailing_zeros().min(6) as u8;
+    Arc::new(TableCache::new(
+        CacheOptions::new(capacity).with_num_shard_bits(bits),
+    ))
+}

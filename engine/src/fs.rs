@@ -1,0 +1,228 @@
+//! The file-system layer: every byte the engine reads or writes goes through [`FileSystem`].
+//!
+//! The real implementation ([`RealFs`]) is the default; tests put a fault-injecting one underneath
+//! (dropping unsynced data at a simulated crash, failing the Nth call, flipping bits) without
+//! touching the engine.
+
+use std::fmt::Debug;
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use siftdb_sstable::{open_random_access, RandomAccessFile, ReadMode};
+
+/// A file being written sequentially (WAL, table, manifest).
+pub trait WritableFile: Write + Send + Debug {
+    /// Makes everything written so far durable (`fdatasync`).
+    fn sync(&mut self) -> io::Result<()>;
+}
+
+/// A held lock on a file; released on drop.
+pub trait FileLock: Send + Sync + Debug {}
+
+/// The operations the engine needs from a file system.
+pub trait FileSystem: Send + Sync + Debug {
+    /// Creates a directory and its parents.
+    fn create_dir_all(&self, path: &Path) -> io::Result<()>;
+    /// Creates (or truncates) a file for writing.
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+    /// Opens an immutable file for random reads.
+    fn open_random(&self, path: &Path, mode: ReadMode) -> io::Result<Box<dyn RandomAccessFile>>;
+    /// Reads a whole file.
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// Atomically renames `from` to `to` (replacing `to`).
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Deletes a file.
+    fn remove(&self, path: &Path) -> io::Result<()>;
+    /// Names of the entries of a directory.
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
+    /// Whether a path exists.
+    fn exists(&self, path: &Path) -> io::Result<bool>;
+    /// Makes the directory's entries (creations, renames, deletions) durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Takes an exclusive lock on `path` (created if needed); `ErrorKind::WouldBlock` if another
+    /// holder has it, in this process or another.
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>>;
+}
+
+/// The operating system's file system.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RealFs;
+
+#[derive(Debug)]
+struct RealWritable {
+    inner: BufWriter<File>,
+}
+
+impl Write for RealWritable {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.inner.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl WritableFile for RealWritable {
+    fn sync(&mut self) -> io::Result<()> {
+        self.inner.flush()?;
+        self.inner.get_ref().sync_data()
+    }
+}
+
+#[derive(Debug)]
+struct RealLock {
+    _file: File,
+}
+
+impl FileLock for RealLock {}
+
+impl FileSystem for RealFs {
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(path)
+    }
+
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)?;
+        Ok(Box::new(RealWritable {
+            inner: BufWriter::with_capacity(64 << 10, file),
+        }))
+    }
+
+    fn open_random(&self, path: &Path, mode: ReadMode) -> io::Result<Box<dyn RandomAccessFile>> {
+        open_random_access(File::open(path)?, mode)
+    }
+
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        std::fs::read(path)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::rename(from, to)
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        std::fs::remove_file(path)
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(dir)? {
+            names.push(entry?.file_name().to_string_lossy().into_owned());
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        path.try_exists()
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        File::open(dir)?.sync_all()
+    }
+
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Box::new(RealLock { _file: file })),
+            Err(std::fs::TryLockError::WouldBlock) => Err(io::ErrorKind::WouldBlock.into()),
+            Err(std::fs::TryLockError::Error(e)) => Err(e),
+        }
+    }
+}
+
+/// File names inside a database directory.
+pub mod names {
+    use super::{Path, PathBuf};
+
+    /// The lock file.
+    pub const LOCK: &str = "LOCK";
+    /// Names the live manifest.
+    pub const CURRENT: &str = "CURRENT";
+    /// Options that shape on-disk data, recorded at creation.
+    pub const OPTIONS: &str = "OPTIONS";
+
+    /// `NNNNNN.log`: a write-ahead log.
+    pub fn wal(dir: &Path, number: u64) -> PathBuf {
+        dir.join(format!("{number:06}.log"))
+    }
+
+    /// `NNNNNN.sst`: a table.
+    pub fn table(dir: &Path, number: u64) -> PathBuf {
+        dir.join(format!("{number:06}.sst"))
+    }
+
+    /// `MANIFEST-NNNNNN`: a manifest.
+    pub fn manifest(dir: &Path, number: u64) -> PathBuf {
+        dir.join(format!("MANIFEST-{number:06}"))
+    }
+
+    /// What a directory entry is, by its name.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum FileKind {
+        /// A write-ahead log.
+        Wal(u64),
+        /// A table.
+        Table(u64),
+        /// A manifest.
+        Manifest(u64),
+        /// A temporary file (e.g. `CURRENT.tmp`).
+        Temp,
+        /// Anything else (`LOCK`, `CURRENT`, `OPTIONS`, foreign files).
+        Other,
+    }
+
+    /// Classifies a directory entry name.
+    pub fn parse(name: &str) -> FileKind {
+        let number = |s: &str| s.parse::<u64>().ok();
+        if let Some(n) = name.strip_suffix(".log").and_then(number) {
+            FileKind::Wal(n)
+        } else if let Some(n) = name.strip_suffix(".sst").and_then(number) {
+            FileKind::Table(n)
+        } else if let Some(n) = name.strip_prefix("MANIFEST-").and_then(number) {
+            FileKind::Manifest(n)
+        } else if name.ends_with(".tmp") {
+            FileKind::Temp
+        } else {
+            FileKind::Other
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn real_fs_lock_is_exclusive() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("LOCK");
+        let held = RealFs.lock(&path).unwrap();
+        let again = RealFs.lock(&path);
+        assert_eq!(again.unwrap_err().kind(), io::ErrorKind::WouldBlock);
+        drop(held);
+        RealFs.lock(&path).unwrap();
+    }
+
+    #[test]
+    fn names_round_trip() {
+        use names::*;
+        let d = Path::new("/db");
+        assert_eq!(parse("000007.log"), FileKind::Wal(7));
+        assert_eq!(parse("000012.sst"), FileKind::Table(12));
+        assert_eq!(parse("MANIFEST-000003"), FileKind::Manifest(3));
+        assert_eq!(parse("CURRENT.tmp"), FileKind::Temp);
+        assert_eq!(parse("LOCK"), FileKind::Other);
+        assert_eq!(wal(d, 7), Path::new("/db/000007.log"));
+    }
+}

@@ -1,0 +1,138 @@
+//! Database options, named after RocksDB's where one exists.
+
+use std::sync::Arc;
+
+use siftdb_filter::{FilterAllocation, FilterPolicy, KeyHasher};
+use siftdb_sstable::{FixedPrefix, PrefixExtractor, ReadMode};
+
+use crate::fs::{FileSystem, RealFs};
+
+/// Number of levels (L0..L6).
+pub const MAX_LEVELS: usize = 7;
+
+/// Options of a database. `Options::default()` is a sensible start; fields are public.
+///
+/// ```
+/// let mut options = siftdb::Options::default();
+/// options.write_buffer_size = 16 << 20;
+/// options.filter_bits_per_key = 12.0;
+/// options.prefix_extractor = Some(siftdb::FixedPrefix::shared(8));
+/// ```
+#[derive(Clone)]
+pub struct Options {
+    /// Create the database if the directory holds none.
+    pub create_if_missing: bool,
+    /// Fail if a database already exists.
+    pub error_if_exists: bool,
+    /// Bytes of memtable before it is frozen and flushed to L0.
+    pub write_buffer_size: usize,
+    /// Memtables in memory at most (the active one plus immutable ones waiting for flush);
+    /// writers stall beyond that.
+    pub max_write_buffer_number: usize,
+    /// L0 file count that triggers an L0 → L1 compaction.
+    pub level0_file_num_compaction_trigger: usize,
+    /// L0 file count at which writes stop until compaction catches up.
+    pub level0_stop_writes_trigger: usize,
+    /// Target size of a compaction output table.
+    pub target_file_size_base: u64,
+    /// Target size of L1.
+    pub max_bytes_for_level_base: u64,
+    /// Growth factor of level target sizes.
+    pub max_bytes_for_level_multiplier: f64,
+    /// Target size of a data block.
+    pub block_size: usize,
+    /// Entries between restart points in data blocks.
+    pub block_restart_interval: usize,
+    /// Block cache capacity in bytes.
+    pub block_cache_capacity: usize,
+    /// Keep L0 tables' filter and index blocks pinned in the cache.
+    pub pin_l0_filter_and_index_blocks_in_cache: bool,
+    /// Average filter bits per key over the tree.
+    pub filter_bits_per_key: f64,
+    /// Levels below this use blocked bloom filters; this level and deeper use ribbon.
+    pub bloom_before_level: usize,
+    /// How filter memory is split across levels.
+    pub filter_allocation: FilterAllocation,
+    /// Hash of keys for filters (seeded xxh3 by default; keyed SipHash for adversarial keys).
+    /// Recorded in every filter block; a reader with another hasher refuses the block.
+    pub filter_hasher: KeyHasher,
+    /// With an extractor, every table carries a prefix filter consulted by `prefix_iter`.
+    pub prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
+    /// Refuse to open a database whose WAL is damaged before its tail (instead of recovering
+    /// up to the damage).
+    pub paranoid_checks: bool,
+    /// How table files are read.
+    pub read_mode: ReadMode,
+    /// The file system all I/O goes through.
+    pub fs: Arc<dyn FileSystem>,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("write_buffer_size", &self.write_buffer_size)
+            .field("max_write_buffer_number", &self.max_write_buffer_number)
+            .field("block_cache_capacity", &self.block_cache_capacity)
+            .field("filter_bits_per_key", &self.filter_bits_per_key)
+            .field("bloom_before_level", &self.bloom_before_level)
+            .field("filter_allocation", &self.filter_allocation)
+            .field(
+                "prefix_extractor",
+                &self.prefix_extractor.as_ref().map(|p| p.name()),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: true,
+            error_if_exists: false,
+            write_buffer_size: 64 << 20,
+            max_write_buffer_number: 2,
+            level0_file_num_compaction_trigger: 4,
+            level0_stop_writes_trigger: 36,
+            target_file_size_base: 64 << 20,
+            max_bytes_for_level_base: 256 << 20,
+            max_bytes_for_level_multiplier: 10.0,
+            block_size: 4096,
+            block_restart_interval: 16,
+            block_cache_capacity: 64 << 20,
+            pin_l0_filter_and_index_blocks_in_cache: true,
+            filter_bits_per_key: 10.0,
+            bloom_before_level: 2,
+            filter_allocation: FilterAllocation::Monkey,
+            filter_hasher: KeyHasher::default(),
+            prefix_extractor: None,
+            paranoid_checks: true,
+            read_mode: ReadMode::Mmap,
+            fs: Arc::new(RealFs),
+        }
+    }
+}
+
+impl Options {
+    /// The filter policy these options describe.
+    pub fn filter_policy(&self) -> FilterPolicy {
+        FilterPolicy {
+            bits_per_key: self.filter_bits_per_key,
+            bloom_before_level: self.bloom_before_level,
+            allocation: self.filter_allocation,
+        }
+    }
+
+    /// Shorthand for a fixed-length prefix extractor.
+    pub fn with_fixed_prefix(mut self, len: usize) -> Self {
+        self.prefix_extractor = Some(FixedPrefix::shared(len));
+        self
+    }
+}
+
+/// Options of one write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// Sync the WAL before acknowledging (survives power loss). Without it a write survives a
+    /// process crash (it is in the operating system's page cache) but not power loss.
+    pub sync: bool,
+}

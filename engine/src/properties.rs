@@ -1,0 +1,152 @@
+//! `Db::property`: human-readable reports, and the over-fill check behind the FPR warning.
+
+use std::fmt::Write as _;
+
+use crate::db::DbInner;
+use crate::stats::LevelFilterStats;
+use crate::version::Version;
+
+/// Negative lookups a level needs before its measured FPR is trusted for the warning.
+const MIN_FPR_SAMPLE: u64 = 2_000;
+
+/// One level's row of `siftdb.levels`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LevelReport {
+    pub files: usize,
+    pub keys: u64,
+    pub bytes: u64,
+    pub filter_kind: String,
+    pub bits_per_key: f64,
+    pub expected_fpr: f64,
+    pub measured: LevelFilterStats,
+}
+
+pub(crate) fn level_reports(db: &DbInner, version: &Version) -> Vec<LevelReport> {
+    let stats = db.counters.snapshot(db.cache.stats());
+    (0..version.num_levels())
+        .map(|level| {
+            let files = version.level(level);
+            let keys: u64 = files.iter().map(|f| f.meta.distinct_keys).sum();
+            let mut kinds: Vec<&str> = files
+                .iter()
+                .map(|f| f.table.properties().filter_kind.as_str())
+                .collect();
+            kinds.sort_unstable();
+            kinds.dedup();
+            let filter_bits: f64 = files
+                .iter()
+                .map(|f| f.table.properties().filter_bytes as f64 * 8.0)
+                .sum();
+            // Expected FPR of a lookup that reaches a table of this level: the key-weighted mean.
+            let expected = if keys == 0 {
+                0.0
+            } else {
+                files
+                    .iter()
+                    .map(|f| f.table.properties().filter_expected_fpr * f.meta.distinct_keys as f64)
+                    .sum::<f64>()
+                    / keys as f64
+            };
+            LevelReport {
+                files: files.len(),
+                keys,
+                bytes: files.iter().map(|f| f.meta.file_size).sum(),
+                filter_kind: if kinds.is_empty() {
+                    "-".to_string()
+                } else {
+                    kinds.join("+")
+                },
+                bits_per_key: if keys == 0 {
+                    0.0
+                } else {
+                    filter_bits / keys as f64
+                },
+                expected_fpr: expected,
+                measured: stats.levels.get(level).copied().unwrap_or_default(),
+            }
+        })
+        .collect()
+}
+
+/// Levels whose measured FPR is more than twice the expected one over a meaningful sample:
+/// the signature of over-full filters or a hash mismatch.
+pub(crate) fn overfull_levels(reports: &[LevelReport]) -> Vec<(usize, f64, f64)> {
+    reports
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| {
+            let negatives = r.measured.false_positives() + r.measured.useful;
+            negatives >= MIN_FPR_SAMPLE
+                && r.expected_fpr > 0.0
+                && r.measured.measured_fpr() > 2.0 * r.expected_fpr
+        })
+        .map(|(l, r)| (l, r.measured.measured_fpr(), r.expected_fpr))
+        .collect()
+}
+
+pub(crate) fn property(db: &DbInner, name: &str) -> Option<String> {
+    let view = db.read_view();
+    match name {
+        "siftdb.levels" => Some(levels_table(&level_reports(db, &view.version))),
+        "siftdb.stats" => Some(format!("{:#?}", db.counters.snapshot(db.cache.stats()))),
+        "siftdb.estimate-num-keys" => {
+            let mem: usize = std::iter::once(&view.mem)
+                .chain(&view.imm)
+                .map(|m| m.len())
+                .sum();
+            let tables: u64 = view.version.all().map(|(_, f)| f.meta.entries).sum();
+            Some((mem as u64 + tables).to_string())
+        }
+        "siftdb.cur-size-all-mem-tables" => Some(
+            std::iter::once(&view.mem)
+                .chain(&view.imm)
+                .map(|m| m.approximate_size())
+                .sum::<usize>()
+                .to_string(),
+        ),
+        _ => {
+            let level: usize = name
+                .strip_prefix("siftdb.num-files-at-level")?
+                .parse()
+                .ok()?;
+            (level < view.version.num_levels()).then(|| view.version.level(level).len().to_string())
+        }
+    }
+}
+
+fn levels_table(reports: &[LevelReport]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<5} {:>6} {:>11} {:>12} {:<14} {:>9} {:>12} {:>12} {:>10}",
+        "level",
+        "files",
+        "keys",
+        "bytes",
+        "filter",
+        "bits/key",
+        "expected fpr",
+        "measured fpr",
+        "negatives"
+    );
+    for (level, r) in reports.iter().enumerate() {
+        if r.files == 0 && r.measured.checked == 0 {
+            continue;
+        }
+        let negatives = r.measured.false_positives() + r.measured.useful;
+        let _ = writeln!(
+            out,
+            "L{:<4} {:>6} {:>11} {:>12} {:<14} {:>9.2} {:>12.6} {:>12.6} {:>10}",
+            level,
+            r.files,
+            r.keys,
+            r.bytes,
+            r.filter_kind,
+            r.bits_per_key,
+            r.expected_fpr,
+            r.measured.measured_fpr(),
+            negatives
+        );
+    }
+    out
+}

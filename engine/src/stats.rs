@@ -1,0 +1,177 @@
+//! Engine statistics: RocksDB-style tickers, per level where it matters.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use siftdb_cache::{BlockKind, CacheStats};
+use siftdb_sstable::ReadStatistics;
+
+use crate::options::MAX_LEVELS;
+
+/// Live counters (shared by the engine's threads).
+#[derive(Debug, Default)]
+pub(crate) struct EngineCounters {
+    /// Filter and data-block tickers of point lookups, per level.
+    pub levels: [ReadStatistics; MAX_LEVELS],
+    /// Block reads from table files (all levels).
+    pub reads: std::sync::Arc<ReadStatistics>,
+    pub gets: AtomicU64,
+    pub gets_found: AtomicU64,
+    pub memtable_hits: AtomicU64,
+    pub keys_written: AtomicU64,
+    pub bytes_written_user: AtomicU64,
+    pub wal_bytes: AtomicU64,
+    pub wal_syncs: AtomicU64,
+    pub write_groups: AtomicU64,
+    pub flushes: AtomicU64,
+    pub flush_bytes: AtomicU64,
+    pub compactions: AtomicU64,
+    pub compaction_bytes_read: AtomicU64,
+    pub compaction_bytes_written: AtomicU64,
+    pub stall_micros: AtomicU64,
+}
+
+/// Filter tickers of one level.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LevelFilterStats {
+    /// Lookups that consulted a filter on this level.
+    pub checked: u64,
+    /// Filter said "no" (`bloom.filter.useful`).
+    pub useful: u64,
+    /// Filter said "maybe" (`bloom.filter.full.positive`).
+    pub positive: u64,
+    /// Filter said "maybe" and the key was there (`bloom.filter.full.true.positive`).
+    pub true_positive: u64,
+    /// Data blocks point lookups used on this level (cache or file).
+    pub data_block_accesses: u64,
+}
+
+impl LevelFilterStats {
+    /// False positives: "maybe" for a key that was not there.
+    pub fn false_positives(&self) -> u64 {
+        self.positive.saturating_sub(self.true_positive)
+    }
+
+    /// Measured FPR = false positives / (false positives + true negatives); 0 with no sample.
+    pub fn measured_fpr(&self) -> f64 {
+        let negatives = self.false_positives() + self.useful;
+        if negatives == 0 {
+            0.0
+        } else {
+            self.false_positives() as f64 / negatives as f64
+        }
+    }
+}
+
+/// A snapshot of the engine's statistics ([`Db::stats`](crate::Db::stats)).
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    /// Filter tickers per level (index = level).
+    pub levels: Vec<LevelFilterStats>,
+    /// Point lookups.
+    pub gets: u64,
+    /// Point lookups that found a value.
+    pub gets_found: u64,
+    /// Lookups answered by a memtable.
+    pub memtable_hits: u64,
+    /// Data blocks read from table files.
+    pub data_block_reads: u64,
+    /// Index blocks read from table files.
+    pub index_block_reads: u64,
+    /// Filter blocks read from table files.
+    pub filter_block_reads: u64,
+    /// Bytes read from table files.
+    pub bytes_read: u64,
+    /// Prefix filter checks.
+    pub prefix_checked: u64,
+    /// Prefix filter "no" answers (tables skipped by prefix seeks).
+    pub prefix_useful: u64,
+    /// Keys written by the user (puts and deletes).
+    pub keys_written: u64,
+    /// Bytes of keys and values written by the user.
+    pub bytes_written_user: u64,
+    /// Bytes appended to the WAL.
+    pub wal_bytes: u64,
+    /// WAL syncs.
+    pub wal_syncs: u64,
+    /// Write groups committed (several concurrent writers share one group).
+    pub write_groups: u64,
+    /// Memtable flushes.
+    pub flushes: u64,
+    /// Bytes of tables written by flushes.
+    pub flush_bytes: u64,
+    /// Compactions.
+    pub compactions: u64,
+    /// Bytes read by compactions.
+    pub compaction_bytes_read: u64,
+    /// Bytes written by compactions.
+    pub compaction_bytes_written: u64,
+    /// Microseconds writers spent stalled.
+    pub stall_micros: u64,
+    /// The block cache's counters.
+    pub cache: CacheStats,
+}
+
+impl Stats {
+    /// All levels' filter tickers added up.
+    pub fn filter_total(&self) -> LevelFilterStats {
+        self.levels
+            .iter()
+            .fold(LevelFilterStats::default(), |a, l| LevelFilterStats {
+                checked: a.checked + l.checked,
+                useful: a.useful + l.useful,
+                positive: a.positive + l.positive,
+                true_positive: a.true_positive + l.true_positive,
+                data_block_accesses: a.data_block_accesses + l.data_block_accesses,
+            })
+    }
+
+    /// Write amplification: bytes written to disk (WAL, flushes, compactions) / user bytes.
+    pub fn write_amplification(&self) -> f64 {
+        if self.bytes_written_user == 0 {
+            return 0.0;
+        }
+        (self.wal_bytes + self.flush_bytes + self.compaction_bytes_written) as f64
+            / self.bytes_written_user as f64
+    }
+
+    /// Block cache hit ratio for one block kind.
+    pub fn cache_hit_ratio(&self, kind: BlockKind) -> f64 {
+        self.cache.kind(kind).hit_ratio()
+    }
+}
+
+impl EngineCounters {
+    pub(crate) fn snapshot(&self, cache: CacheStats) -> Stats {
+        let level = |s: &ReadStatistics| LevelFilterStats {
+            checked: s.filter_checked.load(Relaxed),
+            useful: s.filter_useful.load(Relaxed),
+            positive: s.filter_positive.load(Relaxed),
+            true_positive: s.filter_true_positive.load(Relaxed),
+            data_block_accesses: s.data_block_accesses.load(Relaxed),
+        };
+        Stats {
+            levels: self.levels.iter().map(level).collect(),
+            gets: self.gets.load(Relaxed),
+            gets_found: self.gets_found.load(Relaxed),
+            memtable_hits: self.memtable_hits.load(Relaxed),
+            data_block_reads: self.reads.data_block_reads.load(Relaxed),
+            index_block_reads: self.reads.index_block_reads.load(Relaxed),
+            filter_block_reads: self.reads.filter_block_reads.load(Relaxed),
+            bytes_read: self.reads.bytes_read.load(Relaxed),
+            prefix_checked: self.reads.prefix_checked.load(Relaxed),
+            prefix_useful: self.reads.prefix_useful.load(Relaxed),
+            keys_written: self.keys_written.load(Relaxed),
+            bytes_written_user: self.bytes_written_user.load(Relaxed),
+            wal_bytes: self.wal_bytes.load(Relaxed),
+            wal_syncs: self.wal_syncs.load(Relaxed),
+            write_groups: self.write_groups.load(Relaxed),
+            flushes: self.flushes.load(Relaxed),
+            flush_bytes: self.flush_bytes.load(Relaxed),
+            compactions: self.compactions.load(Relaxed),
+            compaction_bytes_read: self.compaction_bytes_read.load(Relaxed),
+            compaction_bytes_written: self.compaction_bytes_written.load(Relaxed),
+            stall_micros: self.stall_micros.load(Relaxed),
+            cache,
+        }
+    }
+}
