@@ -62,6 +62,9 @@ use crate::error::FilterError;
 /// Coefficient width in bits = slots per block.
 pub const RIBBON_WIDTH: u32 = 128;
 
+/// Columns a query checks before its first (and usually only) branch on the data.
+const FIRST_GROUP: usize = 4;
+
 /// Slots per block (as `usize`).
 const BLOCK_SLOTS: usize = RIBBON_WIDTH as usize;
 
@@ -583,9 +586,8 @@ impl RibbonFilter {
 
     /// True if `hash` may be in the set; false means it definitely is not.
     ///
-    /// Reads column words of the key's start block and of the next block (adjacent in memory),
-    /// stopping at the first column whose parity disagrees with the fingerprint: a negative query
-    /// usually only touches column 0 of both blocks (the front of each block).
+    /// Reads the column words of the key's start block and of the next block (one contiguous
+    /// region of `32 · columns` bytes) and checks all columns without a data-dependent branch.
     #[inline]
     pub fn may_contain_hash(&self, hash: u64) -> bool {
         if self.num_starts == 0 {
@@ -616,17 +618,23 @@ impl RibbonFilter {
         let next_part = (coeff >> 1) >> (127 - off);
         let (c_lo, c_hi) = (cur_part as u64, (cur_part >> 64) as u64);
         let (n_lo, n_hi) = (next_part as u64, (next_part >> 64) as u64);
-        let fp = u64::from(fingerprint_of(a));
-        let column = |j: usize, c: &[u64], n: &[u64]| {
-            let x = (c_lo & c[0]) ^ (c_hi & c[1]) ^ (n_lo & n[0]) ^ (n_hi & n[1]);
-            parity(x) ^ ((fp >> j) & 1)
-        };
-        for (j, (c, n)) in cur.chunks_exact(2).zip(next.chunks_exact(2)).enumerate() {
-            if column(j, c, n) != 0 {
-                return false;
+        let fp = u64::from(fingerprint_of(a)) & ((1u64 << cols) - 1);
+        // Columns in groups of FIRST_GROUP: branch-free inside a group (parities collected into
+        // one word, compared once). A negative query fails the first group with probability
+        // 1 - 2^-FIRST_GROUP, so it reads only the front of both blocks and the exit branch
+        // predicts well; the rest of the columns are checked only for the few that pass.
+        let group = |from: usize, to: usize| {
+            let mut parities = 0u64;
+            for j in from..to {
+                let (c, n) = (&cur[2 * j..2 * j + 2], &next[2 * j..2 * j + 2]);
+                let x = (c_lo & c[0]) ^ (c_hi & c[1]) ^ (n_lo & n[0]) ^ (n_hi & n[1]);
+                parities |= parity(x) << j;
             }
-        }
-        true
+            parities
+        };
+        let first = cols.min(FIRST_GROUP);
+        let first_mask = (1u64 << first) - 1;
+        group(0, first) == fp & first_mask && group(first, cols) == fp & !first_mask
     }
 
     /// The layout parameters (everything a reader needs besides [`RibbonFilter::words`]).
