@@ -210,7 +210,21 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
     } else {
         VersionEdit::default()
     };
-    let mut next_file_number = snapshot.next_file_number.unwrap_or(1).max(2);
+    // WALs are created without a manifest edit, so files may exist with numbers at or above the
+    // recorded next number: never hand those out again.
+    let highest_on_disk = entries
+        .iter()
+        .filter_map(|e| match names::parse(e) {
+            FileKind::Wal(n) | FileKind::Table(n) | FileKind::Manifest(n) => Some(n),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    let mut next_file_number = snapshot
+        .next_file_number
+        .unwrap_or(1)
+        .max(highest_on_disk + 1)
+        .max(2);
     let mut last_sequence = snapshot.last_sequence.unwrap_or(0);
     let log_number = snapshot.log_number.unwrap_or(0);
 

@@ -1,1 +1,25 @@
-//! siftdb-tests: integration, model-based, crash and fault-injection tests (arrive in later changes).
+//! siftdb-tests: integration, model-based, crash and fault-injection tests of siftdb.
+//!
+//! Helpers shared by the tests live here.
+#![deny(missing_docs)]
+
+use std::path::Path;
+
+/// A temporary directory for a test database: on tmpfs (`/dev/shm`) when available, so model
+/// tests with thousands of flushes are not dominated by `fsync` latency. Durability itself is
+/// tested by the crash tests, which use the real disk.
+pub fn temp_dir() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        if let Ok(dir) = tempfile::Builder::new()
+            .prefix("siftdb-test-")
+            .tempdir_in(shm)
+        {
+            return dir;
+        }
+    }
+    tempfile::Builder::new()
+        .prefix("siftdb-test-")
+        .tempdir()
+        .unwrap_or_else(|e| panic!("cannot create a temporary directory: {e}"))
+}

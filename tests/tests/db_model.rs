@@ -1,0 +1,162 @@
+//! Model test: random operations against the database and a `BTreeMap`, with a tiny memtable so
+//! flushes happen constantly, and reopens in between. Every read must agree with the model.
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+use siftdb::{Db, Options, WriteBatch};
+
+#[derive(Debug, Clone)]
+enum Op {
+    Put(Vec<u8>, Vec<u8>),
+    Delete(Vec<u8>),
+    Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
+    Get(Vec<u8>),
+    Iter,
+    Seek(Vec<u8>),
+    Prefix(Vec<u8>),
+    Flush,
+    Reopen,
+}
+
+fn key() -> impl Strategy<Value = Vec<u8>> {
+    // A small alphabet so keys collide, share prefixes, and get overwritten.
+    proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'b'), Just(b'c')], 0..5)
+}
+
+fn value() -> impl Strategy<Value = Vec<u8>> {
+    proptest::collection::vec(any::<u8>(), 0..300)
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => (key(), value()).prop_map(|(k, v)| Op::Put(k, v)),
+        3 => key().prop_map(Op::Delete),
+        2 => proptest::collection::vec((key(), proptest::option::of(value())), 0..6).prop_map(Op::Batch),
+        5 => key().prop_map(Op::Get),
+        1 => Just(Op::Iter),
+        1 => key().prop_map(Op::Seek),
+        2 => proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'b')], 0..3).prop_map(Op::Prefix),
+        1 => Just(Op::Flush),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+fn options() -> Options {
+    let mut o = Options::default().with_fixed_prefix(2);
+    o.write_buffer_size = 2048;
+    o.max_write_buffer_number = 3;
+    o.block_size = 256;
+    o.block_cache_capacity = 1 << 20;
+    o
+}
+
+fn run(ops: &[Op]) {
+    let dir = siftdb_tests::temp_dir();
+    let mut db = Db::open(dir.path(), options()).unwrap();
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    for op in ops {
+        match op {
+            Op::Put(k, v) => {
+                db.put(k, v).unwrap();
+                model.insert(k.clone(), v.clone());
+            }
+            Op::Delete(k) => {
+                db.delete(k).unwrap();
+                model.remove(k);
+            }
+            Op::Batch(entries) => {
+                let mut b = WriteBatch::new();
+                for (k, v) in entries {
+                    match v {
+                        Some(v) => {
+                            b.put(k, v);
+                            model.insert(k.clone(), v.clone());
+                        }
+                        None => {
+                            b.delete(k);
+                            model.remove(k);
+                        }
+                    }
+                }
+                db.write(b).unwrap();
+            }
+            Op::Get(k) => assert_eq!(db.get(k).unwrap(), model.get(k).cloned(), "get {k:?}"),
+            Op::Iter => {
+                let got: Vec<_> = db.iter().map(|r| r.unwrap()).collect();
+                let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                assert_eq!(got, want, "full iteration");
+            }
+            Op::Seek(k) => {
+                let mut it = db.iter();
+                it.seek(k);
+                let got: Vec<_> = it.map(|r| r.unwrap()).collect();
+                let want: Vec<_> = model
+                    .range(k.clone()..)
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                if got != want {
+                    let g: Vec<_> = got.iter().map(|(k, _)| k.clone()).collect();
+                    let w: Vec<_> = want.iter().map(|(k, _)| k.clone()).collect();
+                    panic!(
+                        "seek {k:?}: got keys {g:?}\nwant {w:?}\n{}",
+                        db.property("siftdb.levels").unwrap_or_default()
+                    );
+                }
+            }
+            Op::Prefix(p) => {
+                let got: Vec<_> = db.prefix_iter(p).map(|r| r.unwrap()).collect();
+                let want: Vec<_> = model
+                    .iter()
+                    .filter(|(k, _)| k.starts_with(p))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                assert_eq!(got, want, "prefix {p:?}");
+            }
+            Op::Flush => db.flush().unwrap(),
+            Op::Reopen => {
+                drop(db);
+                db = Db::open(dir.path(), options()).unwrap();
+            }
+        }
+    }
+    // Final check after one more reopen.
+    drop(db);
+    let db = Db::open(dir.path(), options()).unwrap();
+    let got: Vec<_> = db.iter().map(|r| r.unwrap()).collect();
+    let want: Vec<_> = model.into_iter().collect();
+    if got != want {
+        let g: std::collections::BTreeMap<_, _> = got.iter().cloned().collect();
+        let w: std::collections::BTreeMap<_, _> = want.iter().cloned().collect();
+        let mut diffs = Vec::new();
+        for k in g.keys().chain(w.keys()) {
+            if g.get(k) != w.get(k) {
+                diffs.push(format!(
+                    "{k:?}: got {:?} want {:?}",
+                    g.get(k).map(|v| v.len()),
+                    w.get(k).map(|v| v.len())
+                ));
+            }
+        }
+        panic!(
+            "after final reopen: {diffs:?}\n{}",
+            db.property("siftdb.levels").unwrap_or_default()
+        );
+    }
+}
+
+fn cases() -> u32 {
+    std::env::var("SIFTDB_MODEL_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(64)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    #[test]
+    fn db_matches_btreemap_model(ops in proptest::collection::vec(op(), 1..120)) {
+        run(&ops);
+    }
+}
