@@ -20,9 +20,11 @@ fn db_iterates_after_flush() {
 #[test]
 fn db_iterates_across_many_tables() {
     let dir = siftdb_tests::temp_dir();
-    let mut o = Options::default();
-    o.write_buffer_size = 2048;
-    o.block_size = 256;
+    let o = Options {
+        write_buffer_size: 2048,
+        block_size: 256,
+        ..Options::default()
+    };
     let db = Db::open(dir.path(), o).unwrap();
     let mut model = std::collections::BTreeMap::new();
     for i in 0..400u32 {
@@ -43,9 +45,11 @@ fn db_seek_matches_model_across_tables() {
     use rand::{Rng, SeedableRng};
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     let dir = siftdb_tests::temp_dir();
-    let mut o = Options::default();
-    o.write_buffer_size = 2048;
-    o.block_size = 256;
+    let o = Options {
+        write_buffer_size: 2048,
+        block_size: 256,
+        ..Options::default()
+    };
     let db = Db::open(dir.path(), o).unwrap();
     let mut model = std::collections::BTreeMap::new();
     let key = |rng: &mut rand::rngs::StdRng| -> Vec<u8> {
