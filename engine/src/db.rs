@@ -97,6 +97,8 @@ pub(crate) struct DbState {
     pub bg_error: Option<String>,
     /// Tables written but not yet in a version (not to be deleted as orphans).
     pub pending_outputs: Vec<u64>,
+    /// Per level, the largest key of the last compaction out of it (round-robin cursor).
+    pub compact_cursors: Vec<Vec<u8>>,
 }
 
 impl DbState {
@@ -124,6 +126,9 @@ pub(crate) struct DbInner {
     pub snapshots: SnapshotList,
     pub shutting_down: AtomicBool,
     pub background: Mutex<Option<JoinHandle<()>>>,
+    pub compaction_thread: Mutex<Option<JoinHandle<()>>>,
+    /// Held by whoever runs a compaction (background or `compact_range`): one at a time.
+    pub compaction_lock: Mutex<()>,
     /// The directory lock, released at shutdown.
     pub lock: Mutex<Option<Box<dyn FileLock>>>,
 }
@@ -144,6 +149,7 @@ impl Db {
             inner,
         };
         crate::flush::start_background(&db.inner);
+        crate::compaction::start_background(&db.inner);
         Ok(db)
     }
 
@@ -227,6 +233,14 @@ impl Db {
     /// Flushes the memtable to an L0 table and waits until it (and any earlier one) is on disk.
     pub fn flush(&self) -> Result<()> {
         crate::flush::flush_and_wait(&self.inner)
+    }
+
+    /// Compacts the key range `[start, end]` (`None` = open end) down to the bottom level,
+    /// reclaiming the space of overwritten and deleted keys; `compact_range(None, None)` rewrites
+    /// the whole database. Flushes the memtable first. Waits until done.
+    pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.inner.check_open()?;
+        crate::compaction::compact_range(&self.inner, start, end)
     }
 
     /// A snapshot of the statistics.
@@ -332,9 +346,11 @@ impl DbInner {
             self.work_available.notify_all();
             self.state_changed.notify_all();
         }
-        if let Some(handle) = self.background.lock().take() {
-            if handle.thread().id() != std::thread::current().id() {
-                let _ = handle.join();
+        for thread in [&self.background, &self.compaction_thread] {
+            if let Some(handle) = thread.lock().take() {
+                if handle.thread().id() != std::thread::current().id() {
+                    let _ = handle.join();
+                }
             }
         }
         // Let another instance open the directory; this one's readers keep their open files.

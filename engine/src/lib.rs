@@ -20,6 +20,7 @@
 #![warn(clippy::unwrap_used, clippy::expect_used)]
 
 mod batch;
+mod compaction;
 mod db;
 mod error;
 mod flush;

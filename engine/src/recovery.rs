@@ -249,6 +249,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
             last_sequence,
             bg_error: None,
             pending_outputs: Vec::new(),
+            compact_cursors: vec![Vec::new(); crate::options::MAX_LEVELS],
         }),
         state_changed: Condvar::new(),
         work_available: Condvar::new(),
@@ -257,6 +258,8 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
         snapshots: SnapshotList::default(),
         shutting_down: AtomicBool::new(false),
         background: Mutex::new(None),
+        compaction_thread: Mutex::new(None),
+        compaction_lock: Mutex::new(()),
         lock: Mutex::new(Some(lock)),
         options,
     });

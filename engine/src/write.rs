@@ -204,6 +204,14 @@ impl DbInner {
             if self.shutting_down.load(Ordering::Acquire) {
                 break Err(Error::Closed);
             }
+            if state.version.level(0).len() >= self.options.level0_stop_writes_trigger.max(1) {
+                // Too many overlapping L0 files: every lookup would probe each of them. Wait for
+                // compaction to catch up.
+                stalled.get_or_insert_with(Instant::now);
+                self.work_available.notify_all();
+                self.state_changed.wait(state);
+                continue;
+            }
             if state.mem.approximate_size() < self.options.write_buffer_size {
                 break Ok(());
             }

@@ -178,10 +178,27 @@ fn grid_curve(level: &LevelSpec) -> Vec<f64> {
     if level.keys == 0 {
         return vec![0.0];
     }
-    let points = (MAX_LEVEL_BITS_PER_KEY / GRID_BITS_PER_KEY).round() as usize + 1;
-    (0..points)
-        .map(|j| evaluate(level, j as f64 * GRID_BITS_PER_KEY).fpr)
-        .collect()
+    match level.curve {
+        // The blocked bloom curve costs a Poisson sum per point; it depends on the key count
+        // only through block rounding, negligible for planning, so it is computed once.
+        FprCurve::BlockedBloom => blocked_bloom_grid().to_vec(),
+        curve => (0..grid_points())
+            .map(|j| curve.fpr(level.keys as usize, j as f64 * GRID_BITS_PER_KEY))
+            .collect(),
+    }
+}
+
+fn grid_points() -> usize {
+    (MAX_LEVEL_BITS_PER_KEY / GRID_BITS_PER_KEY).round() as usize + 1
+}
+
+fn blocked_bloom_grid() -> &'static [f64] {
+    static GRID: std::sync::OnceLock<Vec<f64>> = std::sync::OnceLock::new();
+    GRID.get_or_init(|| {
+        (0..grid_points())
+            .map(|j| FprCurve::BlockedBloom.fpr(1 << 30, j as f64 * GRID_BITS_PER_KEY))
+            .collect()
+    })
 }
 
 /// Spends what the grid solution left over in small steps, each to a level where a bit removes

@@ -243,7 +243,12 @@ impl<W: Write> TableBuilder<W> {
 
     /// Writes the remaining blocks and the footer, flushes the writer, and returns the table's
     /// size and properties. The caller syncs the file.
-    pub fn finish(mut self) -> Result<TableMeta> {
+    pub fn finish(self) -> Result<TableMeta> {
+        self.finish_into().map(|(meta, _)| meta)
+    }
+
+    /// [`TableBuilder::finish`], also handing back the writer (to sync and close it).
+    pub fn finish_into(mut self) -> Result<(TableMeta, W)> {
         self.flush_data_block()?;
         if self.props.entries == 0 {
             self.props.min_sequence = 0;
@@ -270,9 +275,12 @@ impl<W: Write> TableBuilder<W> {
             file: "table being built".to_string(),
             source,
         })?;
-        Ok(TableMeta {
-            file_size: self.offset,
-            properties: self.props,
-        })
+        Ok((
+            TableMeta {
+                file_size: self.offset,
+                properties: self.props,
+            },
+            self.writer,
+        ))
     }
 }

@@ -17,6 +17,10 @@ enum Op {
     Prefix(Vec<u8>),
     Flush,
     Reopen,
+    Compact(Option<Vec<u8>>, Option<Vec<u8>>),
+    Snapshot,
+    CheckSnapshot(usize, Vec<u8>),
+    DropSnapshot(usize),
 }
 
 fn key() -> impl Strategy<Value = Vec<u8>> {
@@ -39,6 +43,10 @@ fn op() -> impl Strategy<Value = Op> {
         2 => proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'b')], 0..3).prop_map(Op::Prefix),
         1 => Just(Op::Flush),
         1 => Just(Op::Reopen),
+        1 => (proptest::option::of(key()), proptest::option::of(key())).prop_map(|(a, b)| Op::Compact(a, b)),
+        1 => Just(Op::Snapshot),
+        2 => (0usize..4, key()).prop_map(|(i, k)| Op::CheckSnapshot(i, k)),
+        1 => (0usize..4).prop_map(Op::DropSnapshot),
     ]
 }
 
@@ -48,6 +56,12 @@ fn options() -> Options {
     o.max_write_buffer_number = 3;
     o.block_size = 256;
     o.block_cache_capacity = 1 << 20;
+    // Tiny levels so compactions run constantly and the tree grows several levels deep.
+    o.level0_file_num_compaction_trigger = 2;
+    o.level0_stop_writes_trigger = 8;
+    o.target_file_size_base = 2048;
+    o.max_bytes_for_level_base = 4096;
+    o.max_bytes_for_level_multiplier = 3.0;
     o
 }
 
@@ -55,6 +69,7 @@ fn run(ops: &[Op]) {
     let dir = siftdb_tests::temp_dir();
     let mut db = Db::open(dir.path(), options()).unwrap();
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut snapshots: Vec<(siftdb::Snapshot, BTreeMap<Vec<u8>, Vec<u8>>)> = Vec::new();
     for op in ops {
         match op {
             Op::Put(k, v) => {
@@ -114,13 +129,47 @@ fn run(ops: &[Op]) {
                 assert_eq!(got, want, "prefix {p:?}");
             }
             Op::Flush => db.flush().unwrap(),
+            Op::Compact(a, b) => db.compact_range(a.as_deref(), b.as_deref()).unwrap(),
+            Op::Snapshot => {
+                if snapshots.len() < 4 {
+                    snapshots.push((db.snapshot(), model.clone()));
+                }
+            }
+            Op::CheckSnapshot(i, k) => {
+                if let Some((snap, seen)) = snapshots.get(*i) {
+                    assert_eq!(
+                        snap.get(k).unwrap(),
+                        seen.get(k).cloned(),
+                        "snapshot {i} get {k:?}"
+                    );
+                    let got: Vec<_> = snap.iter().map(|r| r.unwrap()).collect();
+                    let want: Vec<_> = seen.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                    assert_eq!(got, want, "snapshot {i} iteration");
+                }
+            }
+            Op::DropSnapshot(i) => {
+                if *i < snapshots.len() {
+                    snapshots.remove(*i);
+                }
+            }
             Op::Reopen => {
+                snapshots.clear();
                 drop(db);
                 db = Db::open(dir.path(), options()).unwrap();
             }
         }
     }
-    // Final check after one more reopen.
+    // Final check after a full compaction and one more reopen.
+    snapshots.clear();
+    db.compact_range(None, None).unwrap();
+    let all: Vec<_> = db.iter().map(|r| r.unwrap()).collect();
+    assert_eq!(
+        all,
+        model
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect::<Vec<_>>()
+    );
     drop(db);
     let db = Db::open(dir.path(), options()).unwrap();
     let got: Vec<_> = db.iter().map(|r| r.unwrap()).collect();

@@ -1,0 +1,391 @@
+//! Leveled compaction: the background thread, the job that rewrites tables one level down, and
+//! `compact_range`.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use siftdb_compaction::picker::{self, LevelFile, Pick, PickerConfig};
+use siftdb_compaction::{merge_into, CompactionSink, GcRules, InternalIterator, MergingIterator};
+use siftdb_sstable::{FilterSpec, InternalKey, SstError, TableBuildOptions, TableBuilder};
+
+use crate::db::DbInner;
+use crate::error::{Error, Result};
+use crate::fs::{names, WritableFile};
+use crate::version::{TableFile, Version};
+use crate::version_edit::{FileMeta, VersionEdit};
+
+/// Starts the background compaction thread.
+pub(crate) fn start_background(inner: &Arc<DbInner>) {
+    let db = Arc::clone(inner);
+    let spawned = std::thread::Builder::new()
+        .name("siftdb-compact".to_string())
+        .spawn(move || background_loop(&db));
+    match spawned {
+        Ok(handle) => *inner.compaction_thread.lock() = Some(handle),
+        Err(e) => {
+            inner.state.lock().bg_error = Some(format!("cannot start compaction thread: {e}"));
+        }
+    }
+}
+
+fn background_loop(db: &Arc<DbInner>) {
+    loop {
+        {
+            let mut state = db.state.lock();
+            if db.shutting_down.load(Ordering::Acquire) {
+                return;
+            }
+            db.work_available
+                .wait_for(&mut state, Duration::from_millis(200));
+            if db.shutting_down.load(Ordering::Acquire) {
+                return;
+            }
+            if state.bg_error.is_some() {
+                continue;
+            }
+        }
+        // Run compactions until the tree is in shape.
+        loop {
+            if db.shutting_down.load(Ordering::Acquire) {
+                return;
+            }
+            match maybe_compact(db) {
+                Ok(true) => continue,
+                Ok(false) => break,
+                Err(e) => {
+                    let mut state = db.state.lock();
+                    state
+                        .bg_error
+                        .get_or_insert(format!("compaction failed: {e}"));
+                    tracing::error!("siftdb: compaction failed, writes stopped: {e}");
+                    db.state_changed.notify_all();
+                    break;
+                }
+            }
+        }
+    }
+}
+
+fn picker_config(db: &DbInner) -> PickerConfig {
+    PickerConfig {
+        l0_trigger: db.options.level0_file_num_compaction_trigger.max(1),
+        base_level_bytes: db.options.max_bytes_for_level_base.max(1),
+        multiplier: db.options.max_bytes_for_level_multiplier.max(1.0),
+    }
+}
+
+fn level_files(version: &Version) -> Vec<Vec<LevelFile>> {
+    (0..version.num_levels())
+        .map(|l| {
+            version
+                .level(l)
+                .iter()
+                .map(|f| LevelFile {
+                    number: f.meta.number,
+                    size: f.meta.file_size,
+                    smallest: f.smallest_user_key().to_vec(),
+                    largest: f.largest_user_key().to_vec(),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Runs one compaction if the tree needs one; returns whether it did.
+pub(crate) fn maybe_compact(db: &Arc<DbInner>) -> Result<bool> {
+    let _guard = db.compaction_lock.lock();
+    let (pick, version) = {
+        let state = db.state.lock();
+        let levels = level_files(&state.version);
+        let pick = picker::pick(&levels, &picker_config(db), &state.compact_cursors);
+        (pick, Arc::clone(&state.version))
+    };
+    let Some(pick) = pick else { return Ok(false) };
+    let output_level = pick.level + 1;
+    run(db, &version, &pick, output_level)?;
+    Ok(true)
+}
+
+/// Compacts every file overlapping `[start, end]` down to the deepest non-empty level (at least
+/// L1), then rewrites that level's overlapping files in place, so overwritten and deleted keys
+/// in the range are reclaimed.
+pub(crate) fn compact_range(
+    db: &Arc<DbInner>,
+    start: Option<&[u8]>,
+    end: Option<&[u8]>,
+) -> Result<()> {
+    crate::flush::flush_and_wait(db)?;
+    let _guard = db.compaction_lock.lock();
+    let in_range = |f: &LevelFile| {
+        start.is_none_or(|s| f.largest.as_slice() >= s)
+            && end.is_none_or(|e| f.smallest.as_slice() <= e)
+    };
+    let deepest = {
+        let state = db.state.lock();
+        (0..state.version.num_levels())
+            .rev()
+            .find(|&l| !state.version.level(l).is_empty())
+            .unwrap_or(0)
+            .max(1)
+    };
+    for level in 0..=deepest {
+        let (version, pick) = {
+            let state = db.state.lock();
+            let levels = level_files(&state.version);
+            let inputs: Vec<u64> = if level == 0 && levels[0].iter().any(&in_range) {
+                // L0 files overlap each other: moving some of them below an older one that
+                // holds the same keys would let the older versions win. All of L0 goes.
+                levels[0].iter().map(|f| f.number).collect()
+            } else {
+                levels[level]
+                    .iter()
+                    .filter(|f| in_range(f))
+                    .map(|f| f.number)
+                    .collect()
+            };
+            let pick = if inputs.is_empty() {
+                None
+            } else if level == deepest {
+                // In place: only the chosen files, nothing from a level below.
+                picker::pick_files(&levels, level, inputs).map(|p| Pick {
+                    next_inputs: Vec::new(),
+                    ..p
+                })
+            } else {
+                picker::pick_files(&levels, level, inputs)
+            };
+            (Arc::clone(&state.version), pick)
+        };
+        if let Some(pick) = pick {
+            let output = if level == deepest { level } else { level + 1 };
+            run(db, &version, &pick, output)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes surviving entries into output tables of the target size, cut at user-key boundaries.
+struct TableSink<'a> {
+    db: &'a DbInner,
+    options: TableBuildOptions,
+    target_size: u64,
+    current: Option<(u64, TableBuilder<Box<dyn WritableFile>>)>,
+    outputs: Vec<FileMeta>,
+    bytes_written: u64,
+}
+
+impl TableSink<'_> {
+    fn finish_current(&mut self) -> Result<()> {
+        let Some((number, builder)) = self.current.take() else {
+            return Ok(());
+        };
+        let (meta, mut file) = builder.finish_into()?;
+        file.sync()?;
+        self.bytes_written += meta.file_size;
+        let props = meta.properties;
+        let key = |bytes: Vec<u8>| {
+            InternalKey::from_encoded(bytes)
+                .ok_or_else(|| Error::Corruption("compaction output without keys".to_string()))
+        };
+        self.outputs.push(FileMeta {
+            number,
+            file_size: meta.file_size,
+            smallest: key(props.smallest_key)?,
+            largest: key(props.largest_key)?,
+            entries: props.entries,
+            distinct_keys: props.distinct_keys,
+        });
+        Ok(())
+    }
+}
+
+impl CompactionSink for TableSink<'_> {
+    fn add(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        boundary: bool,
+    ) -> std::result::Result<(), SstError> {
+        let to_sst = |e: Error| SstError::InvalidArgument(e.to_string());
+        let full = self
+            .current
+            .as_ref()
+            .is_some_and(|c| c.1.estimated_size() >= self.target_size);
+        if boundary && full {
+            self.finish_current().map_err(to_sst)?;
+        }
+        if self.current.is_none() {
+            let number = {
+                let mut state = self.db.state.lock();
+                let n = state.new_file_number();
+                state.pending_outputs.push(n);
+                n
+            };
+            let file = self
+                .db
+                .fs
+                .create(&names::table(&self.db.dir, number))
+                .map_err(|source| SstError::Io {
+                    file: format!("{number:06}.sst"),
+                    source,
+                })?;
+            self.current = Some((number, TableBuilder::new(file, self.options.clone())));
+        }
+        match self.current.as_mut() {
+            Some(c) => c.1.add(key, value),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Runs one compaction of `pick` (inputs from `pick.level` and `pick.level + 1`) into
+/// `output_level`, and installs the result with one manifest edit.
+fn run(db: &Arc<DbInner>, version: &Version, pick: &Pick, output_level: usize) -> Result<()> {
+    let next_level = pick.level + 1;
+    let inputs: Vec<(usize, Arc<TableFile>)> = version
+        .level(pick.level)
+        .iter()
+        .filter(|f| pick.inputs.contains(&f.meta.number))
+        .map(|f| (pick.level, Arc::clone(f)))
+        .chain(
+            version
+                .level(next_level)
+                .iter()
+                .filter(|f| pick.next_inputs.contains(&f.meta.number))
+                .map(|f| (next_level, Arc::clone(f))),
+        )
+        .collect();
+    if inputs.is_empty() {
+        return Ok(());
+    }
+    let smallest = inputs
+        .iter()
+        .map(|(_, f)| f.smallest_user_key())
+        .min()
+        .unwrap_or(&[])
+        .to_vec();
+    let largest = inputs
+        .iter()
+        .map(|(_, f)| f.largest_user_key())
+        .max()
+        .unwrap_or(&[])
+        .to_vec();
+    // Bottommost: no level below the output holds any key of the range.
+    let bottommost = (output_level + 1..version.num_levels()).all(|l| {
+        version.level(l).iter().all(|f| {
+            f.largest_user_key() < smallest.as_slice() || f.smallest_user_key() > largest.as_slice()
+        })
+    });
+    let rules = GcRules {
+        snapshots: db.snapshots.sequences(),
+        bottommost,
+    };
+    // The output level's filter: kind from the policy, bits/key from the Monkey plan of the tree
+    // as it will be once the inputs have moved down.
+    let mut level_keys = version.level_keys();
+    let moved: u64 = inputs.iter().map(|(_, f)| f.meta.distinct_keys).sum();
+    for (level, f) in &inputs {
+        level_keys[*level] = level_keys[*level].saturating_sub(f.meta.distinct_keys);
+    }
+    level_keys[output_level] += moved;
+    let policy = db.options.filter_policy();
+    let plan = policy.plan(&level_keys);
+    let filter = FilterSpec {
+        kind: policy.kind_for_level(output_level),
+        bits_per_key: plan
+            .get(output_level)
+            .map_or(db.options.filter_bits_per_key, |p| p.bits_per_key.max(1.0)),
+    };
+    let options = TableBuildOptions {
+        block_size: db.options.block_size,
+        block_restart_interval: db.options.block_restart_interval,
+        filter: Some(filter),
+        key_hasher: db.options.filter_hasher,
+        prefix_extractor: db.options.prefix_extractor.clone(),
+    };
+    let children: Vec<Box<dyn InternalIterator>> = inputs
+        .iter()
+        .map(|(_, f)| Box::new(f.table.iter()) as Box<dyn InternalIterator>)
+        .collect();
+    let mut merge = MergingIterator::new(children);
+    let mut sink = TableSink {
+        db,
+        options,
+        target_size: db.options.target_file_size_base.max(1),
+        current: None,
+        outputs: Vec::new(),
+        bytes_written: 0,
+    };
+    let merged = merge_into(&mut merge, &rules, &mut sink).map_err(Error::from);
+    let finished = merged.and_then(|_| sink.finish_current());
+    let outputs = std::mem::take(&mut sink.outputs);
+    let bytes_written = sink.bytes_written;
+    let release_pending = |db: &DbInner| {
+        let mut state = db.state.lock();
+        state
+            .pending_outputs
+            .retain(|n| !outputs.iter().any(|o| o.number == *n));
+        if let Some((n, _)) = &sink.current {
+            let n = *n;
+            state.pending_outputs.retain(|p| *p != n);
+        }
+    };
+    if let Err(e) = finished {
+        release_pending(db);
+        crate::recovery::delete_obsolete_files(db);
+        return Err(e);
+    }
+    // Open the outputs, then install: one edit removes the inputs and adds the outputs.
+    let opened: Vec<Arc<TableFile>> = outputs
+        .iter()
+        .map(|m| crate::flush::open_table(db, output_level, m))
+        .collect::<Result<_>>()?;
+    let mut edit = VersionEdit::default();
+    for (level, f) in &inputs {
+        edit.deleted.push((*level, f.meta.number));
+    }
+    for m in &outputs {
+        edit.added.push((output_level, m.clone()));
+    }
+    {
+        let mut state = db.state.lock();
+        edit.next_file_number = Some(state.next_file_number);
+        edit.last_sequence = Some(state.last_sequence);
+        state
+            .manifest
+            .as_mut()
+            .ok_or_else(|| Error::Background("no manifest".to_string()))?
+            .append(&edit)?;
+        let mut by_number = opened.iter();
+        let new_version = state.version.apply(&edit, |_, meta| {
+            by_number
+                .find(|t| t.meta.number == meta.number)
+                .cloned()
+                .ok_or_else(|| Error::Corruption("compaction output missing".to_string()))
+        })?;
+        state.version = Arc::new(new_version);
+        state
+            .pending_outputs
+            .retain(|n| !outputs.iter().any(|o| o.number == *n));
+        if let Some(cursor) = state.compact_cursors.get_mut(pick.level) {
+            *cursor = pick.end_key.clone();
+        }
+        db.state_changed.notify_all();
+    }
+    for (_, f) in &inputs {
+        // The inputs' blocks are dead weight in the cache; readers still holding the old
+        // version keep their own `Arc`s of the blocks they use.
+        db.cache.erase_table(f.meta.number);
+    }
+    let read: u64 = inputs.iter().map(|(_, f)| f.meta.file_size).sum();
+    db.counters.compactions.fetch_add(1, Ordering::Relaxed);
+    db.counters
+        .compaction_bytes_read
+        .fetch_add(read, Ordering::Relaxed);
+    db.counters
+        .compaction_bytes_written
+        .fetch_add(bytes_written, Ordering::Relaxed);
+    crate::recovery::delete_obsolete_files(db);
+    Ok(())
+}
