@@ -8,3 +8,4 @@
 #![warn(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod filters;
+pub mod runner;

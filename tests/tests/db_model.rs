@@ -50,6 +50,9 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// The model: key → value.
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
 fn options() -> Options {
     let mut o = Options::default().with_fixed_prefix(2);
     o.write_buffer_size = 2048;
@@ -68,8 +71,8 @@ fn options() -> Options {
 fn run(ops: &[Op]) {
     let dir = siftdb_tests::temp_dir();
     let mut db = Db::open(dir.path(), options()).unwrap();
-    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
-    let mut snapshots: Vec<(siftdb::Snapshot, BTreeMap<Vec<u8>, Vec<u8>>)> = Vec::new();
+    let mut model: Model = BTreeMap::new();
+    let mut snapshots: Vec<(siftdb::Snapshot, Model)> = Vec::new();
     for op in ops {
         match op {
             Op::Put(k, v) => {
