@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# CI smoke test of the siftdb-bench workload runner: every workload once on a tiny database,
+# with --json, then checks that each workload reported and that the found counts are right.
+#
+#   bash bench/ci-smoke.sh            # from the workspace root (or anywhere inside it)
+#
+# SIFTDB_BENCH_PROFILE overrides the cargo profile (default: test-release).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+profile="${SIFTDB_BENCH_PROFILE:-test-release}"
+num=2000
+benchmarks="fillseq,fillrandom,overwrite,readrandom,readmissing,readhot,seekrandom,prefixscan,deleterandom,readwhilewriting,stats"
+
+out="$(mktemp)"
+trap 'rm -f "$out"' EXIT
+
+echo "siftdb-bench smoke: --num=$num --benchmarks=$benchmarks (profile $profile)"
+if ! cargo run --quiet --profile "$profile" -p siftdb-bench --bin siftdb-bench -- \
+    --num="$num" --benchmarks="$benchmarks" --threads=2 --json >"$out"; then
+    echo "siftdb-bench smoke: FAILED: the runner exited non-zero" >&2
+    cat "$out" >&2
+    exit 1
+fi
+
+python3 - "$out" "$num" "$benchmarks" <<'PY'
+import json
+import sys
+
+path, num, names = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(",")
+errors = []
+rows = {}
+with open(path) as f:
+    for n, line in enumerate(f, 1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as e:
+            errors.append(f"line {n} is not JSON ({e}): {line[:120]}")
+            continue
+        rows[row.get("benchmark")] = row
+
+for name in names:
+    if name not in rows:
+        errors.append(f"{name}: no JSON line")
+reads = min(num, 200_000)
+deletes = num // 10
+
+
+def check(name, field, want):
+    row = rows.get(name)
+    if row is None:
+        return
+    got = row.get(field)
+    if got != want:
+        errors.append(f"{name}: {field} = {got!r}, expected {want!r}")
+
+
+for name in names:
+    row = rows.get(name)
+    if row is None or name == "stats":
+        continue
+    for field in ("engine", "ops", "micros_per_op", "ops_per_sec", "found", "p50_us", "p99_us"):
+        if field not in row:
+            errors.append(f"{name}: field {field!r} missing")
+    if row.get("ops", 0) <= 0 or row.get("ops_per_sec", 0) <= 0:
+        errors.append(f"{name}: no operations measured ({row.get('ops')} ops)")
+
+for name in ("fillseq", "fillrandom", "overwrite"):
+    check(name, "ops", num)
+    check(name, "keys_written", num)
+check("deleterandom", "ops", deletes)
+check("deleterandom", "entries", deletes)  # every deleted key existed
+check("readrandom", "ops", reads)
+check("readrandom", "found", reads)        # every key read was written
+check("readmissing", "found", 0)           # never-written keys are never found
+for name in ("readrandom", "readmissing", "readhot", "seekrandom", "prefixscan", "readwhilewriting"):
+    row = rows.get(name)
+    if row is not None and row.get("found") != row.get("expected_found"):
+        errors.append(f"{name}: found {row.get('found')} of {row.get('ops')}, "
+                      f"expected {row.get('expected_found')}")
+row = rows.get("readhot")
+if row is not None and not (0 < row.get("found", 0) < row.get("ops", 0)):
+    errors.append(f"readhot: found {row.get('found')} of {row.get('ops')}: half the hot set "
+                  "should be missing")
+check("prefixscan", "found", reads)
+row = rows.get("prefixscan")
+if row is not None and row.get("entries") != row.get("expected_entries"):
+    errors.append(f"prefixscan: {row.get('entries')} entries, expected {row.get('expected_entries')}")
+row = rows.get("readmissing")
+if row is not None and row.get("filter_useful", 0) <= 0:
+    errors.append("readmissing: no filter said no (filter_useful = 0)")
+check("stats", "live_keys", num - deletes)
+row = rows.get("stats")
+if row is not None and "L0" not in row.get("tree", ""):
+    errors.append("stats: the siftdb.levels table has no L0 row")
+
+if errors:
+    print("siftdb-bench smoke: FAILED", file=sys.stderr)
+    for e in errors:
+        print("  " + e, file=sys.stderr)
+    sys.exit(1)
+for name in names:
+    row = rows[name]
+    print(f"  {name:<16} ops {row.get('ops', 0):>6}  found {row.get('found', '-')!s:>6}  "
+          f"{row.get('micros_per_op', 0):9.3f} micros/op")
+print(f"siftdb-bench smoke: OK ({len(names)} workloads)")
+PY
+
+# An engine this build does not have is a clear error, not a silent success.
+if cargo run --quiet --profile "$profile" -p siftdb-bench --bin siftdb-bench -- \
+    --num=10 --benchmarks=stats --engine=nosuchengine >/dev/null 2>"$out"; then
+    echo "siftdb-bench smoke: FAILED: --engine=nosuchengine succeeded" >&2
+    exit 1
+fi
+if ! grep -q "unknown engine" "$out"; then
+    echo "siftdb-bench smoke: FAILED: --engine=nosuchengine gave no clear error:" >&2
+    cat "$out" >&2
+    exit 1
+fi
+echo "siftdb-bench smoke: unknown engine rejected: $(cat "$out")"

@@ -1,0 +1,470 @@
+//! Command-line flags, named after RocksDB's `db_bench` (`--key_size`, `--bloom_bits`, ...), and
+//! their resolution into a checked [`Config`].
+
+use std::path::PathBuf;
+
+use clap::builder::BoolishValueParser;
+use clap::{ArgAction, Parser, ValueEnum};
+
+use super::error::{Error, Result};
+
+/// The workloads, named as in `db_bench`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Benchmark {
+    /// Write `--num` keys in key order.
+    FillSeq,
+    /// Write `--num` keys in a random order (each key exactly once).
+    FillRandom,
+    /// Overwrite `--num` random keys (with repeats, as `db_bench`).
+    Overwrite,
+    /// Read `--reads` random keys of the written range.
+    ReadRandom,
+    /// Read `--reads` keys of the same range and shape that were never written.
+    ReadMissing,
+    /// Read `--reads` keys drawn from a hot set of `--hot_keys` keys, half of them missing.
+    ReadHot,
+    /// Seek to `--reads` random keys and read `--seek_nexts` entries after each.
+    SeekRandom,
+    /// Scan `--reads` random existing prefixes with a prefix iterator.
+    PrefixScan,
+    /// Delete `--deletes` distinct random keys.
+    DeleteRandom,
+    /// `--threads` readers doing `readrandom` while one writer overwrites keys.
+    ReadWhileWriting,
+    /// Print every statistic and the tree shape.
+    Stats,
+}
+
+impl Benchmark {
+    /// Every workload, in documentation order.
+    pub const ALL: [Benchmark; 11] = [
+        Benchmark::FillSeq,
+        Benchmark::FillRandom,
+        Benchmark::Overwrite,
+        Benchmark::ReadRandom,
+        Benchmark::ReadMissing,
+        Benchmark::ReadHot,
+        Benchmark::SeekRandom,
+        Benchmark::PrefixScan,
+        Benchmark::DeleteRandom,
+        Benchmark::ReadWhileWriting,
+        Benchmark::Stats,
+    ];
+
+    /// The `db_bench` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Benchmark::FillSeq => "fillseq",
+            Benchmark::FillRandom => "fillrandom",
+            Benchmark::Overwrite => "overwrite",
+            Benchmark::ReadRandom => "readrandom",
+            Benchmark::ReadMissing => "readmissing",
+            Benchmark::ReadHot => "readhot",
+            Benchmark::SeekRandom => "seekrandom",
+            Benchmark::PrefixScan => "prefixscan",
+            Benchmark::DeleteRandom => "deleterandom",
+            Benchmark::ReadWhileWriting => "readwhilewriting",
+            Benchmark::Stats => "stats",
+        }
+    }
+
+    /// Parses a `db_bench` name.
+    pub fn from_name(name: &str) -> Result<Benchmark> {
+        let name = name.trim();
+        if let Some(b) = Benchmark::ALL.iter().find(|b| b.name() == name) {
+            return Ok(*b);
+        }
+        if name == "compact" {
+            return Err(Error::new(
+                "benchmark 'compact' arrives with compaction (Db::compact_range); not available yet",
+            ));
+        }
+        let known: Vec<&str> = Benchmark::ALL.iter().map(|b| b.name()).collect();
+        Err(Error::new(format!(
+            "unknown benchmark '{name}' (known: {})",
+            known.join(",")
+        )))
+    }
+
+    /// Whether the workload writes (and so is skipped with `--use_existing_db` if it is a fill).
+    pub fn writes(self) -> bool {
+        matches!(
+            self,
+            Benchmark::FillSeq
+                | Benchmark::FillRandom
+                | Benchmark::Overwrite
+                | Benchmark::DeleteRandom
+                | Benchmark::ReadWhileWriting
+        )
+    }
+
+    /// Whether the workload creates the data set (`fillseq`, `fillrandom`).
+    pub fn is_fill(self) -> bool {
+        matches!(self, Benchmark::FillSeq | Benchmark::FillRandom)
+    }
+}
+
+fn parse_benchmark(name: &str) -> std::result::Result<Benchmark, String> {
+    Benchmark::from_name(name).map_err(|e| e.to_string())
+}
+
+/// `--filter_policy`: which filter kind each level gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FilterPolicyArg {
+    /// Blocked bloom on every level.
+    Bloom,
+    /// Ribbon on every level.
+    Ribbon,
+    /// Blocked bloom above `--bloom_before_level`, ribbon from there on (siftdb's default).
+    Hybrid,
+}
+
+/// `--filter_allocation`: how filter memory is split across levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AllocationArg {
+    /// Monkey: lower FPRs on the small upper levels at the same total memory.
+    Monkey,
+    /// The same bits/key on every level.
+    Uniform,
+}
+
+/// siftdb-bench: a `db_bench`-style workload runner for siftdb.
+///
+/// Runs the workloads of `--benchmarks` in order on one database (a fresh temporary directory
+/// unless `--db` is given) and prints one `db_bench`-style line per workload followed by the
+/// engine statistics that matter for it.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "siftdb-bench", version)]
+pub struct Args {
+    /// Workloads to run, in order (comma separated): fillseq, fillrandom, overwrite, readrandom,
+    /// readmissing, readhot, seekrandom, prefixscan, deleterandom, readwhilewriting, stats.
+    #[arg(
+        long = "benchmarks",
+        value_delimiter = ',',
+        value_parser = parse_benchmark,
+        default_value = "fillrandom,readrandom,readmissing,prefixscan,stats"
+    )]
+    pub benchmarks: Vec<Benchmark>,
+    /// Number of keys (the key range of every workload; writes per fill/overwrite).
+    #[arg(long = "num", default_value_t = 1_000_000)]
+    pub num: u64,
+    /// Operations of the read workloads [default: min(num, 200000)].
+    #[arg(long = "reads")]
+    pub reads: Option<u64>,
+    /// Keys removed by deleterandom (distinct keys) [default: num / 10].
+    #[arg(long = "deletes")]
+    pub deletes: Option<u64>,
+    /// Bytes per key.
+    #[arg(long = "key_size", default_value_t = 16)]
+    pub key_size: usize,
+    /// Bytes per value.
+    #[arg(long = "value_size", default_value_t = 100)]
+    pub value_size: usize,
+    /// Bytes of the key prefix (the prefix extractor's length); `--keys_per_prefix` keys share one.
+    #[arg(long = "prefix_size", default_value_t = 8)]
+    pub prefix_size: usize,
+    /// Keys sharing one prefix.
+    #[arg(long = "keys_per_prefix", default_value_t = 100)]
+    pub keys_per_prefix: u64,
+    /// Keys of readhot's hot set (half of them written, half never written).
+    #[arg(long = "hot_keys", default_value_t = 1000)]
+    pub hot_keys: u64,
+    /// Entries read after each seek of seekrandom.
+    #[arg(long = "seek_nexts", default_value_t = 10)]
+    pub seek_nexts: usize,
+    /// Concurrent threads of the read workloads and overwrite (readwhilewriting: readers, plus
+    /// one writer). Fills and deleterandom use one thread.
+    #[arg(long = "threads", default_value_t = 1)]
+    pub threads: usize,
+    /// Entries per write batch of the write workloads.
+    #[arg(long = "batch_size", default_value_t = 1)]
+    pub batch_size: usize,
+    /// Average filter bits per key over the tree (Options::filter_bits_per_key).
+    #[arg(long = "bloom_bits", default_value_t = 10.0)]
+    pub bloom_bits: f64,
+    /// Filter kind per level.
+    #[arg(long = "filter_policy", value_enum, default_value_t = FilterPolicyArg::Hybrid)]
+    pub filter_policy: FilterPolicyArg,
+    /// First ribbon level with --filter_policy=hybrid.
+    #[arg(long = "bloom_before_level", default_value_t = 2)]
+    pub bloom_before_level: usize,
+    /// How filter memory is split across levels.
+    #[arg(long = "filter_allocation", value_enum, default_value_t = AllocationArg::Monkey)]
+    pub filter_allocation: AllocationArg,
+    /// Block cache capacity in bytes [default: the engine's, 64 MiB].
+    #[arg(long = "cache_size")]
+    pub cache_size: Option<usize>,
+    /// Memtable bytes before a flush [default: the engine's, 64 MiB].
+    #[arg(long = "write_buffer_size")]
+    pub write_buffer_size: Option<usize>,
+    /// Sync the WAL on every write.
+    #[arg(long = "sync", num_args = 0..=1, default_value = "false", default_missing_value = "true",
+          action = ArgAction::Set, value_parser = BoolishValueParser::new())]
+    pub sync: bool,
+    /// Flush the memtable after each write workload (not timed), so reads meet tables.
+    #[arg(long = "flush_after_write", num_args = 0..=1, default_value = "true",
+          default_missing_value = "true", action = ArgAction::Set,
+          value_parser = BoolishValueParser::new())]
+    pub flush_after_write: bool,
+    /// Seed of every random choice (keys, orders, hot set).
+    #[arg(long = "seed", default_value_t = 42)]
+    pub seed: u64,
+    /// Database directory [default: a fresh temporary directory, removed afterwards].
+    #[arg(long = "db")]
+    pub db: Option<PathBuf>,
+    /// Keep the temporary database directory (its path is printed).
+    #[arg(long = "keep", num_args = 0..=1, default_value = "false", default_missing_value = "true",
+          action = ArgAction::Set, value_parser = BoolishValueParser::new())]
+    pub keep: bool,
+    /// Open the database in --db as it is; fills are skipped (it must hold the keys of an
+    /// earlier run with the same --num, --key_size, --prefix_size and --keys_per_prefix).
+    #[arg(long = "use_existing_db", num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", action = ArgAction::Set,
+          value_parser = BoolishValueParser::new())]
+    pub use_existing_db: bool,
+    /// Print latency percentiles (P50/P95/P99/P99.9/max) of each workload.
+    #[arg(long = "histogram", num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", action = ArgAction::Set,
+          value_parser = BoolishValueParser::new())]
+    pub histogram: bool,
+    /// Print one JSON object per workload (one line each) instead of text.
+    #[arg(long = "json", num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", action = ArgAction::Set,
+          value_parser = BoolishValueParser::new())]
+    pub json: bool,
+    /// Engines to run (comma separated). Only `siftdb` now; `rocksdb` and `fjall` arrive with
+    /// the `peers` feature.
+    #[arg(long = "engine", value_delimiter = ',', default_value = "siftdb")]
+    pub engine: Vec<String>,
+}
+
+/// The filter layout the flags describe.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FilterConfig {
+    /// Average bits per key.
+    pub bits_per_key: f64,
+    /// Levels below this use blocked bloom, this one and deeper use ribbon.
+    pub bloom_before_level: usize,
+    /// Monkey or uniform.
+    pub allocation: AllocationArg,
+    /// The policy flag as given (for the header).
+    pub policy: FilterPolicyArg,
+}
+
+/// Checked, resolved settings of a run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Workloads in order.
+    pub benchmarks: Vec<Benchmark>,
+    /// Key range.
+    pub num: u64,
+    /// Operations of read workloads.
+    pub reads: u64,
+    /// Keys deleted by deleterandom.
+    pub deletes: u64,
+    /// Bytes per key.
+    pub key_size: usize,
+    /// Bytes per value.
+    pub value_size: usize,
+    /// Bytes of key prefix.
+    pub prefix_size: usize,
+    /// Keys per prefix.
+    pub keys_per_prefix: u64,
+    /// Size of readhot's hot set.
+    pub hot_keys: u64,
+    /// Entries read per seek.
+    pub seek_nexts: usize,
+    /// Threads of read workloads.
+    pub threads: usize,
+    /// Entries per write batch.
+    pub batch_size: usize,
+    /// Filters.
+    pub filter: FilterConfig,
+    /// Block cache bytes (`None`: the engine's default).
+    pub cache_size: Option<usize>,
+    /// Memtable bytes (`None`: the engine's default).
+    pub write_buffer_size: Option<usize>,
+    /// Sync every write.
+    pub sync: bool,
+    /// Flush after write workloads.
+    pub flush_after_write: bool,
+    /// Seed.
+    pub seed: u64,
+    /// Database directory given by the user.
+    pub db: Option<PathBuf>,
+    /// Keep a temporary database.
+    pub keep: bool,
+    /// Reuse the database in `db`.
+    pub use_existing_db: bool,
+    /// Print latency percentiles.
+    pub histogram: bool,
+    /// JSON output.
+    pub json: bool,
+    /// Engines to run.
+    pub engines: Vec<String>,
+}
+
+impl Config {
+    /// Checks the flags and resolves defaults.
+    pub fn from_args(args: &Args) -> Result<Config> {
+        if args.num == 0 {
+            return Err(Error::new("--num must be at least 1"));
+        }
+        if args.benchmarks.is_empty() {
+            return Err(Error::new("--benchmarks is empty"));
+        }
+        if args.threads == 0 {
+            return Err(Error::new("--threads must be at least 1"));
+        }
+        if args.batch_size == 0 {
+            return Err(Error::new("--batch_size must be at least 1"));
+        }
+        if args.keys_per_prefix == 0 {
+            return Err(Error::new("--keys_per_prefix must be at least 1"));
+        }
+        if args.prefix_size == 0 {
+            return Err(Error::new("--prefix_size must be at least 1"));
+        }
+        if !(args.bloom_bits.is_finite() && args.bloom_bits >= 0.0) {
+            return Err(Error::new("--bloom_bits must be a number >= 0"));
+        }
+        if args.key_size > siftdb::MAX_KEY_SIZE {
+            return Err(Error::new(format!(
+                "--key_size {} is above the engine's limit {}",
+                args.key_size,
+                siftdb::MAX_KEY_SIZE
+            )));
+        }
+        if args.value_size > siftdb::MAX_VALUE_SIZE {
+            return Err(Error::new(format!(
+                "--value_size {} is above the engine's limit {}",
+                args.value_size,
+                siftdb::MAX_VALUE_SIZE
+            )));
+        }
+        if args.use_existing_db && args.db.is_none() {
+            return Err(Error::new("--use_existing_db needs --db=PATH"));
+        }
+        if args.engine.is_empty() {
+            return Err(Error::new("--engine is empty"));
+        }
+        let bloom_before_level = match args.filter_policy {
+            FilterPolicyArg::Bloom => usize::MAX,
+            FilterPolicyArg::Ribbon => 0,
+            FilterPolicyArg::Hybrid => args.bloom_before_level,
+        };
+        let config = Config {
+            benchmarks: args.benchmarks.clone(),
+            num: args.num,
+            reads: args.reads.unwrap_or(args.num.min(200_000)),
+            deletes: args.deletes.unwrap_or(args.num / 10).min(args.num),
+            key_size: args.key_size,
+            value_size: args.value_size,
+            prefix_size: args.prefix_size,
+            keys_per_prefix: args.keys_per_prefix,
+            hot_keys: args.hot_keys.max(2),
+            seek_nexts: args.seek_nexts,
+            threads: args.threads,
+            batch_size: args.batch_size,
+            filter: FilterConfig {
+                bits_per_key: args.bloom_bits,
+                bloom_before_level,
+                allocation: args.filter_allocation,
+                policy: args.filter_policy,
+            },
+            cache_size: args.cache_size,
+            write_buffer_size: args.write_buffer_size,
+            sync: args.sync,
+            flush_after_write: args.flush_after_write,
+            seed: args.seed,
+            db: args.db.clone(),
+            keep: args.keep,
+            use_existing_db: args.use_existing_db,
+            histogram: args.histogram,
+            json: args.json,
+            engines: args
+                .engine
+                .iter()
+                .map(|e| e.trim().to_string())
+                .filter(|e| !e.is_empty())
+                .collect(),
+        };
+        // The key layout must be able to hold the key range.
+        super::keys::KeyFormat::new(&config)?;
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(flags: &[&str]) -> std::result::Result<Args, clap::Error> {
+        Args::try_parse_from(std::iter::once("siftdb-bench").chain(flags.iter().copied()))
+    }
+
+    #[test]
+    fn defaults_match_the_contract() {
+        let args = parse(&[]).unwrap();
+        let config = Config::from_args(&args).unwrap();
+        assert_eq!(config.num, 1_000_000);
+        assert_eq!(config.reads, 200_000);
+        assert_eq!(config.key_size, 16);
+        assert_eq!(config.value_size, 100);
+        assert_eq!(config.prefix_size, 8);
+        assert_eq!(config.seek_nexts, 10);
+        assert_eq!(config.filter.bloom_before_level, 2);
+        let names: Vec<&str> = config.benchmarks.iter().map(|b| b.name()).collect();
+        assert_eq!(
+            names,
+            [
+                "fillrandom",
+                "readrandom",
+                "readmissing",
+                "prefixscan",
+                "stats"
+            ]
+        );
+    }
+
+    #[test]
+    fn db_bench_style_flags_parse() {
+        let args = parse(&[
+            "--benchmarks=fillseq,readhot",
+            "--num=5000",
+            "--key_size=20",
+            "--filter_policy=ribbon",
+            "--filter_allocation=uniform",
+            "--sync",
+            "--histogram=1",
+            "--json=false",
+        ])
+        .unwrap();
+        let config = Config::from_args(&args).unwrap();
+        assert_eq!(config.benchmarks, [Benchmark::FillSeq, Benchmark::ReadHot]);
+        assert_eq!(config.filter.bloom_before_level, 0);
+        assert!(config.sync && config.histogram && !config.json);
+        assert_eq!(config.reads, 5000);
+    }
+
+    #[test]
+    fn bad_input_is_an_error() {
+        assert!(parse(&["--benchmarks=fillsequential"]).is_err());
+        assert!(parse(&["--benchmarks=compact"]).is_err());
+        let args = parse(&["--use_existing_db"]).unwrap();
+        assert!(Config::from_args(&args).is_err());
+        let args = parse(&["--key_size=9", "--prefix_size=8"]).unwrap();
+        assert!(Config::from_args(&args).is_err());
+        let args = parse(&["--num=100000000000", "--prefix_size=4"]).unwrap();
+        assert!(Config::from_args(&args).is_err());
+    }
+
+    #[test]
+    fn bloom_policy_means_bloom_everywhere() {
+        let args = parse(&["--filter_policy=bloom"]).unwrap();
+        assert_eq!(
+            Config::from_args(&args).unwrap().filter.bloom_before_level,
+            usize::MAX
+        );
+    }
+}

@@ -1,0 +1,217 @@
+//! The engines under test behind one small trait, so RocksDB and fjall can plug in later (cargo
+//! feature `peers`) and run the same workloads.
+
+use std::path::Path;
+
+use siftdb::{Db, FilterAllocation, FixedPrefix, Options, Stats, WriteBatch, WriteOptions};
+
+use super::args::{AllocationArg, Config};
+use super::error::{Error, Result};
+
+/// One operation of a write batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchOp<'a> {
+    /// Store a value.
+    Put(&'a [u8], &'a [u8]),
+    /// Remove a key.
+    Delete(&'a [u8]),
+}
+
+/// What one seek read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SeekOutcome {
+    /// The first key at or after the target was the target itself.
+    pub found: bool,
+    /// Entries read (the first one included).
+    pub entries: u64,
+}
+
+/// A key-value engine as the workloads see it. Implementations are shared by the worker threads.
+pub trait Engine: Send + Sync {
+    /// The engine's name (`siftdb`, `rocksdb`, `fjall`).
+    fn name(&self) -> &'static str;
+    /// Stores `value` under `key`.
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()>;
+    /// Looks `key` up into `buf`; returns whether it was found.
+    fn get(&self, key: &[u8], buf: &mut Vec<u8>) -> Result<bool>;
+    /// Removes `key`.
+    fn delete(&self, key: &[u8]) -> Result<()>;
+    /// Applies `ops` atomically.
+    fn write_batch(&self, ops: &[BatchOp<'_>]) -> Result<()>;
+    /// Seeks to the first key `>= key` and reads it and up to `nexts` entries after it.
+    fn seek_read(&self, key: &[u8], nexts: usize) -> Result<SeekOutcome>;
+    /// Reads every entry under `prefix`; returns how many there were.
+    fn prefix_scan(&self, prefix: &[u8]) -> Result<u64>;
+    /// Flushes memtables to disk and waits.
+    fn flush(&self) -> Result<()>;
+    /// The statistics, in siftdb's vocabulary (peers map what they can; `None`: none).
+    fn stats(&self) -> Option<Stats>;
+    /// A text table of the tree's shape (siftdb: the `siftdb.levels` property).
+    fn shape(&self) -> Option<String>;
+    /// Closes the engine (background work stops).
+    fn close(&self) -> Result<()>;
+}
+
+/// Engines this build can run.
+pub const KNOWN_ENGINES: [&str; 1] = ["siftdb"];
+
+/// Engines that arrive with the `peers` feature.
+pub const PEER_ENGINES: [&str; 2] = ["rocksdb", "fjall"];
+
+/// Checks that every name in `names` is an engine this build runs.
+pub fn check_engines(names: &[String]) -> Result<()> {
+    for name in names {
+        if KNOWN_ENGINES.contains(&name.as_str()) {
+            continue;
+        }
+        if PEER_ENGINES.contains(&name.as_str()) {
+            return Err(Error::new(format!(
+                "engine '{name}' is not available yet: peers (rocksdb, fjall) arrive with the \
+                 cargo feature `peers`; available: {}",
+                KNOWN_ENGINES.join(",")
+            )));
+        }
+        return Err(Error::new(format!(
+            "unknown engine '{name}' (available: {})",
+            KNOWN_ENGINES.join(",")
+        )));
+    }
+    Ok(())
+}
+
+/// Opens engine `name` in `dir` with the options of `config`.
+pub fn open_engine(name: &str, dir: &Path, config: &Config) -> Result<Box<dyn Engine>> {
+    check_engines(&[name.to_string()])?;
+    let engine = SiftEngine::open(dir, config)
+        .map_err(|e| e.context(format!("cannot open siftdb in {}", dir.display())))?;
+    Ok(Box::new(engine))
+}
+
+/// The siftdb options `config` describes.
+pub fn siftdb_options(config: &Config) -> Options {
+    let defaults = Options::default();
+    Options {
+        filter_bits_per_key: config.filter.bits_per_key,
+        bloom_before_level: config.filter.bloom_before_level,
+        filter_allocation: match config.filter.allocation {
+            AllocationArg::Monkey => FilterAllocation::Monkey,
+            AllocationArg::Uniform => FilterAllocation::Uniform,
+        },
+        prefix_extractor: Some(FixedPrefix::shared(config.prefix_size)),
+        block_cache_capacity: config.cache_size.unwrap_or(defaults.block_cache_capacity),
+        write_buffer_size: config
+            .write_buffer_size
+            .unwrap_or(defaults.write_buffer_size),
+        error_if_exists: false,
+        create_if_missing: !config.use_existing_db,
+        ..defaults
+    }
+}
+
+/// siftdb behind [`Engine`].
+#[derive(Debug, Clone)]
+pub struct SiftEngine {
+    db: Db,
+    write_options: WriteOptions,
+}
+
+impl SiftEngine {
+    /// Opens (or creates) the database in `dir`.
+    pub fn open(dir: &Path, config: &Config) -> Result<SiftEngine> {
+        Ok(SiftEngine {
+            db: Db::open(dir, siftdb_options(config))?,
+            write_options: WriteOptions { sync: config.sync },
+        })
+    }
+
+    /// The database handle.
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+}
+
+impl Engine for SiftEngine {
+    fn name(&self) -> &'static str {
+        "siftdb"
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.put(key, value);
+        Ok(self.db.write_opt(batch, &self.write_options)?)
+    }
+
+    fn get(&self, key: &[u8], buf: &mut Vec<u8>) -> Result<bool> {
+        Ok(self.db.get_into(key, buf)?)
+    }
+
+    fn delete(&self, key: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.delete(key);
+        Ok(self.db.write_opt(batch, &self.write_options)?)
+    }
+
+    fn write_batch(&self, ops: &[BatchOp<'_>]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        for op in ops {
+            match *op {
+                BatchOp::Put(key, value) => batch.put(key, value),
+                BatchOp::Delete(key) => batch.delete(key),
+            };
+        }
+        Ok(self.db.write_opt(batch, &self.write_options)?)
+    }
+
+    fn seek_read(&self, key: &[u8], nexts: usize) -> Result<SeekOutcome> {
+        let mut iter = self.db.iter();
+        iter.seek(key);
+        let mut outcome = SeekOutcome::default();
+        for item in iter.take(nexts + 1) {
+            let (k, _) = item?;
+            if outcome.entries == 0 {
+                outcome.found = k == key;
+            }
+            outcome.entries += 1;
+        }
+        Ok(outcome)
+    }
+
+    fn prefix_scan(&self, prefix: &[u8]) -> Result<u64> {
+        let mut entries = 0;
+        for item in self.db.prefix_iter(prefix) {
+            item?;
+            entries += 1;
+        }
+        Ok(entries)
+    }
+
+    fn flush(&self) -> Result<()> {
+        Ok(self.db.flush()?)
+    }
+
+    fn stats(&self) -> Option<Stats> {
+        Some(self.db.stats())
+    }
+
+    fn shape(&self) -> Option<String> {
+        self.db.property("siftdb.levels")
+    }
+
+    fn close(&self) -> Result<()> {
+        Ok(self.db.close()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_and_peer_engines_are_clear_errors() {
+        assert!(check_engines(&["siftdb".to_string()]).is_ok());
+        let peer = check_engines(&["rocksdb".to_string()]).unwrap_err();
+        assert!(peer.to_string().contains("peers"), "{peer}");
+        let unknown = check_engines(&["leveldb".to_string()]).unwrap_err();
+        assert!(unknown.to_string().contains("unknown engine"), "{unknown}");
+    }
+}

@@ -1,0 +1,366 @@
+//! Keys, values and random choices.
+//!
+//! A key is `--key_size` ASCII digits: the first `--prefix_size` are the prefix,
+//! `index / keys_per_prefix`, zero-padded; the rest are the suffix, `2 * (index %
+//! keys_per_prefix) + variant`, zero-padded. Written keys have variant 0; the keys of
+//! `readmissing` have variant 1: they share the prefixes and the key range of the written keys
+//! (so neither key ranges nor prefix filters can rule them out: only the whole-key filters can),
+//! but no workload ever writes them. Fixed-width decimal keeps key order equal to index order,
+//! so `fillseq` writes in key order.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::args::Config;
+use super::error::{Error, Result};
+
+/// Which of the two keys of an index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    /// The key the fills write.
+    Written,
+    /// A key of the same prefix and range that no workload writes.
+    Missing,
+}
+
+/// The key layout of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyFormat {
+    key_size: usize,
+    prefix_size: usize,
+    keys_per_prefix: u64,
+    num: u64,
+}
+
+fn decimal_digits(mut v: u64) -> usize {
+    let mut digits = 1;
+    while v >= 10 {
+        v /= 10;
+        digits += 1;
+    }
+    digits
+}
+
+/// Writes `v` right-aligned and zero-padded into `out` (which must be wide enough).
+fn write_decimal(mut v: u64, out: &mut [u8]) {
+    for byte in out.iter_mut().rev() {
+        *byte = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+}
+
+impl KeyFormat {
+    /// The layout for `config`, or an error if the key range does not fit the sizes.
+    pub fn new(config: &Config) -> Result<KeyFormat> {
+        let max_prefix = (config.num - 1) / config.keys_per_prefix;
+        let prefix_digits = decimal_digits(max_prefix);
+        if prefix_digits > config.prefix_size {
+            return Err(Error::new(format!(
+                "--prefix_size {} cannot hold {} prefixes ({} keys, {} per prefix): it needs {} bytes",
+                config.prefix_size,
+                max_prefix + 1,
+                config.num,
+                config.keys_per_prefix,
+                prefix_digits
+            )));
+        }
+        let suffix_digits = decimal_digits(config.keys_per_prefix.saturating_mul(2) - 1);
+        if config.key_size < config.prefix_size + suffix_digits {
+            return Err(Error::new(format!(
+                "--key_size {} is too small: the prefix takes {} bytes and {} keys per prefix need {} more",
+                config.key_size, config.prefix_size, config.keys_per_prefix, suffix_digits
+            )));
+        }
+        Ok(KeyFormat {
+            key_size: config.key_size,
+            prefix_size: config.prefix_size,
+            keys_per_prefix: config.keys_per_prefix,
+            num: config.num,
+        })
+    }
+
+    /// Bytes per key.
+    pub fn key_size(&self) -> usize {
+        self.key_size
+    }
+
+    /// Bytes per prefix.
+    pub fn prefix_size(&self) -> usize {
+        self.prefix_size
+    }
+
+    /// Number of key indexes (`--num`).
+    pub fn num(&self) -> u64 {
+        self.num
+    }
+
+    /// Number of distinct prefixes of the key range.
+    pub fn num_prefixes(&self) -> u64 {
+        self.num.div_ceil(self.keys_per_prefix)
+    }
+
+    /// A buffer for one key.
+    pub fn key_buffer(&self) -> Vec<u8> {
+        vec![0; self.key_size]
+    }
+
+    /// Writes the key of `index` into `out` (`key_size` bytes).
+    pub fn encode(&self, index: u64, variant: Variant, out: &mut [u8]) {
+        let (prefix, suffix) = out[..self.key_size].split_at_mut(self.prefix_size);
+        write_decimal(index / self.keys_per_prefix, prefix);
+        let slot = 2 * (index % self.keys_per_prefix) + u64::from(variant == Variant::Missing);
+        write_decimal(slot, suffix);
+    }
+
+    /// Writes prefix number `prefix` into `out` (`prefix_size` bytes).
+    pub fn encode_prefix(&self, prefix: u64, out: &mut [u8]) {
+        write_decimal(prefix, &mut out[..self.prefix_size]);
+    }
+
+    /// Written key indexes under prefix number `prefix`.
+    pub fn indexes_of_prefix(&self, prefix: u64) -> std::ops::Range<u64> {
+        let start = prefix * self.keys_per_prefix;
+        start.min(self.num)..(start + self.keys_per_prefix).min(self.num)
+    }
+}
+
+/// A small, fast, seedable generator (SplitMix64): random choices must not cost more than the
+/// operations they drive.
+#[derive(Debug, Clone)]
+pub struct Rng {
+    state: u64,
+}
+
+impl Rng {
+    /// A generator for `stream` (a workload, a thread) of run seed `seed`.
+    pub fn new(seed: u64, stream: u64) -> Rng {
+        let mut rng = Rng {
+            state: seed ^ stream.wrapping_mul(0xD1B5_4A32_D192_ED03),
+        };
+        rng.next_u64();
+        rng
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (`n > 0`; multiply-shift, bias below 2^-32 for any `n` used here).
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+    }
+}
+
+/// A seeded pseudo-random permutation of `0..n` in O(1) memory: a 4-round Feistel network on
+/// the smallest even number of bits covering `n`, with cycle walking back into range.
+#[derive(Debug, Clone)]
+pub struct Permutation {
+    n: u64,
+    half_bits: u32,
+    round_keys: [u64; 4],
+}
+
+impl Permutation {
+    /// The permutation of `0..n` for `seed`.
+    pub fn new(n: u64, seed: u64) -> Permutation {
+        let bits = 64 - n.saturating_sub(1).leading_zeros();
+        let half_bits = bits.div_ceil(2).max(1);
+        let mut rng = Rng::new(seed, 0x5045_524d);
+        Permutation {
+            n,
+            half_bits,
+            round_keys: [
+                rng.next_u64(),
+                rng.next_u64(),
+                rng.next_u64(),
+                rng.next_u64(),
+            ],
+        }
+    }
+
+    fn round(&self, x: u64) -> u64 {
+        let mask = (1u64 << self.half_bits) - 1;
+        let (mut left, mut right) = (x >> self.half_bits, x & mask);
+        for key in self.round_keys {
+            let mut f = right ^ key;
+            f = (f ^ (f >> 31)).wrapping_mul(0x7FB5_D329_728E_A185);
+            f = (f ^ (f >> 27)).wrapping_mul(0x81DA_DEF4_BC2D_D44D);
+            f ^= f >> 33;
+            (left, right) = (right, left ^ (f & mask));
+        }
+        (left << self.half_bits) | right
+    }
+
+    /// The image of `i` (`i < n`).
+    pub fn get(&self, i: u64) -> u64 {
+        let mut x = self.round(i);
+        while x >= self.n {
+            x = self.round(x);
+        }
+        x
+    }
+}
+
+/// Values: slices of one random buffer at random offsets (no compression in the engine, so
+/// their content does not matter; this keeps value generation off the profile).
+#[derive(Debug, Clone)]
+pub struct ValueSource {
+    data: Vec<u8>,
+    value_size: usize,
+}
+
+const VALUE_POOL: usize = 1 << 20;
+
+impl ValueSource {
+    /// A source of `value_size`-byte values.
+    pub fn new(value_size: usize, seed: u64) -> ValueSource {
+        let mut rng = Rng::new(seed, 0x56414c);
+        let mut data = Vec::with_capacity(VALUE_POOL + value_size + 8);
+        while data.len() < VALUE_POOL + value_size {
+            data.extend_from_slice(&rng.next_u64().to_le_bytes());
+        }
+        ValueSource { data, value_size }
+    }
+
+    /// One value.
+    pub fn value(&self, rng: &mut Rng) -> &[u8] {
+        let offset = rng.below(VALUE_POOL as u64) as usize;
+        &self.data[offset..offset + self.value_size]
+    }
+}
+
+/// Which written keys exist now: a bitset the workloads keep up to date, so each read workload
+/// can report how many of its lookups *should* have found a key. With `--use_existing_db` the
+/// runner cannot know and assumes all keys exist (`known() == false`).
+#[derive(Debug)]
+pub struct KeyModel {
+    words: Vec<AtomicU64>,
+    known: bool,
+}
+
+impl KeyModel {
+    /// A model of `num` keys: none written (`known`), or all assumed present (not known).
+    pub fn new(num: u64, known: bool) -> KeyModel {
+        let words = num.div_ceil(64);
+        let fill = |w: u64| match (known, w + 1 == words && !num.is_multiple_of(64)) {
+            (true, _) => 0,
+            (false, false) => u64::MAX,
+            (false, true) => (1u64 << (num % 64)) - 1,
+        };
+        KeyModel {
+            words: (0..words).map(|w| AtomicU64::new(fill(w))).collect(),
+            known,
+        }
+    }
+
+    /// Whether the model is exact (a database this run created).
+    pub fn known(&self) -> bool {
+        self.known
+    }
+
+    fn slot(&self, index: u64) -> (&AtomicU64, u64) {
+        (&self.words[(index / 64) as usize], 1u64 << (index % 64))
+    }
+
+    /// Whether the written key of `index` exists.
+    pub fn is_live(&self, index: u64) -> bool {
+        let (word, bit) = self.slot(index);
+        word.load(Ordering::Relaxed) & bit != 0
+    }
+
+    /// Records a put of `index`.
+    pub fn set_live(&self, index: u64) {
+        let (word, bit) = self.slot(index);
+        word.fetch_or(bit, Ordering::Relaxed);
+    }
+
+    /// Records a delete of `index`; returns whether the key existed.
+    pub fn set_dead(&self, index: u64) -> bool {
+        let (word, bit) = self.slot(index);
+        word.fetch_and(!bit, Ordering::Relaxed) & bit != 0
+    }
+
+    /// Number of keys that exist.
+    pub fn live_count(&self) -> u64 {
+        self.words
+            .iter()
+            .map(|w| u64::from(w.load(Ordering::Relaxed).count_ones()))
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::args::{Args, Config};
+    use clap::Parser;
+
+    fn format(flags: &[&str]) -> KeyFormat {
+        let args =
+            Args::try_parse_from(std::iter::once("siftdb-bench").chain(flags.iter().copied()))
+                .unwrap();
+        KeyFormat::new(&Config::from_args(&args).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn keys_are_fixed_width_ordered_and_share_prefixes() {
+        let f = format(&["--num=1000000"]);
+        let mut a = f.key_buffer();
+        let mut b = f.key_buffer();
+        f.encode(12_345, Variant::Written, &mut a);
+        assert_eq!(&a, b"0000012300000090");
+        f.encode(12_345, Variant::Missing, &mut b);
+        assert_eq!(&b, b"0000012300000091");
+        assert_eq!(a[..8], b[..8]);
+        let mut prev = f.key_buffer();
+        f.encode(0, Variant::Written, &mut prev);
+        for i in 1..1000 {
+            let mut k = f.key_buffer();
+            f.encode(i, Variant::Written, &mut k);
+            assert!(k > prev);
+            prev = k;
+        }
+        let mut p = vec![0; 8];
+        f.encode_prefix(123, &mut p);
+        assert_eq!(&p, b"00000123");
+        assert_eq!(f.indexes_of_prefix(123), 12_300..12_400);
+        assert_eq!(f.num_prefixes(), 10_000);
+    }
+
+    #[test]
+    fn permutation_is_a_bijection() {
+        for n in [1u64, 2, 3, 7, 64, 100, 1000, 4097] {
+            let p = Permutation::new(n, 7);
+            let mut seen = vec![false; n as usize];
+            for i in 0..n {
+                let x = p.get(i);
+                assert!(x < n && !seen[x as usize]);
+                seen[x as usize] = true;
+            }
+        }
+    }
+
+    #[test]
+    fn model_tracks_puts_and_deletes() {
+        let m = KeyModel::new(200, true);
+        assert!(!m.is_live(5));
+        m.set_live(5);
+        m.set_live(130);
+        assert!(m.is_live(5) && m.is_live(130));
+        assert!(m.set_dead(5));
+        assert!(!m.set_dead(5));
+        assert_eq!(m.live_count(), 1);
+        assert!(KeyModel::new(10, false).is_live(9));
+        assert_eq!(KeyModel::new(70, false).live_count(), 70);
+    }
+
+    #[test]
+    fn rng_below_stays_in_range() {
+        let mut rng = Rng::new(1, 2);
+        assert!((0..10_000).all(|_| rng.below(17) < 17));
+    }
+}

@@ -1,0 +1,258 @@
+//! Running a workload's steps on worker threads and timing them: per-step latencies into an
+//! HDR histogram, wall time, and the per-thread time `db_bench` divides by for `micros/op`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+
+use super::error::{Error, Result};
+use super::keys::Rng;
+use super::progress::Progress;
+
+/// Latencies above this (one minute, in nanoseconds) are recorded as this.
+const MAX_LATENCY_NANOS: u64 = 60_000_000_000;
+
+/// Per-thread scratch of a workload step.
+#[derive(Debug)]
+pub struct ThreadCtx {
+    /// Index of the worker thread.
+    pub thread: usize,
+    /// The thread's random generator.
+    pub rng: Rng,
+    /// A key buffer.
+    pub key: Vec<u8>,
+    /// A read buffer (values).
+    pub buf: Vec<u8>,
+}
+
+/// What one step did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// Operations (entries written, lookups, seeks).
+    pub ops: u64,
+    /// Lookups or seeks that found their key.
+    pub found: u64,
+    /// Lookups that should have found their key according to the key model.
+    pub expected: u64,
+    /// Entries read by scans and seeks, or keys actually removed by deletes.
+    pub entries: u64,
+    /// Entries scans should have read according to the key model.
+    pub expected_entries: u64,
+}
+
+impl Outcome {
+    fn add(&mut self, other: Outcome) {
+        self.ops += other.ops;
+        self.found += other.found;
+        self.expected += other.expected;
+        self.entries += other.entries;
+        self.expected_entries += other.expected_entries;
+    }
+}
+
+/// The measurements of one workload.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    /// Summed outcomes.
+    pub totals: Outcome,
+    /// Wall time from the first thread's start to the last one's end.
+    pub wall: Duration,
+    /// Busy time summed over the threads.
+    pub thread_time: Duration,
+    /// Worker threads.
+    pub threads: usize,
+    /// Step latencies in nanoseconds.
+    pub latency: Histogram<u64>,
+}
+
+impl Measured {
+    /// `db_bench`'s micros/op: the threads' summed time per operation.
+    pub fn micros_per_op(&self) -> f64 {
+        if self.totals.ops == 0 {
+            0.0
+        } else {
+            self.thread_time.as_secs_f64() * 1e6 / self.totals.ops as f64
+        }
+    }
+
+    /// Operations per second of wall time.
+    pub fn ops_per_sec(&self) -> f64 {
+        let secs = self.wall.as_secs_f64();
+        if secs <= 0.0 {
+            0.0
+        } else {
+            self.totals.ops as f64 / secs
+        }
+    }
+
+    /// Latency quantile `q` (0..=1) in microseconds; 0 without samples.
+    pub fn quantile_micros(&self, q: f64) -> f64 {
+        if self.latency.is_empty() {
+            0.0
+        } else {
+            self.latency.value_at_quantile(q) as f64 / 1000.0
+        }
+    }
+
+    /// Largest latency in microseconds.
+    pub fn max_micros(&self) -> f64 {
+        self.latency.max() as f64 / 1000.0
+    }
+}
+
+/// A latency histogram of nanoseconds from 1 ns to one minute at 3 significant digits.
+pub fn new_histogram() -> Result<Histogram<u64>> {
+    Histogram::new_with_bounds(1, MAX_LATENCY_NANOS, 3)
+        .map_err(|e| Error::new(format!("cannot create a latency histogram: {e}")))
+}
+
+struct ThreadResult {
+    totals: Outcome,
+    busy: Duration,
+    started: Instant,
+    ended: Instant,
+    latency: Histogram<u64>,
+}
+
+/// Runs steps `0..steps` split into contiguous ranges over `threads` threads; `step` does one
+/// step for step index `i`. `stream` separates the random streams of workloads. The first
+/// failing step stops every thread and is returned.
+pub fn drive<F>(
+    threads: usize,
+    steps: u64,
+    seed: u64,
+    stream: u64,
+    key_size: usize,
+    progress: &Progress,
+    step: F,
+) -> Result<Measured>
+where
+    F: Fn(&mut ThreadCtx, u64) -> Result<Outcome> + Sync,
+{
+    let threads = threads.max(1);
+    let failed = AtomicBool::new(false);
+    let results: Vec<Result<ThreadResult>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let per = steps / threads as u64;
+                let extra = steps % threads as u64;
+                let start = t as u64 * per + (t as u64).min(extra);
+                let end = start + per + u64::from((t as u64) < extra);
+                let step = &step;
+                let failed = &failed;
+                scope.spawn(move || -> Result<ThreadResult> {
+                    let mut ctx = ThreadCtx {
+                        thread: t,
+                        rng: Rng::new(seed, stream.wrapping_mul(1 << 20) + t as u64),
+                        key: vec![0; key_size],
+                        buf: Vec::new(),
+                    };
+                    let mut latency = new_histogram()?;
+                    let mut totals = Outcome::default();
+                    let mut unreported = 0;
+                    let started = Instant::now();
+                    let mut last = started;
+                    for i in start..end {
+                        if failed.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        match step(&mut ctx, i) {
+                            Ok(outcome) => {
+                                totals.add(outcome);
+                                unreported += outcome.ops;
+                            }
+                            Err(e) => {
+                                failed.store(true, Ordering::Relaxed);
+                                return Err(e);
+                            }
+                        }
+                        let now = Instant::now();
+                        latency.saturating_record((now - last).as_nanos() as u64);
+                        last = now;
+                        if unreported >= 4096 {
+                            progress.inc(unreported);
+                            unreported = 0;
+                        }
+                    }
+                    progress.inc(unreported);
+                    Ok(ThreadResult {
+                        totals,
+                        busy: last - started,
+                        started,
+                        ended: last,
+                        latency,
+                    })
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::new("a worker thread panicked")))
+            })
+            .collect()
+    });
+    let mut totals = Outcome::default();
+    let mut thread_time = Duration::ZERO;
+    let mut latency = new_histogram()?;
+    let mut first: Option<Instant> = None;
+    let mut last: Option<Instant> = None;
+    for result in results {
+        let r = result?;
+        totals.add(r.totals);
+        thread_time += r.busy;
+        latency
+            .add(&r.latency)
+            .map_err(|e| Error::new(format!("cannot merge latency histograms: {e}")))?;
+        first = Some(first.map_or(r.started, |f| f.min(r.started)));
+        last = Some(last.map_or(r.ended, |l| l.max(r.ended)));
+    }
+    let wall = match (first, last) {
+        (Some(f), Some(l)) => l - f,
+        _ => Duration::ZERO,
+    };
+    Ok(Measured {
+        totals,
+        wall,
+        thread_time,
+        threads,
+        latency,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_are_split_over_threads_exactly_once() {
+        let seen: Vec<AtomicBool> = (0..1001).map(|_| AtomicBool::new(false)).collect();
+        let m = drive(3, 1001, 1, 1, 8, &Progress::hidden(), |_, i| {
+            assert!(!seen[i as usize].swap(true, Ordering::Relaxed));
+            Ok(Outcome {
+                ops: 1,
+                found: i % 2,
+                ..Outcome::default()
+            })
+        })
+        .unwrap();
+        assert_eq!(m.totals.ops, 1001);
+        assert_eq!(m.totals.found, 500);
+        assert_eq!(m.latency.len(), 1001);
+        assert!(seen.iter().all(|s| s.load(Ordering::Relaxed)));
+    }
+
+    #[test]
+    fn a_failing_step_is_returned() {
+        let r = drive(2, 100, 1, 1, 8, &Progress::hidden(), |_, i| {
+            if i == 70 {
+                Err(Error::new("boom"))
+            } else {
+                Ok(Outcome::default())
+            }
+        });
+        assert_eq!(r.unwrap_err().to_string(), "boom");
+    }
+}

@@ -1,0 +1,139 @@
+//! `siftdb-bench`: a `db_bench`-style workload runner.
+//!
+//! The workloads (`fillseq`, `fillrandom`, `overwrite`, `readrandom`, `readmissing`, `readhot`,
+//! `seekrandom`, `prefixscan`, `deleterandom`, `readwhilewriting`, `stats`) run in the order of
+//! `--benchmarks` on one database, a fresh temporary directory by default. Each prints one line in
+//! `db_bench`'s shape (`micros/op`, `ops/sec`, found counts) followed by the engine statistics of
+//! that phase (after minus before): filter useful / positive / true positive and measured FPR
+//! per level, data blocks per lookup, block-cache hit rates per block kind, write amplification
+//! and stall time. `--json` prints the same figures as one JSON object per workload.
+//!
+//! Modules: [`args`] (flags), [`keys`] (key layout, random choices, the model of which keys
+//! exist), [`engine`] (the [`Engine`] trait and siftdb behind it), [`measure`] (threads and
+//! timing), [`workloads`], [`report`] (text and JSON), [`progress`].
+
+pub mod args;
+pub mod engine;
+pub mod error;
+pub mod keys;
+pub mod measure;
+pub mod progress;
+pub mod report;
+pub mod workloads;
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+pub use args::{Args, Benchmark, Config};
+pub use engine::{open_engine, Engine, SiftEngine};
+pub use error::{Error, Result};
+pub use workloads::{PhaseResult, Workbench};
+
+/// Runs the workloads of `args` on every engine of `--engine`, printing to stdout.
+pub fn run(args: &Args) -> Result<()> {
+    let config = Config::from_args(args)?;
+    engine::check_engines(&config.engines)?;
+    for name in &config.engines {
+        run_engine(&config, name)?;
+    }
+    Ok(())
+}
+
+/// Where the database of `engine` lives: `--db` (a subdirectory per engine when there are
+/// several), or a fresh temporary directory.
+fn database_dir(config: &Config, engine: &str) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
+    match &config.db {
+        Some(path) => {
+            let dir = if config.engines.len() > 1 {
+                path.join(engine)
+            } else {
+                path.clone()
+            };
+            if config.use_existing_db {
+                if !dir.is_dir() {
+                    return Err(Error::new(format!(
+                        "--use_existing_db: {} is not a directory",
+                        dir.display()
+                    )));
+                }
+            } else if dir.exists() {
+                let not_empty = std::fs::read_dir(&dir)
+                    .map_err(|e| Error::from(e).context(dir.display()))?
+                    .next()
+                    .is_some();
+                if not_empty {
+                    return Err(Error::new(format!(
+                        "--db {} exists and is not empty: remove it, or pass --use_existing_db to \
+                         run on it",
+                        dir.display()
+                    )));
+                }
+            }
+            Ok((dir, None))
+        }
+        None => {
+            let temp = tempfile::Builder::new()
+                .prefix("siftdb-bench-")
+                .tempdir()
+                .map_err(|e| Error::from(e).context("cannot create a temporary directory"))?;
+            Ok((temp.path().to_path_buf(), Some(temp)))
+        }
+    }
+}
+
+fn emit(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| Error::from(e).context("cannot write to stdout"))
+}
+
+fn run_engine(config: &Config, name: &str) -> Result<()> {
+    let (dir, temp) = database_dir(config, name)?;
+    let engine = open_engine(name, &dir, config)?;
+    if !config.json {
+        emit(&report::header(config, name, &dir, temp.is_some()))?;
+    }
+    let bench = Workbench::new(config, engine.as_ref())?;
+    let mut outcome = Ok(());
+    for (phase, &benchmark) in config.benchmarks.iter().enumerate() {
+        let result = match bench.run(benchmark, phase as u64) {
+            Ok(result) => result,
+            Err(e) => {
+                outcome = Err(e.context(benchmark.name()));
+                break;
+            }
+        };
+        let text = if config.json {
+            format!("{}\n", report::json(&result, config, name))
+        } else {
+            report::text(&result, config)
+        };
+        emit(&text)?;
+    }
+    // The tree's shape at the end, unless `stats` just printed it.
+    let ends_with_stats = config.benchmarks.last() == Some(&Benchmark::Stats);
+    if outcome.is_ok() && !config.json && !ends_with_stats {
+        emit(&report::footer(engine.shape().as_deref()))?;
+    }
+    let closed = engine.close();
+    drop(bench);
+    drop(engine);
+    if let Some(temp) = temp {
+        if config.keep {
+            let kept = temp.keep();
+            let note = format!("database kept in {}\n", kept.display());
+            if config.json {
+                eprint!("{note}");
+            } else {
+                emit(&note)?;
+            }
+        } else {
+            let path = temp.path().to_path_buf();
+            temp.close()
+                .map_err(|e| Error::from(e).context(format!("cannot remove {}", path.display())))?;
+        }
+    }
+    outcome?;
+    closed
+}

@@ -1,0 +1,556 @@
+//! Output: the header, one `db_bench`-style line per workload followed by the statistics that
+//! matter for it, and the same figures as one JSON object per workload.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde_json::{json, Map, Value};
+use siftdb::{LevelFilterStats, Stats};
+use siftdb_cache::BlockKind;
+
+use super::args::{Benchmark, Config, FilterPolicyArg};
+use super::engine::siftdb_options;
+use super::workloads::PhaseResult;
+
+/// `bytes` with a binary unit (`116.0 MiB`).
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+fn ratio(numerator: u64, denominator: u64) -> f64 {
+    if denominator == 0 {
+        0.0
+    } else {
+        numerator as f64 / denominator as f64
+    }
+}
+
+/// Which filter each level gets, in words.
+pub fn filter_layout(config: &Config) -> String {
+    let bbl = config.filter.bloom_before_level;
+    match (config.filter.policy, bbl) {
+        (FilterPolicyArg::Bloom, _) => "blocked bloom on every level".to_string(),
+        (_, 0) => "ribbon on every level".to_string(),
+        (_, 1) => "blocked bloom on L0, ribbon from L1".to_string(),
+        (_, b) if b >= siftdb::MAX_LEVELS => "blocked bloom on every level".to_string(),
+        (_, b) => format!("blocked bloom on L0-L{}, ribbon from L{b}", b - 1),
+    }
+}
+
+/// The header printed before the first workload.
+pub fn header(config: &Config, engine: &str, dir: &Path, temporary: bool) -> String {
+    let options = siftdb_options(config);
+    let mut out = String::new();
+    let _ = writeln!(out, "siftdb-bench  engine: {engine}");
+    let prefixes = config.num.div_ceil(config.keys_per_prefix);
+    let _ = writeln!(
+        out,
+        "Keys:         {} bytes each (prefix {} bytes shared by {} keys; {} prefixes)",
+        config.key_size, config.prefix_size, config.keys_per_prefix, prefixes
+    );
+    let _ = writeln!(out, "Values:       {} bytes each", config.value_size);
+    let _ = writeln!(out, "Entries:      {}", config.num);
+    let _ = writeln!(
+        out,
+        "Reads:        {} (seek_nexts {}, hot set {} keys, deletes {})",
+        config.reads, config.seek_nexts, config.hot_keys, config.deletes
+    );
+    let _ = writeln!(
+        out,
+        "RawSize:      {} (estimated)",
+        human_bytes(config.num * (config.key_size + config.value_size) as u64)
+    );
+    let _ = writeln!(
+        out,
+        "Threads:      {} (batch size {})",
+        config.threads, config.batch_size
+    );
+    let _ = writeln!(
+        out,
+        "Filters:      {:.1} bits/key average; {}; {} allocation",
+        config.filter.bits_per_key,
+        filter_layout(config),
+        match config.filter.allocation {
+            super::args::AllocationArg::Monkey => "monkey",
+            super::args::AllocationArg::Uniform => "uniform",
+        }
+    );
+    let _ = writeln!(
+        out,
+        "Prefixes:     fixed:{} extractor (a prefix filter in every table)",
+        config.prefix_size
+    );
+    let _ = writeln!(
+        out,
+        "Block cache:  {}",
+        human_bytes(options.block_cache_capacity as u64)
+    );
+    let _ = writeln!(
+        out,
+        "Write buffer: {} (x{} memtables)",
+        human_bytes(options.write_buffer_size as u64),
+        options.max_write_buffer_number
+    );
+    let _ = writeln!(
+        out,
+        "Sync:         {}; flush after write workloads: {}",
+        config.sync, config.flush_after_write
+    );
+    let _ = writeln!(
+        out,
+        "Database:     {}{}",
+        dir.display(),
+        match (temporary, config.keep) {
+            (true, false) => " (temporary, removed at the end)",
+            (true, true) => " (temporary, kept: --keep)",
+            (false, _) if config.use_existing_db => " (existing)",
+            (false, _) => "",
+        }
+    );
+    let names: Vec<&str> = config.benchmarks.iter().map(|b| b.name()).collect();
+    let _ = writeln!(out, "Benchmarks:   {}", names.join(","));
+    let _ = writeln!(out, "{}", "-".repeat(64));
+    out
+}
+
+/// The footer: the tree's shape at the end.
+pub fn footer(shape: Option<&str>) -> String {
+    match shape {
+        Some(shape) => format!(
+            "{}\nTree at the end (siftdb.levels):\n{shape}",
+            "-".repeat(64)
+        ),
+        None => String::new(),
+    }
+}
+
+fn is_point_read(b: Benchmark) -> bool {
+    matches!(
+        b,
+        Benchmark::ReadRandom
+            | Benchmark::ReadMissing
+            | Benchmark::ReadHot
+            | Benchmark::ReadWhileWriting
+    )
+}
+
+fn is_scan(b: Benchmark) -> bool {
+    matches!(b, Benchmark::SeekRandom | Benchmark::PrefixScan)
+}
+
+fn writes_mb_per_sec(result: &PhaseResult, config: &Config) -> Option<f64> {
+    let m = result.measured.as_ref()?;
+    let secs = m.wall.as_secs_f64();
+    let writes = matches!(
+        result.benchmark,
+        Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::Overwrite
+    );
+    (writes && secs > 0.0).then(|| {
+        (m.totals.ops * (config.key_size + config.value_size) as u64) as f64 / secs / 1048576.0
+    })
+}
+
+/// The text of one workload: its `db_bench` line and the statistics that matter for it.
+pub fn text(result: &PhaseResult, config: &Config) -> String {
+    let name = result.benchmark.name();
+    if let Some(reason) = &result.skipped {
+        return format!("{name:<12} : {reason}\n");
+    }
+    let Some(m) = &result.measured else {
+        return stats_text(result);
+    };
+    let t = &m.totals;
+    let mismatch = |found: u64, expected: u64, what: &str| {
+        if result.expected_known && found != expected {
+            format!(" [expected {expected} {what}]")
+        } else {
+            String::new()
+        }
+    };
+    let extra = match result.benchmark {
+        Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::Overwrite => format!(
+            " {:>6.1} MB/s ({} ops)",
+            writes_mb_per_sec(result, config).unwrap_or(0.0),
+            t.ops
+        ),
+        Benchmark::DeleteRandom => format!(" (deleted {} existing keys of {})", t.entries, t.ops),
+        Benchmark::ReadWhileWriting => format!(
+            " (found {} of {}){} (writer: {} puts)",
+            t.found,
+            t.ops,
+            mismatch(t.found, t.expected, "found"),
+            result.writer_ops.unwrap_or(0)
+        ),
+        Benchmark::SeekRandom => format!(
+            " (found {} of {}; {:.1} entries per seek){}",
+            t.found,
+            t.ops,
+            ratio(t.entries, t.ops),
+            mismatch(t.found, t.expected, "found")
+        ),
+        Benchmark::PrefixScan => format!(
+            " (found {} of {}; {:.1} entries per prefix){}{}",
+            t.found,
+            t.ops,
+            ratio(t.entries, t.ops),
+            mismatch(t.found, t.expected, "found"),
+            mismatch(t.entries, t.expected_entries, "entries")
+        ),
+        _ => format!(
+            " (found {} of {}){}",
+            t.found,
+            t.ops,
+            mismatch(t.found, t.expected, "found")
+        ),
+    };
+    let mut out = format!(
+        "{name:<12} : {:>10.3} micros/op {:>9} ops/sec;{extra}\n",
+        m.micros_per_op(),
+        m.ops_per_sec().round() as u64
+    );
+    if config.histogram {
+        let _ = writeln!(
+            out,
+            "  latency us   : P50 {:.3}  P95 {:.3}  P99 {:.3}  P99.9 {:.3}  max {:.3}  ({} samples, {} threads)",
+            m.quantile_micros(0.50),
+            m.quantile_micros(0.95),
+            m.quantile_micros(0.99),
+            m.quantile_micros(0.999),
+            m.max_micros(),
+            m.latency.len(),
+            m.threads
+        );
+    }
+    if let Some(stats) = &result.stats {
+        if result.benchmark.writes() {
+            out.push_str(&writes_text(stats, result));
+        }
+        if is_point_read(result.benchmark) {
+            out.push_str(&lookups_text(stats, true));
+            out.push_str(&filters_text(stats));
+            out.push_str(&cache_text(stats));
+        }
+        if is_scan(result.benchmark) {
+            out.push_str(&scans_text(stats, t.ops));
+            out.push_str(&cache_text(stats));
+        }
+    }
+    out
+}
+
+fn writes_text(s: &Stats, result: &PhaseResult) -> String {
+    let mut out = format!(
+        "  writes       : {} keys, {} user -> WAL {}, flushed {} in {} flushes, compacted {} in {}; \
+         write amplification {:.2}; stall {:.1} ms\n",
+        s.keys_written,
+        human_bytes(s.bytes_written_user),
+        human_bytes(s.wal_bytes),
+        human_bytes(s.flush_bytes),
+        s.flushes,
+        human_bytes(s.compaction_bytes_written),
+        s.compactions,
+        s.write_amplification(),
+        s.stall_micros as f64 / 1000.0
+    );
+    if let Some(flush) = result.flush_time {
+        let _ = writeln!(
+            out,
+            "  flush        : {:.1} ms after the phase (untimed); {} write groups, {} WAL syncs",
+            flush.as_secs_f64() * 1000.0,
+            s.write_groups,
+            s.wal_syncs
+        );
+    }
+    out
+}
+
+/// The lookups line. File reads are divided by lookups only in a phase of point reads (`stats`
+/// totals mix in the blocks scans read).
+fn lookups_text(s: &Stats, point_reads_only: bool) -> String {
+    let total = s.filter_total();
+    let file_reads = if point_reads_only {
+        format!(" (read from file {:.4})", ratio(s.data_block_reads, s.gets))
+    } else {
+        String::new()
+    };
+    format!(
+        "  lookups      : {} ({} in memtables); data blocks per lookup {:.4}{file_reads}; \
+         blocks read from file: {} data, {} index, {} filter\n",
+        s.gets,
+        s.memtable_hits,
+        ratio(total.data_block_accesses, s.gets),
+        s.data_block_reads,
+        s.index_block_reads,
+        s.filter_block_reads
+    )
+}
+
+fn filters_text(s: &Stats) -> String {
+    let rows: Vec<(String, LevelFilterStats)> = s
+        .levels
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.checked > 0)
+        .map(|(i, l)| (format!("L{i}"), *l))
+        .collect();
+    if rows.is_empty() {
+        return "  filters      : not consulted\n".to_string();
+    }
+    let mut out = format!(
+        "  filters      : {:<6} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12}\n",
+        "level", "checked", "useful", "positive", "true pos", "measured fpr", "blocks/check"
+    );
+    let mut row = |label: &str, l: &LevelFilterStats| {
+        let _ = writeln!(
+            out,
+            "                 {:<6} {:>10} {:>10} {:>10} {:>10} {:>12.6} {:>12.4}",
+            label,
+            l.checked,
+            l.useful,
+            l.positive,
+            l.true_positive,
+            l.measured_fpr(),
+            ratio(l.data_block_accesses, l.checked)
+        );
+    };
+    for (label, l) in &rows {
+        row(label, l);
+    }
+    if rows.len() > 1 {
+        row("all", &s.filter_total());
+    }
+    out
+}
+
+fn cache_text(s: &Stats) -> String {
+    let parts: Vec<String> = BlockKind::ALL
+        .iter()
+        .map(|&kind| {
+            let k = s.cache.kind(kind);
+            if k.lookups() == 0 {
+                format!("{} -", kind.name())
+            } else {
+                format!(
+                    "{} {:.1}% of {}",
+                    kind.name(),
+                    k.hit_ratio() * 100.0,
+                    k.lookups()
+                )
+            }
+        })
+        .collect();
+    format!("  block cache  : hit rate {}\n", parts.join(", "))
+}
+
+fn scans_text(s: &Stats, ops: u64) -> String {
+    format!(
+        "  scans        : prefix filters {} checked, {} tables skipped; data blocks read from file {} \
+         ({:.2} per op), {} read\n",
+        s.prefix_checked,
+        s.prefix_useful,
+        s.data_block_reads,
+        ratio(s.data_block_reads, ops),
+        human_bytes(s.bytes_read)
+    )
+}
+
+fn stats_text(result: &PhaseResult) -> String {
+    let mut out = format!(
+        "{:<12} : cumulative statistics; {} keys exist{}\n",
+        "stats",
+        result.live_keys,
+        if result.expected_known {
+            ""
+        } else {
+            " (assumed: --use_existing_db)"
+        }
+    );
+    if let Some(s) = &result.stats {
+        out.push_str(&lookups_text(s, false));
+        out.push_str(&filters_text(s));
+        out.push_str(&cache_text(s));
+        let _ = writeln!(
+            out,
+            "  cache usage  : {} of {} ({} pinned), {} entries",
+            human_bytes(s.cache.usage as u64),
+            human_bytes(s.cache.capacity as u64),
+            human_bytes(s.cache.pinned_usage as u64),
+            s.cache.entries
+        );
+        let _ = writeln!(
+            out,
+            "  prefix seeks : prefix filters {} checked, {} tables skipped",
+            s.prefix_checked, s.prefix_useful
+        );
+        out.push_str(&writes_text(s, result));
+    }
+    if let Some(shape) = &result.shape {
+        out.push_str("  tree (siftdb.levels):\n");
+        for line in shape.lines() {
+            let _ = writeln!(out, "    {line}");
+        }
+    }
+    out
+}
+
+fn level_json(level: Option<usize>, l: &LevelFilterStats) -> Value {
+    let mut v = json!({
+        "checked": l.checked,
+        "useful": l.useful,
+        "positive": l.positive,
+        "true_positive": l.true_positive,
+        "measured_fpr": l.measured_fpr(),
+        "data_block_accesses": l.data_block_accesses,
+    });
+    if let (Some(level), Value::Object(map)) = (level, &mut v) {
+        map.insert("level".to_string(), json!(level));
+    }
+    v
+}
+
+fn stats_json(s: &Stats, point_reads_only: bool, map: &mut Map<String, Value>) {
+    let total = s.filter_total();
+    let mut put = |k: &str, v: Value| {
+        map.insert(k.to_string(), v);
+    };
+    put("gets", json!(s.gets));
+    put("gets_found", json!(s.gets_found));
+    put("memtable_hits", json!(s.memtable_hits));
+    put(
+        "data_blocks_per_lookup",
+        json!(ratio(total.data_block_accesses, s.gets)),
+    );
+    if point_reads_only {
+        put(
+            "data_block_reads_per_lookup",
+            json!(ratio(s.data_block_reads, s.gets)),
+        );
+    }
+    put("data_block_reads", json!(s.data_block_reads));
+    put("index_block_reads", json!(s.index_block_reads));
+    put("filter_block_reads", json!(s.filter_block_reads));
+    put("bytes_read", json!(s.bytes_read));
+    put("filter_checked", json!(total.checked));
+    put("filter_useful", json!(total.useful));
+    put("filter_positive", json!(total.positive));
+    put("filter_true_positive", json!(total.true_positive));
+    put("measured_fpr", json!(total.measured_fpr()));
+    put(
+        "levels",
+        Value::Array(
+            s.levels
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| l.checked > 0)
+                .map(|(i, l)| level_json(Some(i), l))
+                .collect(),
+        ),
+    );
+    put("prefix_checked", json!(s.prefix_checked));
+    put("prefix_useful", json!(s.prefix_useful));
+    let mut hit = Map::new();
+    let mut lookups = Map::new();
+    for kind in BlockKind::ALL {
+        let k = s.cache.kind(kind);
+        hit.insert(kind.name().to_string(), json!(k.hit_ratio()));
+        lookups.insert(kind.name().to_string(), json!(k.lookups()));
+    }
+    put("cache_hit_ratio", Value::Object(hit));
+    put("cache_lookups", Value::Object(lookups));
+    put("keys_written", json!(s.keys_written));
+    put("bytes_written_user", json!(s.bytes_written_user));
+    put("wal_bytes", json!(s.wal_bytes));
+    put("flush_bytes", json!(s.flush_bytes));
+    put(
+        "compaction_bytes_written",
+        json!(s.compaction_bytes_written),
+    );
+    put("flushes", json!(s.flushes));
+    put("compactions", json!(s.compactions));
+    put("write_amplification", json!(s.write_amplification()));
+    put("stall_micros", json!(s.stall_micros));
+}
+
+/// One workload as a JSON object (one line of `--json` output).
+pub fn json(result: &PhaseResult, config: &Config, engine: &str) -> Value {
+    let mut map = Map::new();
+    map.insert("engine".into(), json!(engine));
+    map.insert("benchmark".into(), json!(result.benchmark.name()));
+    map.insert("num".into(), json!(config.num));
+    map.insert("key_size".into(), json!(config.key_size));
+    map.insert("value_size".into(), json!(config.value_size));
+    map.insert("threads".into(), json!(config.threads));
+    if let Some(reason) = &result.skipped {
+        map.insert("skipped".into(), json!(reason));
+        return Value::Object(map);
+    }
+    match &result.measured {
+        Some(m) => {
+            let t = &m.totals;
+            let expected = |v: u64| {
+                if result.expected_known {
+                    json!(v)
+                } else {
+                    Value::Null
+                }
+            };
+            map.insert("ops".into(), json!(t.ops));
+            map.insert("elapsed_secs".into(), json!(m.wall.as_secs_f64()));
+            map.insert("micros_per_op".into(), json!(m.micros_per_op()));
+            map.insert("ops_per_sec".into(), json!(m.ops_per_sec()));
+            if let Some(mbps) = writes_mb_per_sec(result, config) {
+                map.insert("mb_per_sec".into(), json!(mbps));
+            }
+            map.insert("found".into(), json!(t.found));
+            map.insert("expected_found".into(), expected(t.expected));
+            map.insert("entries".into(), json!(t.entries));
+            if result.benchmark == Benchmark::PrefixScan {
+                map.insert("expected_entries".into(), expected(t.expected_entries));
+            }
+            map.insert("p50_us".into(), json!(m.quantile_micros(0.50)));
+            map.insert("p95_us".into(), json!(m.quantile_micros(0.95)));
+            map.insert("p99_us".into(), json!(m.quantile_micros(0.99)));
+            map.insert("p999_us".into(), json!(m.quantile_micros(0.999)));
+            map.insert("max_us".into(), json!(m.max_micros()));
+            if let Some(w) = result.writer_ops {
+                map.insert("writer_ops".into(), json!(w));
+            }
+            if let Some(f) = result.flush_time {
+                map.insert("flush_after_secs".into(), json!(f.as_secs_f64()));
+            }
+        }
+        None => {
+            map.insert("ops".into(), json!(0));
+            map.insert("live_keys".into(), json!(result.live_keys));
+        }
+    }
+    if let Some(s) = &result.stats {
+        stats_json(s, is_point_read(result.benchmark), &mut map);
+    }
+    if let Some(shape) = &result.shape {
+        map.insert("tree".into(), json!(shape));
+    }
+    Value::Object(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_are_human() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(110 << 20), "110.0 MiB");
+    }
+}

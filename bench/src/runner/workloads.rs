@@ -1,0 +1,520 @@
+//! The workloads: what each one does per step, and the phase around it (statistics before and
+//! after, the untimed flush after writes).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use siftdb::Stats;
+
+use super::args::{Benchmark, Config};
+use super::engine::{BatchOp, Engine};
+use super::error::{Error, Result};
+use super::keys::{KeyFormat, KeyModel, Permutation, Rng, ValueSource, Variant};
+use super::measure::{drive, Measured, Outcome, ThreadCtx};
+use super::progress::Progress;
+
+/// The result of one workload.
+#[derive(Debug, Clone)]
+pub struct PhaseResult {
+    /// The workload.
+    pub benchmark: Benchmark,
+    /// Timings and outcomes (`None` for `stats` and skipped workloads).
+    pub measured: Option<Measured>,
+    /// Puts of readwhilewriting's writer.
+    pub writer_ops: Option<u64>,
+    /// Time of the untimed flush after a write workload.
+    pub flush_time: Option<Duration>,
+    /// Statistics of the phase (after minus before); cumulative for `stats`.
+    pub stats: Option<Stats>,
+    /// The tree shape (`stats` only).
+    pub shape: Option<String>,
+    /// Whether `expected` counts are exact (a database this run created).
+    pub expected_known: bool,
+    /// Keys that exist now according to the key model.
+    pub live_keys: u64,
+    /// Why the workload did not run.
+    pub skipped: Option<String>,
+}
+
+impl PhaseResult {
+    fn new(benchmark: Benchmark, model: &KeyModel) -> PhaseResult {
+        PhaseResult {
+            benchmark,
+            measured: None,
+            writer_ops: None,
+            flush_time: None,
+            stats: None,
+            shape: None,
+            expected_known: model.known(),
+            live_keys: model.live_count(),
+            skipped: None,
+        }
+    }
+}
+
+/// The statistics that happened between `before` and `after` (counters subtracted; gauges and
+/// fields this runner does not know are taken from `after`).
+pub fn stats_delta(after: &Stats, before: &Stats) -> Stats {
+    let d = |a: u64, b: u64| a.saturating_sub(b);
+    let mut delta = after.clone();
+    for (a, b) in delta
+        .cache
+        .per_kind
+        .iter_mut()
+        .zip(before.cache.per_kind.iter())
+    {
+        a.hits = d(a.hits, b.hits);
+        a.misses = d(a.misses, b.misses);
+        a.inserts = d(a.inserts, b.inserts);
+        a.evictions = d(a.evictions, b.evictions);
+        a.erasures = d(a.erasures, b.erasures);
+        a.rejections = d(a.rejections, b.rejections);
+    }
+    for (i, a) in delta.levels.iter_mut().enumerate() {
+        let b = before.levels.get(i).copied().unwrap_or_default();
+        a.checked = d(a.checked, b.checked);
+        a.useful = d(a.useful, b.useful);
+        a.positive = d(a.positive, b.positive);
+        a.true_positive = d(a.true_positive, b.true_positive);
+        a.data_block_accesses = d(a.data_block_accesses, b.data_block_accesses);
+    }
+    delta.gets = d(after.gets, before.gets);
+    delta.gets_found = d(after.gets_found, before.gets_found);
+    delta.memtable_hits = d(after.memtable_hits, before.memtable_hits);
+    delta.data_block_reads = d(after.data_block_reads, before.data_block_reads);
+    delta.index_block_reads = d(after.index_block_reads, before.index_block_reads);
+    delta.filter_block_reads = d(after.filter_block_reads, before.filter_block_reads);
+    delta.bytes_read = d(after.bytes_read, before.bytes_read);
+    delta.prefix_checked = d(after.prefix_checked, before.prefix_checked);
+    delta.prefix_useful = d(after.prefix_useful, before.prefix_useful);
+    delta.keys_written = d(after.keys_written, before.keys_written);
+    delta.bytes_written_user = d(after.bytes_written_user, before.bytes_written_user);
+    delta.wal_bytes = d(after.wal_bytes, before.wal_bytes);
+    delta.wal_syncs = d(after.wal_syncs, before.wal_syncs);
+    delta.write_groups = d(after.write_groups, before.write_groups);
+    delta.flushes = d(after.flushes, before.flushes);
+    delta.flush_bytes = d(after.flush_bytes, before.flush_bytes);
+    delta.compactions = d(after.compactions, before.compactions);
+    delta.compaction_bytes_read = d(after.compaction_bytes_read, before.compaction_bytes_read);
+    delta.compaction_bytes_written = d(
+        after.compaction_bytes_written,
+        before.compaction_bytes_written,
+    );
+    delta.stall_micros = d(after.stall_micros, before.stall_micros);
+    delta
+}
+
+/// Everything a workload needs: the engine, the key layout, the key model and the values.
+pub struct Workbench<'a> {
+    config: &'a Config,
+    engine: &'a dyn Engine,
+    keys: KeyFormat,
+    model: KeyModel,
+    values: ValueSource,
+}
+
+impl std::fmt::Debug for Workbench<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Workbench")
+            .field("engine", &self.engine.name())
+            .field("keys", &self.keys)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Stream numbers that keep the random choices of workloads apart.
+const STREAM_FILL: u64 = 0xF111;
+const STREAM_DELETE: u64 = 0xDE1E;
+const STREAM_HOT: u64 = 0x4075;
+const STREAM_WRITER: u64 = 0x3717;
+
+impl<'a> Workbench<'a> {
+    /// A workbench for `engine`. With `--use_existing_db` every key is assumed to exist.
+    pub fn new(config: &'a Config, engine: &'a dyn Engine) -> Result<Workbench<'a>> {
+        Ok(Workbench {
+            config,
+            engine,
+            keys: KeyFormat::new(config)?,
+            model: KeyModel::new(config.num, !config.use_existing_db),
+            values: ValueSource::new(config.value_size, config.seed),
+        })
+    }
+
+    /// Runs workload `benchmark`, the `phase`-th of the run (phases draw different random
+    /// numbers).
+    pub fn run(&self, benchmark: Benchmark, phase: u64) -> Result<PhaseResult> {
+        let mut result = PhaseResult::new(benchmark, &self.model);
+        if benchmark.is_fill() && self.config.use_existing_db {
+            result.skipped = Some("skipped (--use_existing_db is true)".to_string());
+            return Ok(result);
+        }
+        if benchmark == Benchmark::Stats {
+            result.stats = self.engine.stats();
+            result.shape = self.engine.shape();
+            return Ok(result);
+        }
+        let before = self.engine.stats();
+        let stream = phase.wrapping_add(1).wrapping_mul(0x1_0000) ^ benchmark as u64;
+        let measured = match benchmark {
+            Benchmark::FillSeq => self.fill(benchmark, stream, |_, i| i)?,
+            Benchmark::FillRandom => {
+                let order = Permutation::new(self.config.num, self.config.seed ^ STREAM_FILL);
+                self.fill(benchmark, stream, |_, i| order.get(i))?
+            }
+            Benchmark::Overwrite => self.overwrite(stream)?,
+            Benchmark::DeleteRandom => self.delete_random(stream, phase)?,
+            Benchmark::ReadRandom => self.reads(benchmark, stream, |w, ctx| {
+                let index = ctx.rng.below(w.config.num);
+                w.read_written(ctx, index)
+            })?,
+            Benchmark::ReadMissing => self.reads(benchmark, stream, |w, ctx| {
+                let index = ctx.rng.below(w.config.num);
+                w.keys.encode(index, Variant::Missing, &mut ctx.key);
+                let found = w.engine.get(&ctx.key, &mut ctx.buf)?;
+                Ok(Outcome {
+                    ops: 1,
+                    found: u64::from(found),
+                    ..Outcome::default()
+                })
+            })?,
+            Benchmark::ReadHot => self.read_hot(stream, phase)?,
+            Benchmark::SeekRandom => self.reads(benchmark, stream, |w, ctx| {
+                let index = ctx.rng.below(w.config.num);
+                w.keys.encode(index, Variant::Written, &mut ctx.key);
+                let seek = w.engine.seek_read(&ctx.key, w.config.seek_nexts)?;
+                Ok(Outcome {
+                    ops: 1,
+                    found: u64::from(seek.found),
+                    expected: u64::from(w.model.is_live(index)),
+                    entries: seek.entries,
+                    ..Outcome::default()
+                })
+            })?,
+            Benchmark::PrefixScan => self.reads(benchmark, stream, |w, ctx| {
+                let prefix = ctx.rng.below(w.keys.num_prefixes());
+                w.keys.encode_prefix(prefix, &mut ctx.key);
+                let entries = w.engine.prefix_scan(&ctx.key[..w.keys.prefix_size()])?;
+                let expected_entries = w
+                    .keys
+                    .indexes_of_prefix(prefix)
+                    .filter(|&i| w.model.is_live(i))
+                    .count() as u64;
+                Ok(Outcome {
+                    ops: 1,
+                    found: u64::from(entries > 0),
+                    expected: u64::from(expected_entries > 0),
+                    entries,
+                    expected_entries,
+                })
+            })?,
+            Benchmark::ReadWhileWriting => {
+                let (measured, writer_ops) = self.read_while_writing(stream)?;
+                result.writer_ops = Some(writer_ops);
+                measured
+            }
+            Benchmark::Stats => unreachable_stats()?,
+        };
+        if benchmark.writes() && self.config.flush_after_write {
+            let started = Instant::now();
+            self.engine.flush()?;
+            result.flush_time = Some(started.elapsed());
+        }
+        let after = self.engine.stats();
+        result.stats = match (&after, &before) {
+            (Some(a), Some(b)) => Some(stats_delta(a, b)),
+            _ => None,
+        };
+        result.measured = Some(measured);
+        result.live_keys = self.model.live_count();
+        Ok(result)
+    }
+
+    /// Runs `steps` timed steps of `benchmark` with a progress bar.
+    fn timed<F>(
+        &self,
+        benchmark: Benchmark,
+        threads: usize,
+        steps: u64,
+        ops: u64,
+        stream: u64,
+        step: F,
+    ) -> Result<Measured>
+    where
+        F: Fn(&mut ThreadCtx, u64) -> Result<Outcome> + Sync,
+    {
+        let progress = if self.config.json {
+            Progress::hidden()
+        } else {
+            Progress::for_phase(benchmark.name(), ops)
+        };
+        let measured = drive(
+            threads,
+            steps,
+            self.config.seed,
+            stream,
+            self.keys.key_size(),
+            &progress,
+            step,
+        );
+        progress.finish();
+        measured
+    }
+
+    /// Writes entries `first..first + count` of a write workload as one step: a put, or one
+    /// batch of puts. `index_of` maps an entry number to a key index.
+    fn put_entries(
+        &self,
+        ctx: &mut ThreadCtx,
+        first: u64,
+        count: u64,
+        index_of: &(dyn Fn(&mut Rng, u64) -> u64 + Sync),
+    ) -> Result<Outcome> {
+        if count == 1 {
+            let index = index_of(&mut ctx.rng, first);
+            self.keys.encode(index, Variant::Written, &mut ctx.key);
+            let value = self.values.value(&mut ctx.rng);
+            self.engine.put(&ctx.key, value)?;
+            self.model.set_live(index);
+            return Ok(Outcome {
+                ops: 1,
+                ..Outcome::default()
+            });
+        }
+        let ks = self.keys.key_size();
+        let n = count as usize;
+        ctx.buf.resize(n * ks, 0);
+        let mut indexes = Vec::with_capacity(n);
+        let mut values = Vec::with_capacity(n);
+        for (j, key) in ctx.buf.chunks_exact_mut(ks).enumerate() {
+            let index = index_of(&mut ctx.rng, first + j as u64);
+            self.keys.encode(index, Variant::Written, key);
+            indexes.push(index);
+            values.push(self.values.value(&mut ctx.rng));
+        }
+        let ops: Vec<BatchOp<'_>> = ctx
+            .buf
+            .chunks_exact(ks)
+            .zip(&values)
+            .map(|(key, value)| BatchOp::Put(key, value))
+            .collect();
+        self.engine.write_batch(&ops)?;
+        for index in indexes {
+            self.model.set_live(index);
+        }
+        Ok(Outcome {
+            ops: count,
+            ..Outcome::default()
+        })
+    }
+
+    /// Number of batches covering `entries` entries, and the entries of batch `step`.
+    fn batches(&self, entries: u64) -> (u64, impl Fn(u64) -> (u64, u64)) {
+        let bs = self.config.batch_size as u64;
+        (entries.div_ceil(bs), move |step: u64| {
+            let first = step * bs;
+            (first, bs.min(entries - first))
+        })
+    }
+
+    /// fillseq / fillrandom: every key once, on one thread, in the order `index_of` gives.
+    fn fill(
+        &self,
+        benchmark: Benchmark,
+        stream: u64,
+        index_of: impl Fn(&mut Rng, u64) -> u64 + Sync,
+    ) -> Result<Measured> {
+        let (steps, batch) = self.batches(self.config.num);
+        self.timed(benchmark, 1, steps, self.config.num, stream, |ctx, step| {
+            let (first, count) = batch(step);
+            self.put_entries(ctx, first, count, &index_of)
+        })
+    }
+
+    /// overwrite: `--num` puts of random keys of the range, on `--threads` threads.
+    fn overwrite(&self, stream: u64) -> Result<Measured> {
+        let (steps, batch) = self.batches(self.config.num);
+        let num = self.config.num;
+        let random = move |rng: &mut Rng, _| rng.below(num);
+        self.timed(
+            Benchmark::Overwrite,
+            self.config.threads,
+            steps,
+            num,
+            stream,
+            |ctx, step| {
+                let (first, count) = batch(step);
+                self.put_entries(ctx, first, count, &random)
+            },
+        )
+    }
+
+    /// deleterandom: `--deletes` distinct random keys, on one thread.
+    fn delete_random(&self, stream: u64, phase: u64) -> Result<Measured> {
+        let order = Permutation::new(self.config.num, self.config.seed ^ STREAM_DELETE ^ phase);
+        let (steps, batch) = self.batches(self.config.deletes);
+        let ks = self.keys.key_size();
+        self.timed(
+            Benchmark::DeleteRandom,
+            1,
+            steps,
+            self.config.deletes,
+            stream,
+            |ctx, step| {
+                let (first, count) = batch(step);
+                let indexes: Vec<u64> = (first..first + count).map(|i| order.get(i)).collect();
+                if count == 1 {
+                    self.keys.encode(indexes[0], Variant::Written, &mut ctx.key);
+                    self.engine.delete(&ctx.key)?;
+                } else {
+                    ctx.buf.resize(indexes.len() * ks, 0);
+                    for (key, &index) in ctx.buf.chunks_exact_mut(ks).zip(&indexes) {
+                        self.keys.encode(index, Variant::Written, key);
+                    }
+                    let ops: Vec<BatchOp<'_>> =
+                        ctx.buf.chunks_exact(ks).map(BatchOp::Delete).collect();
+                    self.engine.write_batch(&ops)?;
+                }
+                let removed = indexes.iter().filter(|&&i| self.model.set_dead(i)).count();
+                Ok(Outcome {
+                    ops: count,
+                    entries: removed as u64,
+                    ..Outcome::default()
+                })
+            },
+        )
+    }
+
+    /// A read workload: `--reads` steps of `read` on `--threads` threads.
+    fn reads<F>(&self, benchmark: Benchmark, stream: u64, read: F) -> Result<Measured>
+    where
+        F: Fn(&Self, &mut ThreadCtx) -> Result<Outcome> + Sync,
+    {
+        let reads = self.config.reads;
+        self.timed(
+            benchmark,
+            self.config.threads,
+            reads,
+            reads,
+            stream,
+            |ctx, _| read(self, ctx),
+        )
+    }
+
+    /// One lookup of the written key of `index`.
+    fn read_written(&self, ctx: &mut ThreadCtx, index: u64) -> Result<Outcome> {
+        self.keys.encode(index, Variant::Written, &mut ctx.key);
+        let found = self.engine.get(&ctx.key, &mut ctx.buf)?;
+        Ok(Outcome {
+            ops: 1,
+            found: u64::from(found),
+            expected: u64::from(self.model.is_live(index)),
+            ..Outcome::default()
+        })
+    }
+
+    /// readhot: lookups drawn from `--hot_keys` keys, half written and half never written.
+    fn read_hot(&self, stream: u64, phase: u64) -> Result<Measured> {
+        let num = self.config.num;
+        let hot = self.config.hot_keys.min(2 * num);
+        let written = Permutation::new(num, self.config.seed ^ STREAM_HOT ^ phase);
+        let missing = Permutation::new(num, self.config.seed ^ STREAM_HOT ^ !phase);
+        let half = hot / 2;
+        let set: Vec<(u64, Variant)> = (0..half)
+            .map(|j| (written.get(j), Variant::Written))
+            .chain((0..hot - half).map(|j| (missing.get(j), Variant::Missing)))
+            .collect();
+        self.reads(Benchmark::ReadHot, stream, |w, ctx| {
+            let (index, variant) = set[ctx.rng.below(set.len() as u64) as usize];
+            w.keys.encode(index, variant, &mut ctx.key);
+            let found = w.engine.get(&ctx.key, &mut ctx.buf)?;
+            Ok(Outcome {
+                ops: 1,
+                found: u64::from(found),
+                expected: u64::from(variant == Variant::Written && w.model.is_live(index)),
+                ..Outcome::default()
+            })
+        })
+    }
+
+    /// readwhilewriting: `--threads` readers do readrandom while one writer overwrites existing
+    /// keys (so the set of existing keys, and the expected counts, stay the same).
+    fn read_while_writing(&self, stream: u64) -> Result<(Measured, u64)> {
+        let stop = AtomicBool::new(false);
+        let writer_ops = AtomicU64::new(0);
+        std::thread::scope(|scope| {
+            let writer = scope.spawn(|| -> Result<()> {
+                let mut rng = Rng::new(self.config.seed, stream ^ STREAM_WRITER);
+                let mut key = self.keys.key_buffer();
+                while !stop.load(Ordering::Relaxed) {
+                    let index = rng.below(self.config.num);
+                    if !self.model.is_live(index) {
+                        continue;
+                    }
+                    self.keys.encode(index, Variant::Written, &mut key);
+                    self.engine.put(&key, self.values.value(&mut rng))?;
+                    writer_ops.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(())
+            });
+            let readers = self.reads(Benchmark::ReadWhileWriting, stream, |w, ctx| {
+                let index = ctx.rng.below(w.config.num);
+                w.read_written(ctx, index)
+            });
+            stop.store(true, Ordering::Relaxed);
+            let written = writer
+                .join()
+                .unwrap_or_else(|_| Err(Error::new("the writer thread panicked")));
+            let measured = readers?;
+            written.map_err(|e| e.context("writer"))?;
+            Ok((measured, writer_ops.load(Ordering::Relaxed)))
+        })
+    }
+}
+
+fn unreachable_stats() -> Result<Measured> {
+    Err(Error::new("internal error: stats is not a timed workload"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use siftdb::LevelFilterStats;
+
+    #[test]
+    fn delta_subtracts_counters() {
+        let mut before = Stats {
+            gets: 10,
+            levels: vec![LevelFilterStats {
+                checked: 5,
+                useful: 4,
+                ..LevelFilterStats::default()
+            }],
+            ..Stats::default()
+        };
+        before.cache.per_kind[0].hits = 3;
+        let mut after = Stats {
+            gets: 25,
+            stall_micros: 7,
+            levels: vec![
+                LevelFilterStats {
+                    checked: 9,
+                    useful: 6,
+                    ..LevelFilterStats::default()
+                },
+                LevelFilterStats {
+                    checked: 2,
+                    ..LevelFilterStats::default()
+                },
+            ],
+            ..Stats::default()
+        };
+        after.cache.per_kind[0].hits = 10;
+        let d = stats_delta(&after, &before);
+        assert_eq!(d.gets, 15);
+        assert_eq!(d.stall_micros, 7);
+        assert_eq!(d.levels[0].checked, 4);
+        assert_eq!(d.levels[0].useful, 2);
+        assert_eq!(d.levels[1].checked, 2);
+        assert_eq!(d.cache.per_kind[0].hits, 7);
+    }
+}
