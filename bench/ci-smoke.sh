@@ -11,7 +11,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 profile="${SIFTDB_BENCH_PROFILE:-test-release}"
 num=2000
-benchmarks="fillseq,fillrandom,overwrite,readrandom,readmissing,readhot,seekrandom,prefixscan,deleterandom,readwhilewriting,stats"
+benchmarks="fillseq,fillrandom,overwrite,readrandom,readmissing,readhot,seekrandom,prefixscan,deleterandom,readwhilewriting,compact,stats"
 
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT

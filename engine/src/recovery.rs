@@ -358,6 +358,13 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
 /// other than the current one, tables in no version (orphans of an interrupted flush or
 /// compaction), and temporary files. Failures are logged, not fatal.
 pub(crate) fn delete_obsolete_files(db: &DbInner) {
+    // List first, then look at the live state: a file created after the listing is not in it,
+    // and every file in it was numbered before the state is read, so it is live, pending (being
+    // written by a flush or compaction) or truly obsolete. The other order would delete outputs
+    // created between the two steps.
+    let Ok(entries) = db.fs.list(&db.dir) else {
+        return;
+    };
     let (live_tables, min_wal, manifest, pending) = {
         let state = db.state.lock();
         let live: HashSet<u64> = state.version.all().map(|(_, f)| f.meta.number).collect();
@@ -368,14 +375,12 @@ pub(crate) fn delete_obsolete_files(db: &DbInner) {
         let manifest = state.manifest.as_ref().map_or(0, Manifest::number);
         (live, min_wal, manifest, state.pending_outputs.clone())
     };
-    let Ok(entries) = db.fs.list(&db.dir) else {
-        return;
-    };
     for name in entries {
         let obsolete = match names::parse(&name) {
             FileKind::Wal(n) => n < min_wal,
             FileKind::Table(n) => !live_tables.contains(&n) && !pending.contains(&n),
             FileKind::Manifest(n) => manifest != 0 && n != manifest,
+            // CURRENT and OPTIONS are only switched during open, before any background work.
             FileKind::Temp => true,
             FileKind::Other => false,
         };

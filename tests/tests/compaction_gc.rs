@@ -29,7 +29,8 @@ fn full_compaction_reclaims_overwritten_and_deleted_keys() {
     const N: u32 = 4000;
     for round in 0..3u8 {
         for i in 0..N {
-            db.put(format!("key{i:06}").as_bytes(), &[round; 100]).unwrap();
+            db.put(format!("key{i:06}").as_bytes(), &[round; 100])
+                .unwrap();
         }
         db.flush().unwrap();
     }
@@ -48,16 +49,28 @@ fn full_compaction_reclaims_overwritten_and_deleted_keys() {
 
     db.compact_range(None, None).unwrap();
     let after = table_bytes(dir.path());
-    // Live data: N/2 keys of ~110 bytes; before: 3 full versions + tombstones.
-    assert!(after * 4 < before, "before {before}, with snapshot {with_snapshot}, after {after}");
+    // Live data: N/2 keys of ~120 bytes on disk; before: up to 3 versions of every key plus
+    // tombstones (background compaction may already have merged some).
+    let live_estimate = u64::from(N / 2) * 150;
+    assert!(
+        after < live_estimate && after * 2 < before,
+        "before {before}, with snapshot {with_snapshot}, after {after}, live {live_estimate}"
+    );
     assert!(after < with_snapshot);
     for i in 0..N {
         let want = (i % 2 == 1).then(|| vec![2u8; 100]);
-        assert_eq!(db.get(format!("key{i:06}").as_bytes()).unwrap(), want, "key{i}");
+        assert_eq!(
+            db.get(format!("key{i:06}").as_bytes()).unwrap(),
+            want,
+            "key{i}"
+        );
     }
     let stats = db.stats();
     assert!(stats.compactions > 0);
-    assert_eq!(db.property("siftdb.num-files-at-level0").as_deref(), Some("0"));
+    assert_eq!(
+        db.property("siftdb.num-files-at-level0").as_deref(),
+        Some("0")
+    );
     drop(db);
     let db = Db::open(dir.path(), options()).unwrap();
     assert_eq!(db.iter().count() as u32, N / 2);
@@ -75,18 +88,33 @@ fn background_compaction_keeps_l0_small_and_builds_levels() {
     };
     let db = Db::open(dir.path(), options).unwrap();
     for i in 0..30_000u32 {
-        db.put(format!("k{:08}", i.wrapping_mul(2_654_435_761) % 1_000_000).as_bytes(), &[7; 60]).unwrap();
+        db.put(
+            format!("k{:08}", i.wrapping_mul(2_654_435_761) % 1_000_000).as_bytes(),
+            &[7; 60],
+        )
+        .unwrap();
     }
     db.flush().unwrap();
     // Let the background catch up.
     for _ in 0..100 {
-        if db.property("siftdb.num-files-at-level0").as_deref().unwrap_or("9").parse::<usize>().unwrap_or(9) < 4 {
+        if db
+            .property("siftdb.num-files-at-level0")
+            .as_deref()
+            .unwrap_or("9")
+            .parse::<usize>()
+            .unwrap_or(9)
+            < 4
+        {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let levels = db.property("siftdb.levels").unwrap();
-    let deep = (2..7).any(|l| db.property(&format!("siftdb.num-files-at-level{l}")).as_deref() != Some("0"));
+    let deep = (2..7).any(|l| {
+        db.property(&format!("siftdb.num-files-at-level{l}"))
+            .as_deref()
+            != Some("0")
+    });
     assert!(deep, "expected data below L1:\n{levels}");
     // Deeper levels get ribbon filters under the default policy.
     assert!(levels.contains("ribbon"), "{levels}");

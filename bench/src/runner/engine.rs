@@ -44,6 +44,8 @@ pub trait Engine: Send + Sync {
     fn prefix_scan(&self, prefix: &[u8]) -> Result<u64>;
     /// Flushes memtables to disk and waits.
     fn flush(&self) -> Result<()>;
+    /// Compacts everything down to the bottom level and waits.
+    fn compact(&self) -> Result<()>;
     /// The statistics, in siftdb's vocabulary (peers map what they can; `None`: none).
     fn stats(&self) -> Option<Stats>;
     /// A text table of the tree's shape (siftdb: the `siftdb.levels` property).
@@ -187,6 +189,10 @@ impl Engine for SiftEngine {
 
     fn flush(&self) -> Result<()> {
         Ok(self.db.flush()?)
+    }
+
+    fn compact(&self) -> Result<()> {
+        Ok(self.db.compact_range(None, None)?)
     }
 
     fn stats(&self) -> Option<Stats> {

@@ -212,6 +212,13 @@ impl<'a> Workbench<'a> {
                 result.writer_ops = Some(writer_ops);
                 measured
             }
+            Benchmark::Compact => self.timed(benchmark, 1, 1, 1, stream, |_, _| {
+                self.engine.compact()?;
+                Ok(Outcome {
+                    ops: 1,
+                    ..Outcome::default()
+                })
+            })?,
             Benchmark::Stats => unreachable_stats()?,
         };
         if benchmark.writes() && self.config.flush_after_write {
