@@ -6,7 +6,13 @@ use siftdb::{Db, Options};
 #[test]
 fn missing_keys_across_l0_tables_read_no_data_blocks() {
     let dir = siftdb_tests::temp_dir();
-    let db = Db::open(dir.path(), Options::default()).unwrap();
+    // Keep the eight tables in L0 (no compaction) to test the L0 path.
+    let options = Options {
+        level0_file_num_compaction_trigger: 100,
+        level0_stop_writes_trigger: 200,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), options).unwrap();
     const TABLES: u32 = 8;
     for t in 0..TABLES {
         for i in 0..2000u32 {
