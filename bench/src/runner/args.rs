@@ -196,6 +196,18 @@ pub struct Args {
     /// Memtable bytes before a flush [default: the engine's, 64 MiB].
     #[arg(long = "write_buffer_size")]
     pub write_buffer_size: Option<usize>,
+    /// Target size of compaction output tables [default: the engine's, 64 MiB].
+    #[arg(long = "target_file_size_base")]
+    pub target_file_size_base: Option<u64>,
+    /// Target size of L1 [default: the engine's, 256 MiB].
+    #[arg(long = "max_bytes_for_level_base")]
+    pub max_bytes_for_level_base: Option<u64>,
+    /// Growth factor of level targets [default: the engine's, 10].
+    #[arg(long = "max_bytes_for_level_multiplier")]
+    pub max_bytes_for_level_multiplier: Option<f64>,
+    /// L0 file count that triggers compaction [default: the engine's, 4].
+    #[arg(long = "level0_file_num_compaction_trigger")]
+    pub level0_file_num_compaction_trigger: Option<usize>,
     /// Sync the WAL on every write.
     #[arg(long = "sync", num_args = 0..=1, default_value = "false", default_missing_value = "true",
           action = ArgAction::Set, value_parser = BoolishValueParser::new())]
@@ -283,6 +295,8 @@ pub struct Config {
     pub cache_size: Option<usize>,
     /// Memtable bytes (`None`: the engine's default).
     pub write_buffer_size: Option<usize>,
+    /// Tree shape overrides (`None`: the engine's defaults).
+    pub tree: TreeShape,
     /// Sync every write.
     pub sync: bool,
     /// Flush after write workloads.
@@ -373,6 +387,12 @@ impl Config {
             },
             cache_size: args.cache_size,
             write_buffer_size: args.write_buffer_size,
+            tree: TreeShape {
+                target_file_size_base: args.target_file_size_base,
+                max_bytes_for_level_base: args.max_bytes_for_level_base,
+                max_bytes_for_level_multiplier: args.max_bytes_for_level_multiplier,
+                level0_file_num_compaction_trigger: args.level0_file_num_compaction_trigger,
+            },
             sync: args.sync,
             flush_after_write: args.flush_after_write,
             seed: args.seed,
@@ -466,4 +486,17 @@ mod tests {
             usize::MAX
         );
     }
+}
+
+/// Overrides of the engine's tree-shape options (db_bench names).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TreeShape {
+    /// `target_file_size_base`.
+    pub target_file_size_base: Option<u64>,
+    /// `max_bytes_for_level_base`.
+    pub max_bytes_for_level_base: Option<u64>,
+    /// `max_bytes_for_level_multiplier`.
+    pub max_bytes_for_level_multiplier: Option<f64>,
+    /// `level0_file_num_compaction_trigger`.
+    pub level0_file_num_compaction_trigger: Option<usize>,
 }

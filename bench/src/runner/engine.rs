@@ -104,6 +104,22 @@ pub fn siftdb_options(config: &Config) -> Options {
         write_buffer_size: config
             .write_buffer_size
             .unwrap_or(defaults.write_buffer_size),
+        target_file_size_base: config
+            .tree
+            .target_file_size_base
+            .unwrap_or(defaults.target_file_size_base),
+        max_bytes_for_level_base: config
+            .tree
+            .max_bytes_for_level_base
+            .unwrap_or(defaults.max_bytes_for_level_base),
+        max_bytes_for_level_multiplier: config
+            .tree
+            .max_bytes_for_level_multiplier
+            .unwrap_or(defaults.max_bytes_for_level_multiplier),
+        level0_file_num_compaction_trigger: config
+            .tree
+            .level0_file_num_compaction_trigger
+            .unwrap_or(defaults.level0_file_num_compaction_trigger),
         error_if_exists: false,
         create_if_missing: !config.use_existing_db,
         ..defaults
