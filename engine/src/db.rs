@@ -243,6 +243,14 @@ impl Db {
         crate::compaction::compact_range(&self.inner, start, end)
     }
 
+    /// Runs compactions in the calling thread until the tree is in shape (no level over its
+    /// target, L0 below its trigger). Benchmarks call it so reads meet a settled tree.
+    pub fn wait_for_compaction(&self) -> Result<()> {
+        self.inner.check_open()?;
+        while crate::compaction::maybe_compact(&self.inner)? {}
+        Ok(())
+    }
+
     /// A snapshot of the statistics.
     pub fn stats(&self) -> Stats {
         self.inner.counters.snapshot(self.inner.cache.stats())

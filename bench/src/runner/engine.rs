@@ -42,7 +42,7 @@ pub trait Engine: Send + Sync {
     fn seek_read(&self, key: &[u8], nexts: usize) -> Result<SeekOutcome>;
     /// Reads every entry under `prefix`; returns how many there were.
     fn prefix_scan(&self, prefix: &[u8]) -> Result<u64>;
-    /// Flushes memtables to disk and waits.
+    /// Flushes memtables to disk and waits, including for the compactions the flush triggers.
     fn flush(&self) -> Result<()>;
     /// Compacts everything down to the bottom level and waits.
     fn compact(&self) -> Result<()>;
@@ -204,7 +204,9 @@ impl Engine for SiftEngine {
     }
 
     fn flush(&self) -> Result<()> {
-        Ok(self.db.flush()?)
+        self.db.flush()?;
+        // Let background compaction finish too, so the next phase meets a settled tree.
+        Ok(self.db.wait_for_compaction()?)
     }
 
     fn compact(&self) -> Result<()> {
