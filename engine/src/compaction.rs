@@ -17,16 +17,12 @@ use crate::version_edit::{FileMeta, VersionEdit};
 
 /// Starts the background compaction thread.
 pub(crate) fn start_background(inner: &Arc<DbInner>) {
-    let db = Arc::clone(inner);
-    let spawned = std::thread::Builder::new()
-        .name("siftdb-compact".to_string())
-        .spawn(move || background_loop(&db));
-    match spawned {
-        Ok(handle) => *inner.compaction_thread.lock() = Some(handle),
-        Err(e) => {
-            inner.state.lock().bg_error = Some(format!("cannot start compaction thread: {e}"));
-        }
-    }
+    crate::flush::spawn_background(
+        inner,
+        "siftdb-compact",
+        &inner.compaction_thread,
+        background_loop,
+    );
 }
 
 fn background_loop(db: &Arc<DbInner>) {
@@ -165,11 +161,20 @@ pub(crate) fn compact_range(
     Ok(())
 }
 
-/// Writes surviving entries into output tables of the target size, cut at user-key boundaries.
+/// An output overlapping more than this many target file sizes of the level below it is cut
+/// early (LevelDB's grandparent limit): compacting it down later would rewrite that much.
+const MAX_GRANDPARENT_OVERLAP_FILES: u64 = 10;
+
+/// Writes surviving entries into output tables of the target size, cut at user-key boundaries,
+/// and early where an output would overlap too much of the level below the output level.
 struct TableSink<'a> {
     db: &'a DbInner,
     options: TableBuildOptions,
     target_size: u64,
+    /// Files of the level below the output level: (largest user key, size), in key order.
+    grandparents: Vec<(Vec<u8>, u64)>,
+    grandparent_index: usize,
+    grandparent_overlap: u64,
     current: Option<(u64, TableBuilder<Box<dyn WritableFile>>)>,
     outputs: Vec<FileMeta>,
     bytes_written: u64,
@@ -208,12 +213,28 @@ impl CompactionSink for TableSink<'_> {
         boundary: bool,
     ) -> std::result::Result<(), SstError> {
         let to_sst = |e: Error| SstError::InvalidArgument(e.to_string());
-        let full = self
-            .current
-            .as_ref()
-            .is_some_and(|c| c.1.estimated_size() >= self.target_size);
-        if boundary && full {
-            self.finish_current().map_err(to_sst)?;
+        if boundary {
+            // Grandparent files entirely before this key are overlapped by the current output.
+            let user_key = siftdb_sstable::user_key_of(key);
+            while let Some((largest, size)) = self.grandparents.get(self.grandparent_index) {
+                if largest.as_slice() >= user_key {
+                    break;
+                }
+                if self.current.is_some() {
+                    self.grandparent_overlap += size;
+                }
+                self.grandparent_index += 1;
+            }
+            let full = self
+                .current
+                .as_ref()
+                .is_some_and(|c| c.1.estimated_size() >= self.target_size);
+            let overlaps_too_much =
+                self.grandparent_overlap > MAX_GRANDPARENT_OVERLAP_FILES * self.target_size;
+            if self.current.is_some() && (full || overlaps_too_much) {
+                self.finish_current().map_err(to_sst)?;
+                self.grandparent_overlap = 0;
+            }
         }
         if self.current.is_none() {
             let number = {
@@ -309,10 +330,18 @@ fn run(db: &Arc<DbInner>, version: &Version, pick: &Pick, output_level: usize) -
         .map(|(_, f)| Box::new(f.table.iter()) as Box<dyn InternalIterator>)
         .collect();
     let mut merge = MergingIterator::new(children);
+    let grandparents = version
+        .level(output_level + 1)
+        .iter()
+        .map(|f| (f.largest_user_key().to_vec(), f.meta.file_size))
+        .collect();
     let mut sink = TableSink {
         db,
         options,
         target_size: db.options.target_file_size_base.max(1),
+        grandparents,
+        grandparent_index: 0,
+        grandparent_overlap: 0,
         current: None,
         outputs: Vec::new(),
         bytes_written: 0,

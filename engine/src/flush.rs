@@ -15,14 +15,25 @@ use crate::version_edit::{FileMeta, VersionEdit};
 
 /// Starts the background thread that flushes immutable memtables.
 pub(crate) fn start_background(inner: &Arc<DbInner>) {
+    spawn_background(inner, "siftdb-flush", &inner.background, background_loop);
+}
+
+/// Spawns a named background thread running `body` and records its handle in `slot` (joined
+/// at shutdown). If the thread cannot start, writes stop with a background error.
+pub(crate) fn spawn_background(
+    inner: &Arc<DbInner>,
+    name: &str,
+    slot: &parking_lot::Mutex<Option<std::thread::JoinHandle<()>>>,
+    body: fn(&Arc<DbInner>),
+) {
     let db = Arc::clone(inner);
-    let spawned = std::thread::Builder::new()
-        .name("siftdb-bg".to_string())
-        .spawn(move || background_loop(&db));
-    match spawned {
-        Ok(handle) => *inner.background.lock() = Some(handle),
+    match std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(move || body(&db))
+    {
+        Ok(handle) => *slot.lock() = Some(handle),
         Err(e) => {
-            inner.state.lock().bg_error = Some(format!("cannot start background thread: {e}"));
+            inner.state.lock().bg_error = Some(format!("cannot start thread {name}: {e}"));
         }
     }
 }
