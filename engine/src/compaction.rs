@@ -365,6 +365,13 @@ fn run(db: &Arc<DbInner>, version: &Version, pick: &Pick, output_level: usize) -
         crate::recovery::delete_obsolete_files(db);
         return Err(e);
     }
+    // The outputs' directory entries must be durable before the manifest names them.
+    if !outputs.is_empty() {
+        if let Err(e) = db.fs.sync_dir(&db.dir) {
+            release_pending(db);
+            return Err(e.into());
+        }
+    }
     // Open the outputs, then install: one edit removes the inputs and adds the outputs.
     let opened: Vec<Arc<TableFile>> = outputs
         .iter()

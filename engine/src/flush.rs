@@ -203,6 +203,8 @@ pub(crate) fn write_l0_table(
     let meta = builder.finish()?;
     file.sync()?;
     drop(file);
+    // The table's directory entry must be durable before the manifest names it.
+    db.fs.sync_dir(&db.dir)?;
     db.counters
         .flush_bytes
         .fetch_add(meta.file_size, Ordering::Relaxed);

@@ -242,6 +242,8 @@ impl DbInner {
             // before it stops being appended (a synced write after it must not overtake it).
             old.sync()?;
         }
+        // Synced writes to the new log must survive power loss: so must its directory entry.
+        self.fs.sync_dir(&self.dir)?;
         state.wal = Some(LogWriter::new(file));
         let old = std::mem::replace(&mut state.mem, Arc::new(Memtable::new(number)));
         state.imm.push(old);

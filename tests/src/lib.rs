@@ -5,6 +5,9 @@
 
 use std::path::Path;
 
+pub mod fault_fs;
+pub use fault_fs::FaultFs;
+
 /// A temporary directory for a test database: on tmpfs (`/dev/shm`) when available, so model
 /// tests with thousands of flushes are not dominated by `fsync` latency. Durability itself is
 /// tested by the crash tests, which use the real disk.

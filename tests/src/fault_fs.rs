@@ -1,0 +1,281 @@
+//! A file system in memory that can lose power.
+//!
+//! It keeps, for every file, the bytes written and how many of them were synced, and for the
+//! directory both the live names and the names as of the last directory sync. [`FaultFs::crash`]
+//! freezes it (every later call fails, as if the machine were off), and
+//! [`FaultFs::restart`] brings back only what was durable: names as of the last `sync_dir`, each
+//! file cut to its synced length (optionally keeping a torn part of the unsynced tail). It can
+//! also fail the Nth call from now, to test I/O errors.
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use siftdb::fs::{FileLock, FileSystem, WritableFile};
+use siftdb_sstable::{RandomAccessFile, ReadMode};
+
+#[derive(Debug, Default)]
+struct FileData {
+    data: Vec<u8>,
+    synced: usize,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// File contents by id.
+    files: BTreeMap<u64, FileData>,
+    /// Live directory: path → file id.
+    names: BTreeMap<PathBuf, u64>,
+    /// Directory as of the last `sync_dir`.
+    durable_names: BTreeMap<PathBuf, u64>,
+    next_id: u64,
+    dirs: HashSet<PathBuf>,
+    locks: HashSet<PathBuf>,
+    crashed: bool,
+    /// Fail the call when this reaches zero.
+    fail_in: Option<u64>,
+    calls: u64,
+}
+
+/// The fault-injecting file system (cheap to clone: clones share the state).
+#[derive(Debug, Clone, Default)]
+pub struct FaultFs {
+    state: Arc<Mutex<State>>,
+}
+
+fn gone() -> io::Error {
+    io::Error::other("simulated power loss: the machine is off")
+}
+
+impl FaultFs {
+    /// An empty file system.
+    pub fn new() -> FaultFs {
+        FaultFs::default()
+    }
+
+    fn lock_state(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock only happens in a failing test; keep going.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Counts a call; fails it if the machine is off or the injected failure is due.
+    fn enter(&self) -> io::Result<MutexGuard<'_, State>> {
+        let mut s = self.lock_state();
+        if s.crashed {
+            return Err(gone());
+        }
+        s.calls += 1;
+        if let Some(n) = s.fail_in.as_mut() {
+            if *n == 0 {
+                s.fail_in = None;
+                return Err(io::Error::other("injected I/O failure"));
+            }
+            *n -= 1;
+        }
+        Ok(s)
+    }
+
+    /// Calls made so far.
+    pub fn calls(&self) -> u64 {
+        self.lock_state().calls
+    }
+
+    /// Makes the `n`th call from now (0 = the next one) fail once.
+    pub fn fail_call_in(&self, n: u64) {
+        self.lock_state().fail_in = Some(n);
+    }
+
+    /// Power loss: every later call fails until [`FaultFs::restart`].
+    pub fn crash(&self) {
+        self.lock_state().crashed = true;
+    }
+
+    /// Back on after a crash: only durable state survives. `keep_torn` keeps that many bytes of
+    /// each file's unsynced tail (a torn write).
+    pub fn restart(&self, keep_torn: usize) {
+        let mut s = self.lock_state();
+        s.names = s.durable_names.clone();
+        for f in s.files.values_mut() {
+            let keep = (f.synced + keep_torn).min(f.data.len());
+            f.data.truncate(keep);
+            f.synced = keep;
+        }
+        let live: HashSet<u64> = s.names.values().copied().collect();
+        s.files.retain(|id, _| live.contains(id));
+        s.locks.clear();
+        s.crashed = false;
+        s.fail_in = None;
+    }
+
+    /// Flips bit `bit` of byte `offset` of the file at `path` (for corruption tests).
+    pub fn flip_bit(&self, path: &Path, offset: usize, bit: u8) -> bool {
+        let mut s = self.lock_state();
+        let Some(&id) = s.names.get(path) else {
+            return false;
+        };
+        match s.files.get_mut(&id).and_then(|f| f.data.get_mut(offset)) {
+            Some(b) => {
+                *b ^= 1 << (bit % 8);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Paths of live files.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        self.lock_state().names.keys().cloned().collect()
+    }
+}
+
+#[derive(Debug)]
+struct FaultWritable {
+    fs: FaultFs,
+    id: u64,
+}
+
+impl Write for FaultWritable {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut s = self.fs.enter()?;
+        let f = s
+            .files
+            .get_mut(&self.id)
+            .ok_or_else(|| io::Error::other("file deleted"))?;
+        f.data.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.fs.enter().map(|_| ())
+    }
+}
+
+impl WritableFile for FaultWritable {
+    fn sync(&mut self) -> io::Result<()> {
+        let mut s = self.fs.enter()?;
+        if let Some(f) = s.files.get_mut(&self.id) {
+            f.synced = f.data.len();
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug)]
+struct FaultRandom {
+    data: Vec<u8>,
+}
+
+impl RandomAccessFile for FaultRandom {
+    fn read_at(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        let start = usize::try_from(offset).map_err(|_| io::ErrorKind::UnexpectedEof)?;
+        let end = start.checked_add(len).ok_or(io::ErrorKind::UnexpectedEof)?;
+        self.data
+            .get(start..end)
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| io::ErrorKind::UnexpectedEof.into())
+    }
+    fn size(&self) -> u64 {
+        self.data.len() as u64
+    }
+}
+
+#[derive(Debug)]
+struct FaultLock {
+    fs: FaultFs,
+    path: PathBuf,
+}
+
+impl FileLock for FaultLock {}
+
+impl Drop for FaultLock {
+    fn drop(&mut self) {
+        self.fs.lock_state().locks.remove(&self.path);
+    }
+}
+
+fn not_found() -> io::Error {
+    io::ErrorKind::NotFound.into()
+}
+
+impl FileSystem for FaultFs {
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        self.enter()?.dirs.insert(path.to_path_buf());
+        Ok(())
+    }
+
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        let mut s = self.enter()?;
+        let id = s.next_id;
+        s.next_id += 1;
+        s.files.insert(id, FileData::default());
+        s.names.insert(path.to_path_buf(), id);
+        Ok(Box::new(FaultWritable {
+            fs: self.clone(),
+            id,
+        }))
+    }
+
+    fn open_random(&self, path: &Path, _mode: ReadMode) -> io::Result<Box<dyn RandomAccessFile>> {
+        let s = self.enter()?;
+        let id = s.names.get(path).ok_or_else(not_found)?;
+        let data = s.files.get(id).map(|f| f.data.clone()).unwrap_or_default();
+        Ok(Box::new(FaultRandom { data }))
+    }
+
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        let s = self.enter()?;
+        let id = s.names.get(path).ok_or_else(not_found)?;
+        Ok(s.files.get(id).map(|f| f.data.clone()).unwrap_or_default())
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut s = self.enter()?;
+        let id = s.names.remove(from).ok_or_else(not_found)?;
+        s.names.insert(to.to_path_buf(), id);
+        Ok(())
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        let mut s = self.enter()?;
+        s.names.remove(path).ok_or_else(not_found)?;
+        Ok(())
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let s = self.enter()?;
+        Ok(s.names
+            .keys()
+            .filter(|p| p.parent() == Some(dir))
+            .filter_map(|p| p.file_name()?.to_str().map(str::to_string))
+            .collect())
+    }
+
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        let s = self.enter()?;
+        Ok(s.dirs.contains(path) || s.names.contains_key(path))
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        let mut s = self.enter()?;
+        let live: Vec<(PathBuf, u64)> = s
+            .names
+            .iter()
+            .filter(|(p, _)| p.parent() == Some(dir))
+            .map(|(p, id)| (p.clone(), *id))
+            .collect();
+        s.durable_names.retain(|p, _| p.parent() != Some(dir));
+        s.durable_names.extend(live);
+        Ok(())
+    }
+
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
+        let mut s = self.enter()?;
+        if !s.locks.insert(path.to_path_buf()) {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        Ok(Box::new(FaultLock {
+            fs: self.clone(),
+            path: path.to_path_buf(),
+        }))
+    }
+}
