@@ -388,11 +388,7 @@ fn run(db: &Arc<DbInner>, version: &Version, pick: &Pick, output_level: usize) -
         let mut state = db.state.lock();
         edit.next_file_number = Some(state.next_file_number);
         edit.last_sequence = Some(state.last_sequence);
-        state
-            .manifest
-            .as_mut()
-            .ok_or_else(|| Error::Background("no manifest".to_string()))?
-            .append(&edit)?;
+        state.log_edit(&edit)?;
         let mut by_number = opened.iter();
         let new_version = state.version.apply(&edit, |_, meta| {
             by_number

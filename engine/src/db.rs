@@ -102,6 +102,22 @@ pub(crate) struct DbState {
 }
 
 impl DbState {
+    /// Appends `edit` to the manifest and syncs it. On failure the manifest on disk may or may
+    /// not hold the edit, so the state in memory can no longer be trusted to match it: writes
+    /// stop (background error) and no file is deleted until the database is reopened and the
+    /// manifest read back decides.
+    pub(crate) fn log_edit(&mut self, edit: &crate::version_edit::VersionEdit) -> Result<()> {
+        let result = match self.manifest.as_mut() {
+            Some(m) => m.append(edit),
+            None => Err(Error::Background("no manifest".to_string())),
+        };
+        if let Err(e) = &result {
+            self.bg_error
+                .get_or_insert_with(|| format!("manifest write failed: {e}"));
+        }
+        result
+    }
+
     pub(crate) fn new_file_number(&mut self) -> u64 {
         let n = self.next_file_number;
         self.next_file_number += 1;

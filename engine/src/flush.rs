@@ -155,11 +155,7 @@ fn flush_memtable(db: &Arc<DbInner>, mem: &Arc<Memtable>) -> Result<()> {
     if let Some(file) = &file {
         edit.added.push((0, file.meta.clone()));
     }
-    state
-        .manifest
-        .as_mut()
-        .ok_or_else(|| Error::Background("no manifest".to_string()))?
-        .append(&edit)?;
+    state.log_edit(&edit)?;
     let version = state.version.apply(&edit, |_, _| {
         file.clone()
             .ok_or_else(|| Error::Corruption("flush lost its table".to_string()))

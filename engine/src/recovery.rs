@@ -110,15 +110,30 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
     let has = |name: &str| entries.iter().any(|e| e == name);
     let exists = has(names::CURRENT);
     if !exists {
-        let ours = entries.iter().any(|e| {
-            e == names::OPTIONS || !matches!(names::parse(e), FileKind::Other | FileKind::Temp)
+        // Without CURRENT, data can only exist if it was written after a successful open, which
+        // leaves tables or logged writes behind: then CURRENT was lost (corruption). OPTIONS, a
+        // manifest and empty logs alone are the leftovers of a creation that failed before its
+        // commit point (CURRENT): nothing was ever acknowledged, so creation starts over.
+        let holds_data = entries.iter().any(|e| match names::parse(e) {
+            FileKind::Table(_) => true,
+            FileKind::Wal(_) => fs
+                .read(&dir.join(e))
+                .map(|bytes| !bytes.is_empty())
+                .unwrap_or(true),
+            _ => false,
         });
-        let foreign = entries
-            .iter()
-            .any(|e| e != names::LOCK && !e.ends_with(".tmp"));
-        if ours {
+        let creation_leftover = |e: &String| {
+            e == names::OPTIONS
+                || e == names::LOCK
+                || matches!(
+                    names::parse(e),
+                    FileKind::Manifest(_) | FileKind::Wal(_) | FileKind::Temp
+                )
+        };
+        let foreign = entries.iter().any(|e| !creation_leftover(e));
+        if holds_data {
             return Err(Error::Corruption(format!(
-                "{} holds siftdb files but no CURRENT",
+                "{} holds siftdb data but no CURRENT",
                 dir.display()
             )));
         }
@@ -367,6 +382,11 @@ pub(crate) fn delete_obsolete_files(db: &DbInner) {
     };
     let (live_tables, min_wal, manifest, pending) = {
         let state = db.state.lock();
+        if state.bg_error.is_some() {
+            // After a failed write the files on disk may be needed by a manifest edit whose
+            // fate is unknown until the next open: delete nothing.
+            return;
+        }
         let live: HashSet<u64> = state.version.all().map(|(_, f)| f.meta.number).collect();
         let min_wal = state
             .imm

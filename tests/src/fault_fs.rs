@@ -108,6 +108,15 @@ impl FaultFs {
         s.fail_in = None;
     }
 
+    /// Clears an injected failure and the locks of dropped instances, keeping every byte (no
+    /// power loss): the state after a failed call in a process that is then restarted.
+    pub fn restart_without_loss(&self) {
+        let mut s = self.lock_state();
+        s.fail_in = None;
+        s.crashed = false;
+        s.locks.clear();
+    }
+
     /// Flips bit `bit` of byte `offset` of the file at `path` (for corruption tests).
     pub fn flip_bit(&self, path: &Path, offset: usize, bit: u8) -> bool {
         let mut s = self.lock_state();
