@@ -107,6 +107,11 @@ impl DbState {
     /// stop (background error) and no file is deleted until the database is reopened and the
     /// manifest read back decides.
     pub(crate) fn log_edit(&mut self, edit: &crate::version_edit::VersionEdit) -> Result<()> {
+        // After any background error the manifest may end in a partial record: appending
+        // after it would turn a torn tail into corruption.
+        if let Some(e) = &self.bg_error {
+            return Err(Error::Background(e.clone()));
+        }
         let result = match self.manifest.as_mut() {
             Some(m) => m.append(edit),
             None => Err(Error::Background("no manifest".to_string())),

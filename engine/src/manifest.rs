@@ -62,8 +62,9 @@ fn set_current(fs: &dyn FileSystem, dir: &Path, number: u64) -> Result<()> {
 
 /// Reads `CURRENT` and the manifest it names; returns the manifest number and its edits.
 ///
-/// A torn last record (a crash while appending an edit that was therefore never acknowledged)
-/// is dropped; any other damage is [`Error::Corruption`] — never an empty database.
+/// A cut-off last record (a crash while appending an edit that was therefore never
+/// acknowledged) is dropped; any other damage, a bad checksum in the last record included, is
+/// [`Error::Corruption`] — never an empty database.
 pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<(u64, Vec<VersionEdit>)> {
     let current = fs.read(&dir.join(names::CURRENT))?;
     let name = std::str::from_utf8(&current)
@@ -82,7 +83,10 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<(u64, Vec<VersionEdit>
         }
     })?;
     let (records, end) = read_log(&bytes);
-    if let LogEnd::Corrupted { offset, reason } = end {
+    // Manifest records are synced before they count, so only a cut-off last record (a crash
+    // during an append that was never acknowledged) may be dropped; altered bytes anywhere,
+    // the last record included, are corruption.
+    if let LogEnd::Corrupted { offset, reason } | LogEnd::DamagedTail { offset, reason } = end {
         return Err(Error::Corruption(format!(
             "manifest {name} at offset {offset}: {reason}"
         )));

@@ -291,14 +291,42 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
         })
         .collect();
     wals.sort_unstable();
+    // The manifest's log number names the WAL of the oldest memtable not yet in a table; it
+    // exists until a later edit moves past it. If it is gone, the manifest lost edits (e.g. it
+    // was truncated) and the data they recorded is not where this manifest says.
+    if log_number > 0 && exists && !wals.contains(&log_number) {
+        return Err(Error::Corruption(format!(
+            "WAL {log_number:06}.log named by the manifest is missing"
+        )));
+    }
     let recovered = Memtable::new(0);
-    for number in &wals {
+    for (index, number) in wals.iter().enumerate() {
         let bytes = fs.read(&names::wal(dir, *number))?;
         let (records, end) = read_log(&bytes);
-        if let LogEnd::Corrupted { offset, reason } = &end {
+        let last_log = index + 1 == wals.len();
+        // A cut-off or damaged last record of the *newest* log is an unsynced write torn by a
+        // crash: dropped (point-in-time recovery). Older logs were synced before the next one
+        // started, so any damage there — or damage followed by valid records anywhere — means
+        // acknowledged writes are gone, and replaying later logs would leave a hole.
+        let damage = match &end {
+            LogEnd::Clean => None,
+            LogEnd::TornTail { offset } if last_log => {
+                tracing::info!("siftdb: WAL {number:06}.log: torn tail at {offset} dropped");
+                None
+            }
+            LogEnd::DamagedTail { offset, reason } if last_log => {
+                tracing::warn!("siftdb: WAL {number:06}.log: damaged last record at {offset} dropped: {reason}");
+                None
+            }
+            LogEnd::TornTail { offset } => Some((*offset, "cut off".to_string())),
+            LogEnd::DamagedTail { offset, reason } | LogEnd::Corrupted { offset, reason } => {
+                Some((*offset, reason.clone()))
+            }
+        };
+        if let Some((offset, reason)) = &damage {
             if inner.options.paranoid_checks {
                 return Err(Error::Corruption(format!(
-                    "WAL {number:06}.log damaged at offset {offset} before its end: {reason}"
+                    "WAL {number:06}.log damaged at offset {offset} before the end of the log: {reason}"
                 )));
             }
             tracing::warn!(
@@ -316,8 +344,8 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
             }
             last_sequence = last_sequence.max(s.saturating_sub(1));
         }
-        if matches!(end, LogEnd::Corrupted { .. }) {
-            break; // later WALs would leave a hole
+        if damage.is_some() {
+            break; // later logs would leave a hole
         }
     }
     let mut version = version;

@@ -15,13 +15,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use siftdb::fs::{FileLock, FileSystem, WritableFile};
 use siftdb_sstable::{RandomAccessFile, ReadMode};
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct FileData {
     data: Vec<u8>,
     synced: usize,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct State {
     /// File contents by id.
     files: BTreeMap<u64, FileData>,
@@ -74,6 +74,22 @@ impl FaultFs {
             *n -= 1;
         }
         Ok(s)
+    }
+
+    /// An independent copy of the whole file system (files, names, durable state).
+    pub fn deep_clone(&self) -> FaultFs {
+        let mut state = self.lock_state().clone();
+        state.locks.clear();
+        FaultFs {
+            state: Arc::new(Mutex::new(state)),
+        }
+    }
+
+    /// Size of the file at `path`, if it exists.
+    pub fn file_len(&self, path: &Path) -> Option<usize> {
+        let s = self.lock_state();
+        let id = s.names.get(path)?;
+        s.files.get(id).map(|f| f.data.len())
     }
 
     /// Calls made so far.

@@ -14,6 +14,15 @@ pub enum LogEnd {
         /// Offset where the damaged tail starts.
         offset: u64,
     },
+    /// The last record is complete but damaged (bad checksum or type) with nothing valid after
+    /// it. For a WAL that can be an unsynced write torn by power loss (recovered like a torn
+    /// tail); for a manifest, whose records are synced before they count, it is corruption.
+    DamagedTail {
+        /// Offset of the damaged fragment.
+        offset: u64,
+        /// What was wrong.
+        reason: String,
+    },
     /// Damage followed by valid records: acknowledged data was lost.
     Corrupted {
         /// Offset of the first damaged fragment.
@@ -28,7 +37,9 @@ pub fn read_log(bytes: &[u8]) -> (Vec<Vec<u8>>, LogEnd) {
     let mut records = Vec::new();
     let mut pending: Option<(Vec<u8>, u64)> = None;
     let mut pos = 0usize;
-    let mut damage: Option<(u64, String)> = None;
+    // Damage seen so far: offset, reason, and whether it looks like a cut-off write (truncation
+    // or zeroed space) rather than altered bytes.
+    let mut damage: Option<(u64, String, bool)> = None;
     while pos < bytes.len() {
         let block_left = BLOCK_SIZE - pos % BLOCK_SIZE;
         if block_left < HEADER_SIZE {
@@ -37,7 +48,7 @@ pub fn read_log(bytes: &[u8]) -> (Vec<Vec<u8>>, LogEnd) {
         }
         match parse_fragment(bytes, pos, block_left) {
             Fragment::Ok { kind, payload, len } => {
-                if let Some((offset, reason)) = damage.take() {
+                if let Some((offset, reason, _)) = damage.take() {
                     // A valid fragment after damage: the damage was not a torn tail.
                     return (records, LogEnd::Corrupted { offset, reason });
                 }
@@ -70,18 +81,24 @@ pub fn read_log(bytes: &[u8]) -> (Vec<Vec<u8>>, LogEnd) {
             }
             Fragment::Zero => {
                 // Zeroed space (preallocated or never written): skip the rest of this block.
-                damage.get_or_insert((pos as u64, "zeroed fragment header".to_string()));
+                damage.get_or_insert((pos as u64, "zeroed fragment header".to_string(), true));
                 pos += block_left;
             }
             Fragment::Bad(reason) => {
-                damage.get_or_insert((pos as u64, reason.to_string()));
+                let cut_off = reason.starts_with("truncated");
+                damage.get_or_insert((pos as u64, reason.to_string(), cut_off));
                 // Resynchronise at the next block: later valid records prove real corruption.
                 pos += block_left;
             }
         }
     }
-    if let Some((offset, _)) = damage {
-        return (records, LogEnd::TornTail { offset });
+    if let Some((offset, reason, cut_off)) = damage {
+        let end = if cut_off {
+            LogEnd::TornTail { offset }
+        } else {
+            LogEnd::DamagedTail { offset, reason }
+        };
+        return (records, end);
     }
     if let Some((_, offset)) = pending {
         return (records, LogEnd::TornTail { offset });
@@ -209,14 +226,14 @@ mod tests {
     }
 
     #[test]
-    fn log_damage_in_the_last_record_is_a_torn_tail() {
+    fn log_damage_in_the_last_record_is_a_damaged_tail() {
         let records = sample();
         let mut bytes = log_of(&records);
         let at = bytes.len() - 3;
         bytes[at] ^= 0x01;
         let (got, end) = read_log(&bytes);
         assert_eq!(got, records[..4].to_vec());
-        assert!(matches!(end, LogEnd::TornTail { .. }), "{end:?}");
+        assert!(matches!(end, LogEnd::DamagedTail { .. }), "{end:?}");
     }
 
     #[test]
