@@ -6,6 +6,7 @@
 use std::path::Path;
 
 pub mod fault_fs;
+pub mod fuzz_entry;
 pub use fault_fs::FaultFs;
 
 /// A temporary directory for a test database: on tmpfs (`/dev/shm`) when available, so model

@@ -1,0 +1,148 @@
+//! Entry points that feed arbitrary bytes to every reader of on-disk data. The cargo-fuzz
+//! targets under `tests/fuzz/` call them, and so do proptests in CI. Each must return without
+//! panicking whatever the bytes; errors are fine, wrong answers are checked where a reference
+//! exists.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+use siftdb::fs::FileSystem;
+use siftdb::{Db, Options};
+use siftdb_sstable::block::Block;
+use siftdb_sstable::{compare_internal, Table, TableCache, TableReadOptions};
+
+use crate::FaultFs;
+
+/// Opens `data` as a table and iterates it, plus a few point lookups.
+pub fn table_open_and_iterate(data: &[u8]) {
+    let file = Box::new(Bytes(data.to_vec()));
+    let cache = Arc::new(TableCache::new(siftdb_cache::CacheOptions::new(1 << 20)));
+    let Ok(table) = Table::open(file, 1, "fuzz.sst", cache, TableReadOptions::default()) else {
+        return;
+    };
+    let table = Arc::new(table);
+    let mut it = table.iter();
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() && n < 100_000 {
+        it.next();
+        n += 1;
+    }
+    let _ = table.get(b"key", u64::MAX >> 8);
+    let _ = table.get(b"", 0);
+    let _ = table.prefix_may_match(b"pre");
+}
+
+/// Decodes `data` as a block and walks it (forward and with seeks).
+pub fn block_decode(data: &[u8]) {
+    let Ok(block) = Block::new(data.to_vec()) else {
+        return;
+    };
+    let block = Arc::new(block);
+    let mut it = block.iter();
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() && n < 100_000 {
+        it.next();
+        n += 1;
+    }
+    it.seek(b"\x00\x01key-with-trailer", compare_internal);
+    it.seek(data.get(..data.len().min(16)).unwrap_or(&[]), |a, b| {
+        a.cmp(b)
+    });
+}
+
+/// Decodes `data` as a filter block and queries it.
+pub fn filter_decode(data: &[u8]) {
+    for hasher in [
+        siftdb::KeyHasher::default(),
+        siftdb::KeyHasher::siphash13([3; 16]),
+    ] {
+        if let Ok(f) = siftdb_filter::Filter::decode(data, &hasher) {
+            let _ = f.may_contain(b"probe");
+            let _ = f.expected_fpr();
+        }
+    }
+}
+
+fn fresh_db(fs: &FaultFs) -> Option<()> {
+    let db = Db::open("/db", options(fs)).ok()?;
+    db.put(b"k1", b"v1").ok()?;
+    db.flush().ok()?;
+    Some(())
+}
+
+fn options(fs: &FaultFs) -> Options {
+    Options {
+        fs: Arc::new(fs.clone()),
+        ..Options::default()
+    }
+}
+
+fn replace(fs: &FaultFs, path: &Path, data: &[u8]) {
+    if let Ok(mut f) = fs.create(path) {
+        let _ = f.write_all(data);
+        let _ = f.sync();
+    }
+    let _ = fs.sync_dir(Path::new("/db"));
+}
+
+/// Replays `data` as the database's write-ahead log (opening the database), then reads.
+pub fn wal_replay(data: &[u8]) {
+    let fs = FaultFs::new();
+    if fresh_db(&fs).is_none() {
+        return;
+    }
+    let wal = fs
+        .paths()
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .max();
+    if let Some(wal) = wal {
+        replace(&fs, &wal, data);
+    }
+    if let Ok(db) = Db::open("/db", options(&fs)) {
+        let _ = db.get(b"k1");
+        let _ = db.iter().take(10_000).count();
+    }
+}
+
+/// Replays `data` as the database's manifest (opening the database).
+pub fn manifest_replay(data: &[u8]) {
+    let fs = FaultFs::new();
+    if fresh_db(&fs).is_none() {
+        return;
+    }
+    let manifest = fs.paths().into_iter().find(|p| {
+        p.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("MANIFEST-"))
+    });
+    if let Some(m) = manifest {
+        replace(&fs, &m, data);
+    }
+    if let Ok(db) = Db::open("/db", options(&fs)) {
+        let _ = db.get(b"k1");
+        let _ = db.iter().take(10_000).count();
+    }
+}
+
+/// A table file held in memory.
+#[derive(Debug)]
+struct Bytes(Vec<u8>);
+
+impl siftdb_sstable::RandomAccessFile for Bytes {
+    fn read_at(&self, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
+        let start = usize::try_from(offset).map_err(|_| std::io::ErrorKind::UnexpectedEof)?;
+        let end = start
+            .checked_add(len)
+            .ok_or(std::io::ErrorKind::UnexpectedEof)?;
+        self.0
+            .get(start..end)
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| std::io::ErrorKind::UnexpectedEof.into())
+    }
+    fn size(&self) -> u64 {
+        self.0.len() as u64
+    }
+}

@@ -1,0 +1,91 @@
+//! The fuzz targets' entry points (`siftdb_tests::fuzz_entry`, also run by cargo-fuzz from
+//! `tests/fuzz/`) over random bytes and over mutations of valid inputs: no panic, ever.
+
+use proptest::prelude::*;
+use siftdb_tests::fuzz_entry;
+
+fn valid_table() -> Vec<u8> {
+    use siftdb_sstable::{InternalKey, TableBuildOptions, TableBuilder, ValueKind};
+    let mut out = Vec::new();
+    let mut b = TableBuilder::new(
+        &mut out,
+        TableBuildOptions {
+            block_size: 128,
+            ..TableBuildOptions::default()
+        },
+    );
+    for i in 0..50u32 {
+        b.add(
+            InternalKey::new(format!("key{i:03}").as_bytes(), 1, ValueKind::Put).encoded(),
+            b"value",
+        )
+        .unwrap();
+    }
+    b.finish().unwrap();
+    out
+}
+
+fn valid_filter() -> Vec<u8> {
+    let mut b = siftdb_filter::FilterBuilder::new(
+        siftdb_filter::FilterKind::Ribbon,
+        7.0,
+        siftdb_filter::KeyHasher::default(),
+    );
+    for i in 0..100u32 {
+        b.add_key(&i.to_le_bytes());
+    }
+    b.finish().unwrap()
+}
+
+fn mutate(mut data: Vec<u8>, edits: &[(usize, u8)], cut: Option<usize>) -> Vec<u8> {
+    if !data.is_empty() {
+        for &(at, v) in edits {
+            let len = data.len();
+            data[at % len] = v;
+        }
+    }
+    if let Some(c) = cut {
+        data.truncate(c % (data.len() + 1));
+    }
+    data
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn fuzz_table(bytes in proptest::collection::vec(any::<u8>(), 0..2048),
+                  edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..6),
+                  cut in any::<Option<usize>>()) {
+        fuzz_entry::table_open_and_iterate(&bytes);
+        fuzz_entry::table_open_and_iterate(&mutate(valid_table(), &edits, cut));
+    }
+
+    #[test]
+    fn fuzz_block(bytes in proptest::collection::vec(any::<u8>(), 0..1024)) {
+        fuzz_entry::block_decode(&bytes);
+    }
+
+    #[test]
+    fn fuzz_filter(bytes in proptest::collection::vec(any::<u8>(), 0..1024),
+                   edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..6),
+                   cut in any::<Option<usize>>()) {
+        fuzz_entry::filter_decode(&bytes);
+        fuzz_entry::filter_decode(&mutate(valid_filter(), &edits, cut));
+    }
+}
+
+proptest! {
+    // Each case opens a database (in memory): fewer cases.
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn fuzz_wal_replay(bytes in proptest::collection::vec(any::<u8>(), 0..4096)) {
+        fuzz_entry::wal_replay(&bytes);
+    }
+
+    #[test]
+    fn fuzz_manifest_replay(bytes in proptest::collection::vec(any::<u8>(), 0..1024)) {
+        fuzz_entry::manifest_replay(&bytes);
+    }
+}
