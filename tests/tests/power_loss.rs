@@ -128,3 +128,37 @@ fn power_loss_keeps_every_synced_write_and_a_prefix() {
     }
     println!("power-loss crash points: {points}, lost synced writes: 0, recovered writes: {total_recovered}");
 }
+
+/// Many crash points of one long run: the file system is copied at each point (the copy keeps
+/// whatever background flushes and compactions were in the middle of) and the copy loses power.
+#[test]
+fn power_loss_at_many_points_of_one_run() {
+    let points: u32 = std::env::var("SIFTDB_POWER_LOSS_RUN_POINTS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2000);
+    let fs = FaultFs::new();
+    let dir = Path::new("/db");
+    let db = Db::open(dir, options(&fs)).unwrap();
+    let mut synced = None;
+    let mut checked = 0u32;
+    let mut i = 0u32;
+    while checked < points {
+        let sync = i.is_multiple_of(11);
+        let mut b = WriteBatch::new();
+        b.put(&key(i), &value(i));
+        db.write_opt(b, &WriteOptions { sync }).unwrap();
+        if sync {
+            synced = Some(i);
+        }
+        i += 1;
+        if i.is_multiple_of(3) {
+            let copy = fs.deep_clone();
+            copy.crash();
+            copy.restart((checked % 5) as usize * 7);
+            check_recovery(&copy, dir, i, synced);
+            checked += 1;
+        }
+    }
+    println!("power-loss crash points: {checked} (one run of {i} writes), lost synced writes: 0");
+}
