@@ -201,7 +201,7 @@ fn cases() -> u32 {
     std::env::var("SIFTDB_MODEL_CASES")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(64)
+        .unwrap_or(512)
 }
 
 proptest! {
