@@ -22,7 +22,7 @@ pub(crate) struct LevelReport {
 }
 
 pub(crate) fn level_reports(db: &DbInner, version: &Version) -> Vec<LevelReport> {
-    let stats = db.counters.snapshot(db.cache.stats());
+    let levels = db.counters.level_filter_stats();
     (0..version.num_levels())
         .map(|level| {
             let files = version.level(level);
@@ -62,7 +62,7 @@ pub(crate) fn level_reports(db: &DbInner, version: &Version) -> Vec<LevelReport>
                     filter_bits / keys as f64
                 },
                 expected_fpr: expected,
-                measured: stats.levels.get(level).copied().unwrap_or_default(),
+                measured: levels.get(level).copied().unwrap_or_default(),
             }
         })
         .collect()

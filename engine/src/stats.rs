@@ -141,16 +141,23 @@ impl Stats {
 }
 
 impl EngineCounters {
+    /// Filter tickers per level (cheap: no cache statistics).
+    pub(crate) fn level_filter_stats(&self) -> Vec<LevelFilterStats> {
+        self.levels
+            .iter()
+            .map(|s| LevelFilterStats {
+                checked: s.filter_checked.load(Relaxed),
+                useful: s.filter_useful.load(Relaxed),
+                positive: s.filter_positive.load(Relaxed),
+                true_positive: s.filter_true_positive.load(Relaxed),
+                data_block_accesses: s.data_block_accesses.load(Relaxed),
+            })
+            .collect()
+    }
+
     pub(crate) fn snapshot(&self, cache: CacheStats) -> Stats {
-        let level = |s: &ReadStatistics| LevelFilterStats {
-            checked: s.filter_checked.load(Relaxed),
-            useful: s.filter_useful.load(Relaxed),
-            positive: s.filter_positive.load(Relaxed),
-            true_positive: s.filter_true_positive.load(Relaxed),
-            data_block_accesses: s.data_block_accesses.load(Relaxed),
-        };
         Stats {
-            levels: self.levels.iter().map(level).collect(),
+            levels: self.level_filter_stats(),
             gets: self.gets.load(Relaxed),
             gets_found: self.gets_found.load(Relaxed),
             memtable_hits: self.memtable_hits.load(Relaxed),

@@ -178,8 +178,7 @@ impl DbInner {
         // Only now, with the group in the WAL, does it reach the memtable.
         let mut seq = first_seq;
         for (_, batch, _) in group.iter_mut() {
-            let rep = batch.encode(seq).to_vec();
-            let (_, ops) = batch::decode(&rep)
+            let (_, ops) = batch::decode(batch.encode(seq))
                 .ok_or_else(|| Error::Corruption("batch failed to decode".to_string()))?;
             for op in ops {
                 mem.insert(op.key, seq, op.kind, op.value);

@@ -27,3 +27,12 @@ pub fn temp_dir() -> tempfile::TempDir {
         .tempdir()
         .unwrap_or_else(|e| panic!("cannot create a temporary directory: {e}"))
 }
+
+/// A count from the environment variable `name` (for longer soaks: more cases, cycles, points),
+/// or `default` when it is unset or not a number.
+pub fn env_count(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}

@@ -74,6 +74,9 @@ fn check(fs: &FaultFs, damaged_wal: bool, tally: &mut Tally) {
     if missing > 0 && !(damaged_wal && suffix) {
         if std::env::var("SIFTDB_SWEEP_DEBUG").is_ok() {
             eprintln!("missing {missing} from {first_missing:?}, wal {damaged_wal}");
+            for p in fs.paths() {
+                eprintln!("  {} {:?}", p.display(), fs.file_len(&p));
+            }
         }
         tally.wrong += u64::from(missing);
     }
@@ -86,16 +89,18 @@ fn check(fs: &FaultFs, damaged_wal: bool, tally: &mut Tally) {
 
 #[test]
 fn bit_flips_and_truncations_never_give_wrong_values() {
-    let flips: u64 = std::env::var("SIFTDB_CORRUPTION_FLIPS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(5000);
+    let flips: u64 = siftdb_tests::env_count("SIFTDB_CORRUPTION_FLIPS", 5000);
     let original = base();
     let files: Vec<PathBuf> = original
         .paths()
         .into_iter()
         .filter(|p| p.file_name().is_some_and(|n| n != "LOCK"))
         .collect();
+    if std::env::var("SIFTDB_SWEEP_DEBUG").is_ok() {
+        for p in &files {
+            eprintln!("base {} {:?}", p.display(), original.file_len(p));
+        }
+    }
     let mut rng = rand::rngs::StdRng::seed_from_u64(5);
     let mut tally = Tally::default();
     for n in 0..flips {

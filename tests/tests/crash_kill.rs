@@ -63,10 +63,7 @@ fn crash_child() {
 }
 
 fn cycles() -> usize {
-    std::env::var("SIFTDB_CRASH_CYCLES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(200)
+    siftdb_tests::env_count("SIFTDB_CRASH_CYCLES", 200) as usize
 }
 
 fn run_cycles(sync: bool, cycles: usize, seed: u64) -> (usize, u64) {

@@ -198,10 +198,7 @@ fn run(ops: &[Op]) {
 }
 
 fn cases() -> u32 {
-    std::env::var("SIFTDB_MODEL_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(512)
+    siftdb_tests::env_count("SIFTDB_MODEL_CASES", 512) as u32
 }
 
 proptest! {

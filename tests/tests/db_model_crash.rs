@@ -118,10 +118,7 @@ fn run(ops: &[Op]) {
 }
 
 fn cases() -> u32 {
-    std::env::var("SIFTDB_MODEL_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(128)
+    siftdb_tests::env_count("SIFTDB_MODEL_CASES", 128) as u32
 }
 
 proptest! {

@@ -51,10 +51,7 @@ fn every_failed_call_is_an_error_and_loses_nothing() {
     let clean = FaultFs::new();
     assert_eq!(workload(&clean, Path::new("/db")), 300);
     let total = clean.calls();
-    let step = std::env::var("SIFTDB_IO_FAULT_STEP")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1u64);
+    let step = siftdb_tests::env_count("SIFTDB_IO_FAULT_STEP", 1).max(1);
     let mut injected = 0;
     for n in (0..total).step_by(step as usize) {
         let fs = FaultFs::new();

@@ -111,10 +111,7 @@ fn check_recovery(fs: &FaultFs, dir: &Path, acked: u32, synced: Option<u32>) -> 
 
 #[test]
 fn power_loss_keeps_every_synced_write_and_a_prefix() {
-    let points: u64 = std::env::var("SIFTDB_POWER_LOSS_POINTS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(60);
+    let points: u64 = siftdb_tests::env_count("SIFTDB_POWER_LOSS_POINTS", 60);
     let mut total_recovered = 0u64;
     for p in 0..points {
         let fs = FaultFs::new();
@@ -133,10 +130,7 @@ fn power_loss_keeps_every_synced_write_and_a_prefix() {
 /// whatever background flushes and compactions were in the middle of) and the copy loses power.
 #[test]
 fn power_loss_at_many_points_of_one_run() {
-    let points: u32 = std::env::var("SIFTDB_POWER_LOSS_RUN_POINTS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(2000);
+    let points: u32 = siftdb_tests::env_count("SIFTDB_POWER_LOSS_RUN_POINTS", 2000) as u32;
     let fs = FaultFs::new();
     let dir = Path::new("/db");
     let db = Db::open(dir, options(&fs)).unwrap();
