@@ -302,21 +302,26 @@ fn run(db: &Arc<DbInner>, version: &Version, pick: &Pick, output_level: usize) -
         snapshots: db.snapshots.sequences(),
         bottommost,
     };
-    // The output level's filter: kind from the policy, bits/key from the Monkey plan of the tree
-    // as it will be once the inputs have moved down.
+    // The output level's filter: kind from the policy, bits/key from the plan of the tree as it
+    // will be once the inputs have moved down.
     let mut level_keys = version.level_keys();
     let moved: u64 = inputs.iter().map(|(_, f)| f.meta.distinct_keys).sum();
     for (level, f) in &inputs {
         level_keys[*level] = level_keys[*level].saturating_sub(f.meta.distinct_keys);
     }
     level_keys[output_level] += moved;
-    let policy = db.options.filter_policy();
-    let plan = policy.plan(&level_keys);
     let filter = FilterSpec {
-        kind: policy.kind_for_level(output_level),
-        bits_per_key: plan
-            .get(output_level)
-            .map_or(db.options.filter_bits_per_key, |p| p.bits_per_key.max(1.0)),
+        kind: db.options.filter_policy().kind_for_level(output_level),
+        bits_per_key: crate::filter_plan::bits_per_key_for(
+            &db.options,
+            version,
+            output_level,
+            &level_keys,
+            &inputs
+                .iter()
+                .map(|(_, f)| f.meta.number)
+                .collect::<Vec<_>>(),
+        ),
     };
     let options = TableBuildOptions {
         block_size: db.options.block_size,

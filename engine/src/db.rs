@@ -16,6 +16,7 @@ use crate::iterator::DbIterator;
 use crate::manifest::Manifest;
 use crate::memtable::{MemGet, Memtable};
 use crate::options::{Options, WriteOptions};
+use crate::properties::LevelInfo;
 use crate::snapshot::{Snapshot, SnapshotList};
 use crate::stats::{EngineCounters, Stats};
 use crate::version::Version;
@@ -275,6 +276,13 @@ impl Db {
     /// A snapshot of the statistics.
     pub fn stats(&self) -> Stats {
         self.inner.counters.snapshot(self.inner.cache.stats())
+    }
+
+    /// Every level of the current tree (index = level), with the filters its tables were built
+    /// with: where the filter memory went. The same figures as the `siftdb.levels` property.
+    pub fn level_info(&self) -> Vec<LevelInfo> {
+        let view = self.inner.read_view();
+        crate::properties::level_reports(&self.inner, &view.version)
     }
 
     /// A named property (`siftdb.levels`, `siftdb.stats`, `siftdb.num-files-at-level<N>`,

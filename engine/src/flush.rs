@@ -129,12 +129,9 @@ fn flush_memtable(db: &Arc<DbInner>, mem: &Arc<Memtable>) -> Result<()> {
         state.pending_outputs.push(number);
         let mut level_keys = state.version.level_keys();
         level_keys[0] = mem.len() as u64; // plan for one L0 run of this size
-        let plan = db.options.filter_policy().plan(&level_keys);
-        (
-            number,
-            plan.first()
-                .map_or(db.options.filter_bits_per_key, |p| p.bits_per_key),
-        )
+        let bits =
+            crate::filter_plan::bits_per_key_for(&db.options, &state.version, 0, &level_keys, &[]);
+        (number, bits)
     };
     let result = write_l0_table(db, mem, number, bits_per_key);
     let mut state = db.state.lock();

@@ -9,19 +9,31 @@ use crate::version::Version;
 /// Negative lookups a level needs before its measured FPR is trusted for the warning.
 const MIN_FPR_SAMPLE: u64 = 2_000;
 
-/// One level's row of `siftdb.levels`.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct LevelReport {
+/// One level of the tree as [`Db::level_info`](crate::Db::level_info) reports it (the rows of
+/// the `siftdb.levels` property): its tables, and the filters they were built with.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LevelInfo {
+    /// Tables in the level.
     pub files: usize,
+    /// Distinct keys in the level's tables (the counts their filters were sized from).
     pub keys: u64,
+    /// Bytes of the level's table files.
     pub bytes: u64,
+    /// The filter kinds of the level's tables (`blocked_bloom`, `ribbon`, `a+b` when mixed, `-`
+    /// when the level is empty).
     pub filter_kind: String,
+    /// Bytes of the level's filters.
+    pub filter_bytes: u64,
+    /// Filter bits per key actually built: `8 · filter_bytes / keys`.
     pub bits_per_key: f64,
+    /// The FPR the level's filters were built to give: the key-weighted mean over its tables
+    /// (the FPR a lookup reaching a random table of the level meets).
     pub expected_fpr: f64,
+    /// The level's filter counters since the database was opened (measured FPR and all).
     pub measured: LevelFilterStats,
 }
 
-pub(crate) fn level_reports(db: &DbInner, version: &Version) -> Vec<LevelReport> {
+pub(crate) fn level_reports(db: &DbInner, version: &Version) -> Vec<LevelInfo> {
     let levels = db.counters.level_filter_stats();
     (0..version.num_levels())
         .map(|level| {
@@ -33,9 +45,9 @@ pub(crate) fn level_reports(db: &DbInner, version: &Version) -> Vec<LevelReport>
                 .collect();
             kinds.sort_unstable();
             kinds.dedup();
-            let filter_bits: f64 = files
+            let filter_bytes: u64 = files
                 .iter()
-                .map(|f| f.table.properties().filter_bytes as f64 * 8.0)
+                .map(|f| f.table.properties().filter_bytes)
                 .sum();
             // Expected FPR of a lookup that reaches a table of this level: the key-weighted mean.
             let expected = if keys == 0 {
@@ -47,7 +59,7 @@ pub(crate) fn level_reports(db: &DbInner, version: &Version) -> Vec<LevelReport>
                     .sum::<f64>()
                     / keys as f64
             };
-            LevelReport {
+            LevelInfo {
                 files: files.len(),
                 keys,
                 bytes: files.iter().map(|f| f.meta.file_size).sum(),
@@ -56,10 +68,11 @@ pub(crate) fn level_reports(db: &DbInner, version: &Version) -> Vec<LevelReport>
                 } else {
                     kinds.join("+")
                 },
+                filter_bytes,
                 bits_per_key: if keys == 0 {
                     0.0
                 } else {
-                    filter_bits / keys as f64
+                    filter_bytes as f64 * 8.0 / keys as f64
                 },
                 expected_fpr: expected,
                 measured: levels.get(level).copied().unwrap_or_default(),
@@ -70,7 +83,7 @@ pub(crate) fn level_reports(db: &DbInner, version: &Version) -> Vec<LevelReport>
 
 /// Levels whose measured FPR is more than twice the expected one over a meaningful sample:
 /// the signature of over-full filters or a hash mismatch.
-pub(crate) fn overfull_levels(reports: &[LevelReport]) -> Vec<(usize, f64, f64)> {
+pub(crate) fn overfull_levels(reports: &[LevelInfo]) -> Vec<(usize, f64, f64)> {
     reports
         .iter()
         .enumerate()
@@ -114,7 +127,7 @@ pub(crate) fn property(db: &DbInner, name: &str) -> Option<String> {
     }
 }
 
-fn levels_table(reports: &[LevelReport]) -> String {
+fn levels_table(reports: &[LevelInfo]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,

@@ -29,5 +29,5 @@ pub use format::{Filter, FilterBuilder, FILTER_FORMAT_VERSION, FILTER_MAGIC, HEA
 pub use hash::{HashId, KeyHasher, DEFAULT_SEED};
 pub use kind::{FilterKind, FprCurve};
 pub use monkey::{monkey, sum_fpr, uniform, FilterBudget, LevelAllocation, LevelSpec};
-pub use policy::{FilterAllocation, FilterPolicy, LevelFilter};
+pub use policy::{pooled_level_keys, FilterAllocation, FilterPolicy, LevelFilter};
 pub use ribbon::{ribbon_expected_fpr, RibbonFilter, RibbonParams};

@@ -62,8 +62,19 @@ impl FilterPolicy {
     ///
     /// Levels with zero keys are planned as if they held one key, so a table about to be written
     /// to an empty level still gets a sensible bits/key.
+    ///
+    /// Under Monkey the counts of the non-empty levels are first made non-decreasing with depth
+    /// ([`pooled_level_keys`]): a leveled tree grows at the bottom, so a deeper level that is
+    /// momentarily smaller than the one above it (it just appeared) is about to become the
+    /// largest, and the tables written to it now keep their filters after it has grown. Planning
+    /// it looser-or-equal to the level above avoids handing the future bottom level the tight
+    /// filters of a small level.
     pub fn plan(&self, level_keys: &[u64]) -> Vec<LevelFilter> {
-        let specs: Vec<LevelSpec> = level_keys
+        let keys = match self.allocation {
+            FilterAllocation::Monkey => pooled_level_keys(level_keys),
+            FilterAllocation::Uniform => level_keys.to_vec(),
+        };
+        let specs: Vec<LevelSpec> = keys
             .iter()
             .enumerate()
             .map(|(level, &keys)| LevelSpec {
@@ -88,9 +99,68 @@ impl FilterPolicy {
     }
 }
 
+/// `level_keys` with the counts of the non-empty levels made non-decreasing with depth by
+/// pooling adjacent violators (each pool gets its mean count, so the total is kept exactly and
+/// the budget still buys the same memory). Empty levels stay 0.
+pub fn pooled_level_keys(level_keys: &[u64]) -> Vec<u64> {
+    // Pools of (sum, members) over the non-empty levels, shallowest first.
+    let mut pools: Vec<(u128, Vec<usize>)> = Vec::new();
+    for (level, &keys) in level_keys.iter().enumerate().filter(|(_, &k)| k > 0) {
+        pools.push((u128::from(keys), vec![level]));
+        // Merge while the pool above has a larger mean than the last one.
+        while pools.len() >= 2 {
+            let (s2, m2) = &pools[pools.len() - 1];
+            let (s1, m1) = &pools[pools.len() - 2];
+            // s1/|m1| > s2/|m2|, in integers.
+            if s1 * m2.len() as u128 <= s2 * m1.len() as u128 {
+                break;
+            }
+            let Some((s2, m2)) = pools.pop() else { break };
+            if let Some(last) = pools.last_mut() {
+                last.0 += s2;
+                last.1.extend(m2);
+            }
+        }
+    }
+    let mut out = vec![0u64; level_keys.len()];
+    for (sum, members) in pools {
+        let n = members.len() as u128;
+        for (i, level) in members.iter().enumerate() {
+            // Spread the remainder over the first members so the total is exact.
+            let share = sum / n + u128::from((i as u128) < sum % n);
+            out[*level] = u64::try_from(share).unwrap_or(u64::MAX);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pooling_makes_counts_non_decreasing_and_keeps_the_total() {
+        // Already monotone: unchanged.
+        assert_eq!(pooled_level_keys(&[5, 10, 100]), vec![5, 10, 100]);
+        // A new bottom level smaller than the one above: the two share the mean.
+        assert_eq!(
+            pooled_level_keys(&[1_000, 3_000, 14_000, 59_000, 44_000]),
+            vec![1_000, 3_000, 14_000, 51_500, 51_500]
+        );
+        // A cascade: the pool grows upward until monotone; empty levels stay empty.
+        let pooled = pooled_level_keys(&[0, 50, 40, 0, 10, 0, 0]);
+        assert_eq!(pooled, vec![0, 34, 33, 0, 33, 0, 0]);
+        assert_eq!(pooled.iter().sum::<u64>(), 100);
+    }
+
+    #[test]
+    fn monkey_never_plans_a_deeper_level_tighter() {
+        let p = FilterPolicy::default();
+        let plan = p.plan(&[2_000, 3_000, 14_000, 59_000, 44_000, 0, 0]);
+        for w in plan[1..5].windows(2) {
+            assert!(w[0].fpr <= w[1].fpr * (1.0 + 1e-9), "{plan:?}");
+        }
+    }
 
     #[test]
     fn policy_picks_bloom_then_ribbon() {

@@ -1,5 +1,5 @@
-//! The engines under test behind one small trait, so RocksDB and fjall can plug in later (cargo
-//! feature `peers`) and run the same workloads.
+//! The engines under test behind one small trait, so RocksDB and fjall (cargo feature `peers`,
+//! module [`peers`](super::peers)) run the same workloads as siftdb.
 
 use std::path::Path;
 
@@ -30,6 +30,16 @@ pub struct SeekOutcome {
 pub trait Engine: Send + Sync {
     /// The engine's name (`siftdb`, `rocksdb`, `fjall`).
     fn name(&self) -> &'static str;
+    /// How the run's settings were mapped onto this engine, for the header (`None`: siftdb's own
+    /// options, printed by the header itself).
+    fn settings(&self) -> Option<String> {
+        None
+    }
+    /// Whether [`Stats::levels`] holds one row per level (siftdb) or a single row for the whole
+    /// tree (peers that count filter outcomes globally).
+    fn filter_stats_by_level(&self) -> bool {
+        true
+    }
     /// Stores `value` under `key`.
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()>;
     /// Looks `key` up into `buf`; returns whether it was found.
@@ -55,7 +65,11 @@ pub trait Engine: Send + Sync {
 }
 
 /// Engines this build can run.
-pub const KNOWN_ENGINES: [&str; 1] = ["siftdb"];
+#[cfg(not(feature = "peers"))]
+pub const KNOWN_ENGINES: &[&str] = &["siftdb"];
+/// Engines this build can run.
+#[cfg(feature = "peers")]
+pub const KNOWN_ENGINES: &[&str] = &["siftdb", "rocksdb", "fjall"];
 
 /// Engines that arrive with the `peers` feature.
 pub const PEER_ENGINES: [&str; 2] = ["rocksdb", "fjall"];
@@ -68,8 +82,9 @@ pub fn check_engines(names: &[String]) -> Result<()> {
         }
         if PEER_ENGINES.contains(&name.as_str()) {
             return Err(Error::new(format!(
-                "engine '{name}' is not available yet: peers (rocksdb, fjall) arrive with the \
-                 cargo feature `peers`; available: {}",
+                "engine '{name}' is not in this build: the peers (rocksdb, fjall) need the cargo \
+                 feature `peers` (`cargo run --release -p siftdb-bench --features peers`); \
+                 available: {}",
                 KNOWN_ENGINES.join(",")
             )));
         }
@@ -84,8 +99,20 @@ pub fn check_engines(names: &[String]) -> Result<()> {
 /// Opens engine `name` in `dir` with the options of `config`.
 pub fn open_engine(name: &str, dir: &Path, config: &Config) -> Result<Box<dyn Engine>> {
     check_engines(&[name.to_string()])?;
-    let engine = SiftEngine::open(dir, config)
-        .map_err(|e| e.context(format!("cannot open siftdb in {}", dir.display())))?;
+    let context = |e: Error| e.context(format!("cannot open {name} in {}", dir.display()));
+    #[cfg(feature = "peers")]
+    match name {
+        "rocksdb" => {
+            let engine = super::peers::rocks::RocksEngine::open(dir, config).map_err(context)?;
+            return Ok(Box::new(engine));
+        }
+        "fjall" => {
+            let engine = super::peers::fjall::FjallEngine::open(dir, config).map_err(context)?;
+            return Ok(Box::new(engine));
+        }
+        _ => {}
+    }
+    let engine = SiftEngine::open(dir, config).map_err(context)?;
     Ok(Box::new(engine))
 }
 
@@ -233,8 +260,12 @@ mod tests {
     #[test]
     fn unknown_and_peer_engines_are_clear_errors() {
         assert!(check_engines(&["siftdb".to_string()]).is_ok());
-        let peer = check_engines(&["rocksdb".to_string()]).unwrap_err();
-        assert!(peer.to_string().contains("peers"), "{peer}");
+        if cfg!(feature = "peers") {
+            assert!(check_engines(&["rocksdb".to_string(), "fjall".to_string()]).is_ok());
+        } else {
+            let peer = check_engines(&["rocksdb".to_string()]).unwrap_err();
+            assert!(peer.to_string().contains("peers"), "{peer}");
+        }
         let unknown = check_engines(&["leveldb".to_string()]).unwrap_err();
         assert!(unknown.to_string().contains("unknown engine"), "{unknown}");
     }

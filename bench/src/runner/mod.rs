@@ -17,6 +17,8 @@ pub mod engine;
 pub mod error;
 pub mod keys;
 pub mod measure;
+#[cfg(feature = "peers")]
+pub mod peers;
 pub mod progress;
 pub mod report;
 pub mod workloads;
@@ -33,8 +35,17 @@ pub use workloads::{PhaseResult, Workbench};
 pub fn run(args: &Args) -> Result<()> {
     let config = Config::from_args(args)?;
     engine::check_engines(&config.engines)?;
+    let mut runs = Vec::new();
     for name in &config.engines {
-        run_engine(&config, name)?;
+        let ops = run_engine(&config, name)?;
+        runs.push((name.clone(), ops));
+    }
+    if config.json {
+        if let Some(ratios) = report::ratio_json(&runs) {
+            emit(&format!("{ratios}\n"))?;
+        }
+    } else {
+        emit(&report::ratio_table(&runs))?;
     }
     Ok(())
 }
@@ -88,12 +99,21 @@ fn emit(text: &str) -> Result<()> {
         .map_err(|e| Error::from(e).context("cannot write to stdout"))
 }
 
-fn run_engine(config: &Config, name: &str) -> Result<()> {
+/// Runs every workload on engine `name`; returns the ops/sec of each timed workload.
+fn run_engine(config: &Config, name: &str) -> Result<Vec<(Benchmark, f64)>> {
     let (dir, temp) = database_dir(config, name)?;
     let engine = open_engine(name, &dir, config)?;
     if !config.json {
-        emit(&report::header(config, name, &dir, temp.is_some()))?;
+        let settings = engine.settings();
+        emit(&report::header(
+            config,
+            name,
+            settings.as_deref(),
+            &dir,
+            temp.is_some(),
+        ))?;
     }
+    let mut ops = Vec::new();
     let bench = Workbench::new(config, engine.as_ref())?;
     let mut outcome = Ok(());
     for (phase, &benchmark) in config.benchmarks.iter().enumerate() {
@@ -104,6 +124,9 @@ fn run_engine(config: &Config, name: &str) -> Result<()> {
                 break;
             }
         };
+        if let Some(m) = &result.measured {
+            ops.push((benchmark, m.ops_per_sec()));
+        }
         let text = if config.json {
             format!("{}\n", report::json(&result, config, name))
         } else {
@@ -114,7 +137,7 @@ fn run_engine(config: &Config, name: &str) -> Result<()> {
     // The tree's shape at the end, unless `stats` just printed it.
     let ends_with_stats = config.benchmarks.last() == Some(&Benchmark::Stats);
     if outcome.is_ok() && !config.json && !ends_with_stats {
-        emit(&report::footer(engine.shape().as_deref()))?;
+        emit(&report::footer(name, engine.shape().as_deref()))?;
     }
     let closed = engine.close();
     drop(bench);
@@ -135,5 +158,6 @@ fn run_engine(config: &Config, name: &str) -> Result<()> {
         }
     }
     outcome?;
-    closed
+    closed?;
+    Ok(ops)
 }

@@ -49,10 +49,19 @@ pub fn filter_layout(config: &Config) -> String {
 }
 
 /// The header printed before the first workload.
-pub fn header(config: &Config, engine: &str, dir: &Path, temporary: bool) -> String {
+pub fn header(
+    config: &Config,
+    engine: &str,
+    settings: Option<&str>,
+    dir: &Path,
+    temporary: bool,
+) -> String {
     let options = siftdb_options(config);
     let mut out = String::new();
     let _ = writeln!(out, "siftdb-bench  engine: {engine}");
+    if let Some(settings) = settings {
+        let _ = writeln!(out, "Mapped as:    {settings}");
+    }
     let prefixes = config.num.div_ceil(config.keys_per_prefix);
     let _ = writeln!(
         out,
@@ -76,21 +85,24 @@ pub fn header(config: &Config, engine: &str, dir: &Path, temporary: bool) -> Str
         "Threads:      {} (batch size {})",
         config.threads, config.batch_size
     );
-    let _ = writeln!(
-        out,
-        "Filters:      {:.1} bits/key average; {}; {} allocation",
-        config.filter.bits_per_key,
-        filter_layout(config),
-        match config.filter.allocation {
-            super::args::AllocationArg::Monkey => "monkey",
-            super::args::AllocationArg::Uniform => "uniform",
-        }
-    );
-    let _ = writeln!(
-        out,
-        "Prefixes:     fixed:{} extractor (a prefix filter in every table)",
-        config.prefix_size
-    );
+    // siftdb's filter layout; a peer's own is in its `Mapped as` line.
+    if settings.is_none() {
+        let _ = writeln!(
+            out,
+            "Filters:      {:.1} bits/key average; {}; {} allocation",
+            config.filter.bits_per_key,
+            filter_layout(config),
+            match config.filter.allocation {
+                super::args::AllocationArg::Monkey => "monkey",
+                super::args::AllocationArg::Uniform => "uniform",
+            }
+        );
+        let _ = writeln!(
+            out,
+            "Prefixes:     fixed:{} extractor (a prefix filter in every table)",
+            config.prefix_size
+        );
+    }
     let _ = writeln!(
         out,
         "Block cache:  {}",
@@ -125,14 +137,74 @@ pub fn header(config: &Config, engine: &str, dir: &Path, temporary: bool) -> Str
 }
 
 /// The footer: the tree's shape at the end.
-pub fn footer(shape: Option<&str>) -> String {
+pub fn footer(engine: &str, shape: Option<&str>) -> String {
+    let source = if engine == "siftdb" {
+        "siftdb.levels"
+    } else {
+        "files per level"
+    };
     match shape {
-        Some(shape) => format!(
-            "{}\nTree at the end (siftdb.levels):\n{shape}",
-            "-".repeat(64)
-        ),
+        Some(shape) => format!("{}\nTree at the end ({source}):\n{shape}", "-".repeat(64)),
         None => String::new(),
     }
+}
+
+/// The ratio table that ends a run of several engines: siftdb's ops/sec divided by each peer's,
+/// per workload (`-` where either side did not run it).
+pub fn ratio_table(runs: &[(String, Vec<(Benchmark, f64)>)]) -> String {
+    let Some((_, sift)) = runs.iter().find(|(name, _)| name == "siftdb") else {
+        return String::new();
+    };
+    let peers: Vec<&(String, Vec<(Benchmark, f64)>)> =
+        runs.iter().filter(|(name, _)| name != "siftdb").collect();
+    if peers.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "{}\nops/sec per workload, and siftdb's ratio to each peer:\n",
+        "=".repeat(64)
+    );
+    let _ = write!(out, "{:<18} {:>12}", "benchmark", "siftdb");
+    for (name, _) in &peers {
+        let _ = write!(out, " {:>12} {:>12}", name, format!("siftdb/{name}"));
+    }
+    out.push('\n');
+    let ops = |list: &[(Benchmark, f64)], b: Benchmark| {
+        list.iter().find(|(x, _)| *x == b).map(|(_, v)| *v)
+    };
+    for &(benchmark, sift_ops) in sift {
+        let _ = write!(out, "{:<18} {:>12.0}", benchmark.name(), sift_ops);
+        for (_, list) in &peers {
+            match ops(list, benchmark) {
+                Some(peer) if peer > 0.0 => {
+                    let _ = write!(out, " {:>12.0} {:>11.2}x", peer, sift_ops / peer);
+                }
+                _ => {
+                    let _ = write!(out, " {:>12} {:>12}", "-", "-");
+                }
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The ratio table as one JSON object (`{"ratios": {"rocksdb": {"readmissing": 1.7, ...}}}`).
+pub fn ratio_json(runs: &[(String, Vec<(Benchmark, f64)>)]) -> Option<Value> {
+    let (_, sift) = runs.iter().find(|(name, _)| name == "siftdb")?;
+    let mut ratios = Map::new();
+    for (name, list) in runs.iter().filter(|(name, _)| name != "siftdb") {
+        let mut per = Map::new();
+        for &(benchmark, sift_ops) in sift {
+            if let Some((_, peer)) = list.iter().find(|(b, _)| *b == benchmark) {
+                if *peer > 0.0 {
+                    per.insert(benchmark.name().to_string(), json!(sift_ops / peer));
+                }
+            }
+        }
+        ratios.insert(name.clone(), Value::Object(per));
+    }
+    (!ratios.is_empty()).then(|| json!({ "ratios": ratios }))
 }
 
 fn is_point_read(b: Benchmark) -> bool {
@@ -238,7 +310,7 @@ pub fn text(result: &PhaseResult, config: &Config) -> String {
         }
         if is_point_read(result.benchmark) {
             out.push_str(&lookups_text(stats, true));
-            out.push_str(&filters_text(stats));
+            out.push_str(&filters_text(stats, result.filter_stats_by_level));
             out.push_str(&cache_text(stats));
         }
         if is_scan(result.benchmark) {
@@ -296,13 +368,24 @@ fn lookups_text(s: &Stats, point_reads_only: bool) -> String {
     )
 }
 
-fn filters_text(s: &Stats) -> String {
+/// The filter table: a row per level, or one row `all` for an engine that counts filter outcomes
+/// for the whole tree (`by_level` false).
+fn filters_text(s: &Stats, by_level: bool) -> String {
     let rows: Vec<(String, LevelFilterStats)> = s
         .levels
         .iter()
         .enumerate()
         .filter(|(_, l)| l.checked > 0)
-        .map(|(i, l)| (format!("L{i}"), *l))
+        .map(|(i, l)| {
+            (
+                if by_level {
+                    format!("L{i}")
+                } else {
+                    "all".to_string()
+                },
+                *l,
+            )
+        })
         .collect();
     if rows.is_empty() {
         return "  filters      : not consulted\n".to_string();
@@ -378,7 +461,7 @@ fn stats_text(result: &PhaseResult) -> String {
     );
     if let Some(s) = &result.stats {
         out.push_str(&lookups_text(s, false));
-        out.push_str(&filters_text(s));
+        out.push_str(&filters_text(s, result.filter_stats_by_level));
         out.push_str(&cache_text(s));
         let _ = writeln!(
             out,
@@ -396,7 +479,11 @@ fn stats_text(result: &PhaseResult) -> String {
         out.push_str(&writes_text(s, result));
     }
     if let Some(shape) = &result.shape {
-        out.push_str("  tree (siftdb.levels):\n");
+        out.push_str(if result.filter_stats_by_level {
+            "  tree (siftdb.levels):\n"
+        } else {
+            "  tree (files per level):\n"
+        });
         for line in shape.lines() {
             let _ = writeln!(out, "    {line}");
         }

@@ -34,6 +34,8 @@ pub struct PhaseResult {
     pub live_keys: u64,
     /// Why the workload did not run.
     pub skipped: Option<String>,
+    /// Whether `stats.levels` has one row per level (`false`: one row for the whole tree).
+    pub filter_stats_by_level: bool,
 }
 
 impl PhaseResult {
@@ -48,6 +50,7 @@ impl PhaseResult {
             expected_known: model.known(),
             live_keys: model.live_count(),
             skipped: None,
+            filter_stats_by_level: true,
         }
     }
 }
@@ -144,6 +147,7 @@ impl<'a> Workbench<'a> {
     /// numbers).
     pub fn run(&self, benchmark: Benchmark, phase: u64) -> Result<PhaseResult> {
         let mut result = PhaseResult::new(benchmark, &self.model);
+        result.filter_stats_by_level = self.engine.filter_stats_by_level();
         if benchmark.is_fill() && self.config.use_existing_db {
             result.skipped = Some("skipped (--use_existing_db is true)".to_string());
             return Ok(result);

@@ -1,0 +1,261 @@
+//! fjall (crate `fjall` 3) behind [`Engine`], with siftdb's settings mapped as closely as fjall
+//! allows.
+//!
+//! Mapping (also printed in the run's header and written down in `docs/BENCHMARKS.md`):
+//! - one keyspace; bloom filters of `--bloom_bits` bits/key on every level (fjall's default
+//!   spends 0.0001 FPR on L0: replaced so that every engine spends the same bits/key). fjall has
+//!   bloom filters only: `--filter_policy` and `--filter_allocation` have no equivalent.
+//! - fjall has no prefix extractor: `prefixscan` is `Keyspace::prefix`, which has no prefix
+//!   filter to skip tables with.
+//! - one block cache of `--cache_size` (fjall keeps filter and index blocks in it, L0 filter and
+//!   L0/L1 index blocks pinned by default: left as is); no compression; 4 KiB blocks.
+//! - memtable `max_memtable_size` = siftdb's write buffer size; leveled compaction with siftdb's
+//!   L0 trigger, target file size and multiplier. fjall derives L1's size from them
+//!   (`target_size × l0_threshold`) and has no separate `max_bytes_for_level_base`.
+//! - two worker threads (siftdb: one flush and one compaction thread).
+//! - writes go to the OS with every write batch (fjall's default, as siftdb's `sync=false`);
+//!   `--sync` syncs the journal (`PersistMode::SyncAll`) after each write.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fjall::config::{BloomConstructionPolicy, FilterPolicy, FilterPolicyEntry};
+use fjall::{
+    AbstractTree, CompressionType, Database, Keyspace, KeyspaceCreateOptions, PersistMode,
+};
+use siftdb::{LevelFilterStats, Stats};
+use siftdb_cache::BlockKind;
+
+use super::super::args::Config;
+use super::super::engine::{siftdb_options, BatchOp, Engine, SeekOutcome};
+use super::super::error::{Error, Result};
+use super::super::report::human_bytes;
+
+/// How many levels the shape table lists (fjall's default level count).
+const LEVELS: usize = 7;
+
+fn fjall_error(e: fjall::Error) -> Error {
+    Error::new(format!("fjall: {e}"))
+}
+
+/// fjall behind [`Engine`].
+pub struct FjallEngine {
+    db: Database,
+    keyspace: Keyspace,
+    sync: bool,
+    settings: String,
+}
+
+impl FjallEngine {
+    /// Opens (or creates) a fjall database in `dir` with the settings of `config`.
+    pub fn open(dir: &Path, config: &Config) -> Result<FjallEngine> {
+        let sift = siftdb_options(config);
+        let bits = config.filter.bits_per_key as f32;
+        let db = Database::builder(dir)
+            .cache_size(sift.block_cache_capacity as u64)
+            .worker_threads(2)
+            .open()
+            .map_err(fjall_error)?;
+        let l0_trigger = sift.level0_file_num_compaction_trigger.clamp(1, 255) as u8;
+        let strategy = fjall::compaction::Leveled::default()
+            .with_l0_threshold(l0_trigger)
+            .with_table_target_size(sift.target_file_size_base)
+            .with_level_ratio_policy(vec![sift.max_bytes_for_level_multiplier as f32]);
+        let write_buffer = sift.write_buffer_size as u64;
+        let keyspace = db
+            .keyspace("bench", || {
+                KeyspaceCreateOptions::default()
+                    .max_memtable_size(write_buffer)
+                    .filter_policy(FilterPolicy::all(FilterPolicyEntry::Bloom(
+                        BloomConstructionPolicy::BitsPerKey(bits),
+                    )))
+                    .data_block_compression_policy(fjall::config::CompressionPolicy::all(
+                        CompressionType::None,
+                    ))
+                    .compaction_strategy(Arc::new(strategy))
+            })
+            .map_err(fjall_error)?;
+        let settings = format!(
+            "bloom {bits} bits/key on every level (no ribbon, no Monkey); no prefix extractor; \
+             {} block cache (fjall pins L0 filters, L0/L1 indexes); memtable {}; leveled: L0 \
+             trigger {l0_trigger}, target file {}, multiplier {}, L1 = target x trigger = {}; \
+             no compression; 2 worker threads",
+            human_bytes(sift.block_cache_capacity as u64),
+            human_bytes(write_buffer),
+            human_bytes(sift.target_file_size_base),
+            sift.max_bytes_for_level_multiplier,
+            human_bytes(sift.target_file_size_base * u64::from(l0_trigger)),
+        );
+        Ok(FjallEngine {
+            db,
+            keyspace,
+            sync: config.sync,
+            settings,
+        })
+    }
+
+    fn persist(&self) -> Result<()> {
+        if self.sync {
+            self.db.persist(PersistMode::SyncAll).map_err(fjall_error)?;
+        }
+        Ok(())
+    }
+
+    /// Waits until no flush or compaction runs, and none has started for a while (fjall has no
+    /// "wait for compaction": background work is polled).
+    fn wait_for_background(&self) {
+        let mut quiet = 0;
+        while quiet < 5 {
+            std::thread::sleep(Duration::from_millis(20));
+            if self.db.outstanding_flushes() == 0 && self.db.active_compactions() == 0 {
+                quiet += 1;
+            } else {
+                quiet = 0;
+            }
+        }
+    }
+}
+
+impl Engine for FjallEngine {
+    fn name(&self) -> &'static str {
+        "fjall"
+    }
+
+    fn settings(&self) -> Option<String> {
+        Some(self.settings.clone())
+    }
+
+    fn filter_stats_by_level(&self) -> bool {
+        false
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.keyspace.insert(key, value).map_err(fjall_error)?;
+        self.persist()
+    }
+
+    fn get(&self, key: &[u8], buf: &mut Vec<u8>) -> Result<bool> {
+        match self.keyspace.get(key).map_err(fjall_error)? {
+            Some(value) => {
+                buf.clear();
+                buf.extend_from_slice(&value);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn delete(&self, key: &[u8]) -> Result<()> {
+        self.keyspace.remove(key).map_err(fjall_error)?;
+        self.persist()
+    }
+
+    fn write_batch(&self, ops: &[BatchOp<'_>]) -> Result<()> {
+        let mut batch = self.db.batch();
+        for op in ops {
+            match *op {
+                BatchOp::Put(key, value) => batch.insert(&self.keyspace, key, value),
+                BatchOp::Delete(key) => batch.remove(&self.keyspace, key),
+            }
+        }
+        batch.commit().map_err(fjall_error)?;
+        self.persist()
+    }
+
+    fn seek_read(&self, key: &[u8], nexts: usize) -> Result<SeekOutcome> {
+        let mut outcome = SeekOutcome::default();
+        for guard in self.keyspace.range(key..).take(nexts + 1) {
+            let (k, _) = guard.into_inner().map_err(fjall_error)?;
+            if outcome.entries == 0 {
+                outcome.found = &*k == key;
+            }
+            outcome.entries += 1;
+        }
+        Ok(outcome)
+    }
+
+    fn prefix_scan(&self, prefix: &[u8]) -> Result<u64> {
+        let mut entries = 0;
+        for guard in self.keyspace.prefix(prefix) {
+            guard.into_inner().map_err(fjall_error)?;
+            entries += 1;
+        }
+        Ok(entries)
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.keyspace
+            .rotate_memtable_and_wait()
+            .map_err(fjall_error)?;
+        self.wait_for_background();
+        Ok(())
+    }
+
+    fn compact(&self) -> Result<()> {
+        self.keyspace
+            .rotate_memtable_and_wait()
+            .map_err(fjall_error)?;
+        self.keyspace.major_compact().map_err(fjall_error)?;
+        self.wait_for_background();
+        Ok(())
+    }
+
+    fn stats(&self) -> Option<Stats> {
+        let m = self.keyspace.metrics();
+        let queries = m.filter_queries() as u64;
+        let skipped = m.io_skipped_by_filter() as u64;
+        let data_loads = m.data_block_load_count() as u64;
+        let data_cached = m.data_block_load_cached_count() as u64;
+        let index_loads = m.index_block_load_count() as u64;
+        let index_cached = m.index_block_load_cached_count() as u64;
+        let filter_loads = m.filter_block_load_count() as u64;
+        let filter_cached = m.filter_block_load_cached_count() as u64;
+        let mut stats = Stats {
+            // fjall counts filter queries and skipped reads for the whole tree: one row, and no
+            // "true positive" counter (left 0, so the measured FPR is an upper bound).
+            levels: vec![LevelFilterStats {
+                checked: queries,
+                useful: skipped,
+                positive: queries.saturating_sub(skipped),
+                true_positive: 0,
+                data_block_accesses: data_loads,
+            }],
+            data_block_reads: data_loads.saturating_sub(data_cached),
+            index_block_reads: index_loads.saturating_sub(index_cached),
+            filter_block_reads: filter_loads.saturating_sub(filter_cached),
+            bytes_read: m.block_io(),
+            ..Stats::default()
+        };
+        let kinds = [
+            (BlockKind::Data, data_cached, data_loads),
+            (BlockKind::Index, index_cached, index_loads),
+            (BlockKind::Filter, filter_cached, filter_loads),
+        ];
+        for (kind, hits, loads) in kinds {
+            let k = &mut stats.cache.per_kind[kind.index()];
+            k.hits = hits;
+            k.misses = loads.saturating_sub(hits);
+        }
+        Some(stats)
+    }
+
+    fn shape(&self) -> Option<String> {
+        let mut out = String::from("level  files\n");
+        for level in 0..LEVELS {
+            let n = self.keyspace.tree.level_table_count(level).unwrap_or(0);
+            if n > 0 {
+                out.push_str(&format!("L{level:<5} {n:>5}\n"));
+            }
+        }
+        out.push_str(&format!(
+            "disk space {}\n",
+            human_bytes(self.keyspace.disk_space())
+        ));
+        Some(out)
+    }
+
+    fn close(&self) -> Result<()> {
+        self.db.persist(PersistMode::SyncAll).map_err(fjall_error)
+    }
+}

@@ -1,0 +1,313 @@
+//! RocksDB (crate `rocksdb` 0.25) behind [`Engine`], with siftdb's settings mapped as closely as
+//! RocksDB allows.
+//!
+//! Mapping (also printed in the run's header and written down in `docs/BENCHMARKS.md`):
+//! - filters: `--filter_policy=bloom` → `set_bloom_filter(bits, false)` (RocksDB's cache-local
+//!   "fast" bloom), `ribbon` → `set_ribbon_filter(bits)`, `hybrid` →
+//!   `set_hybrid_ribbon_filter(bits, bloom_before_level)` (the same split siftdb makes). RocksDB
+//!   spends the same bits/key on every level (it has no Monkey allocation).
+//! - filter and index blocks in the block cache, L0's pinned (`cache_index_and_filter_blocks`,
+//!   `pin_l0_filter_and_index_blocks_in_cache`), as siftdb does; one LRU cache of `--cache_size`.
+//! - the fixed prefix extractor of `--prefix_size` (prefix bloom in every table), whole-key
+//!   filtering on; no compression; 4 KiB blocks, restart interval 16.
+//! - memtable `write_buffer_size` and `max_write_buffer_number` as siftdb's; the tree shape
+//!   (`target_file_size_base`, `max_bytes_for_level_base`, multiplier, L0 trigger) as siftdb's,
+//!   with `level_compaction_dynamic_level_bytes` off because siftdb's level targets are static.
+//! - two background jobs (siftdb: one flush and one compaction thread).
+
+use std::path::Path;
+
+use rocksdb::statistics::Ticker;
+use rocksdb::{
+    BlockBasedOptions, BottommostLevelCompaction, Cache, CompactOptions, DBCompressionType,
+    IteratorMode, Options, ReadOptions, SliceTransform, WaitForCompactOptions, WriteBatch,
+    WriteOptions, DB,
+};
+use siftdb::{LevelFilterStats, Stats};
+use siftdb_cache::BlockKind;
+
+use super::super::args::{Config, FilterPolicyArg};
+use super::super::engine::{siftdb_options, BatchOp, Engine, SeekOutcome};
+use super::super::error::{Error, Result};
+
+/// How many levels the shape table lists (RocksDB's default `num_levels`).
+const LEVELS: usize = 7;
+
+fn rocks_error(e: rocksdb::Error) -> Error {
+    Error::new(format!("rocksdb: {e}"))
+}
+
+/// RocksDB behind [`Engine`].
+pub struct RocksEngine {
+    db: DB,
+    /// Kept for its statistics object (the tickers live in the options RocksDB was opened with).
+    options: Options,
+    write_options: WriteOptions,
+    settings: String,
+}
+
+impl RocksEngine {
+    /// Opens (or creates) a RocksDB database in `dir` with the settings of `config`.
+    pub fn open(dir: &Path, config: &Config) -> Result<RocksEngine> {
+        let sift = siftdb_options(config);
+        let bits = config.filter.bits_per_key;
+
+        let mut table = BlockBasedOptions::default();
+        let cache = Cache::new_lru_cache(sift.block_cache_capacity);
+        table.set_block_cache(&cache);
+        table.set_block_size(sift.block_size);
+        table.set_block_restart_interval(sift.block_restart_interval as i32);
+        table.set_cache_index_and_filter_blocks(true);
+        table.set_pin_l0_filter_and_index_blocks_in_cache(
+            sift.pin_l0_filter_and_index_blocks_in_cache,
+        );
+        table.set_whole_key_filtering(true);
+        let filter = match config.filter.policy {
+            FilterPolicyArg::Bloom => {
+                table.set_bloom_filter(bits, false);
+                format!("bloom {bits} bits/key on every level")
+            }
+            FilterPolicyArg::Ribbon => {
+                table.set_ribbon_filter(bits);
+                format!("ribbon (bloom-equivalent {bits} bits/key) on every level")
+            }
+            FilterPolicyArg::Hybrid => {
+                let bbl = config.filter.bloom_before_level;
+                table.set_hybrid_ribbon_filter(bits, bbl as i32);
+                format!(
+                    "hybrid ribbon: bloom before L{bbl}, ribbon from there, {bits} bits/key each"
+                )
+            }
+        };
+
+        let mut options = Options::default();
+        options.create_if_missing(!config.use_existing_db);
+        options.set_block_based_table_factory(&table);
+        options.set_compression_type(DBCompressionType::None);
+        options.set_prefix_extractor(SliceTransform::create_fixed_prefix(config.prefix_size));
+        options.set_write_buffer_size(sift.write_buffer_size);
+        options.set_max_write_buffer_number(sift.max_write_buffer_number as i32);
+        options.set_level_zero_file_num_compaction_trigger(
+            sift.level0_file_num_compaction_trigger as i32,
+        );
+        options.set_level_zero_stop_writes_trigger(sift.level0_stop_writes_trigger as i32);
+        options.set_target_file_size_base(sift.target_file_size_base);
+        options.set_max_bytes_for_level_base(sift.max_bytes_for_level_base);
+        options.set_max_bytes_for_level_multiplier(sift.max_bytes_for_level_multiplier);
+        options.set_level_compaction_dynamic_level_bytes(false);
+        options.set_max_background_jobs(2);
+        options.enable_statistics();
+
+        let db = DB::open(&options, dir).map_err(rocks_error)?;
+        let mut write_options = WriteOptions::default();
+        write_options.set_sync(config.sync);
+        let settings = format!(
+            "{filter}; filter+index blocks in a {} LRU block cache (L0 pinned); fixed:{} prefix \
+             extractor; write buffer {} x{}; target file {}, L1 {}, multiplier {}, L0 trigger {}, \
+             dynamic level bytes off; no compression; 2 background jobs",
+            super::super::report::human_bytes(sift.block_cache_capacity as u64),
+            config.prefix_size,
+            super::super::report::human_bytes(sift.write_buffer_size as u64),
+            sift.max_write_buffer_number,
+            super::super::report::human_bytes(sift.target_file_size_base),
+            super::super::report::human_bytes(sift.max_bytes_for_level_base),
+            sift.max_bytes_for_level_multiplier,
+            sift.level0_file_num_compaction_trigger,
+        );
+        Ok(RocksEngine {
+            db,
+            options,
+            write_options,
+            settings,
+        })
+    }
+
+    fn ticker(&self, t: Ticker) -> u64 {
+        self.options.get_ticker_count(t)
+    }
+
+    fn level_files(&self) -> Vec<u64> {
+        (0..LEVELS)
+            .map(|l| {
+                self.db
+                    .property_int_value(&format!("rocksdb.num-files-at-level{l}"))
+                    .ok()
+                    .flatten()
+                    .unwrap_or(0)
+            })
+            .collect()
+    }
+}
+
+impl Engine for RocksEngine {
+    fn name(&self) -> &'static str {
+        "rocksdb"
+    }
+
+    fn settings(&self) -> Option<String> {
+        Some(self.settings.clone())
+    }
+
+    fn filter_stats_by_level(&self) -> bool {
+        false
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.db
+            .put_opt(key, value, &self.write_options)
+            .map_err(rocks_error)
+    }
+
+    fn get(&self, key: &[u8], buf: &mut Vec<u8>) -> Result<bool> {
+        match self.db.get_pinned(key).map_err(rocks_error)? {
+            Some(value) => {
+                buf.clear();
+                buf.extend_from_slice(&value);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn delete(&self, key: &[u8]) -> Result<()> {
+        self.db
+            .delete_opt(key, &self.write_options)
+            .map_err(rocks_error)
+    }
+
+    fn write_batch(&self, ops: &[BatchOp<'_>]) -> Result<()> {
+        let mut batch = WriteBatch::default();
+        for op in ops {
+            match *op {
+                BatchOp::Put(key, value) => batch.put(key, value),
+                BatchOp::Delete(key) => batch.delete(key),
+            }
+        }
+        self.db
+            .write_opt(batch, &self.write_options)
+            .map_err(rocks_error)
+    }
+
+    fn seek_read(&self, key: &[u8], nexts: usize) -> Result<SeekOutcome> {
+        // A seek may cross prefixes: total order, or RocksDB's prefix bloom would cut it short.
+        let mut read = ReadOptions::default();
+        read.set_total_order_seek(true);
+        let mut iter = self.db.raw_iterator_opt(read);
+        iter.seek(key);
+        let mut outcome = SeekOutcome::default();
+        while iter.valid() && outcome.entries <= nexts as u64 {
+            if outcome.entries == 0 {
+                outcome.found = iter.key() == Some(key);
+            }
+            outcome.entries += 1;
+            iter.next();
+        }
+        iter.status().map_err(rocks_error)?;
+        Ok(outcome)
+    }
+
+    fn prefix_scan(&self, prefix: &[u8]) -> Result<u64> {
+        let mut read = ReadOptions::default();
+        read.set_prefix_same_as_start(true);
+        let iter = self.db.iterator_opt(
+            IteratorMode::From(prefix, rocksdb::Direction::Forward),
+            read,
+        );
+        let mut entries = 0;
+        for item in iter {
+            let (k, _) = item.map_err(rocks_error)?;
+            if !k.starts_with(prefix) {
+                break;
+            }
+            entries += 1;
+        }
+        Ok(entries)
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.db.flush().map_err(rocks_error)?;
+        self.db
+            .wait_for_compact(&WaitForCompactOptions::default())
+            .map_err(rocks_error)
+    }
+
+    fn compact(&self) -> Result<()> {
+        let mut compact = CompactOptions::default();
+        compact.set_bottommost_level_compaction(BottommostLevelCompaction::Force);
+        self.db
+            .compact_range_opt(None::<&[u8]>, None::<&[u8]>, &compact);
+        self.db
+            .wait_for_compact(&WaitForCompactOptions::default())
+            .map_err(rocks_error)
+    }
+
+    fn stats(&self) -> Option<Stats> {
+        let t = |ticker| self.ticker(ticker);
+        let mut stats = Stats {
+            // RocksDB counts filter outcomes for the whole tree, not per level: one row.
+            levels: vec![LevelFilterStats {
+                checked: t(Ticker::BloomFilterUseful) + t(Ticker::BloomFilterFullPositive),
+                useful: t(Ticker::BloomFilterUseful),
+                positive: t(Ticker::BloomFilterFullPositive),
+                true_positive: t(Ticker::BloomFilterFullTruePositive),
+                data_block_accesses: t(Ticker::BlockCacheDataHit) + t(Ticker::BlockCacheDataMiss),
+            }],
+            gets: t(Ticker::NumberKeysRead),
+            memtable_hits: t(Ticker::MemtableHit),
+            data_block_reads: t(Ticker::BlockCacheDataMiss),
+            index_block_reads: t(Ticker::BlockCacheIndexMiss),
+            filter_block_reads: t(Ticker::BlockCacheFilterMiss),
+            prefix_checked: t(Ticker::BloomFilterPrefixChecked),
+            prefix_useful: t(Ticker::BloomFilterPrefixUseful),
+            keys_written: t(Ticker::NumberKeysWritten),
+            bytes_written_user: t(Ticker::BytesWritten),
+            wal_bytes: t(Ticker::WalFileBytes),
+            wal_syncs: t(Ticker::WalFileSynced),
+            flush_bytes: t(Ticker::FlushWriteBytes),
+            compaction_bytes_read: t(Ticker::CompactReadBytes),
+            compaction_bytes_written: t(Ticker::CompactWriteBytes),
+            stall_micros: t(Ticker::StallMicros),
+            ..Stats::default()
+        };
+        let kinds = [
+            (
+                BlockKind::Data,
+                Ticker::BlockCacheDataHit,
+                Ticker::BlockCacheDataMiss,
+            ),
+            (
+                BlockKind::Index,
+                Ticker::BlockCacheIndexHit,
+                Ticker::BlockCacheIndexMiss,
+            ),
+            (
+                BlockKind::Filter,
+                Ticker::BlockCacheFilterHit,
+                Ticker::BlockCacheFilterMiss,
+            ),
+        ];
+        for (kind, hit, miss) in kinds {
+            let k = &mut stats.cache.per_kind[kind.index()];
+            k.hits = t(hit);
+            k.misses = t(miss);
+        }
+        Some(stats)
+    }
+
+    fn shape(&self) -> Option<String> {
+        let files = self.level_files();
+        let mut out = String::from("level  files\n");
+        for (level, n) in files.iter().enumerate().filter(|(_, &n)| n > 0) {
+            out.push_str(&format!("L{level:<5} {n:>5}\n"));
+        }
+        if let Ok(Some(stats)) = self.db.property_value("rocksdb.levelstats") {
+            out.push_str(&stats);
+        }
+        Some(out)
+    }
+
+    fn close(&self) -> Result<()> {
+        self.db.cancel_all_background_work(true);
+        Ok(())
+    }
+}

@@ -1,0 +1,123 @@
+//! How many filter bits per key a table about to be written gets: the policy's plan (Monkey or
+//! Uniform) over the tree's levels, with each level counted as the tree is meant to be shaped.
+//!
+//! Why not the current key counts: they swing. A level above the bottom can hold many times its
+//! target right after a large L0 compaction and then drain into the next level without ever being
+//! rewritten, so tables planned from the swollen count keep a loose filter long after the level
+//! is small again (and the tree spends less than its budget on the levels that need it most).
+//! Levels above the bottom are therefore counted at their target size (`max_bytes_for_level_base
+//! · multiplier^(n-1)`, in keys at the tree's bytes per key), as Monkey's analysis assumes; L0 as
+//! one run of the table being flushed; the bottom level at its real count, since it holds most
+//! keys and only it grows. The policy then pools a bottom level smaller than the level above it
+//! (one that just appeared) with that level, see `FilterPolicy::plan`.
+//!
+//! The budget is kept over the whole tree. As the tree grows the plan moves under tables that
+//! keep the filters they were built with (Monkey gives upper levels more bits as the bottom
+//! grows), so the tables that stay hold more or less than the budget; the plan for the new table
+//! is made with the budget corrected by that difference, spread over the tree, so rewrites pull
+//! the tree back to its budget (bounded to ±25% of it).
+
+use crate::options::Options;
+use crate::version::Version;
+
+/// Bits/key for a table written to `output_level`, where `level_keys` are the real key counts
+/// per level once the job is done (for a flush, `level_keys[0]` is the new table's own count) and
+/// `replaced` the numbers of the tables the job removes.
+pub(crate) fn bits_per_key_for(
+    options: &Options,
+    version: &Version,
+    output_level: usize,
+    level_keys: &[u64],
+    replaced: &[u64],
+) -> f64 {
+    let planned = planned_level_keys(options, version, level_keys);
+    let mut policy = options.filter_policy();
+    policy.bits_per_key = corrected_budget(
+        options.filter_bits_per_key,
+        version,
+        replaced,
+        planned.iter().sum(),
+    );
+    policy
+        .plan(&planned)
+        .get(output_level)
+        .map_or(options.filter_bits_per_key, |p| p.bits_per_key)
+        .max(1.0)
+}
+
+/// How strongly a plan corrects the tree's shortfall against its budget (see `corrected_budget`).
+const CORRECTION_GAIN: f64 = 4.0;
+
+/// The average bits/key to plan with so that the tree as a whole returns to `budget`: the tables
+/// that stay hold `held` bits (as built) over `held_keys`; their shortfall is spread over the
+/// `planned_keys` of the plan.
+fn corrected_budget(budget: f64, version: &Version, replaced: &[u64], planned_keys: u64) -> f64 {
+    let (held_keys, held_bits) = (0..version.num_levels())
+        .flat_map(|l| version.level(l))
+        .filter(|f| !replaced.contains(&f.meta.number))
+        .fold((0u64, 0.0f64), |(k, b), f| {
+            let props = f.table.properties();
+            (
+                k + f.meta.distinct_keys,
+                b + props.filter_bits_per_key * f.meta.distinct_keys as f64,
+            )
+        });
+    if planned_keys == 0 || !budget.is_finite() {
+        return budget;
+    }
+    let shortfall = budget * held_keys as f64 - held_bits;
+    // Each job rewrites a small part of the tree, so the shortfall is weighted up (a plain share
+    // per planned key leaves a growing tree persistently 1-3% short); the clamp keeps one plan
+    // from straying far.
+    (budget + CORRECTION_GAIN * shortfall / planned_keys as f64).clamp(budget * 0.75, budget * 1.25)
+}
+
+/// The counts the plan is made for (see the module docs).
+fn planned_level_keys(options: &Options, version: &Version, level_keys: &[u64]) -> Vec<u64> {
+    let Some(bottom) = level_keys.iter().rposition(|&k| k > 0) else {
+        return level_keys.to_vec();
+    };
+    let (bytes, keys) = (0..version.num_levels())
+        .flat_map(|l| version.level(l))
+        .fold((0u64, 0u64), |(b, k), f| {
+            (b + f.meta.file_size, k + f.meta.distinct_keys)
+        });
+    if keys == 0 || bytes == 0 {
+        return level_keys.to_vec();
+    }
+    let bytes_per_key = bytes as f64 / keys as f64;
+    let multiplier = options.max_bytes_for_level_multiplier.max(1.0);
+    level_keys
+        .iter()
+        .enumerate()
+        .map(|(level, &actual)| {
+            if level == 0 || level >= bottom {
+                actual
+            } else {
+                let target =
+                    options.max_bytes_for_level_base as f64 * multiplier.powi(level as i32 - 1);
+                (target / bytes_per_key).round().max(1.0) as u64
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upper_levels_count_at_their_targets_and_the_bottom_as_is() {
+        let options = Options {
+            max_bytes_for_level_base: 1000,
+            max_bytes_for_level_multiplier: 10.0,
+            ..Options::default()
+        };
+        // An empty version: no bytes/key known yet, the real counts are used.
+        let version = Version::empty();
+        assert_eq!(
+            planned_level_keys(&options, &version, &[5, 0, 7, 0]),
+            vec![5, 0, 7, 0]
+        );
+    }
+}
