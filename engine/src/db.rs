@@ -19,7 +19,7 @@ use crate::options::{Options, WriteOptions};
 use crate::properties::LevelInfo;
 use crate::snapshot::{Snapshot, SnapshotList};
 use crate::stats::{EngineCounters, Stats};
-use crate::version::Version;
+use crate::version::{TableFile, Version};
 use crate::wal::writer::LogWriter;
 use crate::write::WriteQueue;
 
@@ -337,32 +337,34 @@ impl DbInner {
                 MemGet::NotFound => {}
             }
         }
+        // The tables that may hold the key, in the order that finds its newest version: L0
+        // newest first, then one table per level.
+        let head = crate::version::KeyHead::of(key);
+        let version = &view.version;
+        let mut candidates = version
+            .level(0)
+            .iter()
+            .filter(move |f| f.contains_key_with_head(key, head))
+            .map(|f| (0usize, f))
+            .chain((1..version.num_levels()).filter_map(move |level| {
+                version.find_with_head(level, key, head).map(|f| (level, f))
+            }));
+        // One table ahead: the next table's filter is fetched and its memory requested before
+        // this table's filter is probed, so on a tree whose filters do not fit the CPU's caches
+        // the two waits overlap. A failure to prepare a table only counts once it is reached.
+        let prepare = |(level, file): (usize, &'_ Arc<TableFile>)| {
+            (level, Arc::clone(&file.table), file.table.prepare_get(key))
+        };
         let mut trace = GetTrace::default();
-        let mut probe =
-            |level: usize, file: &crate::version::TableFile| -> Result<Option<TableGet>> {
-                let got = file.table.get_traced(key, seq, &mut trace)?;
-                self.counters.levels[level].record(&trace);
-                Ok(match got {
-                    TableGet::NotFound => None,
-                    other => Some(other),
-                })
-            };
         let mut answer = None;
-        'levels: for level in 0..view.version.num_levels() {
-            if level == 0 {
-                for file in view.version.level(0) {
-                    if file.may_contain_user_key(key) {
-                        if let Some(got) = probe(0, file)? {
-                            answer = Some(got);
-                            break 'levels;
-                        }
-                    }
-                }
-            } else if let Some(file) = view.version.find_in_sorted_level(level, key) {
-                if let Some(got) = probe(level, file)? {
-                    answer = Some(got);
-                    break 'levels;
-                }
+        let mut next = candidates.next().map(prepare);
+        while let Some((level, table, prepared)) = next.take() {
+            next = candidates.next().map(prepare);
+            let got = table.get_prepared(key, seq, prepared?, &mut trace)?;
+            self.counters.levels[level].record(&trace);
+            if !matches!(got, TableGet::NotFound) {
+                answer = Some(got);
+                break;
             }
         }
         Ok(match answer {

@@ -237,8 +237,5 @@ pub(crate) fn open_table(db: &DbInner, level: usize, meta: &FileMeta) -> Result<
     };
     let name = path.display().to_string();
     let table = Table::open(file, meta.number, name, Arc::clone(&db.cache), options)?;
-    Ok(Arc::new(TableFile {
-        meta: meta.clone(),
-        table: Arc::new(table),
-    }))
+    Ok(Arc::new(TableFile::new(meta.clone(), Arc::new(table))))
 }

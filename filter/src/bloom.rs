@@ -216,6 +216,15 @@ impl BlockedBloom {
         }
     }
 
+    /// Starts loading the block [`BlockedBloom::may_contain_hash`] will read for `hash`, so
+    /// that a caller can overlap the wait with other work. A hint only.
+    #[inline]
+    pub fn prefetch_hash(&self, hash: u64) {
+        if let Some(block) = self.blocks.get(block_index(hash, self.blocks.len())) {
+            crate::prefetch::prefetch(block);
+        }
+    }
+
     /// `false` means the key is certainly absent; `true` means it may be present.
     #[inline]
     pub fn may_contain_hash(&self, hash: u64) -> bool {

@@ -101,6 +101,16 @@ impl Filter {
         }
     }
 
+    /// Starts loading the memory [`Filter::may_contain_hash`] will read for `hash` (a hint:
+    /// a lookup prefetches the next level's filter before probing this one's).
+    #[inline]
+    pub fn prefetch_hash(&self, hash: u64) {
+        match &self.structure {
+            Structure::Bloom(f) => f.prefetch_hash(hash),
+            Structure::Ribbon(f) => f.prefetch_hash(hash),
+        }
+    }
+
     /// The filter's kind.
     pub fn kind(&self) -> FilterKind {
         match self.structure {

@@ -21,6 +21,7 @@ mod hash;
 mod kind;
 pub mod monkey;
 mod policy;
+mod prefetch;
 pub mod ribbon;
 
 pub use bloom::{blocked_bloom_expected_fpr, BlockedBloom};

@@ -485,6 +485,16 @@ fn back_substitute(geo: Geometry, seed: u32, scratch: &Scratch) -> Vec<u64> {
     words
 }
 
+/// Where one query reads: the remixed hash `a`, the word offset `base` of its block, the
+/// block's column count, and the start's offset inside the block.
+#[derive(Debug, Clone, Copy)]
+struct Probe {
+    a: u64,
+    base: usize,
+    cols: usize,
+    off: u32,
+}
+
 impl RibbonFilter {
     /// Builds a filter over `hashes` (64-bit key hashes; duplicates are fine) at `bits_per_key`.
     ///
@@ -584,6 +594,41 @@ impl RibbonFilter {
         }
     }
 
+    /// Where a probe for `hash` reads (see [`RibbonFilter::may_contain_hash`]); the filter
+    /// must not be empty.
+    #[inline]
+    fn probe(&self, hash: u64) -> Probe {
+        let a = remix(hash, self.salt);
+        let start = start_of(a, self.num_starts) as usize;
+        let block = start / BLOCK_SLOTS;
+        let off = (start % BLOCK_SLOTS) as u32;
+        let l = self.params.lower_columns as usize;
+        let u = self.params.upper_start_block as usize;
+        let cols = l + usize::from(block >= u);
+        // Word offset of `block`: lower blocks hold `l` columns, upper ones `l + 1`, so it is
+        // `2 · (block · l + max(0, block - u))` (no overflow: at most `words.len()`, which
+        // `from_parts` checked against the parameters).
+        let base = 2 * (block * l + block.saturating_sub(u));
+        Probe { a, base, cols, off }
+    }
+
+    /// Starts loading the words [`RibbonFilter::may_contain_hash`] will read first for `hash`
+    /// (the front of its block and of the next one), so that a caller can overlap the wait with
+    /// other work. A hint only.
+    #[inline]
+    pub fn prefetch_hash(&self, hash: u64) {
+        if self.num_starts == 0 {
+            return;
+        }
+        let p = self.probe(hash);
+        if let Some(w) = self.words.get(p.base) {
+            crate::prefetch::prefetch(w);
+        }
+        if let Some(w) = self.words.get(p.base + 2 * p.cols) {
+            crate::prefetch::prefetch(w);
+        }
+    }
+
     /// True if `hash` may be in the set; false means it definitely is not.
     ///
     /// Reads the column words of the key's start block and of the next block (one contiguous
@@ -593,18 +638,7 @@ impl RibbonFilter {
         if self.num_starts == 0 {
             return false;
         }
-        let a = remix(hash, self.salt);
-        let start = start_of(a, self.num_starts) as usize;
-        let block = start / BLOCK_SLOTS;
-        let off = (start % BLOCK_SLOTS) as u32;
-        let l = self.params.lower_columns as usize;
-        let u = self.params.upper_start_block as usize;
-        let is_upper = usize::from(block >= u);
-        let cols = l + is_upper;
-        // Word offset of `block`: lower blocks hold `l` columns, upper ones `l + 1`, so it is
-        // `2 · (block · l + max(0, block - u))` (no overflow: at most `words.len()`, which
-        // `from_parts` checked against the parameters).
-        let base = 2 * (block * l + block.saturating_sub(u));
+        let Probe { a, base, cols, off } = self.probe(hash);
         // Block `block + 1` starts right after this block's `cols` columns and has at least `cols`
         // columns; `block + 1 < num_blocks` because starts stop one block early.
         let Some(region) = self.words.get(base..base + 4 * cols) else {

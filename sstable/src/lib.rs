@@ -33,4 +33,6 @@ pub use internal_key::{
 pub use prefix::{FixedPrefix, PrefixExtractor};
 pub use properties::TableProperties;
 pub use stats::{BlockAccess, FilterOutcome, GetTrace, ReadStatistics};
-pub use table::{CachedBlock, Table, TableCache, TableGet, TableIter, TableReadOptions};
+pub use table::{
+    CachedBlock, PreparedGet, Table, TableCache, TableGet, TableIter, TableReadOptions,
+};

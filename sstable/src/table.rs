@@ -85,6 +85,14 @@ impl std::fmt::Debug for Table {
     }
 }
 
+/// A lookup's filter work done ahead ([`Table::prepare_get`]): the table's whole-key filter, how
+/// it was reached, and the key's hash under the filter's hasher (`None`: the table has no
+/// filter).
+#[derive(Debug, Clone)]
+pub struct PreparedGet {
+    filter: Option<(Arc<Filter>, BlockAccess, u64)>,
+}
+
 impl Table {
     /// Opens a table: reads and verifies the footer and properties, and loads the index and
     /// filter blocks through the cache (pinned if the options say so). Any damage is a typed
@@ -423,10 +431,59 @@ impl Table {
         result
     }
 
+    /// Gets this table's whole-key filter and starts loading the part of it a lookup of
+    /// `user_key` will probe, without probing it yet. A lookup across levels prepares the next
+    /// table this way before probing the current one, so the two memory waits overlap; the
+    /// result goes to [`Table::get_prepared`].
+    pub fn prepare_get(&self, user_key: &[u8]) -> Result<PreparedGet> {
+        let prepared = self.filter_for(user_key)?;
+        if let Some((filter, _, hash)) = &prepared.filter {
+            filter.prefetch_hash(*hash);
+        }
+        Ok(prepared)
+    }
+
+    /// The whole-key filter and the key's hash under its hasher.
+    fn filter_for(&self, user_key: &[u8]) -> Result<PreparedGet> {
+        let filter = self.filter(self.footer.filter)?.map(|(filter, access)| {
+            let hash = filter.hasher().hash(user_key);
+            (filter, access, hash)
+        });
+        Ok(PreparedGet { filter })
+    }
+
+    /// [`Table::get_traced`] with the filter work done by [`Table::prepare_get`] for the same
+    /// `user_key`.
+    pub fn get_prepared(
+        &self,
+        user_key: &[u8],
+        snapshot: u64,
+        prepared: PreparedGet,
+        trace: &mut GetTrace,
+    ) -> Result<TableGet> {
+        *trace = GetTrace::default();
+        let result = self.get_after_filter(user_key, snapshot, prepared, trace);
+        if let Some(stats) = &self.options.stats {
+            stats.record(trace);
+        }
+        result
+    }
+
     fn get_inner(&self, user_key: &[u8], snapshot: u64, trace: &mut GetTrace) -> Result<TableGet> {
-        if let Some((filter, access)) = self.filter(self.footer.filter)? {
+        let prepared = self.filter_for(user_key)?;
+        self.get_after_filter(user_key, snapshot, prepared, trace)
+    }
+
+    fn get_after_filter(
+        &self,
+        user_key: &[u8],
+        snapshot: u64,
+        prepared: PreparedGet,
+        trace: &mut GetTrace,
+    ) -> Result<TableGet> {
+        if let Some((filter, access, hash)) = prepared.filter {
             trace.filter_block = access;
-            if !filter.may_contain(user_key) {
+            if !filter.may_contain_hash(hash) {
                 trace.filter = FilterOutcome::No;
                 return Ok(TableGet::NotFound);
             }
