@@ -37,6 +37,15 @@ mod stats;
 mod version;
 mod version_edit;
 mod wal;
+
+/// Engine internals for the criterion benchmarks of `siftdb-bench` (cargo feature `internals`).
+/// Not a stable API.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::memtable::{MemGet, Memtable};
+    pub use crate::wal::writer::LogWriter;
+}
 mod write;
 
 pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};

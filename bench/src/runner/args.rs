@@ -212,6 +212,10 @@ pub struct Args {
     #[arg(long = "sync", num_args = 0..=1, default_value = "false", default_missing_value = "true",
           action = ArgAction::Set, value_parser = BoolishValueParser::new())]
     pub sync: bool,
+    /// Read table files through `mmap` (siftdb's default) or with `pread` (`--mmap_read=false`).
+    #[arg(long = "mmap_read", num_args = 0..=1, default_value = "true", default_missing_value = "true",
+          value_parser = BoolishValueParser::new())]
+    pub mmap_read: bool,
     /// Flush the memtable after each write workload (not timed), so reads meet tables.
     #[arg(long = "flush_after_write", num_args = 0..=1, default_value = "true",
           default_missing_value = "true", action = ArgAction::Set,
@@ -299,6 +303,8 @@ pub struct Config {
     pub tree: TreeShape,
     /// Sync every write.
     pub sync: bool,
+    /// Read table files through `mmap`.
+    pub mmap_read: bool,
     /// Flush after write workloads.
     pub flush_after_write: bool,
     /// Seed.
@@ -394,6 +400,7 @@ impl Config {
                 level0_file_num_compaction_trigger: args.level0_file_num_compaction_trigger,
             },
             sync: args.sync,
+            mmap_read: args.mmap_read,
             flush_after_write: args.flush_after_write,
             seed: args.seed,
             db: args.db.clone(),

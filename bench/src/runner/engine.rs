@@ -149,6 +149,11 @@ pub fn siftdb_options(config: &Config) -> Options {
             .unwrap_or(defaults.level0_file_num_compaction_trigger),
         error_if_exists: false,
         create_if_missing: !config.use_existing_db,
+        read_mode: if config.mmap_read {
+            siftdb::ReadMode::Mmap
+        } else {
+            siftdb::ReadMode::Pread
+        },
         ..defaults
     }
 }
