@@ -109,27 +109,106 @@ pub fn scores(levels: &[Vec<LevelFile>], config: &PickerConfig) -> Vec<f64> {
 /// The next compaction, if any level's score is ≥ 1. The last level is never compacted further.
 /// `cursors[n]` is the end key of the previous compaction out of level `n`.
 pub fn pick(levels: &[Vec<LevelFile>], config: &PickerConfig, cursors: &[Vec<u8>]) -> Option<Pick> {
+    pick_besides(levels, config, cursors, &[])
+}
+
+/// A compaction already under way: what the picker must stay clear of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Running {
+    /// Every input file (both levels).
+    pub inputs: Vec<u64>,
+    /// The level its outputs go to.
+    pub output_level: usize,
+    /// Key range of its inputs (and so of its outputs).
+    pub smallest: Vec<u8>,
+    /// See `smallest`.
+    pub largest: Vec<u8>,
+}
+
+impl Running {
+    /// What `pick` will hold while it runs into `output_level`.
+    pub fn of(pick: &Pick, levels: &[Vec<LevelFile>], output_level: usize) -> Running {
+        let inputs: Vec<u64> = pick
+            .inputs
+            .iter()
+            .chain(&pick.next_inputs)
+            .copied()
+            .collect();
+        let files = levels
+            .iter()
+            .flatten()
+            .filter(|f| inputs.contains(&f.number));
+        let (smallest, largest) = key_range(files).unwrap_or_default();
+        Running {
+            inputs,
+            output_level,
+            smallest,
+            largest,
+        }
+    }
+}
+
+/// [`pick`] beside compactions already `running`: a pick never shares an input file with one of
+/// them, and never writes into a level a key range that one of them is writing into (the two
+/// jobs' outputs would overlap inside a sorted level). Levels are tried by score; inside a level,
+/// files round robin from the cursor until one fits. Files being compacted do not count towards
+/// their level's score, so a level is not picked twice for the same excess.
+pub fn pick_besides(
+    levels: &[Vec<LevelFile>],
+    config: &PickerConfig,
+    cursors: &[Vec<u8>],
+    running: &[Running],
+) -> Option<Pick> {
     let last = levels.len().checked_sub(1)?;
-    let scores = scores(levels, config);
-    let (level, score) = scores
+    let busy = |n: u64| running.iter().any(|r| r.inputs.contains(&n));
+    let idle: Vec<Vec<LevelFile>> = levels
         .iter()
-        .enumerate()
-        .take(last)
-        .max_by(|a, b| a.1.total_cmp(b.1))?;
-    if *score < 1.0 {
-        return None;
+        .map(|files| files.iter().filter(|f| !busy(f.number)).cloned().collect())
+        .collect();
+    let scores = scores(&idle, config);
+    let mut by_score: Vec<(usize, f64)> = scores.into_iter().enumerate().take(last).collect();
+    by_score.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let fits = |p: &Pick| {
+        let output_level = p.level + 1;
+        let mine = Running::of(p, levels, output_level);
+        !mine.inputs.iter().any(|&n| busy(n))
+            && !running.iter().any(|r| {
+                r.output_level == output_level
+                    && r.largest >= mine.smallest
+                    && r.smallest <= mine.largest
+            })
+    };
+    for (level, score) in by_score {
+        if score < 1.0 {
+            break;
+        }
+        if level == 0 {
+            // All of L0 at once (its files overlap), and only with none of it busy.
+            if levels[0].iter().any(|f| busy(f.number)) {
+                continue;
+            }
+            let inputs = levels[0].iter().map(|f| f.number).collect();
+            match pick_files(levels, 0, inputs) {
+                Some(p) if fits(&p) => return Some(p),
+                _ => continue,
+            }
+        }
+        let files = &idle[level];
+        let cursor = cursors.get(level).map_or(&[][..], Vec::as_slice);
+        let start = files
+            .iter()
+            .position(|f| f.smallest.as_slice() > cursor)
+            .unwrap_or(0);
+        let candidates = files[start..].iter().chain(&files[..start]);
+        for file in candidates {
+            if let Some(p) = pick_files(levels, level, vec![file.number]) {
+                if fits(&p) {
+                    return Some(p);
+                }
+            }
+        }
     }
-    if level == 0 {
-        let inputs = levels[0].iter().map(|f| f.number).collect();
-        return pick_files(levels, 0, inputs);
-    }
-    let files = &levels[level];
-    let cursor = cursors.get(level).map_or(&[][..], Vec::as_slice);
-    let file = files
-        .iter()
-        .find(|f| f.smallest.as_slice() > cursor)
-        .or_else(|| files.first())?;
-    pick_files(levels, level, vec![file.number])
+    None
 }
 
 #[cfg(test)]
@@ -206,5 +285,61 @@ mod tests {
     fn picker_never_compacts_the_last_level() {
         let levels = vec![vec![], vec![file(10, 1_000_000, "a", "z")]];
         assert_eq!(pick(&levels, &CONFIG, &[]), None);
+    }
+
+    #[test]
+    fn picker_stays_clear_of_running_compactions() {
+        let levels = vec![
+            vec![],
+            vec![
+                file(10, 600, "a", "c"),
+                file(11, 600, "d", "f"),
+                file(12, 600, "g", "i"),
+            ],
+            vec![file(20, 100, "b", "e"), file(21, 100, "h", "h")],
+            vec![],
+        ];
+        let first = pick(&levels, &CONFIG, &[]).unwrap();
+        assert_eq!(
+            (first.inputs.clone(), first.next_inputs.clone()),
+            (vec![10], vec![20])
+        );
+        let running = vec![Running::of(&first, &levels, 2)];
+        // File 11 overlaps file 20, which the first job holds; file 12 is free.
+        let second = pick_besides(&levels, &CONFIG, &[], &running).unwrap();
+        assert_eq!(
+            (second.inputs.clone(), second.next_inputs.clone()),
+            (vec![12], vec![21])
+        );
+        let mut both = running.clone();
+        both.push(Running::of(&second, &levels, 2));
+        // L1 still counts 600 idle bytes of 1000: below target, nothing more to do.
+        assert_eq!(pick_besides(&levels, &CONFIG, &[], &both), None);
+    }
+
+    #[test]
+    fn picker_never_writes_a_range_another_job_is_writing() {
+        let levels = vec![
+            vec![],
+            vec![file(10, 2000, "a", "c"), file(11, 2000, "p", "q")],
+            vec![],
+            vec![],
+        ];
+        // A job writing a..z into L2 (say, from files no longer listed): nothing of L1 may go
+        // into L2 beside it.
+        let running = vec![Running {
+            inputs: vec![99],
+            output_level: 2,
+            smallest: b"a".to_vec(),
+            largest: b"z".to_vec(),
+        }];
+        assert_eq!(pick_besides(&levels, &CONFIG, &[], &running), None);
+        let narrow = vec![Running {
+            smallest: b"a".to_vec(),
+            largest: b"d".to_vec(),
+            ..running[0].clone()
+        }];
+        let p = pick_besides(&levels, &CONFIG, &[], &narrow).unwrap();
+        assert_eq!(p.inputs, vec![11]);
     }
 }

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use siftdb_compaction::picker::{self, LevelFile, Pick, PickerConfig};
+use siftdb_compaction::picker::{self, LevelFile, Pick, PickerConfig, Running};
 use siftdb_compaction::{merge_into, CompactionSink, GcRules, InternalIterator, MergingIterator};
 use siftdb_sstable::{FilterSpec, InternalKey, SstError, TableBuildOptions, TableBuilder};
 
@@ -15,14 +15,15 @@ use crate::fs::{names, WritableFile};
 use crate::version::{TableFile, Version};
 use crate::version_edit::{FileMeta, VersionEdit};
 
-/// Starts the background compaction thread.
+/// Starts the background compaction threads (`Options::max_background_compactions`).
 pub(crate) fn start_background(inner: &Arc<DbInner>) {
-    crate::flush::spawn_background(
-        inner,
-        "siftdb-compact",
-        &inner.compaction_thread,
-        background_loop,
-    );
+    let count = inner.options.max_background_compactions.max(1);
+    let handles: Vec<_> = (0..count)
+        .filter_map(|i| {
+            crate::flush::spawn_background(inner, &format!("siftdb-compact-{i}"), background_loop)
+        })
+        .collect();
+    *inner.compaction_threads.lock() = handles;
 }
 
 fn background_loop(db: &Arc<DbInner>) {
@@ -88,19 +89,81 @@ fn level_files(version: &Version) -> Vec<Vec<LevelFile>> {
         .collect()
 }
 
-/// Runs one compaction if the tree needs one; returns whether it did.
+/// Runs one compaction if the tree needs one and one fits beside those under way; returns
+/// whether it did.
 pub(crate) fn maybe_compact(db: &Arc<DbInner>) -> Result<bool> {
-    let _guard = db.compaction_lock.lock();
-    let (pick, version) = {
-        let state = db.state.lock();
+    let _shared = db.compaction_lock.read();
+    let (pick, version, reservation) = {
+        let mut state = db.state.lock();
         let levels = level_files(&state.version);
-        let pick = picker::pick(&levels, &picker_config(db), &state.compact_cursors);
-        (pick, Arc::clone(&state.version))
+        let pick = picker::pick_besides(
+            &levels,
+            &picker_config(db),
+            &state.compact_cursors,
+            &state.compacting,
+        );
+        let Some(pick) = pick else { return Ok(false) };
+        let reservation = Running::of(&pick, &levels, pick.level + 1);
+        state.compacting.push(reservation.clone());
+        db.counters
+            .compactions_peak_concurrency
+            .fetch_max(state.compacting.len() as u64, Ordering::Relaxed);
+        if let Some(cursor) = state.compact_cursors.get_mut(pick.level) {
+            cursor.clone_from(&pick.end_key);
+        }
+        (pick, Arc::clone(&state.version), reservation)
     };
-    let Some(pick) = pick else { return Ok(false) };
+    // Released however the job ends, so its files are never held forever.
+    let _release = Reservation { db, reservation };
     let output_level = pick.level + 1;
     run(db, &version, &pick, output_level)?;
     Ok(true)
+}
+
+/// A background compaction's entry in `DbState::compacting`, removed on drop.
+struct Reservation<'a> {
+    db: &'a DbInner,
+    reservation: Running,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        let mut state = self.db.state.lock();
+        if let Some(i) = state.compacting.iter().position(|r| *r == self.reservation) {
+            state.compacting.swap_remove(i);
+        }
+        self.db.state_changed.notify_all();
+        self.db.work_available.notify_all();
+    }
+}
+
+/// Waits until the tree needs no compaction and none is under way. The background threads do
+/// the work (so at most `max_background_compactions` ever run); the caller only wakes them and
+/// waits.
+pub(crate) fn wait_for_compaction(db: &Arc<DbInner>) -> Result<()> {
+    let mut state = db.state.lock();
+    loop {
+        if let Some(e) = &state.bg_error {
+            return Err(Error::Background(e.clone()));
+        }
+        if db.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        let levels = level_files(&state.version);
+        let pending = picker::pick_besides(
+            &levels,
+            &picker_config(db),
+            &state.compact_cursors,
+            &state.compacting,
+        )
+        .is_some();
+        if !pending && state.compacting.is_empty() {
+            return Ok(());
+        }
+        db.work_available.notify_all();
+        db.state_changed
+            .wait_for(&mut state, Duration::from_millis(50));
+    }
 }
 
 /// Compacts every file overlapping `[start, end]` down to the deepest non-empty level (at least
@@ -112,7 +175,7 @@ pub(crate) fn compact_range(
     end: Option<&[u8]>,
 ) -> Result<()> {
     crate::flush::flush_and_wait(db)?;
-    let _guard = db.compaction_lock.lock();
+    let _exclusive = db.compaction_lock.write();
     let in_range = |f: &LevelFile| {
         start.is_none_or(|s| f.largest.as_slice() >= s)
             && end.is_none_or(|e| f.smallest.as_slice() <= e)
@@ -405,9 +468,6 @@ fn run(db: &Arc<DbInner>, version: &Version, pick: &Pick, output_level: usize) -
         state
             .pending_outputs
             .retain(|n| !outputs.iter().any(|o| o.number == *n));
-        if let Some(cursor) = state.compact_cursors.get_mut(pick.level) {
-            *cursor = pick.end_key.clone();
-        }
         db.state_changed.notify_all();
     }
     for (_, f) in &inputs {

@@ -100,6 +100,8 @@ pub(crate) struct DbState {
     pub pending_outputs: Vec<u64>,
     /// Per level, the largest key of the last compaction out of it (round-robin cursor).
     pub compact_cursors: Vec<Vec<u8>>,
+    /// Background compactions under way (their inputs and output ranges are off limits).
+    pub compacting: Vec<siftdb_compaction::picker::Running>,
 }
 
 impl DbState {
@@ -148,9 +150,10 @@ pub(crate) struct DbInner {
     pub snapshots: SnapshotList,
     pub shutting_down: AtomicBool,
     pub background: Mutex<Option<JoinHandle<()>>>,
-    pub compaction_thread: Mutex<Option<JoinHandle<()>>>,
-    /// Held by whoever runs a compaction (background or `compact_range`): one at a time.
-    pub compaction_lock: Mutex<()>,
+    pub compaction_threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Background compactions hold it shared (they keep clear of each other through
+    /// `DbState::compacting`); `compact_range` holds it exclusively and so runs alone.
+    pub compaction_lock: parking_lot::RwLock<()>,
     /// The directory lock, released at shutdown.
     pub lock: Mutex<Option<Box<dyn FileLock>>>,
 }
@@ -269,8 +272,7 @@ impl Db {
     /// target, L0 below its trigger). Benchmarks call it so reads meet a settled tree.
     pub fn wait_for_compaction(&self) -> Result<()> {
         self.inner.check_open()?;
-        while crate::compaction::maybe_compact(&self.inner)? {}
-        Ok(())
+        crate::compaction::wait_for_compaction(&self.inner)
     }
 
     /// A snapshot of the statistics.
@@ -385,11 +387,15 @@ impl DbInner {
             self.work_available.notify_all();
             self.state_changed.notify_all();
         }
-        for thread in [&self.background, &self.compaction_thread] {
-            if let Some(handle) = thread.lock().take() {
-                if handle.thread().id() != std::thread::current().id() {
-                    let _ = handle.join();
-                }
+        let handles = self
+            .background
+            .lock()
+            .take()
+            .into_iter()
+            .chain(std::mem::take(&mut *self.compaction_threads.lock()));
+        for handle in handles {
+            if handle.thread().id() != std::thread::current().id() {
+                let _ = handle.join();
             }
         }
         // Let another instance open the directory; this one's readers keep their open files.

@@ -15,7 +15,7 @@ use crate::version_edit::{FileMeta, VersionEdit};
 
 /// Starts the background thread that flushes immutable memtables.
 pub(crate) fn start_background(inner: &Arc<DbInner>) {
-    spawn_background(inner, "siftdb-flush", &inner.background, background_loop);
+    *inner.background.lock() = spawn_background(inner, "siftdb-flush", background_loop);
 }
 
 /// Spawns a named background thread running `body` and records its handle in `slot` (joined
@@ -23,17 +23,17 @@ pub(crate) fn start_background(inner: &Arc<DbInner>) {
 pub(crate) fn spawn_background(
     inner: &Arc<DbInner>,
     name: &str,
-    slot: &parking_lot::Mutex<Option<std::thread::JoinHandle<()>>>,
     body: fn(&Arc<DbInner>),
-) {
+) -> Option<std::thread::JoinHandle<()>> {
     let db = Arc::clone(inner);
     match std::thread::Builder::new()
         .name(name.to_string())
         .spawn(move || body(&db))
     {
-        Ok(handle) => *slot.lock() = Some(handle),
+        Ok(handle) => Some(handle),
         Err(e) => {
             inner.state.lock().bg_error = Some(format!("cannot start thread {name}: {e}"));
+            None
         }
     }
 }

@@ -33,6 +33,10 @@ pub struct Options {
     pub level0_file_num_compaction_trigger: usize,
     /// L0 file count at which writes stop until compaction catches up.
     pub level0_stop_writes_trigger: usize,
+    /// Background compaction threads (at least 1). Compactions run side by side when they share
+    /// no input file and write disjoint key ranges; `compact_range` runs alone. Flushes have one
+    /// thread of their own (memtables are flushed and installed oldest first).
+    pub max_background_compactions: usize,
     /// Target size of a compaction output table.
     pub target_file_size_base: u64,
     /// Target size of L1.
@@ -93,6 +97,7 @@ impl Default for Options {
             max_write_buffer_number: 2,
             level0_file_num_compaction_trigger: 4,
             level0_stop_writes_trigger: 36,
+            max_background_compactions: 1,
             target_file_size_base: 64 << 20,
             max_bytes_for_level_base: 256 << 20,
             max_bytes_for_level_multiplier: 10.0,

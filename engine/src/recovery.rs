@@ -265,6 +265,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
             bg_error: None,
             pending_outputs: Vec::new(),
             compact_cursors: vec![Vec::new(); crate::options::MAX_LEVELS],
+            compacting: Vec::new(),
         }),
         state_changed: Condvar::new(),
         work_available: Condvar::new(),
@@ -273,8 +274,8 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
         snapshots: SnapshotList::default(),
         shutting_down: AtomicBool::new(false),
         background: Mutex::new(None),
-        compaction_thread: Mutex::new(None),
-        compaction_lock: Mutex::new(()),
+        compaction_threads: Mutex::new(Vec::new()),
+        compaction_lock: parking_lot::RwLock::new(()),
         lock: Mutex::new(Some(lock)),
         options,
     });

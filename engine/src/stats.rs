@@ -25,6 +25,7 @@ pub(crate) struct EngineCounters {
     pub flushes: AtomicU64,
     pub flush_bytes: AtomicU64,
     pub compactions: AtomicU64,
+    pub compactions_peak_concurrency: AtomicU64,
     pub compaction_bytes_read: AtomicU64,
     pub compaction_bytes_written: AtomicU64,
     pub stall_micros: AtomicU64,
@@ -101,6 +102,9 @@ pub struct Stats {
     pub flush_bytes: u64,
     /// Compactions.
     pub compactions: u64,
+    /// Most background compactions seen running at once (at most
+    /// `Options::max_background_compactions`).
+    pub compactions_peak_concurrency: u64,
     /// Bytes read by compactions.
     pub compaction_bytes_read: u64,
     /// Bytes written by compactions.
@@ -175,6 +179,7 @@ impl EngineCounters {
             flushes: self.flushes.load(Relaxed),
             flush_bytes: self.flush_bytes.load(Relaxed),
             compactions: self.compactions.load(Relaxed),
+            compactions_peak_concurrency: self.compactions_peak_concurrency.load(Relaxed),
             compaction_bytes_read: self.compaction_bytes_read.load(Relaxed),
             compaction_bytes_written: self.compaction_bytes_written.load(Relaxed),
             stall_micros: self.stall_micros.load(Relaxed),

@@ -65,6 +65,8 @@ fn options() -> Options {
     o.target_file_size_base = 2048;
     o.max_bytes_for_level_base = 4096;
     o.max_bytes_for_level_multiplier = 3.0;
+    // Compactions side by side, as a service with spare cores would run them.
+    o.max_background_compactions = 3;
     o
 }
 

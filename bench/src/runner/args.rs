@@ -208,6 +208,9 @@ pub struct Args {
     /// L0 file count that triggers compaction [default: the engine's, 4].
     #[arg(long = "level0_file_num_compaction_trigger")]
     pub level0_file_num_compaction_trigger: Option<usize>,
+    /// Background compaction threads [default: the engine's, 1; peers get the same count].
+    #[arg(long = "max_background_compactions")]
+    pub max_background_compactions: Option<usize>,
     /// Sync the WAL on every write.
     #[arg(long = "sync", num_args = 0..=1, default_value = "false", default_missing_value = "true",
           action = ArgAction::Set, value_parser = BoolishValueParser::new())]
@@ -398,6 +401,7 @@ impl Config {
                 max_bytes_for_level_base: args.max_bytes_for_level_base,
                 max_bytes_for_level_multiplier: args.max_bytes_for_level_multiplier,
                 level0_file_num_compaction_trigger: args.level0_file_num_compaction_trigger,
+                max_background_compactions: args.max_background_compactions,
             },
             sync: args.sync,
             mmap_read: args.mmap_read,
@@ -506,4 +510,6 @@ pub struct TreeShape {
     pub max_bytes_for_level_multiplier: Option<f64>,
     /// `level0_file_num_compaction_trigger`.
     pub level0_file_num_compaction_trigger: Option<usize>,
+    /// `max_background_compactions`.
+    pub max_background_compactions: Option<usize>,
 }

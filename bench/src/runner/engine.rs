@@ -147,6 +147,10 @@ pub fn siftdb_options(config: &Config) -> Options {
             .tree
             .level0_file_num_compaction_trigger
             .unwrap_or(defaults.level0_file_num_compaction_trigger),
+        max_background_compactions: config
+            .tree
+            .max_background_compactions
+            .unwrap_or(defaults.max_background_compactions),
         error_if_exists: false,
         create_if_missing: !config.use_existing_db,
         read_mode: if config.mmap_read {

@@ -12,7 +12,8 @@
 //! - memtable `max_memtable_size` = siftdb's write buffer size; leveled compaction with siftdb's
 //!   L0 trigger, target file size and multiplier. fjall derives L1's size from them
 //!   (`target_size × l0_threshold`) and has no separate `max_bytes_for_level_base`.
-//! - two worker threads (siftdb: one flush and one compaction thread).
+//! - worker threads: one plus `max_background_compactions` (siftdb: one flush thread and
+//!   that many compaction threads).
 //! - writes go to the OS with every write batch (fjall's default, as siftdb's `sync=false`);
 //!   `--sync` syncs the journal (`PersistMode::SyncAll`) after each write.
 
@@ -54,7 +55,7 @@ impl FjallEngine {
         let bits = config.filter.bits_per_key as f32;
         let db = Database::builder(dir)
             .cache_size(sift.block_cache_capacity as u64)
-            .worker_threads(2)
+            .worker_threads(1 + sift.max_background_compactions.max(1))
             .open()
             .map_err(fjall_error)?;
         let l0_trigger = sift.level0_file_num_compaction_trigger.clamp(1, 255) as u8;
@@ -80,12 +81,13 @@ impl FjallEngine {
             "bloom {bits} bits/key on every level (no ribbon, no Monkey); no prefix extractor; \
              {} block cache (fjall pins L0 filters, L0/L1 indexes); memtable {}; leveled: L0 \
              trigger {l0_trigger}, target file {}, multiplier {}, L1 = target x trigger = {}; \
-             no compression; 2 worker threads",
+             no compression; {} worker threads",
             human_bytes(sift.block_cache_capacity as u64),
             human_bytes(write_buffer),
             human_bytes(sift.target_file_size_base),
             sift.max_bytes_for_level_multiplier,
             human_bytes(sift.target_file_size_base * u64::from(l0_trigger)),
+            1 + sift.max_background_compactions.max(1),
         );
         Ok(FjallEngine {
             db,

@@ -13,7 +13,7 @@
 //! - memtable `write_buffer_size` and `max_write_buffer_number` as siftdb's; the tree shape
 //!   (`target_file_size_base`, `max_bytes_for_level_base`, multiplier, L0 trigger) as siftdb's,
 //!   with `level_compaction_dynamic_level_bytes` off because siftdb's level targets are static.
-//! - two background jobs (siftdb: one flush and one compaction thread).
+//! - background jobs: one flush plus `max_background_compactions` (siftdb's threads).
 
 use std::path::Path;
 
@@ -95,7 +95,7 @@ impl RocksEngine {
         options.set_max_bytes_for_level_base(sift.max_bytes_for_level_base);
         options.set_max_bytes_for_level_multiplier(sift.max_bytes_for_level_multiplier);
         options.set_level_compaction_dynamic_level_bytes(false);
-        options.set_max_background_jobs(2);
+        options.set_max_background_jobs(1 + sift.max_background_compactions.max(1) as i32);
         options.enable_statistics();
 
         let db = DB::open(&options, dir).map_err(rocks_error)?;
@@ -104,7 +104,7 @@ impl RocksEngine {
         let settings = format!(
             "{filter}; filter+index blocks in a {} LRU block cache (L0 pinned); fixed:{} prefix \
              extractor; write buffer {} x{}; target file {}, L1 {}, multiplier {}, L0 trigger {}, \
-             dynamic level bytes off; no compression; 2 background jobs",
+             dynamic level bytes off; no compression; {} background jobs",
             super::super::report::human_bytes(sift.block_cache_capacity as u64),
             config.prefix_size,
             super::super::report::human_bytes(sift.write_buffer_size as u64),
@@ -113,6 +113,7 @@ impl RocksEngine {
             super::super::report::human_bytes(sift.max_bytes_for_level_base),
             sift.max_bytes_for_level_multiplier,
             sift.level0_file_num_compaction_trigger,
+            1 + sift.max_background_compactions.max(1),
         );
         Ok(RocksEngine {
             db,
