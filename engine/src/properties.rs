@@ -26,6 +26,9 @@ pub struct LevelInfo {
     pub filter_bytes: u64,
     /// Filter bits per key actually built: `8 · filter_bytes / keys`.
     pub bits_per_key: f64,
+    /// Filter bits per key the plan asked for (key-weighted mean over the level's tables); the
+    /// built figure adds headers and size rounding.
+    pub planned_bits_per_key: f64,
     /// The FPR the level's filters were built to give: the key-weighted mean over its tables
     /// (the FPR a lookup reaching a random table of the level meets).
     pub expected_fpr: f64,
@@ -69,6 +72,17 @@ pub(crate) fn level_reports(db: &DbInner, version: &Version) -> Vec<LevelInfo> {
                     kinds.join("+")
                 },
                 filter_bytes,
+                planned_bits_per_key: if keys == 0 {
+                    0.0
+                } else {
+                    files
+                        .iter()
+                        .map(|f| {
+                            f.table.properties().filter_bits_per_key * f.meta.distinct_keys as f64
+                        })
+                        .sum::<f64>()
+                        / keys as f64
+                },
                 bits_per_key: if keys == 0 {
                     0.0
                 } else {

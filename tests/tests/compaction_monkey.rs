@@ -2,7 +2,7 @@
 //! under Uniform allocation. The filters actually built (read back through `Db::level_info`, the
 //! figures behind `siftdb.levels`) must follow the allocation — upper levels get more bits/key and
 //! a lower FPR than the bottom level — while the two trees spend about the same filter memory
-//! (within 3.5%: see the test), and a missing-key lookup meets a lower summed FPR under Monkey.
+//! (within 2.5%: see the test), and a missing-key lookup meets a lower summed FPR under Monkey.
 
 use siftdb::{Db, FilterAllocation, LevelInfo, Options};
 
@@ -80,14 +80,28 @@ fn monkey_filters_follow_the_allocation_at_the_same_memory_as_uniform() {
     );
 
     // Same total filter memory. The tables of a growing tree keep filters planned for an earlier
-    // shape; the engine's budget correction pulls the tree back to its budget, but background
-    // timing changes each run's history: measured 0.1-3.2% apart (Monkey lower), so the issue's
-    // 2% is not met every run and the test allows 3.5%.
+    // shape; the engine's budget correction pulls the tree back to its budget. Background timing
+    // changes each run's history: over ten runs the two trees were 0.0-1.8% apart (the issue's
+    // target is 2%); the test allows 2.5% so that timing alone cannot fail it.
     let (m_bytes, u_bytes) = (filter_bytes(&monkey), filter_bytes(&uniform));
     let drift = (m_bytes as f64 - u_bytes as f64).abs() / u_bytes as f64;
     eprintln!("filter memory: monkey {m_bytes} B, uniform {u_bytes} B");
+    for (name, levels) in [("monkey", &monkey), ("uniform", &uniform)] {
+        let keys: u64 = levels.iter().map(|l| l.keys).sum();
+        let planned: f64 = levels
+            .iter()
+            .map(|l| l.planned_bits_per_key * l.keys as f64)
+            .sum::<f64>()
+            / keys as f64;
+        let per_level: Vec<String> = levels
+            .iter()
+            .filter(|l| l.keys > 0)
+            .map(|l| format!("{:.2}/{:.2}", l.planned_bits_per_key, l.bits_per_key))
+            .collect();
+        eprintln!("{name}: planned {planned:.3} bits/key; per level planned/built {per_level:?}");
+    }
     assert!(
-        drift <= 0.035,
+        drift <= 0.025,
         "filter memory: monkey {m_bytes} B, uniform {u_bytes} B ({:.2}% apart)",
         drift * 100.0
     );
