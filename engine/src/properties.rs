@@ -145,7 +145,7 @@ fn levels_table(reports: &[LevelInfo]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<5} {:>6} {:>11} {:>12} {:<14} {:>9} {:>12} {:>12} {:>10}",
+        "{:<5} {:>6} {:>11} {:>12} {:<14} {:>9} {:>12} {:>12} {:>10} {:>8}",
         "level",
         "files",
         "keys",
@@ -154,7 +154,8 @@ fn levels_table(reports: &[LevelInfo]) -> String {
         "bits/key",
         "expected fpr",
         "measured fpr",
-        "negatives"
+        "negatives",
+        "planned"
     );
     for (level, r) in reports.iter().enumerate() {
         if r.files == 0 && r.measured.checked == 0 {
@@ -163,7 +164,7 @@ fn levels_table(reports: &[LevelInfo]) -> String {
         let negatives = r.measured.false_positives() + r.measured.useful;
         let _ = writeln!(
             out,
-            "L{:<4} {:>6} {:>11} {:>12} {:<14} {:>9.2} {:>12.6} {:>12.6} {:>10}",
+            "L{:<4} {:>6} {:>11} {:>12} {:<14} {:>9.2} {:>12.6} {:>12.6} {:>10} {:>8.2}",
             level,
             r.files,
             r.keys,
@@ -172,7 +173,8 @@ fn levels_table(reports: &[LevelInfo]) -> String {
             r.bits_per_key,
             r.expected_fpr,
             r.measured.measured_fpr(),
-            negatives
+            negatives,
+            r.planned_bits_per_key
         );
     }
     out
