@@ -453,7 +453,10 @@ impl Table {
     }
 
     /// [`Table::get_traced`] with the filter work done by [`Table::prepare_get`] for the same
-    /// `user_key`.
+    /// `user_key`. Unlike `get_traced` it leaves recording `trace` in
+    /// [`TableReadOptions::stats`] to the caller (the engine records it per level instead,
+    /// sparing every probe of a lookup two shared atomic updates); block reads from the file are
+    /// still counted there.
     pub fn get_prepared(
         &self,
         user_key: &[u8],
@@ -462,11 +465,7 @@ impl Table {
         trace: &mut GetTrace,
     ) -> Result<TableGet> {
         *trace = GetTrace::default();
-        let result = self.get_after_filter(user_key, snapshot, prepared, trace);
-        if let Some(stats) = &self.options.stats {
-            stats.record(trace);
-        }
-        result
+        self.get_after_filter(user_key, snapshot, prepared, trace)
     }
 
     fn get_inner(&self, user_key: &[u8], snapshot: u64, trace: &mut GetTrace) -> Result<TableGet> {
