@@ -465,6 +465,7 @@ fn run(db: &Arc<DbInner>, version: &Version, pick: &Pick, output_level: usize) -
                 .ok_or_else(|| Error::Corruption("compaction output missing".to_string()))
         })?;
         state.version = Arc::new(new_version);
+        db.publish_view(&state);
         state
             .pending_outputs
             .retain(|n| !outputs.iter().any(|o| o.number == *n));

@@ -140,6 +140,8 @@ pub(crate) struct DbInner {
     pub cache: Arc<TableCache>,
     pub counters: EngineCounters,
     pub state: Mutex<DbState>,
+    /// What reads see, republished from `state` by every change of memtables or version.
+    pub view: parking_lot::RwLock<Arc<ReadView>>,
     /// Signalled when memtables are flushed or a background error occurs.
     pub state_changed: Condvar,
     /// Signalled when there is background work.
@@ -303,13 +305,23 @@ impl Db {
 }
 
 impl DbInner {
-    pub(crate) fn read_view(&self) -> ReadView {
-        let state = self.state.lock();
-        ReadView {
+    /// The tables and memtables a read sees: the view published last, one `Arc` clone under a
+    /// read lock, never the state mutex that writers, flushes and compactions take.
+    pub(crate) fn read_view(&self) -> Arc<ReadView> {
+        Arc::clone(&self.view.read())
+    }
+
+    /// Publishes the view of `state` for readers. Called, with the state lock held, by every
+    /// change of the active memtable, the immutable memtables or the version, so that a reader
+    /// that sees a write's sequence number also sees the memtable or table holding it (the
+    /// write is made visible after the switch that created its memtable published it).
+    pub(crate) fn publish_view(&self, state: &DbState) {
+        let view = Arc::new(ReadView {
             mem: Arc::clone(&state.mem),
             imm: state.imm.iter().rev().cloned().collect(),
             version: Arc::clone(&state.version),
-        }
+        });
+        *self.view.write() = view;
     }
 
     pub(crate) fn check_open(&self) -> Result<()> {

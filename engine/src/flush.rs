@@ -159,6 +159,7 @@ fn flush_memtable(db: &Arc<DbInner>, mem: &Arc<Memtable>) -> Result<()> {
     })?;
     state.version = Arc::new(version);
     state.imm.retain(|m| !Arc::ptr_eq(m, mem));
+    db.publish_view(&state);
     db.counters.flushes.fetch_add(1, Ordering::Relaxed);
     db.state_changed.notify_all();
     db.work_available.notify_all(); // the compaction thread may have work now

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use parking_lot::{Condvar, Mutex};
 
 use crate::batch;
-use crate::db::{new_cache, DbInner, DbState};
+use crate::db::{new_cache, DbInner, DbState, ReadView};
 use crate::error::{Error, Result};
 use crate::fs::names::{self, FileKind};
 use crate::fs::FileSystem;
@@ -249,13 +249,19 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
     next_file_number += 1;
     let wal_number = next_file_number;
     next_file_number += 1;
+    let first_mem = Arc::new(Memtable::new(wal_number));
     let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),
         fs: Arc::clone(&fs),
         cache,
         counters,
+        view: parking_lot::RwLock::new(Arc::new(ReadView {
+            mem: Arc::clone(&first_mem),
+            imm: Vec::new(),
+            version: Arc::new(Version::empty()),
+        })),
         state: Mutex::new(DbState {
-            mem: Arc::new(Memtable::new(wal_number)),
+            mem: first_mem,
             imm: Vec::new(),
             wal: None,
             version: Arc::new(Version::empty()),
@@ -412,6 +418,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
             &edit,
         )?);
         state.version = Arc::new(version);
+        inner.publish_view(&state);
         inner
             .visible_sequence
             .store(last_sequence, std::sync::atomic::Ordering::Release);

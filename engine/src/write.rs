@@ -246,6 +246,7 @@ impl DbInner {
         state.wal = Some(LogWriter::new(file));
         let old = std::mem::replace(&mut state.mem, Arc::new(Memtable::new(number)));
         state.imm.push(old);
+        self.publish_view(state);
         self.work_available.notify_all();
         Ok(())
     }
