@@ -50,6 +50,8 @@ fn options(fs: &FaultFs) -> Options {
         max_bytes_for_level_multiplier: 3.0,
         level0_file_num_compaction_trigger: 2,
         level0_stop_writes_trigger: 8,
+        // Two compactions side by side: crashes land in either.
+        max_background_compactions: 2,
         fs: Arc::new(fs.clone()),
         ..Options::default()
     }

@@ -16,6 +16,8 @@ fn options(fs: &FaultFs) -> Options {
         max_bytes_for_level_multiplier: 4.0,
         level0_file_num_compaction_trigger: 2,
         block_cache_capacity: 1 << 20,
+        // Two compactions side by side: crashes land in either.
+        max_background_compactions: 2,
         fs: Arc::new(fs.clone()),
         ..Options::default()
     }
