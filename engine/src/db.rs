@@ -270,8 +270,10 @@ impl Db {
         crate::compaction::compact_range(&self.inner, start, end)
     }
 
-    /// Runs compactions in the calling thread until the tree is in shape (no level over its
-    /// target, L0 below its trigger). Benchmarks call it so reads meet a settled tree.
+    /// Waits until the tree is in shape (no level over its target, L0 below its trigger) and no
+    /// compaction is running; the background threads do the work. Benchmarks call it so reads
+    /// meet a settled tree. Fails with [`Error::Background`] if background work has failed
+    /// (writes are stopped then), and with [`Error::Closed`] if the database closes meanwhile.
     pub fn wait_for_compaction(&self) -> Result<()> {
         self.inner.check_open()?;
         crate::compaction::wait_for_compaction(&self.inner)
