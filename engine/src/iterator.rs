@@ -35,7 +35,7 @@ impl InternalIterator for MemtableIter {
 
 /// An iterator over `(key, value)` pairs in key order, as of the moment it was created.
 ///
-/// It owns `Arc`s of the memtables and tables it reads, so it borrows nothing from the [`Db`]
+/// It owns `Arc`s of the memtables and tables it reads, so it borrows nothing from the [`Db`](crate::Db)
 /// (`crate::Db`) and can be sent to another thread. Errors (damaged tables) are yielded as
 /// `Err` items, after which the iterator ends.
 pub struct DbIterator {
