@@ -4,7 +4,7 @@
 //! * [`RibbonFilter`] — standard ribbon filter (GF(2) linear system, ~30 % smaller).
 //! * [`Filter`] / [`FilterBuilder`] — the versioned, checksummed filter block.
 //! * [`KeyHasher`] — seeded XXH3 or keyed SipHash; recorded in every block.
-//! * [`FilterPolicy`], [`monkey`] — which kind and how many bits each level gets.
+//! * [`FilterPolicy`], [`monkey()`](fn@monkey) — which kind and how many bits each level gets.
 //!
 //! Filters may say "maybe" wrongly but never "no" wrongly. Everything that could make a reader
 //! disagree with the writer (format version, kind, hash function, seed) is recorded in the block

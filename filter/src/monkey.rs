@@ -13,7 +13,7 @@
 //! i.e. every level gets bits until the FPR saved per bit, per key, is the same everywhere. For the
 //! textbook bloom curve `p = e^{−b·ln²2}` this yields the closed form `p_i = λ·n_i`: FPR
 //! proportional to the level's size, so small upper levels get exponentially lower FPRs and the
-//! largest level runs loose. [`monkey`] solves the same condition numerically for the real
+//! largest level runs loose. [`monkey()`](fn@monkey) solves the same condition numerically for the real
 //! curves of the blocked bloom and ribbon filters siftdb builds: a Lagrangian search over the
 //! price `μ` of a bit, where each level picks the point of its curve (sampled every 1/32 bit/key)
 //! minimising `p_i + μ · n_i · b_i`, with `μ` bisected until the budget is met; small greedy

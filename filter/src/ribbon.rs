@@ -51,7 +51,7 @@
 //! second block of every row inside the filter, so no query needs a bounds special case). The
 //! overhead factor comes from an empirical table (see [`ribbon_overhead`]): Standard Ribbon needs
 //! more relative slack as `n` grows (roughly `+0.4 %` per doubling of `n` for w = 128). If
-//! banding fails for [`SEEDS_PER_SIZE`] seeds in a row, the filter grows by 1 % and keeps trying.
+//! banding fails for `SEEDS_PER_SIZE` seeds in a row, the filter grows by 1 % and keeps trying.
 //!
 //! The average column count is `bits_per_key / ribbon_overhead(n)`, so for large `n` the solution
 //! takes `≈ bits_per_key · n` bits; for tiny `n` (where a 256-slot minimum dominates) the filter

@@ -1,5 +1,5 @@
 //! The engines under test behind one small trait, so RocksDB and fjall (cargo feature `peers`,
-//! module [`peers`](super::peers)) run the same workloads as siftdb.
+//! module `peers`) run the same workloads as siftdb.
 
 use std::path::Path;
 
