@@ -93,14 +93,24 @@ pub fn pick_files(levels: &[Vec<LevelFile>], level: usize, inputs: Vec<u64>) -> 
 
 /// Scores of every level (files / trigger for L0, bytes / target for the others).
 pub fn scores(levels: &[Vec<LevelFile>], config: &PickerConfig) -> Vec<f64> {
+    scores_counting(levels, config, |_| true)
+}
+
+/// [`scores`] over the files for which `counts` holds.
+fn scores_counting(
+    levels: &[Vec<LevelFile>],
+    config: &PickerConfig,
+    counts: impl Fn(&LevelFile) -> bool,
+) -> Vec<f64> {
     levels
         .iter()
         .enumerate()
         .map(|(level, files)| {
+            let files = files.iter().filter(|f| counts(f));
             if level == 0 {
-                files.len() as f64 / config.l0_trigger.max(1) as f64
+                files.count() as f64 / config.l0_trigger.max(1) as f64
             } else {
-                files.iter().map(|f| f.size).sum::<u64>() as f64 / config.target_bytes(level)
+                files.map(|f| f.size).sum::<u64>() as f64 / config.target_bytes(level)
             }
         })
         .collect()
@@ -161,11 +171,7 @@ pub fn pick_besides(
 ) -> Option<Pick> {
     let last = levels.len().checked_sub(1)?;
     let busy = |n: u64| running.iter().any(|r| r.inputs.contains(&n));
-    let idle: Vec<Vec<LevelFile>> = levels
-        .iter()
-        .map(|files| files.iter().filter(|f| !busy(f.number)).cloned().collect())
-        .collect();
-    let scores = scores(&idle, config);
+    let scores = scores_counting(levels, config, |f| !busy(f.number));
     let mut by_score: Vec<(usize, f64)> = scores.into_iter().enumerate().take(last).collect();
     by_score.sort_by(|a, b| b.1.total_cmp(&a.1));
     let fits = |p: &Pick| {
@@ -193,7 +199,7 @@ pub fn pick_besides(
                 _ => continue,
             }
         }
-        let files = &idle[level];
+        let files: Vec<&LevelFile> = levels[level].iter().filter(|f| !busy(f.number)).collect();
         let cursor = cursors.get(level).map_or(&[][..], Vec::as_slice);
         let start = files
             .iter()

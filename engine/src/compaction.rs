@@ -9,7 +9,7 @@ use siftdb_compaction::picker::{self, LevelFile, Pick, PickerConfig, Running};
 use siftdb_compaction::{merge_into, CompactionSink, GcRules, InternalIterator, MergingIterator};
 use siftdb_sstable::{FilterSpec, InternalKey, SstError, TableBuildOptions, TableBuilder};
 
-use crate::db::DbInner;
+use crate::db::{DbInner, DbState};
 use crate::error::{Error, Result};
 use crate::fs::{names, WritableFile};
 use crate::version::{TableFile, Version};
@@ -95,15 +95,9 @@ pub(crate) fn maybe_compact(db: &Arc<DbInner>) -> Result<bool> {
     let _shared = db.compaction_lock.read();
     let (pick, version, reservation) = {
         let mut state = db.state.lock();
-        let levels = level_files(&state.version);
-        let pick = picker::pick_besides(
-            &levels,
-            &picker_config(db),
-            &state.compact_cursors,
-            &state.compacting,
-        );
-        let Some(pick) = pick else { return Ok(false) };
-        let reservation = Running::of(&pick, &levels, pick.level + 1);
+        let Some((pick, reservation)) = next_pick(db, &state) else {
+            return Ok(false);
+        };
         state.compacting.push(reservation.clone());
         db.counters
             .compactions_peak_concurrency
@@ -118,6 +112,20 @@ pub(crate) fn maybe_compact(db: &Arc<DbInner>) -> Result<bool> {
     let output_level = pick.level + 1;
     run(db, &version, &pick, output_level)?;
     Ok(true)
+}
+
+/// The compaction the tree needs next that fits beside those under way, with the reservation
+/// it would hold.
+fn next_pick(db: &DbInner, state: &DbState) -> Option<(Pick, Running)> {
+    let levels = level_files(&state.version);
+    let pick = picker::pick_besides(
+        &levels,
+        &picker_config(db),
+        &state.compact_cursors,
+        &state.compacting,
+    )?;
+    let reservation = Running::of(&pick, &levels, pick.level + 1);
+    Some((pick, reservation))
 }
 
 /// A background compaction's entry in `DbState::compacting`, removed on drop.
@@ -149,15 +157,7 @@ pub(crate) fn wait_for_compaction(db: &Arc<DbInner>) -> Result<()> {
         if db.shutting_down.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        let levels = level_files(&state.version);
-        let pending = picker::pick_besides(
-            &levels,
-            &picker_config(db),
-            &state.compact_cursors,
-            &state.compacting,
-        )
-        .is_some();
-        if !pending && state.compacting.is_empty() {
+        if next_pick(db, &state).is_none() && state.compacting.is_empty() {
             return Ok(());
         }
         db.work_available.notify_all();

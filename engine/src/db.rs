@@ -7,7 +7,7 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
 use siftdb_cache::CacheOptions;
-use siftdb_sstable::{GetTrace, TableCache, TableGet};
+use siftdb_sstable::{GetTrace, PreparedGet, TableCache, TableGet};
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
@@ -355,7 +355,7 @@ impl DbInner {
         }
         // The tables that may hold the key, in the order that finds its newest version: L0
         // newest first, then one table per level.
-        let head = crate::version::KeyHead::of(key);
+        let head = crate::key_head::KeyHead::of(key);
         let version = &view.version;
         let mut candidates = version
             .level(0)
@@ -368,15 +368,18 @@ impl DbInner {
         // One table ahead: the next table's filter is fetched and its memory requested before
         // this table's filter is probed, so on a tree whose filters do not fit the CPU's caches
         // the two waits overlap. A failure to prepare a table only counts once it is reached.
-        let prepare = |(level, file): (usize, &'_ Arc<TableFile>)| {
-            (level, Arc::clone(&file.table), file.table.prepare_get(key))
-        };
+        fn prepare<'v>(
+            key: &[u8],
+            (level, file): (usize, &'v Arc<TableFile>),
+        ) -> (usize, &'v TableFile, siftdb_sstable::Result<PreparedGet>) {
+            (level, file, file.table.prepare_get(key))
+        }
         let mut trace = GetTrace::default();
         let mut answer = None;
-        let mut next = candidates.next().map(prepare);
-        while let Some((level, table, prepared)) = next.take() {
-            next = candidates.next().map(prepare);
-            let got = table.get_prepared(key, seq, prepared?, &mut trace)?;
+        let mut next = candidates.next().map(|c| prepare(key, c));
+        while let Some((level, file, prepared)) = next.take() {
+            next = candidates.next().map(|c| prepare(key, c));
+            let got = file.table.get_prepared(key, seq, prepared?, &mut trace)?;
             self.counters.levels[level].record(&trace);
             if !matches!(got, TableGet::NotFound) {
                 answer = Some(got);

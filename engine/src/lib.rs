@@ -27,6 +27,7 @@ mod filter_plan;
 mod flush;
 pub mod fs;
 mod iterator;
+mod key_head;
 mod manifest;
 mod memtable;
 mod options;

@@ -424,7 +424,9 @@ impl Table {
         trace: &mut GetTrace,
     ) -> Result<TableGet> {
         *trace = GetTrace::default();
-        let result = self.get_inner(user_key, snapshot, trace);
+        let result = self
+            .filter_for(user_key)
+            .and_then(|prepared| self.get_prepared(user_key, snapshot, prepared, trace));
         if let Some(stats) = &self.options.stats {
             stats.record(trace);
         }
@@ -465,21 +467,6 @@ impl Table {
         trace: &mut GetTrace,
     ) -> Result<TableGet> {
         *trace = GetTrace::default();
-        self.get_after_filter(user_key, snapshot, prepared, trace)
-    }
-
-    fn get_inner(&self, user_key: &[u8], snapshot: u64, trace: &mut GetTrace) -> Result<TableGet> {
-        let prepared = self.filter_for(user_key)?;
-        self.get_after_filter(user_key, snapshot, prepared, trace)
-    }
-
-    fn get_after_filter(
-        &self,
-        user_key: &[u8],
-        snapshot: u64,
-        prepared: PreparedGet,
-        trace: &mut GetTrace,
-    ) -> Result<TableGet> {
         if let Some((filter, access, hash)) = prepared.filter {
             trace.filter_block = access;
             if !filter.may_contain_hash(hash) {
