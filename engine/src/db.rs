@@ -158,6 +158,9 @@ pub(crate) struct DbInner {
     pub compaction_lock: parking_lot::RwLock<()>,
     /// The directory lock, released at shutdown.
     pub lock: Mutex<Option<Box<dyn FileLock>>>,
+    /// Test pause points (`Db::set_sync_point`).
+    #[cfg(feature = "test-hooks")]
+    pub sync_points: crate::sync_point::SyncPoints,
 }
 
 impl Db {
@@ -207,6 +210,7 @@ impl Db {
     /// The value of `key`, or `None`.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let seq = self.inner.visible_sequence.load(Ordering::Acquire);
+        crate::sync_point::sync_point!(self.inner, crate::sync_point::READ_SEQUENCE_AND_VIEW);
         self.inner.get_at(key, seq)
     }
 
@@ -226,6 +230,7 @@ impl Db {
     /// A consistent view of the database as of now.
     pub fn snapshot(&self) -> Snapshot {
         let seq = self.inner.visible_sequence.load(Ordering::Acquire);
+        crate::sync_point::sync_point!(self.inner, crate::sync_point::SNAPSHOT_SEQUENCE_CHOSEN);
         Snapshot::new(Arc::clone(&self.inner), seq)
     }
 
@@ -234,12 +239,14 @@ impl Db {
     /// [`DbIterator::seek`] to start at a key.
     pub fn iter(&self) -> DbIterator {
         let seq = self.inner.visible_sequence.load(Ordering::Acquire);
+        crate::sync_point::sync_point!(self.inner, crate::sync_point::READ_SEQUENCE_AND_VIEW);
         DbIterator::new(&self.inner, seq, None)
     }
 
     /// An iterator over the keys in `[start, end)` (`None` = open end).
     pub fn range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> DbIterator {
         let seq = self.inner.visible_sequence.load(Ordering::Acquire);
+        crate::sync_point::sync_point!(self.inner, crate::sync_point::READ_SEQUENCE_AND_VIEW);
         let mut it = DbIterator::new(&self.inner, seq, None);
         it.set_upper_bound(end.map(<[u8]>::to_vec));
         if let Some(start) = start {
@@ -252,6 +259,7 @@ impl Db {
     /// Tables whose prefix filter says the prefix is absent are skipped without being read.
     pub fn prefix_iter(&self, prefix: &[u8]) -> DbIterator {
         let seq = self.inner.visible_sequence.load(Ordering::Acquire);
+        crate::sync_point::sync_point!(self.inner, crate::sync_point::READ_SEQUENCE_AND_VIEW);
         let mut it = DbIterator::new(&self.inner, seq, Some(prefix.to_vec()));
         it.seek(prefix);
         it
@@ -295,6 +303,20 @@ impl Db {
     /// `siftdb.estimate-num-keys`, `siftdb.cur-size-all-mem-tables`), or `None` if unknown.
     pub fn property(&self, name: &str) -> Option<String> {
         crate::properties::property(&self.inner, name)
+    }
+
+    /// Installs `callback` at the named pause point (see the `sync_point` module); it runs on
+    /// every thread that reaches the point until [`Db::clear_sync_point`]. Test builds only
+    /// (cargo feature `test-hooks`).
+    #[cfg(feature = "test-hooks")]
+    pub fn set_sync_point(&self, name: &'static str, callback: impl Fn() + Send + Sync + 'static) {
+        self.inner.sync_points.set(name, Arc::new(callback));
+    }
+
+    /// Removes the callback of a pause point. Test builds only (cargo feature `test-hooks`).
+    #[cfg(feature = "test-hooks")]
+    pub fn clear_sync_point(&self, name: &str) {
+        self.inner.sync_points.clear(name);
     }
 
     /// Stops background work and waits for it. Further calls on any handle fail with

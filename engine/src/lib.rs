@@ -35,6 +35,10 @@ mod properties;
 mod recovery;
 mod snapshot;
 mod stats;
+#[cfg(feature = "test-hooks")]
+pub mod sync_point;
+#[cfg(not(feature = "test-hooks"))]
+mod sync_point;
 mod version;
 mod version_edit;
 mod wal;

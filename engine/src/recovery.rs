@@ -283,6 +283,8 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
         compaction_threads: Mutex::new(Vec::new()),
         compaction_lock: parking_lot::RwLock::new(()),
         lock: Mutex::new(Some(lock)),
+        #[cfg(feature = "test-hooks")]
+        sync_points: Default::default(),
         options,
     });
     // Open the live tables.
