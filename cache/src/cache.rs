@@ -150,6 +150,15 @@ impl<V> BlockCache<V> {
             .with_shard(key, |shard, _| shard.lookup(key, kind))
     }
 
+    /// The block under `key` if cached, without counting a lookup and without
+    /// making it more recently used: for readers that must not disturb the
+    /// cache (a compaction reads every block of its inputs once; counting or
+    /// promoting those reads would skew the hit rate and keep blocks that no
+    /// user reads).
+    pub fn peek(&self, key: &BlockKey) -> Option<Arc<V>> {
+        self.inner.with_shard(key, |shard, _| shard.peek(key))
+    }
+
     /// Caches `value` under `key`, charged `charge` bytes, and returns the
     /// value now cached there.
     ///

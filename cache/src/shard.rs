@@ -281,6 +281,16 @@ impl<V> Shard<V> {
     }
 
     /// The resident value under `key`, promoted in its LRU.
+    /// The entry under `key` without counting a lookup or changing its
+    /// recency (`LruCache::peek`).
+    pub(crate) fn peek(&self, key: &BlockKey) -> Option<Arc<V>> {
+        self.low
+            .peek(key)
+            .or_else(|| self.high.peek(key))
+            .or_else(|| self.pinned.get(key).map(|p| &p.entry))
+            .map(|entry| Arc::clone(&entry.value))
+    }
+
     fn find(&mut self, key: &BlockKey) -> Option<Arc<V>> {
         if let Some(entry) = self.low.get(key) {
             return Some(Arc::clone(&entry.value));

@@ -553,3 +553,20 @@ fn concurrent_stress_counters_add_up() {
     assert_eq!(resident_charges, stats.usage);
     assert_eq!(cache.stats().total().lookups(), lookups);
 }
+
+#[test]
+fn peek_neither_counts_nor_promotes() {
+    let cache = one_shard(30, 0.0);
+    for offset in 0..3 {
+        put(&cache, offset, 10);
+    }
+    // Peeking 0 must not save it: it is still the least recently used.
+    assert_eq!(cache.peek(&key(0)).as_deref(), Some(&0));
+    assert!(cache.peek(&key(9)).is_none());
+    put(&cache, 3, 10);
+    assert!(!resident(&cache, 0));
+    assert!(resident(&cache, 1));
+    let data = *cache.stats().kind(BlockKind::Data);
+    assert_eq!((data.hits, data.misses), (0, 0));
+    cache.check_invariants();
+}

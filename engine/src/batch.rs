@@ -49,7 +49,8 @@ impl WriteBatch {
     }
 
     /// Adds a put. An over-limit key or value makes the whole batch fail at write time.
-    pub fn put(&mut self, key: &[u8], value: &[u8]) -> &mut Self {
+    pub fn put<K: AsRef<[u8]>, V: AsRef<[u8]>>(&mut self, key: K, value: V) -> &mut Self {
+        let (key, value) = (key.as_ref(), value.as_ref());
         self.check(key, Some(value));
         self.rep.push(ValueKind::Put as u8);
         put_bytes(&mut self.rep, key);
@@ -59,7 +60,8 @@ impl WriteBatch {
     }
 
     /// Adds a delete.
-    pub fn delete(&mut self, key: &[u8]) -> &mut Self {
+    pub fn delete<K: AsRef<[u8]>>(&mut self, key: K) -> &mut Self {
+        let key = key.as_ref();
         self.check(key, None);
         self.rep.push(ValueKind::Delete as u8);
         put_bytes(&mut self.rep, key);
@@ -173,10 +175,10 @@ mod tests {
     #[test]
     fn batch_rejects_oversized_keys() {
         let mut b = WriteBatch::new();
-        b.put(&vec![0; MAX_KEY_SIZE + 1], b"v");
+        b.put(vec![0; MAX_KEY_SIZE + 1], b"v");
         assert!(b.validate().is_err());
         let mut ok = WriteBatch::new();
-        ok.put(&vec![0; MAX_KEY_SIZE], b"v");
+        ok.put(vec![0; MAX_KEY_SIZE], b"v");
         assert!(ok.validate().is_ok());
     }
 }

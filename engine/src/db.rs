@@ -7,19 +7,19 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
 use siftdb_cache::CacheOptions;
-use siftdb_sstable::{GetTrace, PreparedGet, TableCache, TableGet};
+use siftdb_sstable::{GetTrace, Lookup, PreparedGet, TableCache};
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
 use crate::iterator::DbIterator;
-use crate::manifest::Manifest;
-use crate::memtable::{MemGet, Memtable};
+use crate::memtable::Memtable;
 use crate::options::{Options, WriteOptions};
 use crate::properties::LevelInfo;
 use crate::snapshot::{Snapshot, SnapshotList};
 use crate::stats::{EngineCounters, Stats};
 use crate::version::{TableFile, Version};
+use crate::version_set::VersionSet;
 use crate::wal::writer::LogWriter;
 use crate::write::WriteQueue;
 
@@ -81,56 +81,16 @@ pub(crate) struct ReadView {
     pub version: Arc<Version>,
 }
 
-/// State changed under [`DbInner::state`].
+/// The memtables and the write-ahead log, changed under [`DbInner::state`]. The tree's metadata
+/// (versions, file numbers, the manifest) belongs to the [`VersionSet`].
 pub(crate) struct DbState {
     pub mem: Arc<Memtable>,
     /// Immutable memtables waiting for flush, oldest first.
     pub imm: Vec<Arc<Memtable>>,
     /// The WAL of `mem` (taken out by the write leader while it appends).
     pub wal: Option<LogWriter>,
-    pub version: Arc<Version>,
-    /// The live manifest (set once recovery has written it).
-    pub manifest: Option<Manifest>,
-    pub next_file_number: u64,
-    /// Last sequence number assigned.
-    pub last_sequence: u64,
     /// First background error; writes fail once it is set.
     pub bg_error: Option<String>,
-    /// Tables written but not yet in a version (not to be deleted as orphans).
-    pub pending_outputs: Vec<u64>,
-    /// Per level, the largest key of the last compaction out of it (round-robin cursor).
-    pub compact_cursors: Vec<Vec<u8>>,
-    /// Background compactions under way (their inputs and output ranges are off limits).
-    pub compacting: Vec<siftdb_compaction::picker::Running>,
-}
-
-impl DbState {
-    /// Appends `edit` to the manifest and syncs it. On failure the manifest on disk may or may
-    /// not hold the edit, so the state in memory can no longer be trusted to match it: writes
-    /// stop (background error) and no file is deleted until the database is reopened and the
-    /// manifest read back decides.
-    pub(crate) fn log_edit(&mut self, edit: &crate::version_edit::VersionEdit) -> Result<()> {
-        // After any background error the manifest may end in a partial record: appending
-        // after it would turn a torn tail into corruption.
-        if let Some(e) = &self.bg_error {
-            return Err(Error::Background(e.clone()));
-        }
-        let result = match self.manifest.as_mut() {
-            Some(m) => m.append(edit),
-            None => Err(Error::Background("no manifest".to_string())),
-        };
-        if let Err(e) = &result {
-            self.bg_error
-                .get_or_insert_with(|| format!("manifest write failed: {e}"));
-        }
-        result
-    }
-
-    pub(crate) fn new_file_number(&mut self) -> u64 {
-        let n = self.next_file_number;
-        self.next_file_number += 1;
-        n
-    }
 }
 
 pub(crate) struct DbInner {
@@ -140,6 +100,8 @@ pub(crate) struct DbInner {
     pub cache: Arc<TableCache>,
     pub counters: EngineCounters,
     pub state: Mutex<DbState>,
+    /// The tree's metadata and the manifest.
+    pub versions: VersionSet,
     /// What reads see, republished from `state` by every change of memtables or version.
     pub view: parking_lot::RwLock<Arc<ReadView>>,
     /// Signalled when memtables are flushed or a background error occurs.
@@ -153,8 +115,8 @@ pub(crate) struct DbInner {
     pub shutting_down: AtomicBool,
     pub background: Mutex<Option<JoinHandle<()>>>,
     pub compaction_threads: Mutex<Vec<JoinHandle<()>>>,
-    /// Background compactions hold it shared (they keep clear of each other through
-    /// `DbState::compacting`); `compact_range` holds it exclusively and so runs alone.
+    /// Background compactions hold it shared (they keep clear of each other through the
+    /// version set's reservations); `compact_range` holds it exclusively and so runs alone.
     pub compaction_lock: parking_lot::RwLock<()>,
     /// The directory lock, released at shutdown.
     pub lock: Mutex<Option<Box<dyn FileLock>>>,
@@ -183,15 +145,25 @@ impl Db {
         Ok(db)
     }
 
-    /// Stores `value` under `key`.
-    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+    /// Stores `value` under `key`. Keys and values are anything that is bytes: `&[u8]`,
+    /// `Vec<u8>`, `&str`, `String`, byte-string literals.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+    /// db.put("user:1", "ann")?;
+    /// db.put(b"user:2", vec![1u8, 2, 3])?;
+    /// assert_eq!(db.get("user:1")?, Some(b"ann".to_vec()));
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn put<K: AsRef<[u8]>, V: AsRef<[u8]>>(&self, key: K, value: V) -> Result<()> {
         let mut batch = WriteBatch::new();
         batch.put(key, value);
         self.write(batch)
     }
 
     /// Removes `key` (no error if it is absent).
-    pub fn delete(&self, key: &[u8]) -> Result<()> {
+    pub fn delete<K: AsRef<[u8]>>(&self, key: K) -> Result<()> {
         let mut batch = WriteBatch::new();
         batch.delete(key);
         self.write(batch)
@@ -208,46 +180,37 @@ impl Db {
     }
 
     /// The value of `key`, or `None`.
-    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let seq = self.inner.visible_sequence.load(Ordering::Acquire);
-        crate::sync_point::sync_point!(self.inner, crate::sync_point::READ_SEQUENCE_AND_VIEW);
-        self.inner.get_at(key, seq)
+    pub fn get<K: AsRef<[u8]>>(&self, key: K) -> Result<Option<Vec<u8>>> {
+        let mut value = Vec::new();
+        let found = self.get_into(key, &mut value)?;
+        Ok(found.then_some(value))
     }
 
-    /// Reads `key` into `buf` (cleared first); returns whether it was found. Saves an
-    /// allocation per lookup for callers that reuse a buffer.
-    pub fn get_into(&self, key: &[u8], buf: &mut Vec<u8>) -> Result<bool> {
+    /// Reads `key` into `buf` (cleared first); returns whether it was found. The value is copied
+    /// once, straight from the memtable or the data block into `buf`, so a caller that reuses
+    /// one buffer allocates nothing per lookup.
+    pub fn get_into<K: AsRef<[u8]>>(&self, key: K, buf: &mut Vec<u8>) -> Result<bool> {
         buf.clear();
-        match self.get(key)? {
-            Some(v) => {
-                buf.extend_from_slice(&v);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        let (view, seq) = self.inner.read_point();
+        self.inner.get_in(&view, key.as_ref(), seq, buf)
     }
 
     /// A consistent view of the database as of now.
     pub fn snapshot(&self) -> Snapshot {
-        let seq = self.inner.visible_sequence.load(Ordering::Acquire);
-        crate::sync_point::sync_point!(self.inner, crate::sync_point::SNAPSHOT_SEQUENCE_CHOSEN);
-        Snapshot::new(Arc::clone(&self.inner), seq)
+        Snapshot::new(Arc::clone(&self.inner))
     }
 
     /// An iterator over all keys in order. It owns what it reads (no borrow of `Db`) and can move
     /// to another thread; it sees the database as of its creation. Use
     /// [`DbIterator::seek`] to start at a key.
     pub fn iter(&self) -> DbIterator {
-        let seq = self.inner.visible_sequence.load(Ordering::Acquire);
-        crate::sync_point::sync_point!(self.inner, crate::sync_point::READ_SEQUENCE_AND_VIEW);
-        DbIterator::new(&self.inner, seq, None)
+        let (view, seq) = self.inner.read_point();
+        DbIterator::new(&self.inner, &view, seq, None)
     }
 
     /// An iterator over the keys in `[start, end)` (`None` = open end).
     pub fn range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> DbIterator {
-        let seq = self.inner.visible_sequence.load(Ordering::Acquire);
-        crate::sync_point::sync_point!(self.inner, crate::sync_point::READ_SEQUENCE_AND_VIEW);
-        let mut it = DbIterator::new(&self.inner, seq, None);
+        let mut it = self.iter();
         it.set_upper_bound(end.map(<[u8]>::to_vec));
         if let Some(start) = start {
             it.seek(start);
@@ -257,10 +220,10 @@ impl Db {
 
     /// An iterator over the keys that start with `prefix`, in order; it never yields another key.
     /// Tables whose prefix filter says the prefix is absent are skipped without being read.
-    pub fn prefix_iter(&self, prefix: &[u8]) -> DbIterator {
-        let seq = self.inner.visible_sequence.load(Ordering::Acquire);
-        crate::sync_point::sync_point!(self.inner, crate::sync_point::READ_SEQUENCE_AND_VIEW);
-        let mut it = DbIterator::new(&self.inner, seq, Some(prefix.to_vec()));
+    pub fn prefix_iter<P: AsRef<[u8]>>(&self, prefix: P) -> DbIterator {
+        let prefix = prefix.as_ref();
+        let (view, seq) = self.inner.read_point();
+        let mut it = DbIterator::new(&self.inner, &view, seq, Some(prefix.to_vec()));
         it.seek(prefix);
         it
     }
@@ -335,6 +298,22 @@ impl DbInner {
         Arc::clone(&self.view.read())
     }
 
+    /// What a read uses: the published view, then the visible sequence number — in this order.
+    ///
+    /// Why the order: a compaction drops an old version of a key once a newer one exists and no
+    /// registered snapshot needs the old one, and every table of a published view holds only
+    /// sequence numbers that were visible before the view was published. A sequence loaded
+    /// *after* the view is therefore at least as new as everything in its tables, so the newest
+    /// version the view kept of any key is visible to the read. Loaded *before* the view, the
+    /// sequence could predate an overwrite whose compaction removed the version the read should
+    /// see (issue 11's race: the key seemed absent).
+    pub(crate) fn read_point(&self) -> (Arc<ReadView>, u64) {
+        let view = self.read_view();
+        crate::sync_point::sync_point!(self, crate::sync_point::READ_SEQUENCE_AND_VIEW);
+        let seq = self.visible_sequence.load(Ordering::Acquire);
+        (view, seq)
+    }
+
     /// Publishes the view of `state` for readers. Called, with the state lock held, by every
     /// change of the active memtable, the immutable memtables or the version, so that a reader
     /// that sees a write's sequence number also sees the memtable or table holding it (the
@@ -343,9 +322,18 @@ impl DbInner {
         let view = Arc::new(ReadView {
             mem: Arc::clone(&state.mem),
             imm: state.imm.iter().rev().cloned().collect(),
-            version: Arc::clone(&state.version),
+            version: self.versions.current(),
         });
         *self.view.write() = view;
+    }
+
+    /// The hash of `prefix`'s extracted prefix, which every table's prefix filter is probed with
+    /// (`None`: no extractor, or `prefix` too short for it — no filter can rule it out).
+    pub(crate) fn prefix_hash(&self, prefix: &[u8]) -> Option<u64> {
+        let extractor = self.options.prefix_extractor.as_ref()?;
+        extractor
+            .prefix(prefix)
+            .map(|p| self.options.filter_hasher.hash(p))
     }
 
     pub(crate) fn check_open(&self) -> Result<()> {
@@ -355,30 +343,57 @@ impl DbInner {
         Ok(())
     }
 
-    /// The read path: memtables, then L0 newest first, then one table per deeper level.
-    pub(crate) fn get_at(&self, key: &[u8], seq: u64) -> Result<Option<Vec<u8>>> {
+    /// The value of `key` as of `seq` (a registered snapshot's sequence), in the current view.
+    pub(crate) fn get_at(&self, key: &[u8], seq: u64, value: &mut Vec<u8>) -> Result<bool> {
+        self.get_in(&self.read_view(), key, seq, value)
+    }
+
+    /// The read path: memtables, then L0 newest first, then one table per deeper level. A found
+    /// value is copied into `value` (cleared by the caller).
+    pub(crate) fn get_in(
+        &self,
+        view: &ReadView,
+        key: &[u8],
+        seq: u64,
+        value: &mut Vec<u8>,
+    ) -> Result<bool> {
         use std::sync::atomic::Ordering::Relaxed;
         self.check_open()?;
         self.counters.gets.fetch_add(1, Relaxed);
-        let view = self.read_view();
         for mem in std::iter::once(&view.mem).chain(view.imm.iter()) {
-            match mem.get(key, seq) {
-                MemGet::Found(v) => {
+            match mem.get_into(key, seq, value) {
+                Lookup::Found => {
                     self.counters.memtable_hits.fetch_add(1, Relaxed);
                     self.counters.gets_found.fetch_add(1, Relaxed);
-                    return Ok(Some(v));
+                    return Ok(true);
                 }
-                MemGet::Deleted => {
+                Lookup::Deleted => {
                     self.counters.memtable_hits.fetch_add(1, Relaxed);
-                    return Ok(None);
+                    return Ok(false);
                 }
-                MemGet::NotFound => {}
+                Lookup::NotFound => {}
             }
         }
-        // The tables that may hold the key, in the order that finds its newest version: L0
-        // newest first, then one table per level.
+        let found = self.get_from_tables(&view.version, key, seq, value)? == Lookup::Found;
+        if found {
+            self.counters.gets_found.fetch_add(1, Relaxed);
+        }
+        Ok(found)
+    }
+
+    /// The tables that may hold the key, in the order that finds its newest version (L0 newest
+    /// first, then one table per level); the first that holds any version decides.
+    fn get_from_tables(
+        &self,
+        version: &Version,
+        key: &[u8],
+        seq: u64,
+        value: &mut Vec<u8>,
+    ) -> Result<Lookup> {
         let head = crate::key_head::KeyHead::of(key);
-        let version = &view.version;
+        // One hash for every table: all filters of a database share its hasher (a table built
+        // with another is refused at open).
+        let hash = self.options.filter_hasher.hash(key);
         let mut candidates = version
             .level(0)
             .iter()
@@ -390,31 +405,25 @@ impl DbInner {
         // One table ahead: the next table's filter is fetched and its memory requested before
         // this table's filter is probed, so on a tree whose filters do not fit the CPU's caches
         // the two waits overlap. A failure to prepare a table only counts once it is reached.
-        fn prepare<'v>(
-            key: &[u8],
-            (level, file): (usize, &'v Arc<TableFile>),
-        ) -> (usize, &'v TableFile, siftdb_sstable::Result<PreparedGet>) {
-            (level, file, file.table.prepare_get(key))
+        fn prepare(
+            hash: u64,
+            (level, file): (usize, &Arc<TableFile>),
+        ) -> (usize, &TableFile, siftdb_sstable::Result<PreparedGet>) {
+            (level, file, file.table.prepare_get_hashed(hash))
         }
         let mut trace = GetTrace::default();
-        let mut answer = None;
-        let mut next = candidates.next().map(|c| prepare(key, c));
+        let mut next = candidates.next().map(|c| prepare(hash, c));
         while let Some((level, file, prepared)) = next.take() {
-            next = candidates.next().map(|c| prepare(key, c));
-            let got = file.table.get_prepared(key, seq, prepared?, &mut trace)?;
+            next = candidates.next().map(|c| prepare(hash, c));
+            let got = file
+                .table
+                .get_prepared_into(key, seq, prepared?, &mut trace, value)?;
             self.counters.levels[level].record(&trace);
-            if !matches!(got, TableGet::NotFound) {
-                answer = Some(got);
-                break;
+            if got != Lookup::NotFound {
+                return Ok(got);
             }
         }
-        Ok(match answer {
-            Some(TableGet::Found(v)) => {
-                self.counters.gets_found.fetch_add(1, Relaxed);
-                Some(v)
-            }
-            _ => None,
-        })
+        Ok(Lookup::NotFound)
     }
 
     pub(crate) fn shutdown(&self) {

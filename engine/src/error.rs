@@ -1,18 +1,22 @@
 //! The engine's error type.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use thiserror::Error;
 
 /// Everything a siftdb call can fail with.
+///
+/// New variants may be added in later versions: match with a wildcard arm.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum Error {
     /// An I/O error from the file system.
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
     /// Bytes on disk are damaged or unreadable: a table, the WAL or the manifest.
-    #[error("corruption: {0}")]
-    Corruption(String),
+    #[error(transparent)]
+    Corruption(Corruption),
     /// Another `Db` (in this process or another) has the directory open.
     #[error("database at {0} is locked by another instance")]
     Locked(PathBuf),
@@ -45,23 +49,188 @@ pub enum Error {
     Closed,
 }
 
+/// Where and why bytes on disk are damaged: the file and offset where known, and the lower
+/// layer's error (a checksum mismatch, a refused filter block) as the [`source`](std::error::Error::source).
+#[derive(Debug, Clone)]
+pub struct Corruption {
+    file: Option<String>,
+    offset: Option<u64>,
+    reason: String,
+    source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+impl Corruption {
+    /// Damage described by `reason` alone.
+    pub(crate) fn new(reason: impl Into<String>) -> Corruption {
+        Corruption {
+            file: None,
+            offset: None,
+            reason: reason.into(),
+            source: None,
+        }
+    }
+
+    /// Damage in `file` at `offset`.
+    pub(crate) fn at(
+        file: impl Into<String>,
+        offset: u64,
+        reason: impl Into<String>,
+    ) -> Corruption {
+        Corruption {
+            file: Some(file.into()),
+            offset: Some(offset),
+            reason: reason.into(),
+            source: None,
+        }
+    }
+
+    /// The damaged file (its path or name), if known.
+    pub fn file(&self) -> Option<&str> {
+        self.file.as_deref()
+    }
+
+    /// The byte offset of the damaged structure in [`Corruption::file`], if known.
+    pub fn offset(&self) -> Option<u64> {
+        self.offset
+    }
+
+    /// What is wrong.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+}
+
+impl std::fmt::Display for Corruption {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "corruption")?;
+        if let Some(file) = &self.file {
+            write!(f, " in {file}")?;
+        }
+        if let Some(offset) = self.offset {
+            write!(f, " at offset {offset}")?;
+        }
+        write!(f, ": {}", self.reason)?;
+        if let Some(source) = &self.source {
+            write!(f, ": {source}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Corruption {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
 impl Error {
     /// Whether this error reports damaged bytes on disk.
     pub fn is_corruption(&self) -> bool {
         matches!(self, Error::Corruption(_))
     }
+
+    /// A [`Error::Corruption`] described by `reason` alone.
+    pub(crate) fn corruption(reason: impl Into<String>) -> Error {
+        Error::Corruption(Corruption::new(reason))
+    }
+
+    /// The same error for another waiter of a failed operation (every writer of a failed group
+    /// commit gets the leader's error): the same variant and fields; an I/O error keeps its kind
+    /// and message.
+    pub(crate) fn duplicate(&self) -> Error {
+        match self {
+            Error::Io(e) => Error::Io(std::io::Error::new(e.kind(), e.to_string())),
+            Error::Corruption(c) => Error::Corruption(c.clone()),
+            Error::Locked(p) => Error::Locked(p.clone()),
+            Error::NotADatabase { path, reason } => Error::NotADatabase {
+                path: path.clone(),
+                reason: reason.clone(),
+            },
+            Error::UnsupportedVersion { found, supported } => Error::UnsupportedVersion {
+                found: *found,
+                supported: *supported,
+            },
+            Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
+            Error::Background(m) => Error::Background(m.clone()),
+            Error::Closed => Error::Closed,
+        }
+    }
 }
 
 impl From<siftdb_sstable::SstError> for Error {
     fn from(e: siftdb_sstable::SstError) -> Self {
+        use siftdb_sstable::SstError;
         match e {
-            siftdb_sstable::SstError::Io { source, .. } => Error::Io(source),
-            siftdb_sstable::SstError::InvalidArgument(m)
-            | siftdb_sstable::SstError::OutOfOrder(m) => Error::InvalidArgument(m),
-            other => Error::Corruption(other.to_string()),
+            SstError::Io { source, .. } => Error::Io(source),
+            SstError::InvalidArgument(m) | SstError::OutOfOrder(m) => Error::InvalidArgument(m),
+            SstError::Corruption {
+                file,
+                offset,
+                reason,
+            } => Error::Corruption(Corruption::at(file, offset, reason)),
+            SstError::ChecksumMismatch {
+                ref file, offset, ..
+            } => {
+                let mut c = Corruption::at(file.clone(), offset, "block checksum mismatch");
+                c.source = Some(Arc::new(e));
+                Error::Corruption(c)
+            }
+            SstError::Filter {
+                ref file, offset, ..
+            } => {
+                let mut c = Corruption::at(file.clone(), offset, "filter block refused");
+                c.source = Some(Arc::new(e));
+                Error::Corruption(c)
+            }
+            SstError::UnsupportedVersion { ref file, .. } => {
+                let mut c = Corruption::at(file.clone(), 0, "table format not supported");
+                c.source = Some(Arc::new(e));
+                Error::Corruption(c)
+            }
         }
     }
 }
 
 /// Result of siftdb calls.
 pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn corruption_keeps_file_offset_and_source() {
+        let sst = siftdb_sstable::SstError::ChecksumMismatch {
+            file: "000007.sst".to_string(),
+            offset: 4096,
+            got: 1,
+            expected: 2,
+        };
+        let e = Error::from(sst);
+        let Error::Corruption(c) = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(c.file(), Some("000007.sst"));
+        assert_eq!(c.offset(), Some(4096));
+        assert!(std::error::Error::source(c).is_some());
+        assert!(e.to_string().contains("000007.sst at offset 4096"), "{e}");
+        assert!(e.is_corruption());
+    }
+
+    #[test]
+    fn duplicate_keeps_the_variant_and_the_io_kind() {
+        let io = Error::Io(std::io::Error::new(std::io::ErrorKind::StorageFull, "full"));
+        match io.duplicate() {
+            Error::Io(e) => assert_eq!(e.kind(), std::io::ErrorKind::StorageFull),
+            other => panic!("{other:?}"),
+        }
+        let c = Error::Corruption(Corruption::at("x.log", 3, "bad"));
+        assert!(c.duplicate().is_corruption());
+        assert!(matches!(
+            Error::InvalidArgument("n".into()).duplicate(),
+            Error::InvalidArgument(_)
+        ));
+    }
+}

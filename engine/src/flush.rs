@@ -33,6 +33,7 @@ pub(crate) fn spawn_background(
         Ok(handle) => Some(handle),
         Err(e) => {
             inner.state.lock().bg_error = Some(format!("cannot start thread {name}: {e}"));
+            inner.state_changed.notify_all();
             None
         }
     }
@@ -71,7 +72,7 @@ fn background_loop(db: &Arc<DbInner>) {
 /// Logs (once per episode) every level whose measured FPR exceeds twice the expected one:
 /// silent over-fill is the most common way filters fail in production.
 fn warn_on_overfull_filters(db: &DbInner, warned: &mut [bool]) {
-    let version = Arc::clone(&db.state.lock().version);
+    let version = db.versions.current();
     let reports = crate::properties::level_reports(db, &version);
     let overfull = crate::properties::overfull_levels(&reports);
     for (level, flag) in warned.iter_mut().enumerate() {
@@ -123,47 +124,44 @@ pub(crate) fn flush_and_wait(db: &Arc<DbInner>) -> Result<()> {
 /// Writes `mem` to a new L0 table, records it in the manifest and retires the memtable and the
 /// WALs it no longer needs.
 fn flush_memtable(db: &Arc<DbInner>, mem: &Arc<Memtable>) -> Result<()> {
-    let (number, bits_per_key) = {
-        let mut state = db.state.lock();
-        let number = state.new_file_number();
-        state.pending_outputs.push(number);
-        let mut level_keys = state.version.level_keys();
+    let number = db.versions.new_output();
+    let bits_per_key = {
+        let version = db.versions.current();
+        let mut level_keys = version.level_keys();
         level_keys[0] = mem.len() as u64; // plan for one L0 run of this size
-        let bits =
-            crate::filter_plan::bits_per_key_for(&db.options, &state.version, 0, &level_keys, &[]);
-        (number, bits)
+        crate::filter_plan::bits_per_key_for(&db.options, &version, 0, &level_keys, &[])
     };
-    let result = write_l0_table(db, mem, number, bits_per_key);
-    let mut state = db.state.lock();
-    state.pending_outputs.retain(|&n| n != number);
-    let file = result?;
-    // Memtables after this one still need their WALs; this one's WAL is obsolete once the
-    // edit is durable.
-    let next_log = state
-        .imm
-        .get(1)
-        .map_or(state.mem.wal_number(), |m| m.wal_number());
+    let file = match write_l0_table(db, mem, number, bits_per_key) {
+        Ok(file) => file,
+        Err(e) => {
+            db.versions.release_outputs(&[number]);
+            return Err(e);
+        }
+    };
+    if file.is_none() {
+        db.versions.release_outputs(&[number]);
+    }
+    // The memtable after this one (`imm[0]`, the oldest) still needs its WAL; this one's is
+    // obsolete once the edit is durable.
+    let next_log = {
+        let state = db.state.lock();
+        state
+            .imm
+            .get(1)
+            .map_or(state.mem.wal_number(), |m| m.wal_number())
+    };
     let mut edit = VersionEdit {
         log_number: Some(next_log),
-        next_file_number: Some(state.next_file_number),
-        last_sequence: Some(state.last_sequence),
         ..VersionEdit::default()
     };
     if let Some(file) = &file {
         edit.added.push((0, file.meta.clone()));
     }
-    state.log_edit(&edit)?;
-    let version = state.version.apply(&edit, |_, _| {
-        file.clone()
-            .ok_or_else(|| Error::Corruption("flush lost its table".to_string()))
-    })?;
-    state.version = Arc::new(version);
-    state.imm.retain(|m| !Arc::ptr_eq(m, mem));
-    db.publish_view(&state);
+    db.versions
+        .log_and_apply(db, edit, file.as_slice(), |state| {
+            state.imm.retain(|m| !Arc::ptr_eq(m, mem));
+        })?;
     db.counters.flushes.fetch_add(1, Ordering::Relaxed);
-    db.state_changed.notify_all();
-    db.work_available.notify_all(); // the compaction thread may have work now
-    drop(state);
     crate::recovery::delete_obsolete_files(db);
     Ok(())
 }
@@ -207,12 +205,13 @@ pub(crate) fn write_l0_table(
         file_size: meta.file_size,
         smallest: siftdb_sstable::InternalKey::from_encoded(meta.properties.smallest_key.clone())
             .ok_or_else(|| {
-            Error::Corruption("flushed table has no smallest key".to_string())
+            Error::corruption("flushed table has no smallest key".to_string())
         })?,
         largest: siftdb_sstable::InternalKey::from_encoded(meta.properties.largest_key.clone())
-            .ok_or_else(|| Error::Corruption("flushed table has no largest key".to_string()))?,
+            .ok_or_else(|| Error::corruption("flushed table has no largest key".to_string()))?,
         entries: meta.properties.entries,
         distinct_keys: meta.properties.distinct_keys,
+        filter_level: 0,
     };
     Ok(Some(open_table(db, 0, &file_meta)?))
 }
@@ -225,7 +224,7 @@ pub(crate) fn open_table(db: &DbInner, level: usize, meta: &FileMeta) -> Result<
         .open_random(&path, db.options.read_mode)
         .map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
-                Error::Corruption(format!("live table {} is missing", path.display()))
+                Error::corruption(format!("live table {} is missing", path.display()))
             } else {
                 Error::Io(e)
             }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use siftdb_compaction::{InternalIterator, MergingIterator};
 use siftdb_sstable::{InternalKey, ParsedKey, ValueKind};
 
-use crate::db::DbInner;
+use crate::db::{DbInner, ReadView};
 use crate::error::{Error, Result};
 use crate::memtable::MemtableIter;
 
@@ -39,7 +39,8 @@ impl InternalIterator for MemtableIter {
 /// (`crate::Db`) and can be sent to another thread. Errors (damaged tables) are yielded as
 /// `Err` items, after which the iterator ends.
 pub struct DbIterator {
-    db: Arc<DbInner>,
+    /// Keeps the database's shared state alive for as long as the iterator reads from it.
+    _db: Arc<DbInner>,
     merge: MergingIterator,
     sequence: u64,
     prefix: Option<Vec<u8>>,
@@ -60,14 +61,23 @@ impl std::fmt::Debug for DbIterator {
 }
 
 impl DbIterator {
-    pub(crate) fn new(db: &Arc<DbInner>, sequence: u64, prefix: Option<Vec<u8>>) -> DbIterator {
-        let view = db.read_view();
+    /// An iterator over `view` as of `sequence`. It holds the view's memtables and tables for
+    /// its whole life, so no compaction can take a version it needs: `sequence` must be at
+    /// least as new as every table of the view ([`DbInner::read_point`]) or a registered
+    /// snapshot's.
+    pub(crate) fn new(
+        db: &Arc<DbInner>,
+        view: &ReadView,
+        sequence: u64,
+        prefix: Option<Vec<u8>>,
+    ) -> DbIterator {
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         children.push(Box::new(MemtableIter::new(Arc::clone(&view.mem))));
         for mem in &view.imm {
             children.push(Box::new(MemtableIter::new(Arc::clone(mem))));
         }
         let mut error = None;
+        let prefix_hash = prefix.as_deref().and_then(|p| db.prefix_hash(p));
         for (_, file) in view.version.all() {
             if let Some(p) = &prefix {
                 // Skip tables that cannot hold the prefix: by key range, then by prefix filter.
@@ -77,7 +87,11 @@ impl DbIterator {
                 if !in_range {
                     continue;
                 }
-                match file.table.prefix_may_match(p) {
+                let may_match = match prefix_hash {
+                    Some(hash) => file.table.prefix_may_match_hashed(hash),
+                    None => Ok(true),
+                };
+                match may_match {
                     Ok(false) => continue,
                     Ok(true) => {}
                     Err(e) => {
@@ -88,9 +102,8 @@ impl DbIterator {
             }
             children.push(Box::new(file.table.iter()));
         }
-        db.snapshots.acquire(sequence);
         let mut it = DbIterator {
-            db: Arc::clone(db),
+            _db: Arc::clone(db),
             merge: MergingIterator::new(children),
             sequence,
             prefix,
@@ -148,7 +161,7 @@ impl DbIterator {
             }
             let Some(parsed) = ParsedKey::parse(self.merge.key()) else {
                 self.done = true;
-                return Some(Err(Error::Corruption(
+                return Some(Err(Error::corruption(
                     "undecodable key in iteration".to_string(),
                 )));
             };
@@ -188,11 +201,5 @@ impl Iterator for DbIterator {
 
     fn next(&mut self) -> Option<Self::Item> {
         self.advance()
-    }
-}
-
-impl Drop for DbIterator {
-    fn drop(&mut self) {
-        self.db.snapshots.release(self.sequence);
     }
 }

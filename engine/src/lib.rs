@@ -31,6 +31,7 @@ mod key_head;
 mod manifest;
 mod memtable;
 mod options;
+mod options_file;
 mod properties;
 mod recovery;
 mod snapshot;
@@ -41,6 +42,7 @@ pub mod sync_point;
 mod sync_point;
 mod version;
 mod version_edit;
+mod version_set;
 mod wal;
 
 /// Engine internals for the criterion benchmarks of `siftdb-bench` (cargo feature `internals`).
@@ -55,12 +57,13 @@ mod write;
 
 pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use db::Db;
-pub use error::{Error, Result};
+pub use error::{Corruption, Error, Result};
 pub use iterator::DbIterator;
-pub use options::{Options, WriteOptions, MAX_LEVELS};
+pub use options::{Options, WriteOptions, MAX_FILTER_BITS_PER_KEY, MAX_LEVELS};
+pub use options_file::FORMAT_VERSION;
 pub use properties::LevelInfo;
-pub use recovery::FORMAT_VERSION;
-pub use siftdb_filter::{FilterAllocation, KeyHasher};
-pub use siftdb_sstable::{FixedPrefix, PrefixExtractor, ReadMode};
+pub use siftdb_cache::{BlockKind, CacheStats, KindStats};
+pub use siftdb_filter::{FilterAllocation, FilterKind, FilterPolicy, KeyHasher};
+pub use siftdb_sstable::{FixedPrefix, PrefixExtractor, RandomAccessFile, ReadMode};
 pub use snapshot::Snapshot;
 pub use stats::{LevelFilterStats, Stats};

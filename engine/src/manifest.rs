@@ -70,14 +70,14 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<(u64, Vec<VersionEdit>
     let name = std::str::from_utf8(&current)
         .ok()
         .and_then(|s| s.strip_suffix('\n'))
-        .ok_or_else(|| Error::Corruption("CURRENT is not a manifest name".to_string()))?;
+        .ok_or_else(|| Error::corruption("CURRENT is not a manifest name".to_string()))?;
     let number = match names::parse(name) {
         names::FileKind::Manifest(n) => n,
-        _ => return Err(Error::Corruption(format!("CURRENT names {name:?}"))),
+        _ => return Err(Error::corruption(format!("CURRENT names {name:?}"))),
     };
     let bytes = fs.read(&names::manifest(dir, number)).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
-            Error::Corruption(format!("manifest {name} named by CURRENT is missing"))
+            Error::corruption(format!("manifest {name} named by CURRENT is missing"))
         } else {
             Error::Io(e)
         }
@@ -87,12 +87,12 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<(u64, Vec<VersionEdit>
     // during an append that was never acknowledged) may be dropped; altered bytes anywhere,
     // the last record included, are corruption.
     if let LogEnd::Corrupted { offset, reason } | LogEnd::DamagedTail { offset, reason } = end {
-        return Err(Error::Corruption(format!(
+        return Err(Error::corruption(format!(
             "manifest {name} at offset {offset}: {reason}"
         )));
     }
     if records.is_empty() {
-        return Err(Error::Corruption(format!(
+        return Err(Error::corruption(format!(
             "manifest {name} holds no version"
         )));
     }
@@ -101,7 +101,7 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<(u64, Vec<VersionEdit>
         .enumerate()
         .map(|(i, r)| {
             VersionEdit::decode(r)
-                .ok_or_else(|| Error::Corruption(format!("manifest {name}: edit {i} undecodable")))
+                .ok_or_else(|| Error::corruption(format!("manifest {name}: edit {i} undecodable")))
         })
         .collect::<Result<Vec<_>>>()?;
     Ok((number, edits))

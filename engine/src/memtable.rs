@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crossbeam_skiplist::SkipMap;
-use siftdb_sstable::{InternalKey, ValueKind};
+use siftdb_sstable::{InternalKey, Lookup, ValueKind};
 
 use crate::key_head::KeyHead;
 
@@ -44,7 +44,9 @@ impl Ord for MemKey {
     }
 }
 
-/// Result of a memtable lookup.
+/// Result of a memtable lookup (the benchmarks' and tests' API; the engine uses
+/// [`Memtable::get_into`]).
+#[cfg(any(test, feature = "internals"))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MemGet {
     /// The newest visible version is this value.
@@ -106,18 +108,34 @@ impl Memtable {
     }
 
     /// The newest version of `key` visible at `snapshot`.
+    #[cfg(any(test, feature = "internals"))]
     pub fn get(&self, key: &[u8], snapshot: u64) -> MemGet {
+        let mut value = Vec::new();
+        match self.get_into(key, snapshot, &mut value) {
+            Lookup::Found => MemGet::Found(value),
+            Lookup::Deleted => MemGet::Deleted,
+            Lookup::NotFound => MemGet::NotFound,
+        }
+    }
+
+    /// [`Memtable::get`] copying a found value into `value` (cleared first; untouched unless
+    /// the result is [`Lookup::Found`]).
+    pub fn get_into(&self, key: &[u8], snapshot: u64, value: &mut Vec<u8>) -> Lookup {
         let target = MemKey::new(InternalKey::for_lookup(key, snapshot));
         let Some(entry) = self.map.range(target..).next() else {
-            return MemGet::NotFound;
+            return Lookup::NotFound;
         };
         let parsed = entry.key().key.parsed();
         if parsed.user_key != key {
-            return MemGet::NotFound;
+            return Lookup::NotFound;
         }
         match parsed.kind {
-            ValueKind::Put => MemGet::Found(entry.value().clone()),
-            ValueKind::Delete => MemGet::Deleted,
+            ValueKind::Put => {
+                value.clear();
+                value.extend_from_slice(entry.value());
+                Lookup::Found
+            }
+            ValueKind::Delete => Lookup::Deleted,
         }
     }
 

@@ -5,10 +5,15 @@ use std::sync::Arc;
 use siftdb_filter::{FilterAllocation, FilterPolicy, KeyHasher};
 use siftdb_sstable::{FixedPrefix, PrefixExtractor, ReadMode};
 
+use crate::error::{Error, Result};
 use crate::fs::{FileSystem, RealFs};
 
 /// Number of levels (L0..L6).
 pub const MAX_LEVELS: usize = 7;
+
+/// The largest [`Options::filter_bits_per_key`] accepted (an FPR far below anything measurable;
+/// more only costs memory).
+pub const MAX_FILTER_BITS_PER_KEY: f64 = 64.0;
 
 /// Options of a database. `Options::default()` is a sensible start; fields are public.
 ///
@@ -125,6 +130,69 @@ impl Options {
             bloom_before_level: self.bloom_before_level,
             allocation: self.filter_allocation,
         }
+    }
+
+    /// Checks that every setting can work; [`Db::open`](crate::Db::open) calls it first. A value
+    /// that cannot is an [`Error::InvalidArgument`] naming the field (instead of being clamped
+    /// silently to something that can).
+    ///
+    /// ```
+    /// let mut options = siftdb::Options::default();
+    /// options.max_write_buffer_number = 1; // no room to write while a memtable is flushed
+    /// let err = options.validate().unwrap_err();
+    /// assert!(err.to_string().contains("max_write_buffer_number"), "{err}");
+    /// ```
+    pub fn validate(&self) -> Result<()> {
+        let invalid =
+            |field: &str, why: &str| Err(Error::InvalidArgument(format!("Options::{field} {why}")));
+        if self.write_buffer_size == 0 {
+            return invalid("write_buffer_size", "must be at least 1 byte");
+        }
+        if self.max_write_buffer_number < 2 {
+            return invalid(
+                "max_write_buffer_number",
+                "must be at least 2 (the active memtable and one being flushed)",
+            );
+        }
+        if self.level0_file_num_compaction_trigger == 0 {
+            return invalid("level0_file_num_compaction_trigger", "must be at least 1");
+        }
+        if self.level0_stop_writes_trigger < self.level0_file_num_compaction_trigger {
+            return invalid(
+                "level0_stop_writes_trigger",
+                "must be at least level0_file_num_compaction_trigger (writes would stop before any compaction starts)",
+            );
+        }
+        if self.max_background_compactions == 0 {
+            return invalid("max_background_compactions", "must be at least 1");
+        }
+        if self.target_file_size_base == 0 {
+            return invalid("target_file_size_base", "must be at least 1 byte");
+        }
+        if self.max_bytes_for_level_base == 0 {
+            return invalid("max_bytes_for_level_base", "must be at least 1 byte");
+        }
+        let multiplier = self.max_bytes_for_level_multiplier;
+        if !multiplier.is_finite() || multiplier <= 1.0 {
+            return invalid(
+                "max_bytes_for_level_multiplier",
+                "must be a finite number above 1 (levels must grow)",
+            );
+        }
+        if self.block_size == 0 {
+            return invalid("block_size", "must be at least 1 byte");
+        }
+        if self.block_restart_interval == 0 {
+            return invalid("block_restart_interval", "must be at least 1");
+        }
+        let bits = self.filter_bits_per_key;
+        if !bits.is_finite() || !(0.0..=MAX_FILTER_BITS_PER_KEY).contains(&bits) {
+            return invalid(
+                "filter_bits_per_key",
+                &format!("must be a number from 0 to {MAX_FILTER_BITS_PER_KEY}"),
+            );
+        }
+        Ok(())
     }
 
     /// Shorthand for a fixed-length prefix extractor.

@@ -1,6 +1,7 @@
-//! Opening a database: creation, recovery from manifest and WALs, obsolete-file cleanup.
+//! Opening a database, in phases: the directory and its lock, `OPTIONS`, the manifest, the live
+//! tables, the WALs, and the commit that makes the recovered state one durable manifest; then
+//! obsolete-file cleanup. A failure before the commit leaves the database as it was.
 
-use std::collections::HashSet;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
@@ -11,89 +12,66 @@ use crate::batch;
 use crate::db::{new_cache, DbInner, DbState, ReadView};
 use crate::error::{Error, Result};
 use crate::fs::names::{self, FileKind};
-use crate::fs::FileSystem;
-use crate::manifest::{self, Manifest};
+use crate::fs::{FileLock, FileSystem};
+use crate::manifest;
 use crate::memtable::Memtable;
 use crate::options::Options;
+use crate::options_file;
 use crate::snapshot::SnapshotList;
 use crate::stats::EngineCounters;
 use crate::version::Version;
-use crate::version_edit::VersionEdit;
+use crate::version_edit::{FileMeta, VersionEdit};
+use crate::version_set::VersionSet;
 use crate::wal::reader::{read_log, LogEnd};
 use crate::wal::writer::LogWriter;
 use crate::write::WriteQueue;
 
-/// The database format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
-
-/// What `OPTIONS` records: the settings that shape on-disk data.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct RecordedOptions {
-    format_version: u32,
-    filter_hash: String,
-    filter_seed_tag: u64,
-    prefix_extractor: String,
-}
-
-impl RecordedOptions {
-    fn of(options: &Options) -> RecordedOptions {
-        RecordedOptions {
-            format_version: FORMAT_VERSION,
-            filter_hash: format!("{:?}", options.filter_hasher.id()),
-            filter_seed_tag: options.filter_hasher.seed_tag(),
-            prefix_extractor: options
-                .prefix_extractor
-                .as_ref()
-                .map_or_else(|| "none".to_string(), |p| p.name()),
-        }
-    }
-
-    fn encode(&self) -> String {
-        format!(
-            "# siftdb options that shape on-disk data\nformat_version={}\nfilter_hash={}\nfilter_seed_tag={}\nprefix_extractor={}\n",
-            self.format_version, self.filter_hash, self.filter_seed_tag, self.prefix_extractor
-        )
-    }
-
-    fn decode(text: &str) -> Option<RecordedOptions> {
-        let mut r = RecordedOptions {
-            format_version: 0,
-            filter_hash: String::new(),
-            filter_seed_tag: 0,
-            prefix_extractor: String::new(),
-        };
-        for line in text
-            .lines()
-            .filter(|l| !l.starts_with('#') && !l.is_empty())
-        {
-            let (k, v) = line.split_once('=')?;
-            match k {
-                "format_version" => r.format_version = v.parse().ok()?,
-                "filter_hash" => r.filter_hash = v.to_string(),
-                "filter_seed_tag" => r.filter_seed_tag = v.parse().ok()?,
-                "prefix_extractor" => r.prefix_extractor = v.to_string(),
-                _ => {} // written by a newer build; the version check decides
-            }
-        }
-        (r.format_version > 0).then_some(r)
-    }
-}
-
-fn write_options_file(fs: &dyn FileSystem, dir: &Path, recorded: &RecordedOptions) -> Result<()> {
-    use std::io::Write;
-    let tmp = dir.join("OPTIONS.tmp");
-    let mut f = fs.create(&tmp)?;
-    f.write_all(recorded.encode().as_bytes())?;
-    f.sync()?;
-    drop(f);
-    fs.rename(&tmp, &dir.join(names::OPTIONS))?;
-    fs.sync_dir(dir)?;
-    Ok(())
-}
-
 /// Opens or creates the database in `dir`.
 pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
+    options.validate()?;
     let fs = Arc::clone(&options.fs);
+    let (entries, exists) = inspect_directory(fs.as_ref(), dir, &options)?;
+    // Check the format before taking the lock or touching anything.
+    let recorded = if exists {
+        Some(options_file::check(fs.as_ref(), dir, &options)?)
+    } else {
+        None
+    };
+    let lock = lock_directory(fs.as_ref(), dir)?;
+    options_file::update(fs.as_ref(), dir, recorded.as_ref(), &options)?;
+    let manifest = if exists {
+        replay_manifest(fs.as_ref(), dir)?
+    } else {
+        VersionEdit::default()
+    };
+    let inner = new_inner(dir, options, lock, &entries, &manifest);
+    let version = Version::empty().apply(&manifest, |level, meta| {
+        crate::flush::open_table(&inner, level, meta)
+    })?;
+    let wal_number = inner.versions.new_file_number();
+    let log_number = manifest.log_number.unwrap_or(0);
+    let wals = live_wals(&entries, log_number, wal_number);
+    // The manifest's log number names the WAL of the oldest memtable not yet in a table; it
+    // exists until a later edit moves past it. If it is gone, the manifest lost edits (e.g. it
+    // was truncated) and the data they recorded is not where this manifest says.
+    if log_number > 0 && exists && !wals.contains(&log_number) {
+        return Err(Error::corruption(format!(
+            "WAL {log_number:06}.log named by the manifest is missing"
+        )));
+    }
+    let recovered = replay_wals(&inner, &wals, manifest.last_sequence.unwrap_or(0))?;
+    commit(&inner, version, manifest.added, recovered, wal_number)?;
+    delete_obsolete_files(&inner);
+    Ok(inner)
+}
+
+/// Lists `dir` (creating it if allowed) and decides whether it holds a database (`CURRENT`), is
+/// the leftover of a creation that never committed, or is something else.
+fn inspect_directory(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    options: &Options,
+) -> Result<(Vec<String>, bool)> {
     if !fs.exists(dir)? {
         if !options.create_if_missing {
             return Err(Error::InvalidArgument(format!(
@@ -107,124 +85,93 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
         path: dir.to_path_buf(),
         reason: format!("cannot list directory: {e}"),
     })?;
-    let has = |name: &str| entries.iter().any(|e| e == name);
-    let exists = has(names::CURRENT);
-    if !exists {
-        // Without CURRENT, data can only exist if it was written after a successful open, which
-        // leaves tables or logged writes behind: then CURRENT was lost (corruption). OPTIONS, a
-        // manifest and empty logs alone are the leftovers of a creation that failed before its
-        // commit point (CURRENT): nothing was ever acknowledged, so creation starts over.
-        let holds_data = entries.iter().any(|e| match names::parse(e) {
-            FileKind::Table(_) => true,
-            FileKind::Wal(_) => fs
-                .read(&dir.join(e))
-                .map(|bytes| !bytes.is_empty())
-                .unwrap_or(true),
-            _ => false,
-        });
-        let creation_leftover = |e: &String| {
-            e == names::OPTIONS
-                || e == names::LOCK
-                || matches!(
-                    names::parse(e),
-                    FileKind::Manifest(_) | FileKind::Wal(_) | FileKind::Temp
-                )
-        };
-        let foreign = entries.iter().any(|e| !creation_leftover(e));
-        if holds_data {
-            return Err(Error::Corruption(format!(
-                "{} holds siftdb data but no CURRENT",
-                dir.display()
-            )));
-        }
-        if foreign {
-            return Err(Error::NotADatabase {
-                path: dir.to_path_buf(),
-                reason: "directory is not empty and holds no CURRENT file".to_string(),
-            });
-        }
-        if !options.create_if_missing {
+    let exists = entries.iter().any(|e| e == names::CURRENT);
+    if exists {
+        if options.error_if_exists {
             return Err(Error::InvalidArgument(format!(
-                "no database in {}",
+                "database exists in {}",
                 dir.display()
             )));
         }
-    } else if options.error_if_exists {
-        return Err(Error::InvalidArgument(format!(
-            "database exists in {}",
+        return Ok((entries, true));
+    }
+    // Without CURRENT, data can only exist if it was written after a successful open, which
+    // leaves tables or logged writes behind: then CURRENT was lost (corruption). OPTIONS, a
+    // manifest and empty logs alone are the leftovers of a creation that failed before its
+    // commit point (CURRENT): nothing was ever acknowledged, so creation starts over.
+    let holds_data = entries.iter().any(|e| match names::parse(e) {
+        FileKind::Table(_) => true,
+        FileKind::Wal(_) => fs
+            .read(&dir.join(e))
+            .map(|bytes| !bytes.is_empty())
+            .unwrap_or(true),
+        _ => false,
+    });
+    if holds_data {
+        return Err(Error::corruption(format!(
+            "{} holds siftdb data but no CURRENT",
             dir.display()
         )));
     }
-    // Check the format before taking the lock or touching anything.
-    let wanted = RecordedOptions::of(&options);
-    let recorded = if exists {
-        let text = fs
-            .read(&dir.join(names::OPTIONS))
-            .map_err(|e| Error::Corruption(format!("cannot read OPTIONS: {e}")))?;
-        let recorded = RecordedOptions::decode(&String::from_utf8_lossy(&text))
-            .ok_or_else(|| Error::Corruption("OPTIONS is unreadable".to_string()))?;
-        if recorded.format_version > FORMAT_VERSION {
-            return Err(Error::UnsupportedVersion {
-                found: recorded.format_version,
-                supported: FORMAT_VERSION,
-            });
-        }
-        if recorded.filter_hash != wanted.filter_hash
-            || recorded.filter_seed_tag != wanted.filter_seed_tag
-        {
-            // Every table's filter was built with the recorded hasher; reading them with another
-            // would give false negatives.
-            return Err(Error::InvalidArgument(format!(
-                "filter_hasher differs from the one the database was created with ({} seed tag {:#x})",
-                recorded.filter_hash, recorded.filter_seed_tag
-            )));
-        }
-        Some(recorded)
-    } else {
-        None
+    let creation_leftover = |e: &String| {
+        e == names::OPTIONS
+            || e == names::LOCK
+            || matches!(
+                names::parse(e),
+                FileKind::Manifest(_) | FileKind::Wal(_) | FileKind::Temp
+            )
     };
-    let lock = fs.lock(&dir.join(names::LOCK)).map_err(|e| {
+    if !entries.iter().all(creation_leftover) {
+        return Err(Error::NotADatabase {
+            path: dir.to_path_buf(),
+            reason: "directory is not empty and holds no CURRENT file".to_string(),
+        });
+    }
+    if !options.create_if_missing {
+        return Err(Error::InvalidArgument(format!(
+            "no database in {}",
+            dir.display()
+        )));
+    }
+    Ok((entries, false))
+}
+
+fn lock_directory(fs: &dyn FileSystem, dir: &Path) -> Result<Box<dyn FileLock>> {
+    fs.lock(&dir.join(names::LOCK)).map_err(|e| {
         if e.kind() == std::io::ErrorKind::WouldBlock {
             Error::Locked(dir.to_path_buf())
         } else {
             Error::Io(e)
         }
-    })?;
-    match &recorded {
-        None => write_options_file(fs.as_ref(), dir, &wanted)?,
-        Some(r) if r.prefix_extractor != wanted.prefix_extractor => {
-            // Safe: each table records its extractor and prefix filters of other extractors are
-            // never consulted. Logged, never silently ignored.
-            tracing::warn!(
-                "siftdb: prefix extractor changed from {} to {}; prefix filters of older tables will not be used",
-                r.prefix_extractor,
-                wanted.prefix_extractor
-            );
-            write_options_file(fs.as_ref(), dir, &wanted)?;
-        }
-        Some(_) => {}
-    }
+    })
+}
 
-    let cache = new_cache(options.block_cache_capacity);
-    let counters = EngineCounters::default();
-    let mut snapshot = if exists {
-        let (_, edits) = manifest::recover(fs.as_ref(), dir)?;
-        let mut merged = VersionEdit::default();
-        let mut files: Vec<(usize, crate::version_edit::FileMeta)> = Vec::new();
-        for e in edits {
-            merged.log_number = e.log_number.or(merged.log_number);
-            merged.next_file_number = e.next_file_number.or(merged.next_file_number);
-            merged.last_sequence = e.last_sequence.or(merged.last_sequence);
-            for d in &e.deleted {
-                files.retain(|(l, f)| !(*l == d.0 && f.number == d.1));
-            }
-            files.extend(e.added);
+/// The manifest's edits folded into one: the live files and the last recorded counters.
+fn replay_manifest(fs: &dyn FileSystem, dir: &Path) -> Result<VersionEdit> {
+    let (_, edits) = manifest::recover(fs, dir)?;
+    let mut merged = VersionEdit::default();
+    let mut files: Vec<(usize, FileMeta)> = Vec::new();
+    for e in edits {
+        merged.log_number = e.log_number.or(merged.log_number);
+        merged.next_file_number = e.next_file_number.or(merged.next_file_number);
+        merged.last_sequence = e.last_sequence.or(merged.last_sequence);
+        for d in &e.deleted {
+            files.retain(|(l, f)| !(*l == d.0 && f.number == d.1));
         }
-        merged.added = files;
-        merged
-    } else {
-        VersionEdit::default()
-    };
+        files.extend(e.added);
+    }
+    merged.added = files;
+    Ok(merged)
+}
+
+/// The shared state of the database being opened, with an empty tree and memtable.
+fn new_inner(
+    dir: &Path,
+    options: Options,
+    lock: Box<dyn FileLock>,
+    entries: &[String],
+    manifest: &VersionEdit,
+) -> Arc<DbInner> {
     // WALs are created without a manifest edit, so files may exist with numbers at or above the
     // recorded next number: never hand those out again.
     let highest_on_disk = entries
@@ -235,44 +182,30 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
         })
         .max()
         .unwrap_or(0);
-    let mut next_file_number = snapshot
+    let next_file_number = manifest
         .next_file_number
         .unwrap_or(1)
         .max(highest_on_disk + 1)
         .max(2);
-    let mut last_sequence = snapshot.last_sequence.unwrap_or(0);
-    let log_number = snapshot.log_number.unwrap_or(0);
-
-    // Numbers for the new manifest and WAL; both files are created only once recovery has
-    // succeeded, so a failed open leaves the database as it was.
-    let new_manifest_number = next_file_number;
-    next_file_number += 1;
-    let wal_number = next_file_number;
-    next_file_number += 1;
-    let first_mem = Arc::new(Memtable::new(wal_number));
-    let inner = Arc::new(DbInner {
+    let last_sequence = manifest.last_sequence.unwrap_or(0);
+    let mem = Arc::new(Memtable::new(0));
+    Arc::new(DbInner {
         dir: dir.to_path_buf(),
-        fs: Arc::clone(&fs),
-        cache,
-        counters,
+        fs: Arc::clone(&options.fs),
+        cache: new_cache(options.block_cache_capacity),
+        counters: EngineCounters::default(),
         view: parking_lot::RwLock::new(Arc::new(ReadView {
-            mem: Arc::clone(&first_mem),
+            mem: Arc::clone(&mem),
             imm: Vec::new(),
             version: Arc::new(Version::empty()),
         })),
         state: Mutex::new(DbState {
-            mem: first_mem,
+            mem,
             imm: Vec::new(),
             wal: None,
-            version: Arc::new(Version::empty()),
-            manifest: None,
-            next_file_number,
-            last_sequence,
             bg_error: None,
-            pending_outputs: Vec::new(),
-            compact_cursors: vec![Vec::new(); crate::options::MAX_LEVELS],
-            compacting: Vec::new(),
         }),
+        versions: VersionSet::new(Version::empty(), next_file_number, last_sequence),
         state_changed: Condvar::new(),
         work_available: Condvar::new(),
         writes: WriteQueue::default(),
@@ -286,40 +219,71 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
         #[cfg(feature = "test-hooks")]
         sync_points: Default::default(),
         options,
-    });
-    // Open the live tables.
-    let version = Version::empty().apply(&snapshot, |level, meta| {
-        crate::flush::open_table(&inner, level, meta)
-    })?;
-    // Replay WALs not yet in tables, oldest first, into one memtable.
+    })
+}
+
+/// The WALs that may hold writes not yet in tables: numbered from `log_number` on (but the new
+/// one about to be created), oldest first.
+fn live_wals(entries: &[String], log_number: u64, new_wal: u64) -> Vec<u64> {
     let mut wals: Vec<u64> = entries
         .iter()
         .filter_map(|e| match names::parse(e) {
-            FileKind::Wal(n) if n >= log_number && n != wal_number => Some(n),
+            FileKind::Wal(n) if n >= log_number && n != new_wal => Some(n),
             _ => None,
         })
         .collect();
     wals.sort_unstable();
-    // The manifest's log number names the WAL of the oldest memtable not yet in a table; it
-    // exists until a later edit moves past it. If it is gone, the manifest lost edits (e.g. it
-    // was truncated) and the data they recorded is not where this manifest says.
-    if log_number > 0 && exists && !wals.contains(&log_number) {
-        return Err(Error::Corruption(format!(
-            "WAL {log_number:06}.log named by the manifest is missing"
-        )));
-    }
-    let recovered = Memtable::new(0);
-    let manifest_last_sequence = last_sequence;
-    let mut expected_next: Option<u64> = None;
-    let mut gap = false;
+    wals
+}
+
+/// What the WALs held: their writes in one memtable, and the last sequence number.
+struct Recovered {
+    mem: Memtable,
+    last_sequence: u64,
+}
+
+/// Replays `wals` (oldest first) into one memtable.
+///
+/// A cut-off or damaged last record of the *newest* log is an unsynced write torn by a crash:
+/// dropped (point-in-time recovery). Older logs were synced before the next one started, so
+/// any damage there — or damage followed by valid records anywhere — means acknowledged writes
+/// are gone, and replaying later logs would leave a hole: [`Error::Corruption`], or with
+/// `paranoid_checks = false` recovery up to the damage.
+fn replay_wals(db: &DbInner, wals: &[u64], manifest_last_sequence: u64) -> Result<Recovered> {
+    let recovered = Recovered {
+        mem: Memtable::new(0),
+        last_sequence: manifest_last_sequence,
+    };
+    let mut replay = WalReplay {
+        db,
+        recovered,
+        manifest_last_sequence,
+        expected_next: None,
+    };
     for (index, number) in wals.iter().enumerate() {
-        let bytes = fs.read(&names::wal(dir, *number))?;
-        let (records, end) = read_log(&bytes);
+        let bytes = db.fs.read(&names::wal(&db.dir, *number))?;
         let last_log = index + 1 == wals.len();
-        // A cut-off or damaged last record of the *newest* log is an unsynced write torn by a
-        // crash: dropped (point-in-time recovery). Older logs were synced before the next one
-        // started, so any damage there — or damage followed by valid records anywhere — means
-        // acknowledged writes are gone, and replaying later logs would leave a hole.
+        if !replay.log(*number, &bytes, last_log)? {
+            break; // later logs would leave a hole
+        }
+    }
+    Ok(replay.recovered)
+}
+
+/// The state of a WAL replay between logs.
+struct WalReplay<'a> {
+    db: &'a DbInner,
+    recovered: Recovered,
+    manifest_last_sequence: u64,
+    /// The sequence the next record must start at (`None` before the first record).
+    expected_next: Option<u64>,
+}
+
+impl WalReplay<'_> {
+    /// Replays one log; returns whether the replay may go on to the next one.
+    fn log(&mut self, number: u64, bytes: &[u8], last_log: bool) -> Result<bool> {
+        let paranoid = self.db.options.paranoid_checks;
+        let (records, end) = read_log(bytes);
         let damage = match &end {
             LogEnd::Clean => None,
             LogEnd::TornTail { offset } if last_log => {
@@ -336,9 +300,11 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
             }
         };
         if let Some((offset, reason)) = &damage {
-            if inner.options.paranoid_checks {
-                return Err(Error::Corruption(format!(
-                    "WAL {number:06}.log damaged at offset {offset} before the end of the log: {reason}"
+            if paranoid {
+                return Err(Error::Corruption(crate::error::Corruption::at(
+                    format!("{number:06}.log"),
+                    *offset,
+                    format!("WAL damaged before the end of the log: {reason}"),
                 )));
             }
             tracing::warn!(
@@ -346,87 +312,90 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
             );
         }
         for record in &records {
-            let (seq, ops) = batch::decode(record).ok_or_else(|| {
-                Error::Corruption(format!("WAL {number:06}.log holds an undecodable batch"))
-            })?;
-            // Writes reach the logs in sequence order with consecutive numbers, so the records
-            // of all logs form one unbroken run continuing the manifest's. A jump means records
-            // are missing that no checksum can show (a log cut at a record boundary).
-            let continues = match expected_next {
-                Some(next) => seq == next,
-                None => seq <= manifest_last_sequence + 1,
-            };
-            if !continues {
-                let msg = format!(
-                    "WAL {number:06}.log: sequence {seq} does not continue the log (records are missing)"
-                );
-                if inner.options.paranoid_checks {
-                    return Err(Error::Corruption(msg));
-                }
-                tracing::warn!("siftdb: {msg}; recovering up to it");
-                gap = true;
-                break;
+            if !self.record(number, record)? {
+                return Ok(false);
             }
-            expected_next = Some(seq + ops.len() as u64);
-            let mut s = seq;
-            for op in ops {
-                recovered.insert(op.key, s, op.kind, op.value);
-                s += 1;
-            }
-            last_sequence = last_sequence.max(s.saturating_sub(1));
         }
-        if damage.is_some() || gap {
-            break; // later logs would leave a hole
-        }
+        Ok(damage.is_none())
     }
-    let mut version = version;
-    {
-        let mut state = inner.state.lock();
-        if !recovered.is_empty() {
-            let number = state.new_file_number();
-            let bits = inner.options.filter_bits_per_key;
-            drop(state);
-            let file = crate::flush::write_l0_table(&inner, &recovered, number, bits)?;
-            state = inner.state.lock();
-            if let Some(file) = file {
-                snapshot.added.push((0, file.meta.clone()));
-                version = version.apply(
-                    &VersionEdit {
-                        added: vec![(0, file.meta.clone())],
-                        ..VersionEdit::default()
-                    },
-                    |_, _| Ok(Arc::clone(&file)),
-                )?;
-            }
-        }
-        state.last_sequence = last_sequence;
-        // The recovered state becomes one durable edit in the new manifest; the WALs it came
-        // from are obsolete once it is synced.
-        let edit = VersionEdit {
-            log_number: Some(wal_number),
-            next_file_number: Some(state.next_file_number),
-            last_sequence: Some(last_sequence),
-            added: snapshot.added.clone(),
-            deleted: Vec::new(),
+
+    /// Replays one record; returns whether it continued the log (records are missing if not).
+    fn record(&mut self, number: u64, record: &[u8]) -> Result<bool> {
+        let (seq, ops) = batch::decode(record).ok_or_else(|| {
+            Error::corruption(format!("WAL {number:06}.log holds an undecodable batch"))
+        })?;
+        // Writes reach the logs in sequence order with consecutive numbers, so the records of
+        // all logs form one unbroken run continuing the manifest's. A jump means records are
+        // missing that no checksum can show (a log cut at a record boundary).
+        let continues = match self.expected_next {
+            Some(next) => seq == next,
+            None => seq <= self.manifest_last_sequence + 1,
         };
-        // New WAL first, then the manifest that makes the old WALs obsolete.
-        let wal_file = fs.create(&names::wal(dir, wal_number))?;
-        fs.sync_dir(dir)?;
-        state.wal = Some(LogWriter::new(wal_file));
-        state.manifest = Some(Manifest::create(
-            fs.as_ref(),
-            dir,
-            new_manifest_number,
-            &edit,
-        )?);
-        state.version = Arc::new(version);
-        inner.publish_view(&state);
-        inner
-            .visible_sequence
-            .store(last_sequence, std::sync::atomic::Ordering::Release);
+        if !continues {
+            let msg = format!(
+                "WAL {number:06}.log: sequence {seq} does not continue the log (records are missing)"
+            );
+            if self.db.options.paranoid_checks {
+                return Err(Error::corruption(msg));
+            }
+            tracing::warn!("siftdb: {msg}; recovering up to it");
+            return Ok(false);
+        }
+        self.expected_next = Some(seq + ops.len() as u64);
+        let mut s = seq;
+        for op in ops {
+            self.recovered.mem.insert(op.key, s, op.kind, op.value);
+            s += 1;
+        }
+        self.recovered.last_sequence = self.recovered.last_sequence.max(s.saturating_sub(1));
+        Ok(true)
     }
-    delete_obsolete_files(&inner);
-    Ok(inner)
+}
+
+/// The commit point of an open: what the WALs held becomes an L0 table, the new WAL is created,
+/// and a new manifest holding the whole version is written, synced and named by `CURRENT`. Only
+/// then is anything old obsolete.
+fn commit(
+    db: &DbInner,
+    mut version: Version,
+    mut files: Vec<(usize, FileMeta)>,
+    recovered: Recovered,
+    wal_number: u64,
+) -> Result<()> {
+    if !recovered.mem.is_empty() {
+        let number = db.versions.new_output();
+        let bits = db.options.filter_bits_per_key;
+        if let Some(file) = crate::flush::write_l0_table(db, &recovered.mem, number, bits)? {
+            files.push((0, file.meta.clone()));
+            let edit = VersionEdit {
+                added: vec![(0, file.meta.clone())],
+                ..VersionEdit::default()
+            };
+            version = version.apply(&edit, |_, _| Ok(Arc::clone(&file)))?;
+        }
+    }
+    db.versions.set_last_sequence(recovered.last_sequence);
+    // New WAL first, then the manifest that makes the old WALs obsolete.
+    let wal_file = db.fs.create(&names::wal(&db.dir, wal_number))?;
+    db.fs.sync_dir(&db.dir)?;
+    let snapshot = VersionEdit {
+        log_number: Some(wal_number),
+        next_file_number: None, // filled in by `create_manifest`
+        last_sequence: Some(recovered.last_sequence),
+        added: files,
+        deleted: Vec::new(),
+    };
+    db.versions.create_manifest(db, &snapshot)?;
+    db.versions.install_recovered(version);
+    let mut state = db.state.lock();
+    state.wal = Some(LogWriter::new(wal_file));
+    state.mem = Arc::new(Memtable::new(wal_number));
+    db.publish_view(&state);
+    db.visible_sequence.store(
+        recovered.last_sequence,
+        std::sync::atomic::Ordering::Release,
+    );
+    Ok(())
 }
 
 /// Deletes files no live state needs: WALs older than the oldest live memtable, manifests
@@ -440,25 +409,24 @@ pub(crate) fn delete_obsolete_files(db: &DbInner) {
     let Ok(entries) = db.fs.list(&db.dir) else {
         return;
     };
-    let (live_tables, min_wal, manifest, pending) = {
+    let min_wal = {
         let state = db.state.lock();
         if state.bg_error.is_some() {
             // After a failed write the files on disk may be needed by a manifest edit whose
             // fate is unknown until the next open: delete nothing.
             return;
         }
-        let live: HashSet<u64> = state.version.all().map(|(_, f)| f.meta.number).collect();
-        let min_wal = state
+        state
             .imm
             .first()
-            .map_or(state.mem.wal_number(), |m| m.wal_number());
-        let manifest = state.manifest.as_ref().map_or(0, Manifest::number);
-        (live, min_wal, manifest, state.pending_outputs.clone())
+            .map_or(state.mem.wal_number(), |m| m.wal_number())
     };
+    // Live tables and pending outputs are read together (`VersionSet::live_files`).
+    let (live_tables, manifest) = db.versions.live_files();
     for name in entries {
         let obsolete = match names::parse(&name) {
             FileKind::Wal(n) => n < min_wal,
-            FileKind::Table(n) => !live_tables.contains(&n) && !pending.contains(&n),
+            FileKind::Table(n) => !live_tables.contains(&n),
             FileKind::Manifest(n) => manifest != 0 && n != manifest,
             // CURRENT and OPTIONS are only switched during open, before any background work.
             FileKind::Temp => true,

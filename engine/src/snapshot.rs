@@ -1,6 +1,7 @@
 //! Snapshots: a fixed sequence number that reads see, kept alive against garbage collection.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -15,8 +16,15 @@ pub(crate) struct SnapshotList {
 }
 
 impl SnapshotList {
-    pub(crate) fn acquire(&self, sequence: u64) {
-        *self.live.lock().entry(sequence).or_insert(0) += 1;
+    /// Registers a snapshot at the sequence `current` returns, chosen inside the list's critical
+    /// section: a compaction's [`SnapshotList::sequences`] either sees the snapshot, or ran
+    /// before its sequence was chosen — and then every input of that compaction (picked before
+    /// it asked) holds only older sequence numbers, so what it keeps is what the snapshot sees.
+    pub(crate) fn acquire_current(&self, current: impl FnOnce() -> u64) -> u64 {
+        let mut live = self.live.lock();
+        let sequence = current();
+        *live.entry(sequence).or_insert(0) += 1;
+        sequence
     }
 
     pub(crate) fn release(&self, sequence: u64) {
@@ -29,8 +37,8 @@ impl SnapshotList {
         }
     }
 
-    /// Sequence numbers of live snapshots, ascending.
-    #[allow(dead_code)] // read by compaction's garbage collection
+    /// Sequence numbers of live snapshots, ascending. A compaction must ask only after it has
+    /// chosen its inputs (see [`SnapshotList::acquire_current`]).
     pub(crate) fn sequences(&self) -> Vec<u64> {
         self.live.lock().keys().copied().collect()
     }
@@ -53,8 +61,12 @@ impl std::fmt::Debug for Snapshot {
 }
 
 impl Snapshot {
-    pub(crate) fn new(db: Arc<DbInner>, sequence: u64) -> Snapshot {
-        db.snapshots.acquire(sequence);
+    /// A snapshot at the sequence visible now, registered before any compaction can miss it.
+    pub(crate) fn new(db: Arc<DbInner>) -> Snapshot {
+        let sequence = db
+            .snapshots
+            .acquire_current(|| db.visible_sequence.load(Ordering::Acquire));
+        crate::sync_point::sync_point!(db, crate::sync_point::SNAPSHOT_SEQUENCE_CHOSEN);
         Snapshot { db, sequence }
     }
 
@@ -64,13 +76,21 @@ impl Snapshot {
     }
 
     /// The value of `key` as of the snapshot.
-    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.db.get_at(key, self.sequence)
+    pub fn get<K: AsRef<[u8]>>(&self, key: K) -> Result<Option<Vec<u8>>> {
+        let mut value = Vec::new();
+        let found = self.get_into(key, &mut value)?;
+        Ok(found.then_some(value))
+    }
+
+    /// [`Snapshot::get`] into `buf` (cleared first); returns whether the key was found.
+    pub fn get_into<K: AsRef<[u8]>>(&self, key: K, buf: &mut Vec<u8>) -> Result<bool> {
+        buf.clear();
+        self.db.get_at(key.as_ref(), self.sequence, buf)
     }
 
     /// An iterator over the database as of the snapshot.
     pub fn iter(&self) -> crate::iterator::DbIterator {
-        crate::iterator::DbIterator::new(&self.db, self.sequence, None)
+        crate::iterator::DbIterator::new(&self.db, &self.db.read_view(), self.sequence, None)
     }
 }
 

@@ -12,8 +12,11 @@ use crate::options::MAX_LEVELS;
 pub(crate) struct EngineCounters {
     /// Filter and data-block tickers of point lookups, per level.
     pub levels: [ReadStatistics; MAX_LEVELS],
-    /// Block reads from table files (all levels).
+    /// Block reads from table files (all levels) for users: lookups and iterators.
     pub reads: std::sync::Arc<ReadStatistics>,
+    /// Block reads from table files by compactions (kept apart from users' reads).
+    pub compaction_reads: std::sync::Arc<ReadStatistics>,
+    pub trivial_moves: AtomicU64,
     pub gets: AtomicU64,
     pub gets_found: AtomicU64,
     pub memtable_hits: AtomicU64,
@@ -109,6 +112,11 @@ pub struct Stats {
     pub compaction_bytes_read: u64,
     /// Bytes written by compactions.
     pub compaction_bytes_written: u64,
+    /// Blocks compactions read from table files (not in `data_block_reads` and friends, and
+    /// never inserted into the block cache).
+    pub compaction_blocks_read: u64,
+    /// Tables moved one level down by a manifest edit alone, without being rewritten.
+    pub trivial_moves: u64,
     /// Microseconds writers spent stalled.
     pub stall_micros: u64,
     /// The block cache's counters.
@@ -182,6 +190,13 @@ impl EngineCounters {
             compactions_peak_concurrency: self.compactions_peak_concurrency.load(Relaxed),
             compaction_bytes_read: self.compaction_bytes_read.load(Relaxed),
             compaction_bytes_written: self.compaction_bytes_written.load(Relaxed),
+            compaction_blocks_read: {
+                let r = &self.compaction_reads;
+                r.data_block_reads.load(Relaxed)
+                    + r.index_block_reads.load(Relaxed)
+                    + r.filter_block_reads.load(Relaxed)
+            },
+            trivial_moves: self.trivial_moves.load(Relaxed),
             stall_micros: self.stall_micros.load(Relaxed),
             cache,
         }

@@ -145,11 +145,11 @@ impl Version {
         for &(level, number) in &edit.deleted {
             let files = levels
                 .get_mut(level)
-                .ok_or_else(|| Error::Corruption(format!("edit names level {level}")))?;
+                .ok_or_else(|| Error::corruption(format!("edit names level {level}")))?;
             let before = files.len();
             files.retain(|f| f.meta.number != number);
             if files.len() == before {
-                return Err(Error::Corruption(format!(
+                return Err(Error::corruption(format!(
                     "edit deletes table {number} not in level {level}"
                 )));
             }
@@ -157,7 +157,7 @@ impl Version {
         for (level, meta) in &edit.added {
             let files = levels
                 .get_mut(*level)
-                .ok_or_else(|| Error::Corruption(format!("edit names level {level}")))?;
+                .ok_or_else(|| Error::corruption(format!("edit names level {level}")))?;
             files.push(open(*level, meta)?);
         }
         for (level, files) in levels.iter_mut().enumerate() {

@@ -8,6 +8,8 @@
 //!        | 4 varint level | varint number | varint file_size | bytes smallest | bytes largest
 //!            | varint entries | varint distinct_keys
 //!        | 5 varint level | varint number                      (file deleted)
+//!        | 6 varint level | varint number | varint filter_level (follows the 4 of that file
+//!            when its filter was planned for another level: a trivial move)
 //! bytes := varint length | raw bytes
 //! ```
 
@@ -29,6 +31,9 @@ pub struct FileMeta {
     pub entries: u64,
     /// Distinct user keys.
     pub distinct_keys: u64,
+    /// The level the table's filter was planned for: its level when it was written, kept when
+    /// a trivial move takes the table down unchanged.
+    pub filter_level: usize,
 }
 
 /// A change to the set of live files and counters.
@@ -71,6 +76,12 @@ impl VersionEdit {
             put_bytes(&mut out, f.largest.encoded());
             put_varint(&mut out, f.entries);
             put_varint(&mut out, f.distinct_keys);
+            if f.filter_level != *level {
+                put_varint(&mut out, 6);
+                put_varint(&mut out, *level as u64);
+                put_varint(&mut out, f.number);
+                put_varint(&mut out, f.filter_level as u64);
+            }
         }
         for (level, number) in &self.deleted {
             put_varint(&mut out, 5);
@@ -110,12 +121,24 @@ impl VersionEdit {
                             largest,
                             entries,
                             distinct_keys,
+                            filter_level: l,
                         },
                     ));
                 }
                 5 => {
                     let l = level(&mut pos)?;
                     e.deleted.push((l, get_varint(bytes, &mut pos)?));
+                }
+                6 => {
+                    let l = level(&mut pos)?;
+                    let number = get_varint(bytes, &mut pos)?;
+                    let filter_level = level(&mut pos)?;
+                    let (_, meta) = e
+                        .added
+                        .iter_mut()
+                        .rev()
+                        .find(|(al, m)| *al == l && m.number == number)?;
+                    meta.filter_level = filter_level;
                 }
                 _ => return None,
             }
@@ -144,6 +167,7 @@ mod tests {
                     largest: InternalKey::new(b"z", 1, ValueKind::Delete),
                     entries: 10,
                     distinct_keys: 8,
+                    filter_level: 1,
                 },
             )],
             deleted: vec![(0, 4)],
@@ -155,5 +179,44 @@ mod tests {
             let _ = VersionEdit::decode(&bytes[..len]);
         }
         assert_eq!(VersionEdit::decode(&[9]), None);
+    }
+
+    #[test]
+    fn a_moved_table_keeps_the_level_its_filter_was_planned_for() {
+        let meta = FileMeta {
+            number: 7,
+            file_size: 1234,
+            smallest: InternalKey::new(b"a", 5, ValueKind::Put),
+            largest: InternalKey::new(b"z", 1, ValueKind::Put),
+            entries: 10,
+            distinct_keys: 10,
+            filter_level: 0,
+        };
+        let moved = VersionEdit {
+            added: vec![(3, meta.clone())],
+            deleted: vec![(2, 7)],
+            ..VersionEdit::default()
+        };
+        let decoded = VersionEdit::decode(&moved.encode()).unwrap();
+        assert_eq!(decoded, moved);
+        assert_eq!(decoded.added[0].1.filter_level, 0);
+        // An edit of the first format (no field 6) reads as "planned for its own level".
+        let old = VersionEdit {
+            added: vec![(
+                3,
+                FileMeta {
+                    filter_level: 3,
+                    ..meta
+                },
+            )],
+            ..VersionEdit::default()
+        };
+        let bytes = old.encode();
+        assert_eq!(
+            VersionEdit::decode(&bytes).unwrap().added[0].1.filter_level,
+            3
+        );
+        // A field 6 naming no added table is malformed.
+        assert_eq!(VersionEdit::decode(&[6, 1, 7, 0]), None);
     }
 }

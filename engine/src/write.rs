@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 use siftdb_sstable::MAX_SEQUENCE;
 
 use crate::batch::{self, WriteBatch};
@@ -28,37 +28,10 @@ const MAX_GROUP_BYTES: usize = 1 << 20;
 struct Queue {
     next_ticket: u64,
     pending: VecDeque<(u64, WriteBatch, bool)>,
-    done: HashMap<u64, std::result::Result<(), SharedError>>,
+    /// Results for the followers of finished groups (a failed group's error, duplicated for
+    /// each writer with its variant and I/O kind intact).
+    done: HashMap<u64, Result<()>>,
     leader_active: bool,
-}
-
-/// An error handed to every writer of a failed group.
-#[derive(Debug, Clone)]
-struct SharedError {
-    kind: std::io::ErrorKind,
-    message: String,
-    background: bool,
-}
-
-impl SharedError {
-    fn from_error(e: &Error) -> SharedError {
-        SharedError {
-            kind: match e {
-                Error::Io(io) => io.kind(),
-                _ => std::io::ErrorKind::Other,
-            },
-            message: e.to_string(),
-            background: matches!(e, Error::Background(_)),
-        }
-    }
-
-    fn to_error(&self) -> Error {
-        if self.background {
-            Error::Background(self.message.clone())
-        } else {
-            Error::Io(std::io::Error::new(self.kind, self.message.clone()))
-        }
-    }
 }
 
 /// The queue of writers waiting to commit.
@@ -82,7 +55,7 @@ impl DbInner {
         queue.pending.push_back((ticket, batch, sync));
         loop {
             if let Some(result) = queue.done.remove(&ticket) {
-                return result.map_err(|e| e.to_error());
+                return result;
             }
             if !queue.leader_active {
                 break;
@@ -102,11 +75,14 @@ impl DbInner {
         }
         drop(queue);
         let result = self.commit_group(&mut group);
-        let shared = result.as_ref().map_err(SharedError::from_error).map(|_| ());
         let mut queue = q.queue.lock();
         for (t, _, _) in &group {
             if *t != ticket {
-                queue.done.insert(*t, shared.clone());
+                let shared = match &result {
+                    Ok(()) => Ok(()),
+                    Err(e) => Err(e.duplicate()),
+                };
+                queue.done.insert(*t, shared);
             }
         }
         queue.leader_active = false;
@@ -121,13 +97,14 @@ impl DbInner {
         let (mem, mut wal, first_seq) = {
             let mut state = self.state.lock();
             self.make_room(&mut state)?;
-            if state.last_sequence + count > MAX_SEQUENCE {
+            let last = self.versions.last_sequence();
+            if last + count > MAX_SEQUENCE {
                 return Err(Error::InvalidArgument(
                     "sequence numbers exhausted".to_string(),
                 ));
             }
-            let first = state.last_sequence + 1;
-            state.last_sequence += count;
+            let first = last + 1;
+            self.versions.set_last_sequence(last + count);
             let wal = state.wal.take().ok_or_else(|| {
                 Error::Background("WAL unavailable after an earlier failure".to_string())
             })?;
@@ -179,7 +156,7 @@ impl DbInner {
         let mut seq = first_seq;
         for (_, batch, _) in group.iter_mut() {
             let (_, ops) = batch::decode(batch.encode(seq))
-                .ok_or_else(|| Error::Corruption("batch failed to decode".to_string()))?;
+                .ok_or_else(|| Error::corruption("batch failed to decode"))?;
             for op in ops {
                 mem.insert(op.key, seq, op.kind, op.value);
                 self.counters.keys_written.fetch_add(1, Relaxed);
@@ -194,7 +171,7 @@ impl DbInner {
 
     /// Makes sure the memtable can take a write: switches to a new memtable (and WAL) when it
     /// is full, and stalls while too many memtables wait for flush.
-    pub(crate) fn make_room(&self, state: &mut parking_lot::MutexGuard<'_, DbState>) -> Result<()> {
+    pub(crate) fn make_room(&self, state: &mut MutexGuard<'_, DbState>) -> Result<()> {
         let mut stalled: Option<Instant> = None;
         let result = loop {
             if let Some(e) = &state.bg_error {
@@ -203,7 +180,7 @@ impl DbInner {
             if self.shutting_down.load(Ordering::Acquire) {
                 break Err(Error::Closed);
             }
-            if state.version.level(0).len() >= self.options.level0_stop_writes_trigger.max(1) {
+            if self.versions.l0_files() >= self.options.level0_stop_writes_trigger {
                 // Too many overlapping L0 files: every lookup would probe each of them. Wait for
                 // compaction to catch up.
                 stalled.get_or_insert_with(Instant::now);
@@ -214,7 +191,7 @@ impl DbInner {
             if state.mem.approximate_size() < self.options.write_buffer_size {
                 break Ok(());
             }
-            if state.imm.len() + 1 >= self.options.max_write_buffer_number.max(2) {
+            if state.imm.len() + 1 >= self.options.max_write_buffer_number {
                 stalled.get_or_insert_with(Instant::now);
                 self.work_available.notify_all();
                 self.state_changed.wait(state);
@@ -232,23 +209,59 @@ impl DbInner {
         result
     }
 
-    /// Freezes the memtable and starts a new one with a new WAL. The caller holds the lock.
-    pub(crate) fn switch_memtable(&self, state: &mut DbState) -> Result<()> {
-        let number = state.new_file_number();
-        let file = self.fs.create(&names::wal(&self.dir, number))?;
-        if let Some(mut old) = state.wal.take() {
+    /// Freezes the memtable and starts a new one with a new WAL.
+    ///
+    /// The caller holds the state lock and owns the write path (it is the write leader, or runs
+    /// inside [`WriteQueue::exclusive`]), so no group can append while the lock is released for
+    /// the I/O — creating the next log, syncing the old one, syncing the directory — and readers,
+    /// flushes and compactions are not held up behind those `fsync`s.
+    pub(crate) fn switch_memtable(&self, state: &mut MutexGuard<'_, DbState>) -> Result<()> {
+        let number = self.versions.new_file_number();
+        let old = state.wal.take();
+        let started = MutexGuard::unlocked(state, || self.start_wal(number, old));
+        match started {
+            Ok(wal) => {
+                state.wal = Some(wal);
+                let old = std::mem::replace(&mut state.mem, Arc::new(Memtable::new(number)));
+                state.imm.push(old);
+                self.publish_view(state);
+                self.work_available.notify_all();
+                Ok(())
+            }
+            Err((e, old)) => {
+                if old.is_none() {
+                    // The old log could not be made durable: what it holds may be lost on power
+                    // failure, and no later write may be acknowledged ahead of it.
+                    state
+                        .bg_error
+                        .get_or_insert_with(|| format!("WAL switch failed: {e}"));
+                    self.state_changed.notify_all();
+                }
+                state.wal = old;
+                Err(e)
+            }
+        }
+    }
+
+    /// Creates WAL `number`, then makes the old log and the new directory entry durable. On
+    /// failure returns the old log if it is still usable (the new one could not be created).
+    fn start_wal(
+        &self,
+        number: u64,
+        old: Option<LogWriter>,
+    ) -> std::result::Result<LogWriter, (Error, Option<LogWriter>)> {
+        let file = match self.fs.create(&names::wal(&self.dir, number)) {
+            Ok(file) => file,
+            Err(e) => return Err((e.into(), old)),
+        };
+        if let Some(mut old) = old {
             // Everything acknowledged is already flushed to the OS; make the old log durable
             // before it stops being appended (a synced write after it must not overtake it).
-            old.sync()?;
+            old.sync().map_err(|e| (Error::from(e), None))?;
         }
         // Synced writes to the new log must survive power loss: so must its directory entry.
-        self.fs.sync_dir(&self.dir)?;
-        state.wal = Some(LogWriter::new(file));
-        let old = std::mem::replace(&mut state.mem, Arc::new(Memtable::new(number)));
-        state.imm.push(old);
-        self.publish_view(state);
-        self.work_available.notify_all();
-        Ok(())
+        self.fs.sync_dir(&self.dir).map_err(|e| (e.into(), None))?;
+        Ok(LogWriter::new(file))
     }
 }
 

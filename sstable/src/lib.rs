@@ -34,5 +34,6 @@ pub use prefix::{FixedPrefix, PrefixExtractor};
 pub use properties::TableProperties;
 pub use stats::{BlockAccess, FilterOutcome, GetTrace, ReadStatistics};
 pub use table::{
-    CachedBlock, PreparedGet, Table, TableCache, TableGet, TableIter, TableReadOptions,
+    CachedBlock, Lookup, PreparedGet, Table, TableCache, TableGet, TableIter, TableIterOptions,
+    TableReadOptions,
 };

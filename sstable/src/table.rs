@@ -54,6 +54,40 @@ pub enum TableGet {
     NotFound,
 }
 
+/// Result of a point lookup that writes the value into the caller's buffer
+/// ([`Table::get_prepared_into`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    /// The newest visible version is a value, now in the caller's buffer.
+    Found,
+    /// The newest visible version is a tombstone.
+    Deleted,
+    /// The table has no visible version of the key.
+    NotFound,
+}
+
+/// How a [`TableIter`] reads blocks.
+#[derive(Debug, Clone)]
+pub struct TableIterOptions {
+    /// Insert the blocks read from the file into the block cache (RocksDB's `fill_cache`). A
+    /// compaction reads every block of its inputs exactly once: it sets this to `false`, so it
+    /// uses blocks already cached but neither inserts, promotes nor counts a lookup, and the
+    /// readers' working set stays in the cache.
+    pub fill_cache: bool,
+    /// Where reads from the file are counted; `None` = the table's
+    /// [`TableReadOptions::stats`].
+    pub stats: Option<Arc<ReadStatistics>>,
+}
+
+impl Default for TableIterOptions {
+    fn default() -> Self {
+        TableIterOptions {
+            fill_cache: true,
+            stats: None,
+        }
+    }
+}
+
 /// Blocks a pinned table holds directly, with the pins that keep them in the cache.
 struct PinnedParts {
     index: Arc<Block>,
@@ -291,6 +325,16 @@ impl Table {
 
     /// Reads a block and verifies its trailer; returns the contents.
     fn read_block_contents(&self, handle: BlockHandle, kind: BlockKind) -> Result<Vec<u8>> {
+        self.read_block_counted(handle, kind, self.options.stats.as_deref())
+    }
+
+    /// [`Table::read_block_contents`], counting the read in `stats`.
+    fn read_block_counted(
+        &self,
+        handle: BlockHandle,
+        kind: BlockKind,
+        stats: Option<&ReadStatistics>,
+    ) -> Result<Vec<u8>> {
         if !handle.fits(self.file.size()) {
             return Err(self.corruption(
                 handle.offset,
@@ -308,7 +352,7 @@ impl Table {
                 file: self.name.clone(),
                 source,
             })?;
-        if let Some(stats) = &self.options.stats {
+        if let Some(stats) = stats {
             stats.record_file_read(kind, len);
         }
         match check_block(&raw) {
@@ -329,10 +373,44 @@ impl Table {
     }
 
     fn load_block(&self, handle: BlockHandle, kind: BlockKind) -> Result<(CachedBlock, usize)> {
-        let contents = self.read_block_contents(handle, kind)?;
-        let block = Block::new(contents).map_err(|r| self.corruption(handle.offset, r))?;
+        let block = self.read_block(handle, kind, self.options.stats.as_deref())?;
         let charge = block.size();
         Ok((CachedBlock::Block(Arc::new(block)), charge))
+    }
+
+    fn read_block(
+        &self,
+        handle: BlockHandle,
+        kind: BlockKind,
+        stats: Option<&ReadStatistics>,
+    ) -> Result<Block> {
+        let contents = self.read_block_counted(handle, kind, stats)?;
+        Block::new(contents).map_err(|r| self.corruption(handle.offset, r))
+    }
+
+    /// A block for an iterator: through the cache, or — without `fill_cache` — from the cache
+    /// if it is there (no lookup counted, recency unchanged), else from the file, uncached.
+    fn block_for_iter(
+        &self,
+        handle: BlockHandle,
+        kind: BlockKind,
+        options: &TableIterOptions,
+    ) -> Result<Arc<Block>> {
+        if options.fill_cache {
+            let priority = if kind == BlockKind::Data {
+                Priority::Low
+            } else {
+                Priority::High
+            };
+            return self.cached_block(handle, kind, priority).map(|(b, _)| b);
+        }
+        if let Some(entry) = self.cache.peek(&self.block_key(handle)) {
+            if let CachedBlock::Block(b) = entry.as_ref() {
+                return Ok(Arc::clone(b));
+            }
+        }
+        let stats = options.stats.as_deref().or(self.options.stats.as_deref());
+        Ok(Arc::new(self.read_block(handle, kind, stats)?))
     }
 
     fn load_filter(&self, handle: BlockHandle) -> Result<(CachedBlock, usize)> {
@@ -438,11 +516,21 @@ impl Table {
     /// table this way before probing the current one, so the two memory waits overlap; the
     /// result goes to [`Table::get_prepared`].
     pub fn prepare_get(&self, user_key: &[u8]) -> Result<PreparedGet> {
-        let prepared = self.filter_for(user_key)?;
-        if let Some((filter, _, hash)) = &prepared.filter {
+        self.prepare_get_hashed(self.options.key_hasher.hash(user_key))
+    }
+
+    /// [`Table::prepare_get`] with the key already hashed: `hash` must be
+    /// `key_hasher.hash(user_key)` under [`TableReadOptions::key_hasher`] (the only hasher a
+    /// filter of this table can have been built with: a block built under another is refused at
+    /// open). A lookup across many tables hashes its key once and passes the hash to each.
+    pub fn prepare_get_hashed(&self, hash: u64) -> Result<PreparedGet> {
+        let filter = self
+            .filter(self.footer.filter)?
+            .map(|(filter, access)| (filter, access, hash));
+        if let Some((filter, _, hash)) = &filter {
             filter.prefetch_hash(*hash);
         }
-        Ok(prepared)
+        Ok(PreparedGet { filter })
     }
 
     /// The whole-key filter and the key's hash under its hasher.
@@ -466,12 +554,33 @@ impl Table {
         prepared: PreparedGet,
         trace: &mut GetTrace,
     ) -> Result<TableGet> {
+        let mut value = Vec::new();
+        Ok(
+            match self.get_prepared_into(user_key, snapshot, prepared, trace, &mut value)? {
+                Lookup::Found => TableGet::Found(value),
+                Lookup::Deleted => TableGet::Deleted,
+                Lookup::NotFound => TableGet::NotFound,
+            },
+        )
+    }
+
+    /// [`Table::get_prepared`] that copies a found value straight from the data block into
+    /// `value` (cleared first; untouched unless the result is [`Lookup::Found`]), so a
+    /// caller reusing one buffer allocates nothing per lookup.
+    pub fn get_prepared_into(
+        &self,
+        user_key: &[u8],
+        snapshot: u64,
+        prepared: PreparedGet,
+        trace: &mut GetTrace,
+        value: &mut Vec<u8>,
+    ) -> Result<Lookup> {
         *trace = GetTrace::default();
         if let Some((filter, access, hash)) = prepared.filter {
             trace.filter_block = access;
             if !filter.may_contain_hash(hash) {
                 trace.filter = FilterOutcome::No;
-                return Ok(TableGet::NotFound);
+                return Ok(Lookup::NotFound);
             }
             trace.filter = FilterOutcome::Maybe;
         }
@@ -484,7 +593,7 @@ impl Table {
             return Err(self.corruption(self.footer.index.offset, e));
         }
         if !index_iter.valid() {
-            return Ok(TableGet::NotFound);
+            return Ok(Lookup::NotFound);
         }
         let handle = BlockHandle::decode(index_iter.value())
             .ok_or_else(|| self.corruption(self.footer.index.offset, "undecodable index entry"))?;
@@ -496,17 +605,21 @@ impl Table {
             return Err(self.corruption(handle.offset, e));
         }
         if !it.valid() {
-            return Ok(TableGet::NotFound);
+            return Ok(Lookup::NotFound);
         }
         let parsed = ParsedKey::parse(it.key())
             .ok_or_else(|| self.corruption(handle.offset, "undecodable internal key"))?;
         if parsed.user_key != user_key {
-            return Ok(TableGet::NotFound);
+            return Ok(Lookup::NotFound);
         }
         trace.key_found = true;
         Ok(match parsed.kind {
-            ValueKind::Put => TableGet::Found(it.value().to_vec()),
-            ValueKind::Delete => TableGet::Deleted,
+            ValueKind::Put => {
+                value.clear();
+                value.extend_from_slice(it.value());
+                Lookup::Found
+            }
+            ValueKind::Delete => Lookup::Deleted,
         })
     }
 
@@ -525,10 +638,20 @@ impl Table {
         let Some(p) = extractor.prefix(prefix) else {
             return Ok(true);
         };
+        self.prefix_may_match_hashed(self.options.key_hasher.hash(p))
+    }
+
+    /// [`Table::prefix_may_match`] for a prefix already extracted (by
+    /// [`TableReadOptions::prefix_extractor`]) and hashed (by [`TableReadOptions::key_hasher`]):
+    /// a prefix seek over many tables does both once.
+    pub fn prefix_may_match_hashed(&self, prefix_hash: u64) -> Result<bool> {
+        if !self.prefix_filter_usable {
+            return Ok(true);
+        }
         let Some((filter, _)) = self.filter(self.footer.prefix_filter)? else {
             return Ok(true);
         };
-        let maybe = filter.may_contain(p);
+        let maybe = filter.may_contain_hash(prefix_hash);
         if let Some(stats) = &self.options.stats {
             use std::sync::atomic::Ordering::Relaxed;
             stats.prefix_checked.fetch_add(1, Relaxed);
@@ -542,8 +665,14 @@ impl Table {
     /// An iterator over all entries (internal keys) of the table. It holds an `Arc` of the
     /// table, so it can outlive the caller's borrow and move to another thread.
     pub fn iter(self: &Arc<Self>) -> TableIter {
+        self.iter_with(TableIterOptions::default())
+    }
+
+    /// [`Table::iter`] reading blocks as `options` say (compaction: without filling the cache).
+    pub fn iter_with(self: &Arc<Self>, options: TableIterOptions) -> TableIter {
         TableIter {
             table: Arc::clone(self),
+            options,
             index: None,
             data: None,
             error: None,
@@ -554,6 +683,7 @@ impl Table {
 /// A two-level iterator: index block → data blocks.
 pub struct TableIter {
     table: Arc<Table>,
+    options: TableIterOptions,
     index: Option<BlockIter>,
     data: Option<BlockIter>,
     error: Option<SstError>,
@@ -605,8 +735,15 @@ impl TableIter {
 
     fn index_iter(&mut self) -> Option<&mut BlockIter> {
         if self.index.is_none() {
-            match self.table.index_block() {
-                Ok((block, _)) => self.index = Some(block.iter()),
+            let index = if self.table.is_pinned() {
+                self.table.index_block().map(|(block, _)| block)
+            } else {
+                let handle = self.table.footer.index;
+                self.table
+                    .block_for_iter(handle, BlockKind::Index, &self.options)
+            };
+            match index {
+                Ok(block) => self.index = Some(block.iter()),
                 Err(e) => {
                     self.fail(e);
                     return None;
@@ -637,9 +774,9 @@ impl TableIter {
         };
         match self
             .table
-            .cached_block(handle, BlockKind::Data, Priority::Low)
+            .block_for_iter(handle, BlockKind::Data, &self.options)
         {
-            Ok((block, _)) => {
+            Ok(block) => {
                 self.data = Some(block.iter());
                 true
             }

@@ -39,7 +39,7 @@ fn compactions_run_side_by_side_and_lose_nothing() {
             s.spawn(move || {
                 for round in 0..2 {
                     for i in (half..keys).step_by(2) {
-                        db.put(&key(i), &value(i, round)).unwrap();
+                        db.put(key(i), value(i, round)).unwrap();
                     }
                 }
             });
@@ -56,7 +56,7 @@ fn compactions_run_side_by_side_and_lose_nothing() {
         stats.compactions
     );
     for i in 0..keys {
-        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, 1)), "key {i}");
+        assert_eq!(db.get(key(i)).unwrap(), Some(value(i, 1)), "key {i}");
     }
     // Sorted levels stayed sorted and disjoint: a full scan sees every key once, in order.
     let mut seen = 0u32;
@@ -75,7 +75,7 @@ fn compactions_run_side_by_side_and_lose_nothing() {
     let db = Db::open(dir.path(), options(1)).unwrap();
     for i in (0..keys).step_by(7) {
         assert_eq!(
-            db.get(&key(i)).unwrap(),
+            db.get(key(i)).unwrap(),
             Some(value(i, 1)),
             "key {i} after reopen"
         );
@@ -87,7 +87,7 @@ fn one_thread_never_runs_two_compactions() {
     let dir = siftdb_tests::temp_dir();
     let db = Db::open(dir.path(), options(1)).unwrap();
     for i in 0..20_000u32 {
-        db.put(&key(i), &value(i, 0)).unwrap();
+        db.put(key(i), value(i, 0)).unwrap();
     }
     db.flush().unwrap();
     db.wait_for_compaction().unwrap();

@@ -29,7 +29,7 @@ fn full_compaction_reclaims_overwritten_and_deleted_keys() {
     const N: u32 = 4000;
     for round in 0..3u8 {
         for i in 0..N {
-            db.put(format!("key{i:06}").as_bytes(), &[round; 100])
+            db.put(format!("key{i:06}").as_bytes(), [round; 100])
                 .unwrap();
         }
         db.flush().unwrap();
@@ -90,7 +90,7 @@ fn background_compaction_keeps_l0_small_and_builds_levels() {
     for i in 0..30_000u32 {
         db.put(
             format!("k{:08}", i.wrapping_mul(2_654_435_761) % 1_000_000).as_bytes(),
-            &[7; 60],
+            [7; 60],
         )
         .unwrap();
     }

@@ -35,13 +35,13 @@ fn build(allocation: FilterAllocation) -> Vec<LevelInfo> {
     let dir = siftdb_tests::temp_dir();
     let db = Db::open(dir.path(), options(allocation)).unwrap();
     for i in 0..keys() {
-        db.put(&key(i), &[b'v'; 16]).unwrap();
+        db.put(key(i), [b'v'; 16]).unwrap();
     }
     db.flush().unwrap();
     db.wait_for_compaction().unwrap();
     // Every key is still there: filters never answer "no" wrongly.
     for i in (0..keys()).step_by(53) {
-        assert!(db.get(&key(i)).unwrap().is_some(), "key {i} lost");
+        assert!(db.get(key(i)).unwrap().is_some(), "key {i} lost");
     }
     eprintln!("{allocation:?}:\n{}", db.property("siftdb.levels").unwrap());
     db.level_info()

@@ -28,7 +28,7 @@ fn base() -> FaultFs {
     let fs = FaultFs::new();
     let db = Db::open("/db", options(&fs)).unwrap();
     for i in 0..KEYS {
-        db.put(format!("key{i:06}").as_bytes(), &value(i)).unwrap();
+        db.put(format!("key{i:06}").as_bytes(), value(i)).unwrap();
     }
     drop(db);
     fs

@@ -51,7 +51,7 @@ fn crash_child() {
         let mut b = WriteBatch::new();
         let n = if i.is_multiple_of(4) { 3 } else { 1 };
         for j in i..i + n {
-            b.put(&key(j), &value(j));
+            b.put(key(j), value(j));
         }
         db.write_opt(b, &WriteOptions { sync })
             .expect("child write");

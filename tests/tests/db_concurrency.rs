@@ -26,11 +26,11 @@ fn concurrent_writers_and_readers_agree() {
                 for i in 0..PER_WRITER {
                     if i % 10 == 0 {
                         let mut b = WriteBatch::new();
-                        b.put(format!("w{w}-{i:05}").as_bytes(), &i.to_le_bytes())
+                        b.put(format!("w{w}-{i:05}").as_bytes(), i.to_le_bytes())
                             .put(format!("w{w}-batch-{i:05}").as_bytes(), b"b");
                         db.write(b).unwrap();
                     } else {
-                        db.put(format!("w{w}-{i:05}").as_bytes(), &i.to_le_bytes())
+                        db.put(format!("w{w}-{i:05}").as_bytes(), i.to_le_bytes())
                             .unwrap();
                     }
                     progress[w as usize].store(i + 1, Ordering::Release);

@@ -57,7 +57,7 @@ fn concurrent_readers_iterators_snapshots_under_compaction() {
             s.spawn(move || {
                 for round in 1..=ROUNDS {
                     for i in 0..KEYS_PER_WRITER {
-                        db.put(&key(w, i), &value(w, i, round)).unwrap();
+                        db.put(key(w, i), value(w, i, round)).unwrap();
                     }
                     done[w as usize].store(round, Ordering::Release);
                 }
@@ -74,7 +74,7 @@ fn concurrent_readers_iterators_snapshots_under_compaction() {
                     let w = n % WRITERS;
                     let i = (n * 31) % KEYS_PER_WRITER;
                     let floor = done[w as usize].load(Ordering::Acquire);
-                    if let Some(v) = db.get(&key(w, i)).unwrap() {
+                    if let Some(v) = db.get(key(w, i)).unwrap() {
                         let (vw, vi, round) = parse(&v);
                         assert_eq!((vw, vi), (w, i), "value of another key");
                         assert!(
@@ -116,11 +116,11 @@ fn concurrent_readers_iterators_snapshots_under_compaction() {
                 while !stop.load(Ordering::Acquire) {
                     let snap = db.snapshot();
                     let first: Vec<_> = (0..50)
-                        .map(|i| snap.get(&key(i % WRITERS, i * 7)).unwrap())
+                        .map(|i| snap.get(key(i % WRITERS, i * 7)).unwrap())
                         .collect();
                     std::thread::sleep(std::time::Duration::from_millis(5));
                     let second: Vec<_> = (0..50)
-                        .map(|i| snap.get(&key(i % WRITERS, i * 7)).unwrap())
+                        .map(|i| snap.get(key(i % WRITERS, i * 7)).unwrap())
                         .collect();
                     assert_eq!(first, second, "snapshot changed");
                     let count_a = snap.iter().count();
@@ -144,7 +144,7 @@ fn concurrent_readers_iterators_snapshots_under_compaction() {
     );
     for w in 0..WRITERS {
         for i in 0..KEYS_PER_WRITER {
-            assert_eq!(db.get(&key(w, i)).unwrap(), Some(value(w, i, ROUNDS)));
+            assert_eq!(db.get(key(w, i)).unwrap(), Some(value(w, i, ROUNDS)));
         }
     }
 }

@@ -17,7 +17,7 @@ fn missing_keys_across_l0_tables_read_no_data_blocks() {
     for t in 0..TABLES {
         for i in 0..2000u32 {
             // Interleaved keys: every table spans the whole key range.
-            db.put(format!("key{:06}", i * TABLES + t).as_bytes(), &[b'v'; 64])
+            db.put(format!("key{:06}", i * TABLES + t).as_bytes(), [b'v'; 64])
                 .unwrap();
         }
         db.flush().unwrap();

@@ -29,7 +29,7 @@ fn unflushed_writes_survive_reopen() {
     {
         let db = Db::open(dir.path(), Options::default()).unwrap();
         for i in 0..1000u32 {
-            db.put(format!("k{i:05}").as_bytes(), &i.to_le_bytes())
+            db.put(format!("k{i:05}").as_bytes(), i.to_le_bytes())
                 .unwrap();
         }
         db.delete(b"k00007").unwrap();
@@ -61,7 +61,7 @@ fn truncated_wal_tail_recovers_a_prefix() {
     {
         let db = Db::open(dir.path(), Options::default()).unwrap();
         for i in 0..100u32 {
-            db.put(format!("k{i:03}").as_bytes(), &[b'v'; 100]).unwrap();
+            db.put(format!("k{i:03}").as_bytes(), [b'v'; 100]).unwrap();
         }
     }
     let wal = wal_files(dir.path()).pop().unwrap();
@@ -101,7 +101,7 @@ fn damage_before_wal_tail_is_corruption() {
     {
         let db = Db::open(dir.path(), Options::default()).unwrap();
         for i in 0..2000u32 {
-            db.put(format!("k{i:05}").as_bytes(), &[b'v'; 100]).unwrap();
+            db.put(format!("k{i:05}").as_bytes(), [b'v'; 100]).unwrap();
         }
     }
     let wal = wal_files(dir.path()).pop().unwrap();
@@ -109,7 +109,13 @@ fn damage_before_wal_tail_is_corruption() {
     bytes[100] ^= 0x40; // first block; valid records follow
     std::fs::write(&wal, &bytes).unwrap();
     match Db::open(dir.path(), Options::default()) {
-        Err(Error::Corruption(msg)) => assert!(msg.contains("WAL"), "{msg}"),
+        Err(Error::Corruption(c)) => {
+            // The error names the log and where in it the damage is.
+            let name = wal.file_name().unwrap().to_str().unwrap();
+            assert_eq!(c.file(), Some(name), "{c}");
+            assert!(c.offset().is_some_and(|o| o <= 100), "{c}");
+            assert!(c.reason().contains("WAL"), "{c}");
+        }
         other => panic!("expected corruption, got {other:?}"),
     }
     // With paranoid checks off, recovery stops at the damage instead.
@@ -127,7 +133,7 @@ fn corrupted_manifest_is_an_error_not_an_empty_database() {
     {
         let db = Db::open(dir.path(), small()).unwrap();
         for i in 0..500u32 {
-            db.put(format!("k{i:05}").as_bytes(), &[b'v'; 50]).unwrap();
+            db.put(format!("k{i:05}").as_bytes(), [b'v'; 50]).unwrap();
         }
         db.flush().unwrap();
     }
@@ -189,7 +195,14 @@ fn future_format_version_is_refused() {
     }
     let path = dir.path().join("OPTIONS");
     let text = std::fs::read_to_string(&path).unwrap();
-    std::fs::write(&path, text.replace("format_version=1", "format_version=99")).unwrap();
+    std::fs::write(
+        &path,
+        text.replace(
+            &format!("format_version={}", siftdb::FORMAT_VERSION),
+            "format_version=99",
+        ),
+    )
+    .unwrap();
     assert!(matches!(
         Db::open(dir.path(), Options::default()),
         Err(Error::UnsupportedVersion { found: 99, .. })

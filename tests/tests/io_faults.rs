@@ -31,7 +31,7 @@ fn workload(fs: &FaultFs, dir: &Path) -> u32 {
     let mut acked = 0;
     for i in 0..300u32 {
         let mut b = WriteBatch::new();
-        b.put(&key(i), &[b'v'; 40]);
+        b.put(key(i), [b'v'; 40]);
         if db.write(b).is_err() {
             return acked;
         }
@@ -41,7 +41,7 @@ fn workload(fs: &FaultFs, dir: &Path) -> u32 {
         }
     }
     let _ = db.compact_range(None, None);
-    let _ = db.get(&key(7));
+    let _ = db.get(key(7));
     acked
 }
 
@@ -65,7 +65,7 @@ fn every_failed_call_is_an_error_and_loses_nothing() {
             Db::open(dir, options(&fs)).unwrap_or_else(|e| panic!("call {n}: reopen failed: {e}"));
         for i in 0..acked {
             assert_eq!(
-                db.get(&key(i)).unwrap(),
+                db.get(key(i)).unwrap(),
                 Some(vec![b'v'; 40]),
                 "call {n}: key {i} lost"
             );

@@ -46,7 +46,7 @@ fn run_until_crash(fs: &FaultFs, dir: &Path, crash_after: u64) -> (u32, Option<u
             // A batch of three consecutive keys: all or nothing.
             let mut b = WriteBatch::new();
             for j in i..i + 3 {
-                b.put(&key(j), &value(j));
+                b.put(key(j), value(j));
             }
             let r = db.write_opt(b, &WriteOptions { sync });
             if r.is_ok() {
@@ -57,7 +57,7 @@ fn run_until_crash(fs: &FaultFs, dir: &Path, crash_after: u64) -> (u32, Option<u
             let r = db.write_opt(
                 {
                     let mut b = WriteBatch::new();
-                    b.put(&key(i), &value(i));
+                    b.put(key(i), value(i));
                     b
                 },
                 &WriteOptions { sync },
@@ -142,7 +142,7 @@ fn power_loss_at_many_points_of_one_run() {
     while checked < points {
         let sync = i.is_multiple_of(11);
         let mut b = WriteBatch::new();
-        b.put(&key(i), &value(i));
+        b.put(key(i), value(i));
         db.write_opt(b, &WriteOptions { sync }).unwrap();
         if sync {
             synced = Some(i);

@@ -31,6 +31,9 @@ pub enum Benchmark {
     DeleteRandom,
     /// `--threads` readers doing `readrandom` while one writer overwrites keys.
     ReadWhileWriting,
+    /// `--threads` readers doing `readrandom` while one thread compacts the whole database over
+    /// and over (`compact` in a loop): what compaction does to the readers' block cache.
+    ReadWhileCompacting,
     /// Compact the whole database down to the bottom level (`Db::compact_range(None, None)`).
     Compact,
     /// Print every statistic and the tree shape.
@@ -39,7 +42,7 @@ pub enum Benchmark {
 
 impl Benchmark {
     /// Every workload, in documentation order.
-    pub const ALL: [Benchmark; 12] = [
+    pub const ALL: [Benchmark; 13] = [
         Benchmark::FillSeq,
         Benchmark::FillRandom,
         Benchmark::Overwrite,
@@ -50,6 +53,7 @@ impl Benchmark {
         Benchmark::PrefixScan,
         Benchmark::DeleteRandom,
         Benchmark::ReadWhileWriting,
+        Benchmark::ReadWhileCompacting,
         Benchmark::Compact,
         Benchmark::Stats,
     ];
@@ -67,6 +71,7 @@ impl Benchmark {
             Benchmark::PrefixScan => "prefixscan",
             Benchmark::DeleteRandom => "deleterandom",
             Benchmark::ReadWhileWriting => "readwhilewriting",
+            Benchmark::ReadWhileCompacting => "readwhilecompacting",
             Benchmark::Compact => "compact",
             Benchmark::Stats => "stats",
         }
@@ -136,7 +141,8 @@ pub enum AllocationArg {
 #[command(name = "siftdb-bench", version)]
 pub struct Args {
     /// Workloads to run, in order (comma separated): fillseq, fillrandom, overwrite, readrandom,
-    /// readmissing, readhot, seekrandom, prefixscan, deleterandom, readwhilewriting, stats.
+    /// readmissing, readhot, seekrandom, prefixscan, deleterandom, readwhilewriting,
+    /// readwhilecompacting, compact, stats.
     #[arg(
         long = "benchmarks",
         value_delimiter = ',',

@@ -214,6 +214,7 @@ fn is_point_read(b: Benchmark) -> bool {
             | Benchmark::ReadMissing
             | Benchmark::ReadHot
             | Benchmark::ReadWhileWriting
+            | Benchmark::ReadWhileCompacting
     )
 }
 
@@ -259,6 +260,13 @@ pub fn text(result: &PhaseResult, config: &Config) -> String {
         Benchmark::DeleteRandom => format!(" (deleted {} existing keys of {})", t.entries, t.ops),
         Benchmark::ReadWhileWriting => format!(
             " (found {} of {}){} (writer: {} puts)",
+            t.found,
+            t.ops,
+            mismatch(t.found, t.expected, "found"),
+            result.writer_ops.unwrap_or(0)
+        ),
+        Benchmark::ReadWhileCompacting => format!(
+            " (found {} of {}){} (compactor: {} full compactions)",
             t.found,
             t.ops,
             mismatch(t.found, t.expected, "found"),

@@ -20,7 +20,7 @@ pub struct PhaseResult {
     pub benchmark: Benchmark,
     /// Timings and outcomes (`None` for `stats` and skipped workloads).
     pub measured: Option<Measured>,
-    /// Puts of readwhilewriting's writer.
+    /// Puts of readwhilewriting's writer; full compactions of readwhilecompacting's compactor.
     pub writer_ops: Option<u64>,
     /// Time of the untimed flush after a write workload.
     pub flush_time: Option<Duration>,
@@ -214,6 +214,11 @@ impl<'a> Workbench<'a> {
             Benchmark::ReadWhileWriting => {
                 let (measured, writer_ops) = self.read_while_writing(stream)?;
                 result.writer_ops = Some(writer_ops);
+                measured
+            }
+            Benchmark::ReadWhileCompacting => {
+                let (measured, compactions) = self.read_while_compacting(stream)?;
+                result.writer_ops = Some(compactions);
                 measured
             }
             Benchmark::Compact => self.timed(benchmark, 1, 1, 1, stream, |_, _| {
@@ -478,6 +483,36 @@ impl<'a> Workbench<'a> {
             let measured = readers?;
             written.map_err(|e| e.context("writer"))?;
             Ok((measured, writer_ops.load(Ordering::Relaxed)))
+        })
+    }
+}
+
+impl Workbench<'_> {
+    /// readwhilecompacting: `--threads` readers do readrandom while one thread compacts the
+    /// whole database, again and again until they are done. Every full compaction reads and
+    /// rewrites every table: its block reads must not push the readers' blocks out of the cache.
+    fn read_while_compacting(&self, stream: u64) -> Result<(Measured, u64)> {
+        let stop = AtomicBool::new(false);
+        let compactions = AtomicU64::new(0);
+        std::thread::scope(|scope| {
+            let compactor = scope.spawn(|| -> Result<()> {
+                while !stop.load(Ordering::Relaxed) {
+                    self.engine.compact()?;
+                    compactions.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(())
+            });
+            let readers = self.reads(Benchmark::ReadWhileCompacting, stream, |w, ctx| {
+                let index = ctx.rng.below(w.config.num);
+                w.read_written(ctx, index)
+            });
+            stop.store(true, Ordering::Relaxed);
+            let compacted = compactor
+                .join()
+                .unwrap_or_else(|_| Err(Error::new("the compactor thread panicked")));
+            let measured = readers?;
+            compacted.map_err(|e| e.context("compactor"))?;
+            Ok((measured, compactions.load(Ordering::Relaxed)))
         })
     }
 }

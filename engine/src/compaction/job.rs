@@ -1,0 +1,263 @@
+//! One compaction job, in named steps: [`CompactionJob::prepare`] fixes the inputs;
+//! [`CompactionJob::run`] either moves them down by a manifest edit alone (a trivial move) or
+//! writes their merge into new tables and installs those. The job owns its reservation and the
+//! outputs it has numbered but not installed; dropping it — however the job ends — releases both.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use siftdb_compaction::picker::Pick;
+use siftdb_compaction::{merge_into, GcRules, InternalIterator, MergingIterator};
+use siftdb_sstable::{FilterSpec, TableBuildOptions, TableIterOptions};
+
+use super::sink::{TableSink, MAX_GRANDPARENT_OVERLAP_FILES};
+use crate::db::DbInner;
+use crate::error::{Error, Result};
+use crate::version::{TableFile, Version};
+use crate::version_edit::VersionEdit;
+use crate::version_set::Reservation;
+
+/// See the module documentation.
+pub(crate) struct CompactionJob<'a> {
+    db: &'a Arc<DbInner>,
+    /// The version the inputs were picked from.
+    version: Arc<Version>,
+    level: usize,
+    output_level: usize,
+    /// Input tables with their levels.
+    inputs: Vec<(usize, Arc<TableFile>)>,
+    /// Output numbers taken but not installed: given back (they become orphans to delete) if
+    /// the job ends any other way.
+    uninstalled: Vec<u64>,
+    /// Keeps other background jobs off the inputs and the output range (`None` for
+    /// `compact_range`, which runs alone).
+    _reservation: Option<Reservation<'a>>,
+}
+
+impl Drop for CompactionJob<'_> {
+    fn drop(&mut self) {
+        if !self.uninstalled.is_empty() {
+            self.db.versions.release_outputs(&self.uninstalled);
+            crate::recovery::delete_obsolete_files(self.db);
+        }
+    }
+}
+
+impl<'a> CompactionJob<'a> {
+    /// The job compacting `pick` (files of `pick.level` and of the level below) into
+    /// `output_level`; `None` if none of the picked files is in `version`.
+    pub(crate) fn prepare(
+        db: &'a Arc<DbInner>,
+        version: Arc<Version>,
+        pick: &Pick,
+        output_level: usize,
+        reservation: Option<Reservation<'a>>,
+    ) -> Option<CompactionJob<'a>> {
+        let next_level = pick.level + 1;
+        let picked = |level: usize, numbers: &[u64]| -> Vec<(usize, Arc<TableFile>)> {
+            version
+                .level(level)
+                .iter()
+                .filter(|f| numbers.contains(&f.meta.number))
+                .map(|f| (level, Arc::clone(f)))
+                .collect()
+        };
+        let mut inputs = picked(pick.level, &pick.inputs);
+        inputs.extend(picked(next_level, &pick.next_inputs));
+        if inputs.is_empty() {
+            return None;
+        }
+        Some(CompactionJob {
+            db,
+            version,
+            level: pick.level,
+            output_level,
+            inputs,
+            uninstalled: Vec::new(),
+            _reservation: reservation,
+        })
+    }
+
+    /// Runs the job to its end: moved or written, and installed.
+    pub(crate) fn run(mut self) -> Result<()> {
+        if self.is_trivial_move() {
+            self.install_move()
+        } else {
+            let outputs = self.write()?;
+            self.install(outputs)
+        }
+    }
+
+    /// The smallest and largest user keys of the inputs.
+    fn key_range(&self) -> (Vec<u8>, Vec<u8>) {
+        let keys = || self.inputs.iter().map(|(_, f)| f);
+        let smallest = keys().map(|f| f.smallest_user_key()).min().unwrap_or(&[]);
+        let largest = keys().map(|f| f.largest_user_key()).max().unwrap_or(&[]);
+        (smallest.to_vec(), largest.to_vec())
+    }
+
+    /// Whether the inputs can move to the output level unchanged (LevelDB's `IsTrivialMove`,
+    /// for several files as RocksDB allows): all from one level, no file of the output level in
+    /// their range, no two of them overlapping each other (L0 files may), and none overlapping
+    /// more of the level below the output than a compaction output may.
+    fn is_trivial_move(&self) -> bool {
+        if self.output_level == self.level || self.inputs.iter().any(|(l, _)| *l != self.level) {
+            return false;
+        }
+        let mut ranges: Vec<(&[u8], &[u8])> = self
+            .inputs
+            .iter()
+            .map(|(_, f)| (f.smallest_user_key(), f.largest_user_key()))
+            .collect();
+        ranges.sort_unstable();
+        if ranges.windows(2).any(|w| w[0].1 >= w[1].0) {
+            return false;
+        }
+        let limit = MAX_GRANDPARENT_OVERLAP_FILES * self.db.options.target_file_size_base;
+        let grandparents = self.version.level(self.output_level + 1);
+        ranges.iter().all(|(smallest, largest)| {
+            let overlap: u64 = grandparents
+                .iter()
+                .filter(|g| g.largest_user_key() >= *smallest && g.smallest_user_key() <= *largest)
+                .map(|g| g.meta.file_size)
+                .sum();
+            overlap <= limit
+        })
+    }
+
+    /// A trivial move: one manifest edit takes the inputs out of their level and puts the same
+    /// tables into the output level. No byte is written, and their cached blocks stay valid
+    /// (same table numbers). Each table keeps the filter it was built with; its `filter_level`
+    /// still names the level that filter was planned for (see `docs/TUNING.md`).
+    fn install_move(&mut self) -> Result<()> {
+        let mut edit = VersionEdit::default();
+        for (level, f) in &self.inputs {
+            edit.deleted.push((*level, f.meta.number));
+            edit.added.push((self.output_level, f.meta.clone()));
+        }
+        self.db.versions.log_and_apply(self.db, edit, &[], |_| {})?;
+        self.db
+            .counters
+            .trivial_moves
+            .fetch_add(self.inputs.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// What garbage collection may drop. The live snapshots are asked for only now, after the
+    /// inputs were fixed: a snapshot registered later reads at a sequence at least as new as
+    /// every input (see `SnapshotList::acquire_current`).
+    fn gc_rules(&self) -> GcRules {
+        let (smallest, largest) = self.key_range();
+        // Bottommost: no level below the output holds any key of the range.
+        let bottommost = (self.output_level + 1..self.version.num_levels()).all(|l| {
+            self.version.level(l).iter().all(|f| {
+                f.largest_user_key() < smallest.as_slice()
+                    || f.smallest_user_key() > largest.as_slice()
+            })
+        });
+        GcRules {
+            snapshots: self.db.snapshots.sequences(),
+            bottommost,
+        }
+    }
+
+    /// The outputs' filter: kind from the policy, bits/key from the plan of the tree as it will
+    /// be once the inputs have moved down.
+    fn filter_spec(&self) -> FilterSpec {
+        let options = &self.db.options;
+        let mut level_keys = self.version.level_keys();
+        let moved: u64 = self.inputs.iter().map(|(_, f)| f.meta.distinct_keys).sum();
+        for (level, f) in &self.inputs {
+            level_keys[*level] = level_keys[*level].saturating_sub(f.meta.distinct_keys);
+        }
+        level_keys[self.output_level] += moved;
+        let replaced: Vec<u64> = self.inputs.iter().map(|(_, f)| f.meta.number).collect();
+        FilterSpec {
+            kind: options.filter_policy().kind_for_level(self.output_level),
+            bits_per_key: crate::filter_plan::bits_per_key_for(
+                options,
+                &self.version,
+                self.output_level,
+                &level_keys,
+                &replaced,
+            ),
+        }
+    }
+
+    /// Merges the inputs into new tables (synced, their directory entries durable) and opens
+    /// them. Input blocks are read without filling the block cache and counted apart from user
+    /// reads (`Stats::compaction_blocks_read`).
+    fn write(&mut self) -> Result<Vec<Arc<TableFile>>> {
+        let db = self.db;
+        let rules = self.gc_rules();
+        let options = TableBuildOptions {
+            block_size: db.options.block_size,
+            block_restart_interval: db.options.block_restart_interval,
+            filter: Some(self.filter_spec()),
+            key_hasher: db.options.filter_hasher,
+            prefix_extractor: db.options.prefix_extractor.clone(),
+        };
+        let read_options = TableIterOptions {
+            fill_cache: false,
+            stats: Some(Arc::clone(&db.counters.compaction_reads)),
+        };
+        let children: Vec<Box<dyn InternalIterator>> = self
+            .inputs
+            .iter()
+            .map(|(_, f)| {
+                Box::new(f.table.iter_with(read_options.clone())) as Box<dyn InternalIterator>
+            })
+            .collect();
+        let mut merge = MergingIterator::new(children);
+        let grandparents = self
+            .version
+            .level(self.output_level + 1)
+            .iter()
+            .map(|f| (f.largest_user_key().to_vec(), f.meta.file_size))
+            .collect();
+        let mut sink = TableSink::new(db, options, self.output_level, grandparents);
+        let merged = merge_into(&mut merge, &rules, &mut sink)
+            .map_err(|e| sink.take_error().unwrap_or_else(|| Error::from(e)))
+            .and_then(|_| sink.finish_current());
+        self.uninstalled.extend_from_slice(sink.numbers());
+        merged?;
+        let (outputs, bytes_written) = sink.into_outputs();
+        if !outputs.is_empty() {
+            // The outputs' directory entries must be durable before the manifest names them.
+            db.fs.sync_dir(&db.dir)?;
+        }
+        db.counters
+            .compaction_bytes_written
+            .fetch_add(bytes_written, Ordering::Relaxed);
+        outputs
+            .iter()
+            .map(|m| crate::flush::open_table(db, self.output_level, m))
+            .collect()
+    }
+
+    /// One manifest edit removes the inputs and adds the outputs; then the inputs' cached blocks
+    /// are dropped and their files deleted (readers still holding the old version keep their
+    /// open files).
+    fn install(&mut self, outputs: Vec<Arc<TableFile>>) -> Result<()> {
+        let db = self.db;
+        let mut edit = VersionEdit::default();
+        for (level, f) in &self.inputs {
+            edit.deleted.push((*level, f.meta.number));
+        }
+        for t in &outputs {
+            edit.added.push((self.output_level, t.meta.clone()));
+        }
+        db.versions.log_and_apply(db, edit, &outputs, |_| {})?;
+        self.uninstalled.clear();
+        for (_, f) in &self.inputs {
+            db.cache.erase_table(f.meta.number);
+        }
+        let read: u64 = self.inputs.iter().map(|(_, f)| f.meta.file_size).sum();
+        db.counters.compactions.fetch_add(1, Ordering::Relaxed);
+        db.counters
+            .compaction_bytes_read
+            .fetch_add(read, Ordering::Relaxed);
+        crate::recovery::delete_obsolete_files(db);
+        Ok(())
+    }
+}

@@ -1,0 +1,169 @@
+//! Leveled compaction: the background threads, `wait_for_compaction` and `compact_range`. What
+//! one job does — prepare, write (or move), install — is in `job.rs`; its output tables are cut
+//! in `sink.rs`.
+
+mod job;
+mod sink;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use siftdb_compaction::picker::{self, LevelFile, Pick, PickerConfig};
+
+use crate::db::DbInner;
+use crate::error::{Error, Result};
+use crate::version_set::level_files;
+use job::CompactionJob;
+
+/// Starts the background compaction threads (`Options::max_background_compactions`).
+pub(crate) fn start_background(inner: &Arc<DbInner>) {
+    let count = inner.options.max_background_compactions;
+    let handles: Vec<_> = (0..count)
+        .filter_map(|i| {
+            crate::flush::spawn_background(inner, &format!("siftdb-compact-{i}"), background_loop)
+        })
+        .collect();
+    *inner.compaction_threads.lock() = handles;
+}
+
+fn background_loop(db: &Arc<DbInner>) {
+    loop {
+        {
+            let mut state = db.state.lock();
+            if db.shutting_down.load(Ordering::Acquire) {
+                return;
+            }
+            db.work_available
+                .wait_for(&mut state, Duration::from_millis(200));
+            if db.shutting_down.load(Ordering::Acquire) {
+                return;
+            }
+            if state.bg_error.is_some() {
+                continue;
+            }
+        }
+        // Run compactions until the tree is in shape.
+        loop {
+            if db.shutting_down.load(Ordering::Acquire) {
+                return;
+            }
+            match maybe_compact(db) {
+                Ok(true) => continue,
+                Ok(false) => break,
+                Err(e) => {
+                    let mut state = db.state.lock();
+                    state
+                        .bg_error
+                        .get_or_insert(format!("compaction failed: {e}"));
+                    tracing::error!("siftdb: compaction failed, writes stopped: {e}");
+                    db.state_changed.notify_all();
+                    break;
+                }
+            }
+        }
+    }
+}
+
+pub(crate) fn picker_config(db: &DbInner) -> PickerConfig {
+    PickerConfig {
+        l0_trigger: db.options.level0_file_num_compaction_trigger,
+        base_level_bytes: db.options.max_bytes_for_level_base,
+        multiplier: db.options.max_bytes_for_level_multiplier,
+    }
+}
+
+/// Runs one compaction if the tree needs one and one fits beside those under way; returns
+/// whether it did.
+pub(crate) fn maybe_compact(db: &Arc<DbInner>) -> Result<bool> {
+    let _shared = db.compaction_lock.read();
+    let Some((pick, version, reservation)) = db.versions.pick_compaction(db, &picker_config(db))
+    else {
+        return Ok(false);
+    };
+    let output_level = pick.level + 1;
+    if let Some(job) = CompactionJob::prepare(db, version, &pick, output_level, Some(reservation)) {
+        job.run()?;
+    }
+    Ok(true)
+}
+
+/// Waits until the tree needs no compaction and none is under way. The background threads do
+/// the work (so at most `max_background_compactions` ever run); the caller only wakes them and
+/// waits.
+pub(crate) fn wait_for_compaction(db: &Arc<DbInner>) -> Result<()> {
+    let config = picker_config(db);
+    let mut state = db.state.lock();
+    loop {
+        if let Some(e) = &state.bg_error {
+            return Err(Error::Background(e.clone()));
+        }
+        if db.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        if db.versions.is_settled(&config) {
+            return Ok(());
+        }
+        db.work_available.notify_all();
+        db.state_changed
+            .wait_for(&mut state, Duration::from_millis(50));
+    }
+}
+
+/// Compacts every file overlapping `[start, end]` down to the deepest non-empty level (at least
+/// L1), then rewrites that level's overlapping files in place, so overwritten and deleted keys
+/// in the range are reclaimed. On the way down, files that overlap nothing below move by a
+/// manifest edit alone: the last step rewrites them anyway.
+pub(crate) fn compact_range(
+    db: &Arc<DbInner>,
+    start: Option<&[u8]>,
+    end: Option<&[u8]>,
+) -> Result<()> {
+    crate::flush::flush_and_wait(db)?;
+    let _exclusive = db.compaction_lock.write();
+    let in_range = |f: &LevelFile| {
+        start.is_none_or(|s| f.largest.as_slice() >= s)
+            && end.is_none_or(|e| f.smallest.as_slice() <= e)
+    };
+    let deepest = {
+        let version = db.versions.current();
+        (0..version.num_levels())
+            .rev()
+            .find(|&l| !version.level(l).is_empty())
+            .unwrap_or(0)
+            .max(1)
+    };
+    for level in 0..=deepest {
+        let version = db.versions.current();
+        let levels = level_files(&version);
+        let inputs: Vec<u64> = if level == 0 && levels[0].iter().any(in_range) {
+            // L0 files overlap each other: moving some of them below an older one that holds
+            // the same keys would let the older versions win. All of L0 goes.
+            levels[0].iter().map(|f| f.number).collect()
+        } else {
+            levels[level]
+                .iter()
+                .filter(|f| in_range(f))
+                .map(|f| f.number)
+                .collect()
+        };
+        if inputs.is_empty() {
+            continue;
+        }
+        let pick = if level == deepest {
+            // In place: only the chosen files, nothing from a level below.
+            picker::pick_files(&levels, level, inputs).map(|p| Pick {
+                next_inputs: Vec::new(),
+                ..p
+            })
+        } else {
+            picker::pick_files(&levels, level, inputs)
+        };
+        let Some(pick) = pick else { continue };
+        let output = if level == deepest { level } else { level + 1 };
+        if let Some(job) = CompactionJob::prepare(db, version, &pick, output, None) {
+            job.run()?;
+        }
+    }
+    Ok(())
+}

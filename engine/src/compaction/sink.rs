@@ -1,0 +1,161 @@
+//! Where a compaction's surviving entries go: output tables of the target size, cut at user-key
+//! boundaries, and early where an output would overlap too much of the level below it.
+
+use siftdb_compaction::CompactionSink;
+use siftdb_sstable::{InternalKey, SstError, TableBuildOptions, TableBuilder};
+
+use crate::db::DbInner;
+use crate::error::{Error, Result};
+use crate::fs::{names, WritableFile};
+use crate::version_edit::FileMeta;
+
+/// An output overlapping more than this many target file sizes of the level below it is cut
+/// early (LevelDB's grandparent limit): compacting it down later would rewrite that much. A
+/// trivial move is refused for the same reason.
+pub(crate) const MAX_GRANDPARENT_OVERLAP_FILES: u64 = 10;
+
+/// Writes surviving entries into output tables (see the module documentation).
+pub(crate) struct TableSink<'a> {
+    db: &'a DbInner,
+    options: TableBuildOptions,
+    output_level: usize,
+    target_size: u64,
+    /// Files of the level below the output level: (largest user key, size), in key order.
+    grandparents: Vec<(Vec<u8>, u64)>,
+    grandparent_index: usize,
+    grandparent_overlap: u64,
+    current: Option<(u64, TableBuilder<Box<dyn WritableFile>>)>,
+    /// Every output number this sink took (finished or not), for the job to give back if it
+    /// never installs them.
+    numbers: Vec<u64>,
+    outputs: Vec<FileMeta>,
+    bytes_written: u64,
+    /// The engine error that stopped the sink (the merge only carries table-layer errors).
+    error: Option<Error>,
+}
+
+impl<'a> TableSink<'a> {
+    pub(crate) fn new(
+        db: &'a DbInner,
+        options: TableBuildOptions,
+        output_level: usize,
+        grandparents: Vec<(Vec<u8>, u64)>,
+    ) -> TableSink<'a> {
+        TableSink {
+            db,
+            options,
+            output_level,
+            target_size: db.options.target_file_size_base,
+            grandparents,
+            grandparent_index: 0,
+            grandparent_overlap: 0,
+            current: None,
+            numbers: Vec::new(),
+            outputs: Vec::new(),
+            bytes_written: 0,
+            error: None,
+        }
+    }
+
+    /// The output numbers taken so far.
+    pub(crate) fn numbers(&self) -> &[u64] {
+        &self.numbers
+    }
+
+    /// The error that stopped the sink, with its kind intact, if the merge failed because of it.
+    pub(crate) fn take_error(&mut self) -> Option<Error> {
+        self.error.take()
+    }
+
+    /// The finished outputs and the bytes written.
+    pub(crate) fn into_outputs(self) -> (Vec<FileMeta>, u64) {
+        (self.outputs, self.bytes_written)
+    }
+
+    /// Finishes and syncs the output being written, if any.
+    pub(crate) fn finish_current(&mut self) -> Result<()> {
+        let Some((number, builder)) = self.current.take() else {
+            return Ok(());
+        };
+        let (meta, mut file) = builder.finish_into()?;
+        file.sync()?;
+        self.bytes_written += meta.file_size;
+        let props = meta.properties;
+        let key = |bytes: Vec<u8>| {
+            InternalKey::from_encoded(bytes)
+                .ok_or_else(|| Error::corruption("compaction output without keys"))
+        };
+        self.outputs.push(FileMeta {
+            number,
+            file_size: meta.file_size,
+            smallest: key(props.smallest_key)?,
+            largest: key(props.largest_key)?,
+            entries: props.entries,
+            distinct_keys: props.distinct_keys,
+            filter_level: self.output_level,
+        });
+        Ok(())
+    }
+
+    /// Whether the output being written should end before `user_key` (a new user key): it is
+    /// full, or it overlaps too much of the level below.
+    fn should_cut_before(&mut self, user_key: &[u8]) -> bool {
+        // Grandparent files entirely before this key are overlapped by the current output.
+        while let Some((largest, size)) = self.grandparents.get(self.grandparent_index) {
+            if largest.as_slice() >= user_key {
+                break;
+            }
+            if self.current.is_some() {
+                self.grandparent_overlap += size;
+            }
+            self.grandparent_index += 1;
+        }
+        let full = self
+            .current
+            .as_ref()
+            .is_some_and(|c| c.1.estimated_size() >= self.target_size);
+        let overlaps_too_much =
+            self.grandparent_overlap > MAX_GRANDPARENT_OVERLAP_FILES * self.target_size;
+        self.current.is_some() && (full || overlaps_too_much)
+    }
+
+    fn start_output(&mut self) -> std::result::Result<(), SstError> {
+        let number = self.db.versions.new_output();
+        self.numbers.push(number);
+        let file = self
+            .db
+            .fs
+            .create(&names::table(&self.db.dir, number))
+            .map_err(|source| SstError::Io {
+                file: format!("{number:06}.sst"),
+                source,
+            })?;
+        self.current = Some((number, TableBuilder::new(file, self.options.clone())));
+        Ok(())
+    }
+}
+
+impl CompactionSink for TableSink<'_> {
+    fn add(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        boundary: bool,
+    ) -> std::result::Result<(), SstError> {
+        if boundary && self.should_cut_before(siftdb_sstable::user_key_of(key)) {
+            if let Err(e) = self.finish_current() {
+                let message = e.to_string();
+                self.error = Some(e);
+                return Err(SstError::InvalidArgument(message));
+            }
+            self.grandparent_overlap = 0;
+        }
+        if self.current.is_none() {
+            self.start_output()?;
+        }
+        match self.current.as_mut() {
+            Some(c) => c.1.add(key, value),
+            None => Ok(()),
+        }
+    }
+}
