@@ -18,8 +18,49 @@
 //! the tree back to its budget (gain 16, bounded to ±10% of it: a wider bound let tables of
 //! one level differ so much that the level's mean FPR rose, FPR being convex in bits/key).
 
+use siftdb_sstable::FilterSpec;
+
+use crate::memtable::Memtable;
 use crate::options::Options;
 use crate::version::Version;
+
+/// A new table's filter, and the level it was planned for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FilterPlan {
+    pub spec: FilterSpec,
+    pub level: usize,
+}
+
+/// The filter of the L0 table a flush of `mem` writes.
+///
+/// Usually planned as an L0 run of its size. But a memtable whose keys overlap no table of the
+/// tree (a sequential load: time series, log indexes, bulk loads in key order) becomes a table
+/// that every compaction below will move down unchanged (a trivial move) until it rests in the
+/// bottom level, where it spends its life: its filter is planned as a bottom-level table's, kind
+/// and bits. Planned for L0 instead, every such table would carry the many bits/key Monkey gives
+/// a small L0 run into the bottom level, and the tree would hold twice its filter budget.
+pub(crate) fn for_flush(options: &Options, version: &Version, mem: &Memtable) -> FilterPlan {
+    let keys = mem.len() as u64;
+    let mut level_keys = version.level_keys();
+    let sequential = mem
+        .user_key_range()
+        .is_some_and(|(smallest, largest)| !version.overlaps(&smallest, &largest));
+    let level = if sequential {
+        let bottom = level_keys.iter().rposition(|&k| k > 0).unwrap_or(0).max(1);
+        level_keys[bottom] += keys;
+        bottom
+    } else {
+        level_keys[0] = keys; // plan for one L0 run of this size
+        0
+    };
+    FilterPlan {
+        spec: FilterSpec {
+            kind: options.filter_policy().kind_for_level(level),
+            bits_per_key: bits_per_key_for(options, version, level, &level_keys, &[]),
+        },
+        level,
+    }
+}
 
 /// Bits/key for a table written to `output_level`, where `level_keys` are the real key counts
 /// per level once the job is done (for a flush, `level_keys[0]` is the new table's own count) and

@@ -4,10 +4,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use siftdb_sstable::{FilterSpec, Table, TableBuildOptions, TableBuilder, TableReadOptions};
+use siftdb_sstable::{Table, TableBuildOptions, TableBuilder, TableReadOptions};
 
 use crate::db::DbInner;
 use crate::error::{Error, Result};
+use crate::filter_plan::FilterPlan;
 use crate::fs::names;
 use crate::memtable::Memtable;
 use crate::version::TableFile;
@@ -125,13 +126,8 @@ pub(crate) fn flush_and_wait(db: &Arc<DbInner>) -> Result<()> {
 /// WALs it no longer needs.
 fn flush_memtable(db: &Arc<DbInner>, mem: &Arc<Memtable>) -> Result<()> {
     let number = db.versions.new_output();
-    let bits_per_key = {
-        let version = db.versions.current();
-        let mut level_keys = version.level_keys();
-        level_keys[0] = mem.len() as u64; // plan for one L0 run of this size
-        crate::filter_plan::bits_per_key_for(&db.options, &version, 0, &level_keys, &[])
-    };
-    let file = match write_l0_table(db, mem, number, bits_per_key) {
+    let plan = crate::filter_plan::for_flush(&db.options, &db.versions.current(), mem);
+    let file = match write_l0_table(db, mem, number, plan) {
         Ok(file) => file,
         Err(e) => {
             db.versions.release_outputs(&[number]);
@@ -171,7 +167,7 @@ pub(crate) fn write_l0_table(
     db: &DbInner,
     mem: &Memtable,
     number: u64,
-    bits_per_key: f64,
+    plan: FilterPlan,
 ) -> Result<Option<Arc<TableFile>>> {
     if mem.is_empty() {
         return Ok(None);
@@ -181,10 +177,7 @@ pub(crate) fn write_l0_table(
     let options = TableBuildOptions {
         block_size: db.options.block_size,
         block_restart_interval: db.options.block_restart_interval,
-        filter: Some(FilterSpec {
-            kind: db.options.filter_policy().kind_for_level(0),
-            bits_per_key,
-        }),
+        filter: Some(plan.spec),
         key_hasher: db.options.filter_hasher,
         prefix_extractor: db.options.prefix_extractor.clone(),
     };
@@ -211,7 +204,7 @@ pub(crate) fn write_l0_table(
             .ok_or_else(|| Error::corruption("flushed table has no largest key".to_string()))?,
         entries: meta.properties.entries,
         distinct_keys: meta.properties.distinct_keys,
-        filter_level: 0,
+        filter_level: plan.level,
     };
     Ok(Some(open_table(db, 0, &file_meta)?))
 }

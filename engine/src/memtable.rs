@@ -139,6 +139,16 @@ impl Memtable {
         }
     }
 
+    /// The smallest and largest user keys, or `None` when empty.
+    pub fn user_key_range(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        let first = self.map.front()?;
+        let last = self.map.back()?;
+        Some((
+            first.key().key.user_key().to_vec(),
+            last.key().key.user_key().to_vec(),
+        ))
+    }
+
     /// All entries in internal-key order (for flushing).
     pub fn entries(&self) -> impl Iterator<Item = (InternalKey, Vec<u8>)> + '_ {
         self.map

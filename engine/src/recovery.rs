@@ -364,8 +364,8 @@ fn commit(
 ) -> Result<()> {
     if !recovered.mem.is_empty() {
         let number = db.versions.new_output();
-        let bits = db.options.filter_bits_per_key;
-        if let Some(file) = crate::flush::write_l0_table(db, &recovered.mem, number, bits)? {
+        let plan = crate::filter_plan::for_flush(&db.options, &version, &recovered.mem);
+        if let Some(file) = crate::flush::write_l0_table(db, &recovered.mem, number, plan)? {
             files.push((0, file.meta.clone()));
             let edit = VersionEdit {
                 added: vec![(0, file.meta.clone())],

@@ -127,6 +127,12 @@ impl Version {
         (!starts_after).then_some(file)
     }
 
+    /// Whether any table of any level holds a key in `[smallest, largest]` (user keys).
+    pub(crate) fn overlaps(&self, smallest: &[u8], largest: &[u8]) -> bool {
+        self.all()
+            .any(|(_, f)| f.smallest_user_key() <= largest && f.largest_user_key() >= smallest)
+    }
+
     /// Distinct keys per level (the Monkey allocation's input).
     pub fn level_keys(&self) -> Vec<u64> {
         self.levels

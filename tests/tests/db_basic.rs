@@ -78,3 +78,53 @@ fn db_seek_matches_model_across_tables() {
         }
     }
 }
+
+#[test]
+fn keys_and_values_are_anything_that_is_bytes() {
+    let dir = siftdb_tests::temp_dir();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    db.put("str key", "str value").unwrap();
+    db.put(String::from("string key"), vec![1u8, 2, 3]).unwrap();
+    db.put(b"array key", [9u8; 4]).unwrap();
+    let owned: Vec<u8> = b"slice key".to_vec();
+    db.put(&owned[..], &owned).unwrap();
+    assert_eq!(db.get("str key").unwrap(), Some(b"str value".to_vec()));
+    assert_eq!(
+        db.get(String::from("string key")).unwrap(),
+        Some(vec![1, 2, 3])
+    );
+    assert_eq!(db.get(b"array key").unwrap(), Some(vec![9; 4]));
+    assert_eq!(db.get(&owned).unwrap(), Some(owned.clone()));
+    let mut batch = siftdb::WriteBatch::new();
+    batch.put("b1", "x").delete("str key");
+    db.write(batch).unwrap();
+    assert_eq!(db.get("str key").unwrap(), None);
+    db.delete(String::from("b1")).unwrap();
+    assert_eq!(db.get("b1").unwrap(), None);
+    let snapshot = db.snapshot();
+    assert_eq!(snapshot.get("array key").unwrap(), Some(vec![9; 4]));
+    assert_eq!(db.prefix_iter("s").count(), 2); // "slice key", "string key"
+}
+
+#[test]
+fn get_into_reuses_the_callers_buffer_from_memtable_and_table() {
+    let dir = siftdb_tests::temp_dir();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    db.put("in table", [1u8; 300]).unwrap();
+    db.flush().unwrap();
+    db.put("in memtable", [2u8; 200]).unwrap();
+    let mut buf = Vec::with_capacity(1024);
+    let capacity = buf.capacity();
+    assert!(db.get_into("in table", &mut buf).unwrap());
+    assert_eq!(buf, vec![1u8; 300]);
+    assert!(db.get_into("in memtable", &mut buf).unwrap());
+    assert_eq!(buf, vec![2u8; 200]);
+    // A miss clears the buffer; the allocation is kept throughout.
+    assert!(!db.get_into("absent", &mut buf).unwrap());
+    assert!(buf.is_empty());
+    assert_eq!(buf.capacity(), capacity);
+    let snapshot = db.snapshot();
+    assert!(snapshot.get_into("in table", &mut buf).unwrap());
+    assert_eq!(buf.len(), 300);
+    assert_eq!(buf.capacity(), capacity);
+}

@@ -9,6 +9,8 @@ use siftdb::{Db, Options, WriteBatch};
 #[derive(Debug, Clone)]
 enum Op {
     Put(Vec<u8>, Vec<u8>),
+    /// Keys above every other, in order (a sequential load: its tables move down unchanged).
+    Append(usize),
     Delete(Vec<u8>),
     Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
     Get(Vec<u8>),
@@ -35,6 +37,7 @@ fn value() -> impl Strategy<Value = Vec<u8>> {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         8 => (key(), value()).prop_map(|(k, v)| Op::Put(k, v)),
+        1 => (10usize..40).prop_map(Op::Append),
         3 => key().prop_map(Op::Delete),
         2 => proptest::collection::vec((key(), proptest::option::of(value())), 0..6).prop_map(Op::Batch),
         5 => key().prop_map(Op::Get),
@@ -70,13 +73,29 @@ fn options() -> Options {
     o
 }
 
+/// The `n`th key of `Op::Append`: above every key of `key()`, in order.
+fn appended_key(n: u64) -> Vec<u8> {
+    let mut k = b"z".to_vec();
+    k.extend_from_slice(&n.to_be_bytes());
+    k
+}
+
 fn run(ops: &[Op]) {
     let dir = siftdb_tests::temp_dir();
     let mut db = Db::open(dir.path(), options()).unwrap();
     let mut model: Model = BTreeMap::new();
     let mut snapshots: Vec<(siftdb::Snapshot, Model)> = Vec::new();
+    let mut appended = 0u64;
     for op in ops {
         match op {
+            Op::Append(n) => {
+                for _ in 0..*n {
+                    let k = appended_key(appended);
+                    appended += 1;
+                    db.put(&k, [b'z'; 100]).unwrap();
+                    model.insert(k, vec![b'z'; 100]);
+                }
+            }
             Op::Put(k, v) => {
                 db.put(k, v).unwrap();
                 model.insert(k.clone(), v.clone());

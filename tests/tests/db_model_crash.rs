@@ -16,6 +16,8 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 #[derive(Debug, Clone)]
 enum Op {
     Write(Vec<(Vec<u8>, Option<Vec<u8>>)>, bool),
+    /// Keys above every other, in order (a sequential load: its tables move down unchanged).
+    Append(usize),
     Get(Vec<u8>),
     Flush,
     Compact,
@@ -34,6 +36,7 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         10 => (proptest::collection::vec(entry, 1..4), proptest::bool::weighted(0.2)).prop_map(|(e, s)| Op::Write(e, s)),
         3 => key().prop_map(Op::Get),
+        1 => (10usize..40).prop_map(Op::Append),
         1 => Just(Op::Flush),
         1 => Just(Op::Compact),
         2 => (0usize..40).prop_map(Op::Crash),
@@ -61,6 +64,13 @@ fn contents(db: &Db) -> Model {
     db.iter().map(|r| r.expect("iterate")).collect()
 }
 
+/// The `n`th key of `Op::Append`: above every key of `key()`, in order.
+fn appended_key(n: u64) -> Vec<u8> {
+    let mut k = b"z".to_vec();
+    k.extend_from_slice(&n.to_be_bytes());
+    k
+}
+
 fn run(ops: &[Op]) {
     let fs = FaultFs::new();
     let dir = Path::new("/db");
@@ -68,8 +78,18 @@ fn run(ops: &[Op]) {
     let mut model = Model::new();
     // Model states a crash may return to: from the last durable point to now.
     let mut candidates: Vec<Model> = vec![model.clone()];
+    let mut appended = 0u64;
     for op in ops {
         match op {
+            Op::Append(n) => {
+                for _ in 0..*n {
+                    let k = appended_key(appended);
+                    appended += 1;
+                    db.put(&k, [b'z'; 100]).unwrap();
+                    model.insert(k, vec![b'z'; 100]);
+                    candidates.push(model.clone());
+                }
+            }
             Op::Write(entries, sync) => {
                 let mut b = WriteBatch::new();
                 for (k, v) in entries {

@@ -331,8 +331,8 @@ pub fn text(result: &PhaseResult, config: &Config) -> String {
 
 fn writes_text(s: &Stats, result: &PhaseResult) -> String {
     let mut out = format!(
-        "  writes       : {} keys, {} user -> WAL {}, flushed {} in {} flushes, compacted {} in {}; \
-         write amplification {:.2}; stall {:.1} ms\n",
+        "  writes       : {} keys, {} user -> WAL {}, flushed {} in {} flushes, compacted {} in {} \
+         (+{} tables moved down unchanged); write amplification {:.2}; stall {:.1} ms\n",
         s.keys_written,
         human_bytes(s.bytes_written_user),
         human_bytes(s.wal_bytes),
@@ -340,9 +340,18 @@ fn writes_text(s: &Stats, result: &PhaseResult) -> String {
         s.flushes,
         human_bytes(s.compaction_bytes_written),
         s.compactions,
+        s.trivial_moves,
         s.write_amplification(),
         s.stall_micros as f64 / 1000.0
     );
+    if s.compaction_blocks_read > 0 {
+        let _ = writeln!(
+            out,
+            "  compaction   : read {} input bytes in {} blocks from files, none of them cached",
+            human_bytes(s.compaction_bytes_read),
+            s.compaction_blocks_read
+        );
+    }
     if let Some(flush) = result.flush_time {
         let _ = writeln!(
             out,
@@ -573,6 +582,8 @@ fn stats_json(s: &Stats, point_reads_only: bool, map: &mut Map<String, Value>) {
     );
     put("flushes", json!(s.flushes));
     put("compactions", json!(s.compactions));
+    put("trivial_moves", json!(s.trivial_moves));
+    put("compaction_blocks_read", json!(s.compaction_blocks_read));
     put("write_amplification", json!(s.write_amplification()));
     put("stall_micros", json!(s.stall_micros));
 }

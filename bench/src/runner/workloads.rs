@@ -103,6 +103,8 @@ pub fn stats_delta(after: &Stats, before: &Stats) -> Stats {
         after.compaction_bytes_written,
         before.compaction_bytes_written,
     );
+    delta.compaction_blocks_read = d(after.compaction_blocks_read, before.compaction_blocks_read);
+    delta.trivial_moves = d(after.trivial_moves, before.trivial_moves);
     delta.stall_micros = d(after.stall_micros, before.stall_micros);
     delta
 }
