@@ -11,7 +11,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 profile="${SIFTDB_BENCH_PROFILE:-test-release}"
 num=2000
-benchmarks="fillseq,fillrandom,overwrite,readrandom,readmissing,readhot,seekrandom,prefixscan,deleterandom,readwhilewriting,compact,stats"
+benchmarks="fillseq,fillrandom,overwrite,readrandom,readmissing,readhot,seekrandom,prefixscan,deleterandom,readwhilewriting,readwhilecompacting,compact,stats"
 
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
@@ -77,7 +77,8 @@ check("deleterandom", "entries", deletes)  # every deleted key existed
 check("readrandom", "ops", reads)
 check("readrandom", "found", reads)        # every key read was written
 check("readmissing", "found", 0)           # never-written keys are never found
-for name in ("readrandom", "readmissing", "readhot", "seekrandom", "prefixscan", "readwhilewriting"):
+for name in ("readrandom", "readmissing", "readhot", "seekrandom", "prefixscan", "readwhilewriting",
+             "readwhilecompacting"):
     row = rows.get(name)
     if row is not None and row.get("found") != row.get("expected_found"):
         errors.append(f"{name}: found {row.get('found')} of {row.get('ops')}, "
@@ -93,6 +94,9 @@ if row is not None and row.get("entries") != row.get("expected_entries"):
 row = rows.get("readmissing")
 if row is not None and row.get("filter_useful", 0) <= 0:
     errors.append("readmissing: no filter said no (filter_useful = 0)")
+row = rows.get("readwhilecompacting")
+if row is not None and row.get("writer_ops", 0) < 1:
+    errors.append("readwhilecompacting: no full compaction ran beside the readers")
 check("stats", "live_keys", num - deletes)
 row = rows.get("stats")
 if row is not None and "L0" not in row.get("tree", ""):

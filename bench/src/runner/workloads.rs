@@ -457,64 +457,60 @@ impl<'a> Workbench<'a> {
     /// readwhilewriting: `--threads` readers do readrandom while one writer overwrites existing
     /// keys (so the set of existing keys, and the expected counts, stay the same).
     fn read_while_writing(&self, stream: u64) -> Result<(Measured, u64)> {
-        let stop = AtomicBool::new(false);
-        let writer_ops = AtomicU64::new(0);
-        std::thread::scope(|scope| {
-            let writer = scope.spawn(|| -> Result<()> {
-                let mut rng = Rng::new(self.config.seed, stream ^ STREAM_WRITER);
-                let mut key = self.keys.key_buffer();
-                while !stop.load(Ordering::Relaxed) {
-                    let index = rng.below(self.config.num);
-                    if !self.model.is_live(index) {
-                        continue;
-                    }
-                    self.keys.encode(index, Variant::Written, &mut key);
-                    self.engine.put(&key, self.values.value(&mut rng))?;
-                    writer_ops.fetch_add(1, Ordering::Relaxed);
-                }
-                Ok(())
-            });
-            let readers = self.reads(Benchmark::ReadWhileWriting, stream, |w, ctx| {
-                let index = ctx.rng.below(w.config.num);
-                w.read_written(ctx, index)
-            });
-            stop.store(true, Ordering::Relaxed);
-            let written = writer
-                .join()
-                .unwrap_or_else(|_| Err(Error::new("the writer thread panicked")));
-            let measured = readers?;
-            written.map_err(|e| e.context("writer"))?;
-            Ok((measured, writer_ops.load(Ordering::Relaxed)))
+        let mut rng = Rng::new(self.config.seed, stream ^ STREAM_WRITER);
+        let mut key = self.keys.key_buffer();
+        self.readrandom_beside(Benchmark::ReadWhileWriting, stream, "writer", || {
+            let index = rng.below(self.config.num);
+            if !self.model.is_live(index) {
+                return Ok(false);
+            }
+            self.keys.encode(index, Variant::Written, &mut key);
+            self.engine.put(&key, self.values.value(&mut rng))?;
+            Ok(true)
         })
     }
-}
 
-impl Workbench<'_> {
     /// readwhilecompacting: `--threads` readers do readrandom while one thread compacts the
     /// whole database, again and again until they are done. Every full compaction reads and
     /// rewrites every table: its block reads must not push the readers' blocks out of the cache.
     fn read_while_compacting(&self, stream: u64) -> Result<(Measured, u64)> {
+        self.readrandom_beside(Benchmark::ReadWhileCompacting, stream, "compactor", || {
+            self.engine.compact().map(|()| true)
+        })
+    }
+
+    /// `--threads` readers do readrandom (as `benchmark`) while one more thread repeats `step`
+    /// until they are done. Returns the readers' measurement and how many steps counted (returned
+    /// `true`).
+    fn readrandom_beside(
+        &self,
+        benchmark: Benchmark,
+        stream: u64,
+        what: &str,
+        mut step: impl FnMut() -> Result<bool> + Send,
+    ) -> Result<(Measured, u64)> {
         let stop = AtomicBool::new(false);
-        let compactions = AtomicU64::new(0);
+        let steps = AtomicU64::new(0);
         std::thread::scope(|scope| {
-            let compactor = scope.spawn(|| -> Result<()> {
+            let background = scope.spawn(|| -> Result<()> {
                 while !stop.load(Ordering::Relaxed) {
-                    self.engine.compact()?;
-                    compactions.fetch_add(1, Ordering::Relaxed);
+                    if step()? {
+                        steps.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
                 Ok(())
             });
-            let readers = self.reads(Benchmark::ReadWhileCompacting, stream, |w, ctx| {
+            let readers = self.reads(benchmark, stream, |w, ctx| {
                 let index = ctx.rng.below(w.config.num);
                 w.read_written(ctx, index)
             });
             stop.store(true, Ordering::Relaxed);
-            let compacted = compactor
+            let background = background
                 .join()
-                .unwrap_or_else(|_| Err(Error::new("the compactor thread panicked")));
+                .unwrap_or_else(|_| Err(Error::new(format!("the {what} thread panicked"))));
             let measured = readers?;
-            compacted.map_err(|e| e.context("compactor"))?;
-            Ok((measured, compactions.load(Ordering::Relaxed)))
+            background.map_err(|e| e.context(what))?;
+            Ok((measured, steps.load(Ordering::Relaxed)))
         })
     }
 }
