@@ -63,7 +63,7 @@ pub use options::{Options, WriteOptions, MAX_FILTER_BITS_PER_KEY, MAX_LEVELS};
 pub use options_file::FORMAT_VERSION;
 pub use properties::LevelInfo;
 pub use siftdb_cache::{BlockKind, CacheStats, KindStats};
-pub use siftdb_filter::{FilterAllocation, FilterKind, FilterPolicy, KeyHasher};
+pub use siftdb_filter::{FilterAllocation, HashId, KeyHasher};
 pub use siftdb_sstable::{FixedPrefix, PrefixExtractor, RandomAccessFile, ReadMode};
 pub use snapshot::Snapshot;
 pub use stats::{LevelFilterStats, Stats};

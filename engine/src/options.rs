@@ -124,7 +124,7 @@ impl Default for Options {
 
 impl Options {
     /// The filter policy these options describe.
-    pub fn filter_policy(&self) -> FilterPolicy {
+    pub(crate) fn filter_policy(&self) -> FilterPolicy {
         FilterPolicy {
             bits_per_key: self.filter_bits_per_key,
             bloom_before_level: self.bloom_before_level,
