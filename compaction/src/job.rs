@@ -91,30 +91,8 @@ pub fn merge_into(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use siftdb_sstable::{compare_internal, InternalKey};
-
-    struct VecIter(Vec<(Vec<u8>, Vec<u8>)>, usize);
-    impl InternalIterator for VecIter {
-        fn valid(&self) -> bool {
-            self.1 < self.0.len()
-        }
-        fn key(&self) -> &[u8] {
-            &self.0[self.1].0
-        }
-        fn value(&self) -> &[u8] {
-            &self.0[self.1].1
-        }
-        fn seek_to_first(&mut self) {
-            self.1 = 0;
-        }
-        fn seek(&mut self, _target: &[u8]) {}
-        fn next(&mut self) {
-            self.1 += 1;
-        }
-        fn take_error(&mut self) -> Option<SstError> {
-            None
-        }
-    }
+    use crate::VecIter;
+    use siftdb_sstable::InternalKey;
 
     #[derive(Default)]
     struct Collect(Vec<(String, u64, ValueKind, bool)>);
@@ -132,17 +110,17 @@ mod tests {
     }
 
     fn input(entries: &[(&str, u64, ValueKind)]) -> VecIter {
-        let mut v: Vec<(Vec<u8>, Vec<u8>)> = entries
-            .iter()
-            .map(|(k, s, kind)| {
-                (
-                    InternalKey::new(k.as_bytes(), *s, *kind).encoded().to_vec(),
-                    Vec::new(),
-                )
-            })
-            .collect();
-        v.sort_by(|a, b| compare_internal(&a.0, &b.0));
-        VecIter(v, 0)
+        VecIter::new(
+            entries
+                .iter()
+                .map(|(k, s, kind)| {
+                    (
+                        InternalKey::new(k.as_bytes(), *s, *kind).encoded().to_vec(),
+                        Vec::new(),
+                    )
+                })
+                .collect(),
+        )
     }
 
     use ValueKind::{Delete as D, Put as P};

@@ -1,8 +1,9 @@
 //! siftdb-compaction: merging runs of internal keys.
 //!
 //! * [`InternalIterator`] — the cursor interface every sorted run (memtable, table) offers.
-//! * [`MergingIterator`] — merges runs into one internal-key-ordered stream; the engine's
-//!   iterators and compaction jobs read through it.
+//! * [`MergingIterator`] — merges runs into one internal-key-ordered stream in both directions
+//!   (a heap); the engine's iterators and compaction jobs read through it.
+//! * [`VecIter`] — an in-memory run, the reference cursor of tests.
 //! * [`picker`] — which files a leveled compaction takes next.
 //! * [`job`] — which entries survive a compaction (snapshot stripes, bottommost tombstones).
 #![deny(missing_docs)]
@@ -12,8 +13,10 @@ mod iter;
 pub mod job;
 mod merge;
 pub mod picker;
+mod vec_iter;
 
 pub use iter::InternalIterator;
 pub use job::{merge_into, CompactionSink, GcRules, MergeStats};
 pub use merge::MergingIterator;
 pub use picker::{LevelFile, Pick, PickerConfig};
+pub use vec_iter::VecIter;

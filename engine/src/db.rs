@@ -12,9 +12,9 @@ use siftdb_sstable::{GetTrace, Lookup, PreparedGet, TableCache};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
-use crate::iterator::DbIterator;
+use crate::iterator::{merge_for, DbIterator, KeyBounds, RawIterator, ScanSpec};
 use crate::memtable::Memtable;
-use crate::options::{Options, WriteOptions};
+use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::properties::LevelInfo;
 use crate::snapshot::{Snapshot, SnapshotList};
 use crate::stats::{EngineCounters, Stats};
@@ -186,13 +186,25 @@ impl Db {
         Ok(found.then_some(value))
     }
 
+    /// [`Db::get`] reading as `opts` say (`fill_cache: false` leaves the block cache as it
+    /// was: blocks it holds are used, others are read and dropped).
+    pub fn get_opt<K: AsRef<[u8]>>(&self, key: K, opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
+        let mut value = Vec::new();
+        let (view, seq) = self.inner.read_point();
+        let found = self
+            .inner
+            .get_in(&view, key.as_ref(), seq, opts, &mut value)?;
+        Ok(found.then_some(value))
+    }
+
     /// Reads `key` into `buf` (cleared first); returns whether it was found. The value is copied
     /// once, straight from the memtable or the data block into `buf`, so a caller that reuses
     /// one buffer allocates nothing per lookup.
     pub fn get_into<K: AsRef<[u8]>>(&self, key: K, buf: &mut Vec<u8>) -> Result<bool> {
         buf.clear();
         let (view, seq) = self.inner.read_point();
-        self.inner.get_in(&view, key.as_ref(), seq, buf)
+        self.inner
+            .get_in(&view, key.as_ref(), seq, &ReadOptions::default(), buf)
     }
 
     /// A consistent view of the database as of now.
@@ -200,32 +212,64 @@ impl Db {
         Snapshot::new(Arc::clone(&self.inner))
     }
 
-    /// An iterator over all keys in order. It owns what it reads (no borrow of `Db`) and can move
-    /// to another thread; it sees the database as of its creation. Use
-    /// [`DbIterator::seek`] to start at a key.
+    /// An iterator over all keys in order (`.rev()` for descending order). It owns what it
+    /// reads (no borrow of `Db`) and can move to another thread; it sees the database as of its
+    /// creation. Use [`DbIterator::seek`] to start at a key.
     pub fn iter(&self) -> DbIterator {
+        self.iter_opt(&ReadOptions::default())
+    }
+
+    /// [`Db::iter`] reading as `opts` say (`fill_cache: false` for a scan that must not push
+    /// the working set out of the block cache).
+    pub fn iter_opt(&self, opts: &ReadOptions) -> DbIterator {
         let (view, seq) = self.inner.read_point();
-        DbIterator::new(&self.inner, &view, seq, None)
+        DbIterator::new(&self.inner, view, seq, KeyBounds::all(), None, opts.clone())
     }
 
-    /// An iterator over the keys in `[start, end)` (`None` = open end).
-    pub fn range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> DbIterator {
-        let mut it = self.iter();
-        it.set_upper_bound(end.map(<[u8]>::to_vec));
-        if let Some(start) = start {
-            it.seek(start);
-        }
-        it
+    /// An iterator over the keys in `range`, any [`RangeBounds`](std::ops::RangeBounds) of
+    /// byte strings: `db.range("a".."m")`, `db.range(b"k".to_vec()..)`,
+    /// `db.range::<&[u8], _>((Bound::Excluded(start), Bound::Included(end)))`. Both bounds hold
+    /// in both directions and after a [`DbIterator::seek`].
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+    /// for k in ["apple", "banana", "cherry", "date"] {
+    ///     db.put(k, "fruit")?;
+    /// }
+    /// let keys: Vec<Vec<u8>> = db
+    ///     .range("b"..="cherry")
+    ///     .rev()
+    ///     .map(|kv| kv.map(|(k, _)| k))
+    ///     .collect::<Result<_, _>>()?;
+    /// assert_eq!(keys, [b"cherry".to_vec(), b"banana".to_vec()]);
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn range<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(&self, range: R) -> DbIterator {
+        let (view, seq) = self.inner.read_point();
+        DbIterator::new(
+            &self.inner,
+            view,
+            seq,
+            KeyBounds::of(&range),
+            None,
+            ReadOptions::default(),
+        )
     }
 
-    /// An iterator over the keys that start with `prefix`, in order; it never yields another key.
-    /// Tables whose prefix filter says the prefix is absent are skipped without being read.
+    /// An iterator over the keys that start with `prefix`, in order (`.rev()`: descending); it
+    /// never yields another key. Tables whose prefix filter says the prefix is absent are
+    /// skipped without being read.
     pub fn prefix_iter<P: AsRef<[u8]>>(&self, prefix: P) -> DbIterator {
-        let prefix = prefix.as_ref();
         let (view, seq) = self.inner.read_point();
-        let mut it = DbIterator::new(&self.inner, &view, seq, Some(prefix.to_vec()));
-        it.seek(prefix);
-        it
+        prefix_iterator(&self.inner, view, seq, prefix.as_ref())
+    }
+
+    /// A cursor over all keys, both ways, that lends its key and value instead of copying them
+    /// (RocksDB's `DBRawIterator`); unpositioned until a `seek*`.
+    pub fn raw_iter(&self) -> RawIterator {
+        let (view, seq) = self.inner.read_point();
+        raw_iterator(&self.inner, &view, seq)
     }
 
     /// Flushes the memtable to an L0 table and waits until it (and any earlier one) is on disk.
@@ -345,7 +389,7 @@ impl DbInner {
 
     /// The value of `key` as of `seq` (a registered snapshot's sequence), in the current view.
     pub(crate) fn get_at(&self, key: &[u8], seq: u64, value: &mut Vec<u8>) -> Result<bool> {
-        self.get_in(&self.read_view(), key, seq, value)
+        self.get_in(&self.read_view(), key, seq, &ReadOptions::default(), value)
     }
 
     /// The read path: memtables, then L0 newest first, then one table per deeper level. A found
@@ -355,6 +399,7 @@ impl DbInner {
         view: &ReadView,
         key: &[u8],
         seq: u64,
+        opts: &ReadOptions,
         value: &mut Vec<u8>,
     ) -> Result<bool> {
         use std::sync::atomic::Ordering::Relaxed;
@@ -374,7 +419,8 @@ impl DbInner {
                 Lookup::NotFound => {}
             }
         }
-        let found = self.get_from_tables(&view.version, key, seq, value)? == Lookup::Found;
+        let found =
+            self.get_from_tables(&view.version, key, seq, opts.fill_cache, value)? == Lookup::Found;
         if found {
             self.counters.gets_found.fetch_add(1, Relaxed);
         }
@@ -388,6 +434,7 @@ impl DbInner {
         version: &Version,
         key: &[u8],
         seq: u64,
+        fill_cache: bool,
         value: &mut Vec<u8>,
     ) -> Result<Lookup> {
         let head = crate::key_head::KeyHead::of(key);
@@ -407,14 +454,16 @@ impl DbInner {
         // the two waits overlap. A failure to prepare a table only counts once it is reached.
         fn prepare(
             hash: u64,
+            fill_cache: bool,
             (level, file): (usize, &Arc<TableFile>),
         ) -> (usize, &TableFile, siftdb_sstable::Result<PreparedGet>) {
-            (level, file, file.table.prepare_get_hashed(hash))
+            let prepared = file.table.prepare_get_hashed(hash);
+            (level, file, prepared.map(|p| p.filling_cache(fill_cache)))
         }
         let mut trace = GetTrace::default();
-        let mut next = candidates.next().map(|c| prepare(hash, c));
+        let mut next = candidates.next().map(|c| prepare(hash, fill_cache, c));
         while let Some((level, file, prepared)) = next.take() {
-            next = candidates.next().map(|c| prepare(hash, c));
+            next = candidates.next().map(|c| prepare(hash, fill_cache, c));
             let got = file
                 .table
                 .get_prepared_into(key, seq, prepared?, &mut trace, value)?;
@@ -448,6 +497,37 @@ impl DbInner {
         }
         // Let another instance open the directory; this one's readers keep their open files.
         self.lock.lock().take();
+    }
+}
+
+/// A prefix iterator over `view` at `seq`.
+pub(crate) fn prefix_iterator(
+    db: &Arc<DbInner>,
+    view: Arc<ReadView>,
+    seq: u64,
+    prefix: &[u8],
+) -> DbIterator {
+    DbIterator::new(
+        db,
+        view,
+        seq,
+        KeyBounds::prefix(prefix),
+        Some(prefix.to_vec()),
+        ReadOptions::default(),
+    )
+}
+
+/// A raw cursor over all of `view` at `seq`.
+pub(crate) fn raw_iterator(db: &Arc<DbInner>, view: &ReadView, seq: u64) -> RawIterator {
+    let all = KeyBounds::all();
+    let spec = ScanSpec {
+        bounds: &all,
+        prefix: None,
+        read: &ReadOptions::default(),
+    };
+    match merge_for(db, view, &spec) {
+        Ok(merge) => RawIterator::new(Arc::clone(db), merge, seq),
+        Err(e) => RawIterator::failed(Arc::clone(db), seq, e),
     }
 }
 

@@ -24,41 +24,52 @@ use crate::memtable::Memtable;
 use crate::options::Options;
 use crate::version::Version;
 
-/// A new table's filter, and the level it was planned for.
+/// A new table's filter, and the level it was planned for (recorded as the table's
+/// `FileMeta::filter_level`; [`BOTTOM`] for "whatever level is the bottom").
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct FilterPlan {
     pub spec: FilterSpec,
     pub level: usize,
 }
 
+/// The `filter_level` of a table planned for the bottom of the tree wherever it is (the flush of
+/// a sequential load): the deepest level there is, so that it may move down to any level.
+pub(crate) const BOTTOM: usize = crate::options::MAX_LEVELS - 1;
+
 /// The filter of the L0 table a flush of `mem` writes.
 ///
 /// Usually planned as an L0 run of its size. But a memtable whose keys overlap no table of the
 /// tree (a sequential load: time series, log indexes, bulk loads in key order) becomes a table
 /// that every compaction below will move down unchanged (a trivial move) until it rests in the
-/// bottom level, where it spends its life: its filter is planned as a bottom-level table's, kind
-/// and bits. Planned for L0 instead, every such table would carry the many bits/key Monkey gives
-/// a small L0 run into the bottom level, and the tree would hold twice its filter budget.
+/// bottom level, where it spends its life: its filter is planned as a table of the current
+/// bottom level, kind and bits, and recorded as planned for the bottom ([`BOTTOM`]), so that it
+/// keeps moving when a deeper level is born. Planned for L0 instead, every such table would
+/// carry the many bits/key Monkey gives a small L0 run into the bottom level, and the tree would
+/// hold twice its filter budget.
 pub(crate) fn for_flush(options: &Options, version: &Version, mem: &Memtable) -> FilterPlan {
     let keys = mem.len() as u64;
     let mut level_keys = version.level_keys();
-    let sequential = mem
-        .user_key_range()
-        .is_some_and(|(smallest, largest)| !version.overlaps(&smallest, &largest));
-    let level = if sequential {
-        let bottom = level_keys.iter().rposition(|&k| k > 0).unwrap_or(0).max(1);
+    // An empty tree has no bottom yet: its first table is planned as what it is, an L0 run.
+    let bottom = level_keys.iter().rposition(|&k| k > 0);
+    let sequential = bottom.is_some()
+        && mem
+            .user_key_range()
+            .is_some_and(|(smallest, largest)| !version.overlaps(&smallest, &largest));
+    let (level, recorded) = if let (true, Some(bottom)) = (sequential, bottom) {
+        let bottom = bottom.max(1);
         level_keys[bottom] += keys;
-        bottom
+        (bottom, BOTTOM)
     } else {
         level_keys[0] = keys; // plan for one L0 run of this size
-        0
+        (0, 0)
     };
     FilterPlan {
         spec: FilterSpec {
-            kind: options.filter_policy().kind_for_level(level),
+            // The kind of where the table is headed (for a sequential flush, the deep levels').
+            kind: options.filter_policy().kind_for_level(recorded.max(level)),
             bits_per_key: bits_per_key_for(options, version, level, &level_keys, &[]),
         },
-        level,
+        level: recorded,
     }
 }
 

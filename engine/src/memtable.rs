@@ -4,6 +4,7 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use crossbeam_skiplist::map::Entry;
 use crossbeam_skiplist::SkipMap;
 use siftdb_sstable::{InternalKey, Lookup, ValueKind};
 
@@ -157,62 +158,111 @@ impl Memtable {
     }
 }
 
+/// A position in a memtable's skiplist: an entry (reference-counted by the skiplist, so it
+/// stays valid while held) or none.
+type Position<'a> = Option<Entry<'a, MemKey, Vec<u8>>>;
+
+self_cell::self_cell!(
+    /// A skiplist position together with the memtable it points into.
+    struct Cursor {
+        owner: Arc<Memtable>,
+        #[covariant]
+        dependent: Position,
+    }
+);
+
 /// A cursor over a memtable that owns it (an `Arc`), so iterators need no borrow of the `Db`.
-/// Each step is a skiplist search from the current key: O(log n), lock-free.
-#[derive(Debug)]
+/// It holds a skiplist entry: a step is one link followed, in either direction, and the key and
+/// value are read in place (nothing is copied).
 pub struct MemtableIter {
-    mem: Arc<Memtable>,
-    current: Option<(MemKey, Vec<u8>)>,
+    cursor: Cursor,
+}
+
+impl std::fmt::Debug for MemtableIter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemtableIter")
+            .field("valid", &self.valid())
+            .finish()
+    }
 }
 
 impl MemtableIter {
     /// An unpositioned cursor.
     pub fn new(mem: Arc<Memtable>) -> MemtableIter {
-        MemtableIter { mem, current: None }
+        MemtableIter {
+            cursor: Cursor::new(mem, |_| None),
+        }
     }
 
-    fn set(&mut self, bound: Bound<&MemKey>) {
-        self.current = self
-            .mem
-            .map
-            .range((bound, Bound::Unbounded))
-            .next()
-            .map(|e| (e.key().clone(), e.value().clone()));
+    fn entry(&self) -> Option<&Entry<'_, MemKey, Vec<u8>>> {
+        self.cursor.borrow_dependent().as_ref()
     }
 
     /// Whether the cursor is on an entry.
     pub fn valid(&self) -> bool {
-        self.current.is_some()
+        self.entry().is_some()
     }
 
     /// Current internal key (encoded).
     pub fn key(&self) -> &[u8] {
-        self.current.as_ref().map_or(&[], |c| c.0.key.encoded())
+        self.entry().map_or(&[], |e| e.key().key.encoded())
     }
 
     /// Current value.
     pub fn value(&self) -> &[u8] {
-        self.current.as_ref().map_or(&[], |c| c.1.as_slice())
+        self.entry().map_or(&[], |e| e.value().as_slice())
     }
 
     /// First entry.
     pub fn seek_to_first(&mut self) {
-        self.set(Bound::Unbounded);
+        self.cursor
+            .with_dependent_mut(|mem, position| *position = mem.map.front());
+    }
+
+    /// Last entry.
+    pub fn seek_to_last(&mut self) {
+        self.cursor
+            .with_dependent_mut(|mem, position| *position = mem.map.back());
     }
 
     /// First entry ≥ `target` (an encoded internal key; an unparsable one seeks to the start).
     pub fn seek(&mut self, target: &[u8]) {
-        match InternalKey::from_encoded(target.to_vec()) {
-            Some(k) => self.set(Bound::Included(&MemKey::new(k))),
-            None => self.set(Bound::Unbounded),
-        }
+        let target = InternalKey::from_encoded(target.to_vec()).map(MemKey::new);
+        self.cursor.with_dependent_mut(|mem, position| {
+            *position = match &target {
+                Some(t) => mem.map.lower_bound(Bound::Included(t)),
+                None => mem.map.front(),
+            }
+        });
+    }
+
+    /// Last entry ≤ `target` (an encoded internal key; an unparsable one seeks to the end).
+    pub fn seek_for_prev(&mut self, target: &[u8]) {
+        let target = InternalKey::from_encoded(target.to_vec()).map(MemKey::new);
+        self.cursor.with_dependent_mut(|mem, position| {
+            *position = match &target {
+                Some(t) => mem.map.upper_bound(Bound::Included(t)),
+                None => mem.map.back(),
+            }
+        });
     }
 
     /// Next entry.
     pub fn next(&mut self) {
-        if let Some((k, _)) = self.current.take() {
-            self.set(Bound::Excluded(&k));
-        }
+        self.cursor.with_dependent_mut(|_, position| {
+            if position.as_mut().is_some_and(|e| !e.move_next()) {
+                *position = None;
+            }
+        });
+    }
+
+    /// Previous entry.
+    pub fn prev(&mut self) {
+        self.cursor.with_dependent_mut(|_, position| {
+            if position.as_mut().is_some_and(|e| !e.move_prev()) {
+                *position = None;
+            }
+        });
     }
 }
 
@@ -284,5 +334,54 @@ mod tests {
         assert_eq!(seen, vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
         it.seek(InternalKey::for_lookup(b"b", 100).encoded());
         assert_eq!(parse(it.key()).unwrap().user_key, b"b");
+        // Backward, and across direction changes.
+        it.prev();
+        assert_eq!(parse(it.key()).unwrap().user_key, b"a");
+        it.prev();
+        assert!(!it.valid());
+        it.seek_to_last();
+        assert_eq!(parse(it.key()).unwrap().user_key, b"c");
+        it.seek_for_prev(InternalKey::new(b"bb", 0, ValueKind::Delete).encoded());
+        assert_eq!(parse(it.key()).unwrap().user_key, b"b");
+        it.next();
+        assert_eq!(parse(it.key()).unwrap().user_key, b"c");
+        it.next();
+        assert!(!it.valid());
+    }
+
+    #[test]
+    fn memtable_iter_keeps_its_entry_while_writers_insert_around_it() {
+        // The cursor's entry borrows from the memtable it owns: inserts before and after it
+        // (on another thread) neither move nor invalidate it, and the walk then sees them.
+        let m = Arc::new(Memtable::new(1));
+        m.insert(b"m", 1, ValueKind::Put, b"middle");
+        let mut it = MemtableIter::new(Arc::clone(&m));
+        it.seek_to_first();
+        let writer = {
+            let m = Arc::clone(&m);
+            std::thread::spawn(move || {
+                for i in 0..1000u32 {
+                    let k = format!("{}{i:04}", if i % 2 == 0 { 'a' } else { 'z' });
+                    m.insert(k.as_bytes(), 2, ValueKind::Put, b"v");
+                }
+            })
+        };
+        assert_eq!(it.value(), b"middle");
+        writer.join().unwrap();
+        drop(m); // the iterator alone keeps the memtable alive
+        assert_eq!(it.value(), b"middle");
+        let mut after = 0;
+        while it.valid() {
+            after += 1;
+            it.next();
+        }
+        assert_eq!(after, 501); // "m" and the 500 "z" keys
+        it.seek_to_last();
+        let mut all = 0;
+        while it.valid() {
+            all += 1;
+            it.prev();
+        }
+        assert_eq!(all, 1001);
     }
 }

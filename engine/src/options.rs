@@ -202,6 +202,32 @@ impl Options {
     }
 }
 
+/// Options of one read ([`Db::get_opt`](crate::Db::get_opt), [`Db::iter_opt`](crate::Db::iter_opt)).
+/// More fields may come; build it with `..ReadOptions::default()`.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+/// // A one-off full scan that must not push the service's working set out of the cache.
+/// let scan = siftdb::ReadOptions { fill_cache: false, ..Default::default() };
+/// let entries = db.iter_opt(&scan).count();
+/// # assert_eq!(entries, 0);
+/// # Ok::<(), siftdb::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct ReadOptions {
+    /// Insert the blocks read from table files into the block cache (default `true`). With
+    /// `false`, blocks already cached are used (without counting a lookup or making them more
+    /// recent) and others are read and dropped: the path compactions read through.
+    pub fill_cache: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions { fill_cache: true }
+    }
+}
+
 /// Options of one write.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WriteOptions {

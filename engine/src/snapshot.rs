@@ -8,6 +8,8 @@ use parking_lot::Mutex;
 
 use crate::db::DbInner;
 use crate::error::Result;
+use crate::iterator::{DbIterator, KeyBounds, RawIterator};
+use crate::options::ReadOptions;
 
 /// The sequence numbers of live snapshots (with counts), so compaction keeps what they see.
 #[derive(Debug, Default)]
@@ -88,9 +90,36 @@ impl Snapshot {
         self.db.get_at(key.as_ref(), self.sequence, buf)
     }
 
-    /// An iterator over the database as of the snapshot.
-    pub fn iter(&self) -> crate::iterator::DbIterator {
-        crate::iterator::DbIterator::new(&self.db, &self.db.read_view(), self.sequence, None)
+    /// An iterator over the database as of the snapshot (`.rev()` for descending order).
+    pub fn iter(&self) -> DbIterator {
+        self.range::<&[u8], _>(..)
+    }
+
+    /// An iterator over the keys in `range` as of the snapshot (see [`Db::range`](crate::Db::range)).
+    pub fn range<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(&self, range: R) -> DbIterator {
+        DbIterator::new(
+            &self.db,
+            self.db.read_view(),
+            self.sequence,
+            KeyBounds::of(&range),
+            None,
+            ReadOptions::default(),
+        )
+    }
+
+    /// An iterator over the keys that start with `prefix` as of the snapshot.
+    pub fn prefix_iter<P: AsRef<[u8]>>(&self, prefix: P) -> DbIterator {
+        crate::db::prefix_iterator(
+            &self.db,
+            self.db.read_view(),
+            self.sequence,
+            prefix.as_ref(),
+        )
+    }
+
+    /// A raw cursor over the database as of the snapshot (see [`RawIterator`]).
+    pub fn raw_iter(&self) -> RawIterator {
+        crate::db::raw_iterator(&self.db, &self.db.read_view(), self.sequence)
     }
 }
 

@@ -260,6 +260,59 @@ impl BlockIter {
         }
     }
 
+    /// Moves to the last entry.
+    pub fn seek_to_last(&mut self) {
+        self.error = None;
+        self.key.clear();
+        self.next = self.block.restart(self.block.num_restarts - 1);
+        while self.parse_next() && self.next < self.block.restarts_at {}
+    }
+
+    /// Moves to the previous entry (invalid before the first). Entries are prefix-compressed
+    /// forward only, so the cursor goes back to the restart point before the current entry and
+    /// decodes forward to the entry before it (LevelDB's `Block::Iter::Prev`): one binary search
+    /// over the restarts and at most one restart interval of decoding.
+    pub fn prev(&mut self) {
+        if !self.valid() {
+            return;
+        }
+        let original = self.current;
+        // The last restart point before the current entry.
+        let (mut lo, mut hi) = (0usize, self.block.num_restarts);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.block.restart(mid) < original {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        let Some(restart) = lo.checked_sub(1) else {
+            // The current entry is the first: move before it.
+            self.current = self.block.restarts_at;
+            self.next = self.block.restarts_at;
+            return;
+        };
+        self.key.clear();
+        self.next = self.block.restart(restart);
+        loop {
+            if !self.parse_next() {
+                if self.error.is_none() {
+                    self.fail("entries do not lead back to the current one");
+                }
+                return;
+            }
+            match self.next.cmp(&original) {
+                Ordering::Less => continue,
+                Ordering::Equal => return,
+                Ordering::Greater => {
+                    self.fail("entries do not lead back to the current one");
+                    return;
+                }
+            }
+        }
+    }
+
     /// Key stored whole at restart point `i`, for the binary search.
     fn restart_key(&self, i: usize) -> Option<&[u8]> {
         let data = &self.block.data;
@@ -359,6 +412,30 @@ mod tests {
     }
 
     #[test]
+    fn block_walks_backward_and_forward_again() {
+        for interval in [1, 2, 3, 16] {
+            let e = entries(77);
+            let block = build(&e, interval);
+            let mut it = block.iter();
+            it.seek_to_last();
+            for (k, v) in e.iter().rev() {
+                assert!(it.valid(), "interval {interval}");
+                assert_eq!(it.key(), k.as_slice());
+                assert_eq!(it.value(), v.as_slice());
+                it.prev();
+            }
+            assert!(!it.valid());
+            assert!(it.error().is_none());
+            // Zig-zag: prev then next returns to the same entry.
+            it.seek(&e[40].0, |a, b| a.cmp(b));
+            it.prev();
+            assert_eq!(it.key(), e[39].0.as_slice());
+            it.next();
+            assert_eq!(it.key(), e[40].0.as_slice());
+        }
+    }
+
+    #[test]
     fn empty_block_is_valid_and_empty() {
         let block = build(&[], 16);
         assert!(block.is_empty());
@@ -366,6 +443,8 @@ mod tests {
         it.seek_to_first();
         assert!(!it.valid());
         it.seek(b"x", |a, b| a.cmp(b));
+        assert!(!it.valid());
+        it.seek_to_last();
         assert!(!it.valid());
     }
 
@@ -394,7 +473,13 @@ mod tests {
                     it.next();
                     n += 1;
                 }
+                it.seek_to_last();
+                while it.valid() && n < 2000 {
+                    it.prev();
+                    n += 1;
+                }
                 it.seek(b"key00010", |a, b| a.cmp(b));
+                it.prev();
             }
         }
     }

@@ -125,6 +125,16 @@ impl std::fmt::Debug for Table {
 #[derive(Debug, Clone)]
 pub struct PreparedGet {
     filter: Option<(Arc<Filter>, BlockAccess, u64)>,
+    fill_cache: bool,
+}
+
+impl PreparedGet {
+    /// Whether the lookup inserts the index and data blocks it reads from the file into the
+    /// block cache (default `true`; filters always go through the cache).
+    pub fn filling_cache(mut self, fill_cache: bool) -> PreparedGet {
+        self.fill_cache = fill_cache;
+        self
+    }
 }
 
 impl Table {
@@ -388,8 +398,8 @@ impl Table {
         Block::new(contents).map_err(|r| self.corruption(handle.offset, r))
     }
 
-    /// A block for an iterator: through the cache, or — without `fill_cache` — from the cache
-    /// if it is there (no lookup counted, recency unchanged), else from the file, uncached.
+    /// A block for an iterator: through the cache, or — without `fill_cache` — as
+    /// [`Table::block_uncached`] reads it.
     fn block_for_iter(
         &self,
         handle: BlockHandle,
@@ -404,13 +414,37 @@ impl Table {
             };
             return self.cached_block(handle, kind, priority).map(|(b, _)| b);
         }
+        let stats = options.stats.as_deref().or(self.options.stats.as_deref());
+        self.block_uncached(handle, kind, stats).map(|(b, _)| b)
+    }
+
+    /// A block from the cache if it is there (no lookup counted, recency unchanged), else from
+    /// the file without inserting it (the read counted in `stats`).
+    fn block_uncached(
+        &self,
+        handle: BlockHandle,
+        kind: BlockKind,
+        stats: Option<&ReadStatistics>,
+    ) -> Result<(Arc<Block>, BlockAccess)> {
         if let Some(entry) = self.cache.peek(&self.block_key(handle)) {
             if let CachedBlock::Block(b) = entry.as_ref() {
-                return Ok(Arc::clone(b));
+                return Ok((Arc::clone(b), BlockAccess::CacheHit));
             }
         }
-        let stats = options.stats.as_deref().or(self.options.stats.as_deref());
-        Ok(Arc::new(self.read_block(handle, kind, stats)?))
+        let block = self.read_block(handle, kind, stats)?;
+        Ok((Arc::new(block), BlockAccess::FileRead))
+    }
+
+    /// The index block for a lookup that must not fill the cache.
+    fn index_block_uncached(&self) -> Result<(Arc<Block>, BlockAccess)> {
+        if let Some(p) = self.pinned.read().as_ref() {
+            return Ok((Arc::clone(&p.index), BlockAccess::Pinned));
+        }
+        self.block_uncached(
+            self.footer.index,
+            BlockKind::Index,
+            self.options.stats.as_deref(),
+        )
     }
 
     fn load_filter(&self, handle: BlockHandle) -> Result<(CachedBlock, usize)> {
@@ -530,7 +564,10 @@ impl Table {
         if let Some((filter, _, hash)) = &filter {
             filter.prefetch_hash(*hash);
         }
-        Ok(PreparedGet { filter })
+        Ok(PreparedGet {
+            filter,
+            fill_cache: true,
+        })
     }
 
     /// The whole-key filter and the key's hash under its hasher.
@@ -539,7 +576,10 @@ impl Table {
             let hash = filter.hasher().hash(user_key);
             (filter, access, hash)
         });
-        Ok(PreparedGet { filter })
+        Ok(PreparedGet {
+            filter,
+            fill_cache: true,
+        })
     }
 
     /// [`Table::get_traced`] with the filter work done by [`Table::prepare_get`] for the same
@@ -585,7 +625,11 @@ impl Table {
             trace.filter = FilterOutcome::Maybe;
         }
         let target = InternalKey::for_lookup(user_key, snapshot);
-        let (index, access) = self.index_block()?;
+        let (index, access) = if prepared.fill_cache {
+            self.index_block()?
+        } else {
+            self.index_block_uncached()?
+        };
         trace.index_block = access;
         let mut index_iter = index.iter();
         index_iter.seek(target.encoded(), compare_internal);
@@ -597,7 +641,11 @@ impl Table {
         }
         let handle = BlockHandle::decode(index_iter.value())
             .ok_or_else(|| self.corruption(self.footer.index.offset, "undecodable index entry"))?;
-        let (block, access) = self.cached_block(handle, BlockKind::Data, Priority::Low)?;
+        let (block, access) = if prepared.fill_cache {
+            self.cached_block(handle, BlockKind::Data, Priority::Low)?
+        } else {
+            self.block_uncached(handle, BlockKind::Data, self.options.stats.as_deref())?
+        };
         trace.data_block = access;
         let mut it = block.iter();
         it.seek(target.encoded(), compare_internal);
@@ -811,6 +859,68 @@ impl TableIter {
                 d.seek_to_first();
             }
         }
+    }
+
+    /// After positioning within a data block: move back to earlier blocks while invalid.
+    fn skip_exhausted_blocks_backward(&mut self) {
+        loop {
+            let Some(data) = self.data.as_ref() else {
+                return;
+            };
+            if data.valid() {
+                return;
+            }
+            if let Some(e) = data.error() {
+                self.fail(self.table.corruption(0, e));
+                return;
+            }
+            let Some(index) = self.index.as_mut() else {
+                return;
+            };
+            index.prev();
+            if !self.load_data_block() {
+                return;
+            }
+            if let Some(d) = self.data.as_mut() {
+                d.seek_to_last();
+            }
+        }
+    }
+
+    /// Moves to the last entry.
+    pub fn seek_to_last(&mut self) {
+        self.error = None;
+        let Some(index) = self.index_iter() else {
+            return;
+        };
+        index.seek_to_last();
+        if self.load_data_block() {
+            if let Some(d) = self.data.as_mut() {
+                d.seek_to_last();
+            }
+        }
+        self.skip_exhausted_blocks_backward();
+    }
+
+    /// Moves to the last entry whose internal key is ≤ `target` (an encoded internal key).
+    pub fn seek_for_prev(&mut self, target: &[u8]) {
+        self.seek(target);
+        if self.error.is_some() {
+            return;
+        }
+        if !self.valid() {
+            self.seek_to_last();
+        } else if compare_internal(self.key(), target) == std::cmp::Ordering::Greater {
+            self.prev();
+        }
+    }
+
+    /// Moves to the previous entry (invalid before the first).
+    pub fn prev(&mut self) {
+        if let Some(d) = self.data.as_mut() {
+            d.prev();
+        }
+        self.skip_exhausted_blocks_backward();
     }
 
     /// Moves to the first entry.

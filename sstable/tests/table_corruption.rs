@@ -93,6 +93,24 @@ fn exercise(bytes: &[u8]) -> (usize, usize) {
     } else if n != expected.len() {
         wrong += 1;
     }
+    // Backward, the same entries in reverse, or an error.
+    it.seek_to_last();
+    let mut n = 0;
+    while it.valid() {
+        let want = expected.len().checked_sub(n + 1).map(|i| &expected[i]);
+        if want.is_none_or(|(k, v)| it.key() != k.encoded() || it.value() != v.as_slice()) {
+            wrong += 1;
+            break;
+        }
+        n += 1;
+        it.prev();
+    }
+    if let Some(e) = it.status() {
+        assert!(e.is_corruption(), "{e}");
+        errors += 1;
+    } else if n != expected.len() {
+        wrong += 1;
+    }
     (wrong, errors)
 }
 

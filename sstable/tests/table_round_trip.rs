@@ -58,6 +58,46 @@ fn check_table(model: &Model, options: TableBuildOptions, mode: ReadMode) {
         assert!(it.valid());
         assert_eq!(it.key(), k.encoded());
     }
+
+    // Backward from the last entry yields the entries in reverse, across blocks.
+    it.seek_to_last();
+    for (k, v) in expected.iter().rev() {
+        assert!(
+            it.valid(),
+            "backward iteration ended early: {:?}",
+            it.status()
+        );
+        assert_eq!(it.key(), k.encoded());
+        assert_eq!(it.value(), v.as_slice());
+        it.prev();
+    }
+    assert!(!it.valid());
+    assert!(it.status().is_none());
+
+    // seek_for_prev lands on the last entry <= the target; prev/next zig-zag stays consistent.
+    for (i, (k, _)) in expected.iter().enumerate().step_by(5) {
+        it.seek_for_prev(k.encoded());
+        assert!(it.valid());
+        assert_eq!(it.key(), k.encoded());
+        it.prev();
+        match i.checked_sub(1) {
+            Some(p) => {
+                assert_eq!(it.key(), expected[p].0.encoded());
+                it.next();
+                assert_eq!(it.key(), k.encoded());
+            }
+            None => assert!(!it.valid()),
+        }
+    }
+    if let Some((first, _)) = expected.first() {
+        // Before the first key: nothing <= it.
+        let before =
+            siftdb_sstable::InternalKey::new(&[], u64::MAX >> 8, siftdb_sstable::ValueKind::Put);
+        if !first.user_key().is_empty() {
+            it.seek_for_prev(before.encoded());
+            assert!(!it.valid());
+        }
+    }
 }
 
 fn options(block_size: usize, kind: FilterKind) -> TableBuildOptions {

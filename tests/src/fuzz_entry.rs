@@ -29,6 +29,12 @@ pub fn table_open_and_iterate(data: &[u8]) {
         it.next();
         n += 1;
     }
+    it.seek_to_last();
+    while it.valid() && n < 200_000 {
+        it.prev();
+        n += 1;
+    }
+    it.seek_for_prev(b"key\xff\xff\xff\xff\xff\xff\xff\xff");
     let _ = table.get(b"key", u64::MAX >> 8);
     let _ = table.get(b"", 0);
     let _ = table.prefix_may_match(b"pre");
@@ -47,7 +53,13 @@ pub fn block_decode(data: &[u8]) {
         it.next();
         n += 1;
     }
+    it.seek_to_last();
+    while it.valid() && n < 200_000 {
+        it.prev();
+        n += 1;
+    }
     it.seek(b"\x00\x01key-with-trailer", compare_internal);
+    it.prev();
     it.seek(data.get(..data.len().min(16)).unwrap_or(&[]), |a, b| {
         a.cmp(b)
     });

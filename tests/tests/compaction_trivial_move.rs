@@ -42,9 +42,13 @@ fn a_sequential_load_moves_tables_down_without_rewriting_them() {
     let stats = db.stats();
     let tree = shape(&db);
     assert!(stats.trivial_moves > 20, "{} moves", stats.trivial_moves);
-    assert_eq!(
-        stats.compaction_bytes_written, 0,
-        "a key-ordered load needs no rewrite (tree {tree:?})"
+    // Only the first tables are rewritten: planned while L1 was the bottom (blocked bloom),
+    // they cannot move into a ribbon level. Everything after moves.
+    assert!(
+        stats.compaction_bytes_written * 10 < stats.flush_bytes,
+        "a key-ordered load was rewritten: {} of {} flushed bytes (tree {tree:?})",
+        stats.compaction_bytes_written,
+        stats.flush_bytes
     );
     assert!(
         tree.iter().skip(2).any(|&files| files > 0),

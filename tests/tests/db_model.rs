@@ -2,6 +2,7 @@
 //! flushes happen constantly, and reopens in between. Every read must agree with the model.
 
 use std::collections::BTreeMap;
+use std::ops::Bound;
 
 use proptest::prelude::*;
 use siftdb::{Db, Options, WriteBatch};
@@ -23,6 +24,35 @@ enum Op {
     Snapshot,
     CheckSnapshot(usize, Vec<u8>),
     DropSnapshot(usize),
+    /// Full iteration backward.
+    IterRev,
+    /// `range` with these bounds (and `snapshot` = the index of a snapshot to read through),
+    /// forward then backward.
+    Range(Bound<Vec<u8>>, Bound<Vec<u8>>, Option<usize>),
+    /// `seek_for_prev` then `next_back` to the start.
+    SeekForPrev(Vec<u8>),
+    /// A walk that mixes `next` (true) and `next_back` (false) over a range.
+    Mixed(Bound<Vec<u8>>, Bound<Vec<u8>>, Vec<bool>),
+    /// A raw iterator: a seek kind, then steps (true = next, false = prev).
+    Raw(RawStart, Vec<bool>),
+    /// A prefix iterator walked backward.
+    PrefixRev(Vec<u8>),
+}
+
+#[derive(Debug, Clone)]
+enum RawStart {
+    First,
+    Last,
+    Seek(Vec<u8>),
+    SeekForPrev(Vec<u8>),
+}
+
+fn bound() -> impl Strategy<Value = Bound<Vec<u8>>> {
+    prop_oneof![
+        key().prop_map(Bound::Included),
+        key().prop_map(Bound::Excluded),
+        Just(Bound::Unbounded),
+    ]
 }
 
 fn key() -> impl Strategy<Value = Vec<u8>> {
@@ -50,7 +80,162 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Snapshot),
         2 => (0usize..4, key()).prop_map(|(i, k)| Op::CheckSnapshot(i, k)),
         1 => (0usize..4).prop_map(Op::DropSnapshot),
+        1 => Just(Op::IterRev),
+        2 => (bound(), bound(), proptest::option::weighted(0.3, 0usize..4)).prop_map(|(a, b, s)| Op::Range(a, b, s)),
+        1 => key().prop_map(Op::SeekForPrev),
+        1 => (bound(), bound(), proptest::collection::vec(any::<bool>(), 0..20)).prop_map(|(a, b, w)| Op::Mixed(a, b, w)),
+        1 => (raw_start(), proptest::collection::vec(any::<bool>(), 0..30)).prop_map(|(s, w)| Op::Raw(s, w)),
+        1 => proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'b')], 0..3).prop_map(Op::PrefixRev),
     ]
+}
+
+fn raw_start() -> impl Strategy<Value = RawStart> {
+    prop_oneof![
+        Just(RawStart::First),
+        Just(RawStart::Last),
+        key().prop_map(RawStart::Seek),
+        key().prop_map(RawStart::SeekForPrev),
+    ]
+}
+
+/// The model's entries within the bounds, ascending.
+fn model_range(
+    model: &Model,
+    lower: &Bound<Vec<u8>>,
+    upper: &Bound<Vec<u8>>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    model
+        .iter()
+        .filter(|(k, _)| {
+            let above = match lower {
+                Bound::Included(l) => *k >= l,
+                Bound::Excluded(l) => *k > l,
+                Bound::Unbounded => true,
+            };
+            let below = match upper {
+                Bound::Included(u) => *k <= u,
+                Bound::Excluded(u) => *k < u,
+                Bound::Unbounded => true,
+            };
+            above && below
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// Checks every new way to iterate against the model (`model` as seen by `db`, or by the
+/// snapshot `snap` when given).
+fn check_iteration(db: &Db, snapshots: &[(siftdb::Snapshot, Model)], model: &Model, op: &Op) {
+    match op {
+        Op::IterRev => {
+            let got: Vec<_> = db.iter().rev().map(|r| r.unwrap()).collect();
+            let want: Vec<_> = model
+                .iter()
+                .rev()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            assert_eq!(got, want, "reverse iteration");
+        }
+        Op::Range(lower, upper, snap) => {
+            let (it, rev, seen) = match snap.and_then(|i| snapshots.get(i)) {
+                Some((s, seen)) => (
+                    s.range((lower.clone(), upper.clone())),
+                    s.range((lower.clone(), upper.clone())),
+                    seen,
+                ),
+                None => (
+                    db.range((lower.clone(), upper.clone())),
+                    db.range((lower.clone(), upper.clone())),
+                    model,
+                ),
+            };
+            let want = model_range(seen, lower, upper);
+            let got: Vec<_> = it.map(|r| r.unwrap()).collect();
+            assert_eq!(got, want, "range {lower:?}..{upper:?}");
+            let mut back: Vec<_> = rev.rev().map(|r| r.unwrap()).collect();
+            back.reverse();
+            assert_eq!(back, want, "reverse range {lower:?}..{upper:?}");
+        }
+        Op::SeekForPrev(k) => {
+            let mut it = db.iter();
+            it.seek_for_prev(k);
+            let got: Vec<_> = it.rev().map(|r| r.unwrap()).collect();
+            let want: Vec<_> = model
+                .range(..=k.clone())
+                .rev()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            assert_eq!(got, want, "seek_for_prev {k:?}");
+        }
+        Op::Mixed(lower, upper, walk) => {
+            let mut want = std::collections::VecDeque::from(model_range(model, lower, upper));
+            let mut it = db.range((lower.clone(), upper.clone()));
+            for &forward in walk {
+                let (got, expected) = if forward {
+                    (it.next(), want.pop_front())
+                } else {
+                    (it.next_back(), want.pop_back())
+                };
+                assert_eq!(
+                    got.map(|r| r.unwrap()),
+                    expected,
+                    "mixed walk {lower:?}..{upper:?} {walk:?}"
+                );
+            }
+            // Whatever is left is what the two ends have not yielded.
+            let rest: Vec<_> = it.map(|r| r.unwrap()).collect();
+            assert_eq!(rest, Vec::from(want), "rest of mixed walk");
+        }
+        Op::Raw(start, walk) => {
+            let keys: Vec<&Vec<u8>> = model.keys().collect();
+            let mut it = db.raw_iter();
+            // The model's position: an index into `keys`, or None when not valid.
+            let mut pos: Option<usize> = match start {
+                RawStart::First => {
+                    it.seek_to_first();
+                    (!keys.is_empty()).then_some(0)
+                }
+                RawStart::Last => {
+                    it.seek_to_last();
+                    keys.len().checked_sub(1)
+                }
+                RawStart::Seek(k) => {
+                    it.seek(k);
+                    let i = keys.partition_point(|x| *x < k);
+                    (i < keys.len()).then_some(i)
+                }
+                RawStart::SeekForPrev(k) => {
+                    it.seek_for_prev(k);
+                    keys.partition_point(|x| *x <= k).checked_sub(1)
+                }
+            };
+            for (step, &forward) in walk.iter().enumerate() {
+                assert_eq!(it.valid(), pos.is_some(), "raw {start:?} step {step}");
+                let Some(i) = pos else { break };
+                assert_eq!(it.key(), keys[i].as_slice(), "raw {start:?} step {step}");
+                assert_eq!(it.value(), model[keys[i]].as_slice());
+                if forward {
+                    it.next();
+                    pos = (i + 1 < keys.len()).then_some(i + 1);
+                } else {
+                    it.prev();
+                    pos = i.checked_sub(1);
+                }
+            }
+            it.status().unwrap();
+        }
+        Op::PrefixRev(p) => {
+            let got: Vec<_> = db.prefix_iter(p).rev().map(|r| r.unwrap()).collect();
+            let want: Vec<_> = model
+                .iter()
+                .rev()
+                .filter(|(k, _)| k.starts_with(p))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            assert_eq!(got, want, "reverse prefix {p:?}");
+        }
+        _ => unreachable!("not an iteration op: {op:?}"),
+    }
 }
 
 /// The model: key → value.
@@ -181,6 +366,12 @@ fn run(ops: &[Op]) {
                 drop(db);
                 db = Db::open(dir.path(), options()).unwrap();
             }
+            Op::IterRev
+            | Op::Range(..)
+            | Op::SeekForPrev(_)
+            | Op::Mixed(..)
+            | Op::Raw(..)
+            | Op::PrefixRev(_) => check_iteration(&db, &snapshots, &model, op),
         }
     }
     // Final check after a full compaction and one more reopen.

@@ -1,0 +1,108 @@
+//! The user-key range an iterator is limited to, from any `RangeBounds` or a prefix.
+
+use std::ops::{Bound, RangeBounds};
+
+/// An owned range of user keys.
+#[derive(Debug, Clone)]
+pub(crate) struct KeyBounds {
+    pub lower: Bound<Vec<u8>>,
+    pub upper: Bound<Vec<u8>>,
+}
+
+fn owned<K: AsRef<[u8]>>(bound: Bound<&K>) -> Bound<Vec<u8>> {
+    match bound {
+        Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+impl KeyBounds {
+    /// Every key.
+    pub(crate) fn all() -> KeyBounds {
+        KeyBounds {
+            lower: Bound::Unbounded,
+            upper: Bound::Unbounded,
+        }
+    }
+
+    /// The keys `range` holds.
+    pub(crate) fn of<K: AsRef<[u8]>, R: RangeBounds<K>>(range: &R) -> KeyBounds {
+        KeyBounds {
+            lower: owned(range.start_bound()),
+            upper: owned(range.end_bound()),
+        }
+    }
+
+    /// The keys that start with `prefix`: `[prefix, successor)`, where the successor is the
+    /// prefix with its last byte below 0xff incremented and what follows it dropped (no upper
+    /// bound if every byte is 0xff).
+    pub(crate) fn prefix(prefix: &[u8]) -> KeyBounds {
+        let mut successor = prefix.to_vec();
+        let upper = loop {
+            match successor.pop() {
+                None => break Bound::Unbounded,
+                Some(0xff) => continue,
+                Some(byte) => {
+                    successor.push(byte + 1);
+                    break Bound::Excluded(successor);
+                }
+            }
+        };
+        KeyBounds {
+            lower: Bound::Included(prefix.to_vec()),
+            upper,
+        }
+    }
+
+    /// Whether `key` is at or above the lower bound.
+    pub(crate) fn above_lower(&self, key: &[u8]) -> bool {
+        match &self.lower {
+            Bound::Included(l) => key >= l.as_slice(),
+            Bound::Excluded(l) => key > l.as_slice(),
+            Bound::Unbounded => true,
+        }
+    }
+
+    /// Whether `key` is at or below the upper bound.
+    pub(crate) fn below_upper(&self, key: &[u8]) -> bool {
+        match &self.upper {
+            Bound::Included(u) => key <= u.as_slice(),
+            Bound::Excluded(u) => key < u.as_slice(),
+            Bound::Unbounded => true,
+        }
+    }
+
+    /// Whether a table holding user keys `[smallest, largest]` may hold a key in the range.
+    pub(crate) fn overlaps(&self, smallest: &[u8], largest: &[u8]) -> bool {
+        self.above_lower(largest) && self.below_upper(smallest)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_bounds_cover_exactly_the_prefix() {
+        let b = KeyBounds::prefix(b"ab\xff");
+        assert_eq!(b.upper, Bound::Excluded(b"ac".to_vec()));
+        assert!(b.above_lower(b"ab\xff") && b.below_upper(b"ab\xff\xff\xff"));
+        assert!(!b.below_upper(b"ac") && !b.above_lower(b"ab"));
+        assert_eq!(KeyBounds::prefix(b"\xff\xff").upper, Bound::Unbounded);
+        assert_eq!(KeyBounds::prefix(b"").upper, Bound::Unbounded);
+    }
+
+    #[test]
+    fn range_bounds_of_every_kind() {
+        let b = KeyBounds::of(&(&b"b"[..]..=&b"d"[..]));
+        assert!(b.above_lower(b"b") && b.below_upper(b"d"));
+        assert!(b.overlaps(b"a", b"b") && !b.overlaps(b"d\0", b"z"));
+        let b = KeyBounds::of::<&[u8], _>(&(Bound::Excluded(&b"b"[..]), Bound::Unbounded));
+        assert!(!b.above_lower(b"b") && b.above_lower(b"b\0") && b.below_upper(b"\xff"));
+        assert!(!b.overlaps(b"a", b"b"));
+        let empty = KeyBounds::of(&(&b"b"[..]..&b"b"[..]));
+        assert!(!(empty.above_lower(b"b") && empty.below_upper(b"b")));
+        assert!(KeyBounds::all().overlaps(b"", b"\xff"));
+    }
+}

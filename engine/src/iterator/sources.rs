@@ -1,0 +1,127 @@
+//! What a scan merges: one child per memtable, one per L0 table, one level iterator per sorted
+//! level — each limited to the tables whose key range meets the scan's bounds and, for a prefix
+//! scan, whose prefix filter does not rule the prefix out.
+
+use std::sync::Arc;
+
+use siftdb_compaction::{InternalIterator, MergingIterator};
+use siftdb_sstable::{SstError, TableIterOptions};
+
+use super::bounds::KeyBounds;
+use super::level::LevelIterator;
+use crate::db::{DbInner, ReadView};
+use crate::error::Result;
+use crate::memtable::MemtableIter;
+use crate::options::ReadOptions;
+use crate::version::TableFile;
+
+impl InternalIterator for MemtableIter {
+    fn valid(&self) -> bool {
+        MemtableIter::valid(self)
+    }
+    fn key(&self) -> &[u8] {
+        MemtableIter::key(self)
+    }
+    fn value(&self) -> &[u8] {
+        MemtableIter::value(self)
+    }
+    fn seek_to_first(&mut self) {
+        MemtableIter::seek_to_first(self)
+    }
+    fn seek_to_last(&mut self) {
+        MemtableIter::seek_to_last(self)
+    }
+    fn seek(&mut self, target: &[u8]) {
+        MemtableIter::seek(self, target)
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        MemtableIter::seek_for_prev(self, target)
+    }
+    fn next(&mut self) {
+        MemtableIter::next(self)
+    }
+    fn prev(&mut self) {
+        MemtableIter::prev(self)
+    }
+    fn take_error(&mut self) -> Option<SstError> {
+        None
+    }
+}
+
+/// What one scan reads: its bounds, its prefix (whose filter may skip tables) and how.
+pub(crate) struct ScanSpec<'a> {
+    pub bounds: &'a KeyBounds,
+    pub prefix: Option<&'a [u8]>,
+    pub read: &'a ReadOptions,
+}
+
+/// How tables are read for `read` (user scans count their reads as users' reads).
+fn table_options(read: &ReadOptions) -> TableIterOptions {
+    TableIterOptions {
+        fill_cache: read.fill_cache,
+        stats: None,
+    }
+}
+
+/// The tables of a sorted level that hold keys within `bounds`: a contiguous run.
+fn overlapping(files: &[Arc<TableFile>], bounds: &KeyBounds) -> std::ops::Range<usize> {
+    // Tables entirely below the lower bound come first, tables entirely above the upper last.
+    let start = files.partition_point(|f| !bounds.above_lower(f.largest_user_key()));
+    let end = start + files[start..].partition_point(|f| bounds.below_upper(f.smallest_user_key()));
+    start..end
+}
+
+/// The merge of everything in `view` that `spec` may need. Fails if a table's prefix filter
+/// cannot be read.
+pub(crate) fn merge_for(
+    db: &DbInner,
+    view: &ReadView,
+    spec: &ScanSpec<'_>,
+) -> Result<MergingIterator> {
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    for mem in std::iter::once(&view.mem).chain(view.imm.iter()) {
+        children.push(Box::new(MemtableIter::new(Arc::clone(mem))));
+    }
+    let prefix_hash = spec.prefix.and_then(|p| db.prefix_hash(p));
+    let wanted = |f: &Arc<TableFile>| -> Result<bool> {
+        if !spec
+            .bounds
+            .overlaps(f.smallest_user_key(), f.largest_user_key())
+        {
+            return Ok(false);
+        }
+        Ok(match prefix_hash {
+            Some(hash) => f.table.prefix_may_match_hashed(hash)?,
+            None => true,
+        })
+    };
+    let options = table_options(spec.read);
+    let version = &view.version;
+    for file in version.level(0) {
+        if wanted(file)? {
+            children.push(Box::new(file.table.iter_with(options.clone())));
+        }
+    }
+    for level in 1..version.num_levels() {
+        let files = version.level(level);
+        let range = overlapping(files, spec.bounds);
+        let mut excluded = Vec::new();
+        if prefix_hash.is_some() {
+            for i in range.clone() {
+                if !wanted(&files[i])? {
+                    excluded.push(i);
+                }
+            }
+        }
+        if range.len() > excluded.len() {
+            children.push(Box::new(LevelIterator::new(
+                Arc::clone(version),
+                level,
+                range,
+                excluded,
+                options.clone(),
+            )));
+        }
+    }
+    Ok(MergingIterator::new(children))
+}
