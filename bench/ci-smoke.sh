@@ -11,7 +11,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 profile="${SIFTDB_BENCH_PROFILE:-test-release}"
 num=2000
-benchmarks="fillseq,fillrandom,overwrite,readrandom,readmissing,readhot,seekrandom,prefixscan,deleterandom,readwhilewriting,readwhilecompacting,compact,stats"
+benchmarks="fillseq,fillrandom,overwrite,readrandom,readmissing,readhot,seekrandom,readseq,readreverse,prefixscan,deleterandom,readwhilewriting,readwhilecompacting,compact,stats"
 
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
@@ -88,6 +88,10 @@ if row is not None and not (0 < row.get("found", 0) < row.get("ops", 0)):
     errors.append(f"readhot: found {row.get('found')} of {row.get('ops')}: half the hot set "
                   "should be missing")
 check("prefixscan", "found", reads)
+for name in ("readseq", "readreverse"):
+    row = rows.get(name)
+    if row is not None and row.get("entries") != num * 2:  # every key, once per thread (2)
+        errors.append(f"{name}: {row.get('entries')} entries, expected {num * 2}")
 row = rows.get("prefixscan")
 if row is not None and row.get("entries") != row.get("expected_entries"):
     errors.append(f"prefixscan: {row.get('entries')} entries, expected {row.get('expected_entries')}")

@@ -25,6 +25,10 @@ pub enum Benchmark {
     ReadHot,
     /// Seek to `--reads` random keys and read `--seek_nexts` entries after each.
     SeekRandom,
+    /// Read every entry in key order from the first (one full scan per thread).
+    ReadSeq,
+    /// Read every entry in descending key order from the last (one full scan per thread).
+    ReadReverse,
     /// Scan `--reads` random existing prefixes with a prefix iterator.
     PrefixScan,
     /// Delete `--deletes` distinct random keys.
@@ -42,7 +46,7 @@ pub enum Benchmark {
 
 impl Benchmark {
     /// Every workload, in documentation order.
-    pub const ALL: [Benchmark; 13] = [
+    pub const ALL: [Benchmark; 15] = [
         Benchmark::FillSeq,
         Benchmark::FillRandom,
         Benchmark::Overwrite,
@@ -50,6 +54,8 @@ impl Benchmark {
         Benchmark::ReadMissing,
         Benchmark::ReadHot,
         Benchmark::SeekRandom,
+        Benchmark::ReadSeq,
+        Benchmark::ReadReverse,
         Benchmark::PrefixScan,
         Benchmark::DeleteRandom,
         Benchmark::ReadWhileWriting,
@@ -68,6 +74,8 @@ impl Benchmark {
             Benchmark::ReadMissing => "readmissing",
             Benchmark::ReadHot => "readhot",
             Benchmark::SeekRandom => "seekrandom",
+            Benchmark::ReadSeq => "readseq",
+            Benchmark::ReadReverse => "readreverse",
             Benchmark::PrefixScan => "prefixscan",
             Benchmark::DeleteRandom => "deleterandom",
             Benchmark::ReadWhileWriting => "readwhilewriting",
@@ -141,8 +149,8 @@ pub enum AllocationArg {
 #[command(name = "siftdb-bench", version)]
 pub struct Args {
     /// Workloads to run, in order (comma separated): fillseq, fillrandom, overwrite, readrandom,
-    /// readmissing, readhot, seekrandom, prefixscan, deleterandom, readwhilewriting,
-    /// readwhilecompacting, compact, stats.
+    /// readmissing, readhot, seekrandom, readseq, readreverse, prefixscan, deleterandom,
+    /// readwhilewriting, readwhilecompacting, compact, stats.
     #[arg(
         long = "benchmarks",
         value_delimiter = ',',

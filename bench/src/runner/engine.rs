@@ -52,6 +52,9 @@ pub trait Engine: Send + Sync {
     fn seek_read(&self, key: &[u8], nexts: usize) -> Result<SeekOutcome>;
     /// Reads every entry under `prefix`; returns how many there were.
     fn prefix_scan(&self, prefix: &[u8]) -> Result<u64>;
+    /// Reads every entry (key and value), in ascending key order or, with `reverse`,
+    /// descending; returns how many there were.
+    fn scan(&self, reverse: bool) -> Result<u64>;
     /// Flushes memtables to disk and waits, including for the compactions the flush triggers.
     fn flush(&self) -> Result<()>;
     /// Compacts everything down to the bottom level and waits.
@@ -217,17 +220,41 @@ impl Engine for SiftEngine {
     }
 
     fn seek_read(&self, key: &[u8], nexts: usize) -> Result<SeekOutcome> {
-        let mut iter = self.db.iter();
+        // The raw iterator, as for RocksDB: keys and values are read in place, not copied.
+        let mut iter = self.db.raw_iter();
         iter.seek(key);
         let mut outcome = SeekOutcome::default();
-        for item in iter.take(nexts + 1) {
-            let (k, _) = item?;
+        while iter.valid() && outcome.entries <= nexts as u64 {
             if outcome.entries == 0 {
-                outcome.found = k == key;
+                outcome.found = iter.key() == key;
             }
+            std::hint::black_box(iter.value());
             outcome.entries += 1;
+            iter.next();
         }
+        iter.status()?;
         Ok(outcome)
+    }
+
+    fn scan(&self, reverse: bool) -> Result<u64> {
+        let mut iter = self.db.raw_iter();
+        if reverse {
+            iter.seek_to_last();
+        } else {
+            iter.seek_to_first();
+        }
+        let mut entries = 0;
+        while iter.valid() {
+            std::hint::black_box((iter.key(), iter.value()));
+            entries += 1;
+            if reverse {
+                iter.prev();
+            } else {
+                iter.next();
+            }
+        }
+        iter.status()?;
+        Ok(entries)
     }
 
     fn prefix_scan(&self, prefix: &[u8]) -> Result<u64> {

@@ -219,7 +219,10 @@ fn is_point_read(b: Benchmark) -> bool {
 }
 
 fn is_scan(b: Benchmark) -> bool {
-    matches!(b, Benchmark::SeekRandom | Benchmark::PrefixScan)
+    matches!(
+        b,
+        Benchmark::SeekRandom | Benchmark::PrefixScan | Benchmark::ReadSeq | Benchmark::ReadReverse
+    )
 }
 
 fn writes_mb_per_sec(result: &PhaseResult, config: &Config) -> Option<f64> {
@@ -285,6 +288,11 @@ pub fn text(result: &PhaseResult, config: &Config) -> String {
             t.ops,
             ratio(t.entries, t.ops),
             mismatch(t.found, t.expected, "found"),
+            mismatch(t.entries, t.expected_entries, "entries")
+        ),
+        Benchmark::ReadSeq | Benchmark::ReadReverse => format!(
+            " ({} entries){}",
+            t.entries,
             mismatch(t.entries, t.expected_entries, "entries")
         ),
         _ => format!(

@@ -196,6 +196,28 @@ impl<'a> Workbench<'a> {
                     ..Outcome::default()
                 })
             })?,
+            Benchmark::ReadSeq | Benchmark::ReadReverse => {
+                let reverse = benchmark == Benchmark::ReadReverse;
+                let live = self.model.live_count();
+                let threads = self.config.threads;
+                self.timed(
+                    benchmark,
+                    threads,
+                    threads as u64,
+                    live * threads as u64,
+                    stream,
+                    |_, _| {
+                        let entries = self.engine.scan(reverse)?;
+                        Ok(Outcome {
+                            ops: entries,
+                            found: entries,
+                            expected: live,
+                            entries,
+                            expected_entries: live,
+                        })
+                    },
+                )?
+            }
             Benchmark::PrefixScan => self.reads(benchmark, stream, |w, ctx| {
                 let prefix = ctx.rng.below(w.keys.num_prefixes());
                 w.keys.encode_prefix(prefix, &mut ctx.key);

@@ -177,6 +177,26 @@ impl Engine for FjallEngine {
         Ok(outcome)
     }
 
+    fn scan(&self, reverse: bool) -> Result<u64> {
+        let mut entries = 0;
+        let mut read = |guard: fjall::Guard| -> Result<()> {
+            let kv = guard.into_inner().map_err(fjall_error)?;
+            std::hint::black_box(&kv);
+            entries += 1;
+            Ok(())
+        };
+        if reverse {
+            for guard in self.keyspace.iter().rev() {
+                read(guard)?;
+            }
+        } else {
+            for guard in self.keyspace.iter() {
+                read(guard)?;
+            }
+        }
+        Ok(entries)
+    }
+
     fn prefix_scan(&self, prefix: &[u8]) -> Result<u64> {
         let mut entries = 0;
         for guard in self.keyspace.prefix(prefix) {

@@ -207,6 +207,29 @@ impl Engine for RocksEngine {
         Ok(outcome)
     }
 
+    fn scan(&self, reverse: bool) -> Result<u64> {
+        let mut read = ReadOptions::default();
+        read.set_total_order_seek(true);
+        let mut iter = self.db.raw_iterator_opt(read);
+        if reverse {
+            iter.seek_to_last();
+        } else {
+            iter.seek_to_first();
+        }
+        let mut entries = 0;
+        while iter.valid() {
+            std::hint::black_box((iter.key(), iter.value()));
+            entries += 1;
+            if reverse {
+                iter.prev();
+            } else {
+                iter.next();
+            }
+        }
+        iter.status().map_err(rocks_error)?;
+        Ok(entries)
+    }
+
     fn prefix_scan(&self, prefix: &[u8]) -> Result<u64> {
         let mut read = ReadOptions::default();
         read.set_prefix_same_as_start(true);
