@@ -42,6 +42,9 @@ struct Tally {
     clean: u64,
 }
 
+/// One item of a scan.
+type Entry = siftdb::Result<(Vec<u8>, Vec<u8>)>;
+
 /// Opens the damaged copy and reads everything; counts what happened.
 fn check(fs: &FaultFs, damaged_wal: bool, tally: &mut Tally) {
     tally.cases += 1;
@@ -73,7 +76,7 @@ fn check(fs: &FaultFs, damaged_wal: bool, tally: &mut Tally) {
     // its value, in order; damage ends a scan with an error, never a wrong entry.
     for reverse in [false, true] {
         let it = db.iter();
-        let entries: Box<dyn Iterator<Item = siftdb::Result<(Vec<u8>, Vec<u8>)>>> = if reverse {
+        let entries: Box<dyn Iterator<Item = Entry>> = if reverse {
             Box::new(it.rev())
         } else {
             Box::new(it)
