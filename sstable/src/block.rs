@@ -161,6 +161,9 @@ impl Block {
             key: Vec::new(),
             value: (0, 0),
             error: None,
+            behind: Vec::new(),
+            behind_keys: Vec::new(),
+            key_behind: None,
         }
     }
 }
@@ -176,6 +179,24 @@ pub struct BlockIter {
     key: Vec<u8>,
     value: (usize, usize),
     error: Option<&'static str>,
+    /// Entries decoded by the last backward step that had to return to a restart point, in
+    /// block order (RocksDB's `prev_entries_`): the following steps back within the same
+    /// restart interval take them from here instead of decoding the interval again.
+    behind: Vec<DecodedEntry>,
+    /// The keys of `behind`, one after another.
+    behind_keys: Vec<u8>,
+    /// When the current entry came from `behind`: its key in `behind_keys` (and `key` is stale
+    /// until a forward step needs it as the base of the next entry's shared prefix).
+    key_behind: Option<(usize, usize)>,
+}
+
+/// An entry decoded ahead of time: where it is, its key (in `BlockIter::behind_keys`) and value.
+#[derive(Debug, Clone, Copy)]
+struct DecodedEntry {
+    offset: usize,
+    next: usize,
+    key: (usize, usize),
+    value: (usize, usize),
 }
 
 impl BlockIter {
@@ -191,7 +212,10 @@ impl BlockIter {
 
     /// Current key (only meaningful when valid).
     pub fn key(&self) -> &[u8] {
-        &self.key
+        match self.key_behind {
+            Some((start, end)) => self.behind_keys.get(start..end).unwrap_or(&[]),
+            None => &self.key,
+        }
     }
 
     /// Current value (only meaningful when valid).
@@ -210,6 +234,12 @@ impl BlockIter {
 
     /// Decodes the entry at `self.next` into the cursor; false at the end or on error.
     fn parse_next(&mut self) -> bool {
+        if let Some((start, end)) = self.key_behind.take() {
+            // The entry after a backward step shares its prefix with the current key.
+            self.key.clear();
+            self.key
+                .extend_from_slice(self.behind_keys.get(start..end).unwrap_or(&[]));
+        }
         self.current = self.next;
         let data = &self.block.data;
         let end = self.block.restarts_at;
@@ -248,6 +278,7 @@ impl BlockIter {
     /// Moves to the first entry.
     pub fn seek_to_first(&mut self) {
         self.error = None;
+        self.key_behind = None;
         self.key.clear();
         self.next = 0;
         self.parse_next();
@@ -263,6 +294,7 @@ impl BlockIter {
     /// Moves to the last entry.
     pub fn seek_to_last(&mut self) {
         self.error = None;
+        self.key_behind = None;
         self.key.clear();
         self.next = self.block.restart(self.block.num_restarts - 1);
         while self.parse_next() && self.next < self.block.restarts_at {}
@@ -270,14 +302,43 @@ impl BlockIter {
 
     /// Moves to the previous entry (invalid before the first). Entries are prefix-compressed
     /// forward only, so the cursor goes back to the restart point before the current entry and
-    /// decodes forward to the entry before it (LevelDB's `Block::Iter::Prev`): one binary search
-    /// over the restarts and at most one restart interval of decoding.
+    /// decodes forward to the entry before it (LevelDB's `Block::Iter::Prev`), keeping the
+    /// entries it decoded on the way: the next steps back within that restart interval cost a
+    /// key copy each, so a backward walk decodes every entry about once, as a forward walk does.
     pub fn prev(&mut self) {
         if !self.valid() {
             return;
         }
         let original = self.current;
-        // The last restart point before the current entry.
+        if self.behind.last().is_none_or(|e| e.next != original) {
+            // Offsets identify entries, so decoded entries stay right for this block whatever the
+            // cursor did since; only when none ends at the current entry is a restart revisited.
+            self.decode_interval_before(original);
+            if self.error.is_some() {
+                return;
+            }
+        }
+        match self.behind.pop() {
+            Some(e) => {
+                self.current = e.offset;
+                self.next = e.next;
+                self.key_behind = Some(e.key);
+                self.value = e.value;
+            }
+            None => {
+                // The current entry is the first: move before it.
+                self.current = self.block.restarts_at;
+                self.next = self.block.restarts_at;
+            }
+        }
+    }
+
+    /// Decodes, into `behind`, the entries from the last restart point before `original` up to
+    /// the entry before it (none if `original` is the first entry).
+    fn decode_interval_before(&mut self, original: usize) {
+        self.key_behind = None;
+        self.behind.clear();
+        self.behind_keys.clear();
         let (mut lo, mut hi) = (0usize, self.block.num_restarts);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
@@ -288,9 +349,6 @@ impl BlockIter {
             }
         }
         let Some(restart) = lo.checked_sub(1) else {
-            // The current entry is the first: move before it.
-            self.current = self.block.restarts_at;
-            self.next = self.block.restarts_at;
             return;
         };
         self.key.clear();
@@ -302,6 +360,14 @@ impl BlockIter {
                 }
                 return;
             }
+            let start = self.behind_keys.len();
+            self.behind_keys.extend_from_slice(&self.key);
+            self.behind.push(DecodedEntry {
+                offset: self.current,
+                next: self.next,
+                key: (start, self.behind_keys.len()),
+                value: self.value,
+            });
             match self.next.cmp(&original) {
                 Ordering::Less => continue,
                 Ordering::Equal => return,
@@ -342,6 +408,7 @@ impl BlockIter {
                 }
             }
         }
+        self.key_behind = None;
         self.key.clear();
         self.next = self.block.restart(lo);
         while self.parse_next() {

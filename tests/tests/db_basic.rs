@@ -128,3 +128,26 @@ fn get_into_reuses_the_callers_buffer_from_memtable_and_table() {
     assert_eq!(buf.len(), 300);
     assert_eq!(buf.capacity(), capacity);
 }
+
+#[test]
+fn iterators_and_snapshots_own_what_they_read() {
+    fn send<T: Send + 'static>(_: &T) {}
+    let dir = siftdb_tests::temp_dir();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    db.put("k", "v").unwrap();
+    let (it, raw, snapshot) = (db.iter(), db.raw_iter(), db.snapshot());
+    send(&it);
+    send(&raw);
+    send(&snapshot);
+    drop(db); // the handles outlive the `Db` and read on another thread
+    let got = std::thread::spawn(move || {
+        let mut raw = raw;
+        raw.seek_to_last();
+        let from_raw = raw.key().to_vec();
+        let from_snapshot = snapshot.range::<&str, _>(..).rev().count();
+        (it.count(), from_raw, from_snapshot)
+    })
+    .join()
+    .unwrap();
+    assert_eq!(got, (1, b"k".to_vec(), 1));
+}
