@@ -30,6 +30,9 @@ use crate::version::Version;
 pub(crate) struct FilterPlan {
     pub spec: FilterSpec,
     pub level: usize,
+    /// The level the table is written as (its codec's level): 0, or for a sequential flush the
+    /// bottom level it is headed for.
+    pub build_level: usize,
 }
 
 /// The `filter_level` of a table planned for the bottom of the tree wherever it is (the flush of
@@ -70,6 +73,7 @@ pub(crate) fn for_flush(options: &Options, version: &Version, mem: &Memtable) ->
             bits_per_key: bits_per_key_for(options, version, level, &level_keys, &[]),
         },
         level: recorded,
+        build_level: level,
     }
 }
 

@@ -4,7 +4,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use siftdb_sstable::{Table, TableBuildOptions, TableBuilder, TableReadOptions};
+use siftdb_sstable::{Table, TableBuilder, TableReadOptions};
 
 use crate::db::DbInner;
 use crate::error::{Error, Result};
@@ -174,13 +174,7 @@ pub(crate) fn write_l0_table(
     }
     let path = names::table(&db.dir, number);
     let mut file = db.fs.create(&path)?;
-    let options = TableBuildOptions {
-        block_size: db.options.block_size,
-        block_restart_interval: db.options.block_restart_interval,
-        filter: Some(plan.spec),
-        key_hasher: db.options.filter_hasher,
-        prefix_extractor: db.options.prefix_extractor.clone(),
-    };
+    let options = db.options.table_build_options(plan.build_level, plan.spec);
     let mut builder = TableBuilder::new(&mut file, options);
     for (key, value) in mem.entries() {
         builder.add(key.encoded(), &value)?;
@@ -193,6 +187,9 @@ pub(crate) fn write_l0_table(
     db.counters
         .flush_bytes
         .fetch_add(meta.file_size, Ordering::Relaxed);
+    db.counters
+        .table_bytes_uncompressed
+        .fetch_add(meta.uncompressed_size, Ordering::Relaxed);
     let file_meta = FileMeta {
         number,
         file_size: meta.file_size,

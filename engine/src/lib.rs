@@ -64,6 +64,6 @@ pub use options_file::FORMAT_VERSION;
 pub use properties::LevelInfo;
 pub use siftdb_cache::{BlockKind, CacheStats, KindStats};
 pub use siftdb_filter::{FilterAllocation, HashId, KeyHasher};
-pub use siftdb_sstable::{FixedPrefix, PrefixExtractor, RandomAccessFile, ReadMode};
+pub use siftdb_sstable::{Compression, FixedPrefix, PrefixExtractor, RandomAccessFile, ReadMode};
 pub use snapshot::Snapshot;
 pub use stats::{LevelFilterStats, Stats};

@@ -3,7 +3,9 @@
 use std::sync::Arc;
 
 use siftdb_filter::{FilterAllocation, FilterPolicy, KeyHasher};
-use siftdb_sstable::{FixedPrefix, PrefixExtractor, ReadMode};
+use siftdb_sstable::{
+    Compression, FilterSpec, FixedPrefix, PrefixExtractor, ReadMode, TableBuildOptions,
+};
 
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, RealFs};
@@ -72,6 +74,16 @@ pub struct Options {
     pub paranoid_checks: bool,
     /// How table files are read.
     pub read_mode: ReadMode,
+    /// Codec of the data blocks of every level `compression_per_level` does not name (RocksDB's
+    /// `compression`). A block is stored compressed only where that saves an eighth of it;
+    /// the block cache holds blocks uncompressed.
+    pub compression: Compression,
+    /// Codec per level (index = level; the last entry holds for every deeper level), RocksDB's
+    /// `compression_per_level`; empty: `compression` everywhere. The default leaves L0 and L1
+    /// uncompressed and compresses from L2 on with LZ4 (see `docs/TUNING.md`).
+    pub compression_per_level: Vec<Compression>,
+    /// Compress index blocks too (RocksDB's `enable_index_compression`). Filter blocks never are.
+    pub compress_index: bool,
     /// The file system all I/O goes through.
     pub fs: Arc<dyn FileSystem>,
 }
@@ -117,6 +129,9 @@ impl Default for Options {
             prefix_extractor: None,
             paranoid_checks: true,
             read_mode: ReadMode::Mmap,
+            compression: Compression::Lz4,
+            compression_per_level: vec![Compression::None, Compression::None, Compression::Lz4],
+            compress_index: true,
             fs: Arc::new(RealFs),
         }
     }
@@ -193,6 +208,32 @@ impl Options {
             );
         }
         Ok(())
+    }
+
+    /// The codec of data blocks written to `level`.
+    pub fn compression_for_level(&self, level: usize) -> Compression {
+        match self.compression_per_level.as_slice() {
+            [] => self.compression,
+            per_level => per_level[level.min(per_level.len() - 1)],
+        }
+    }
+
+    /// How a table headed for `level` (the level its filter and codec are planned for) is
+    /// written, with the whole-key filter `filter`.
+    pub(crate) fn table_build_options(
+        &self,
+        level: usize,
+        filter: FilterSpec,
+    ) -> TableBuildOptions {
+        TableBuildOptions {
+            block_size: self.block_size,
+            block_restart_interval: self.block_restart_interval,
+            filter: Some(filter),
+            key_hasher: self.filter_hasher,
+            prefix_extractor: self.prefix_extractor.clone(),
+            compression: self.compression_for_level(level),
+            compress_index: self.compress_index,
+        }
     }
 
     /// Shorthand for a fixed-length prefix extractor.

@@ -17,9 +17,10 @@ use crate::fs::{names, FileSystem};
 use crate::options::Options;
 
 /// The database format version this build writes and reads: 2 adds field 6 of manifest edits
-/// (the level a trivially moved table's filter was planned for). Version 1 databases open and
-/// are upgraded.
-pub const FORMAT_VERSION: u32 = 2;
+/// (the level a trivially moved table's filter was planned for); 3 writes tables of table
+/// format 2 (compressed blocks, partitioned index and filters). Older databases open and are
+/// upgraded (their tables are read as they are and rewritten by compactions).
+pub const FORMAT_VERSION: u32 = 3;
 
 /// What `OPTIONS` records: the settings that shape on-disk data.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -17,6 +17,7 @@ pub(crate) struct EngineCounters {
     /// Block reads from table files by compactions (kept apart from users' reads).
     pub compaction_reads: std::sync::Arc<ReadStatistics>,
     pub trivial_moves: AtomicU64,
+    pub table_bytes_uncompressed: AtomicU64,
     pub gets: AtomicU64,
     pub gets_found: AtomicU64,
     pub memtable_hits: AtomicU64,
@@ -117,6 +118,9 @@ pub struct Stats {
     pub compaction_blocks_read: u64,
     /// Tables moved one level down by a manifest edit alone, without being rewritten.
     pub trivial_moves: u64,
+    /// What the tables written by flushes and compactions (`flush_bytes +
+    /// compaction_bytes_written` on disk) would have taken uncompressed.
+    pub table_bytes_uncompressed: u64,
     /// Microseconds writers spent stalled.
     pub stall_micros: u64,
     /// The block cache's counters.
@@ -144,6 +148,16 @@ impl Stats {
         }
         (self.wal_bytes + self.flush_bytes + self.compaction_bytes_written) as f64
             / self.bytes_written_user as f64
+    }
+
+    /// Table bytes written / what they would have taken uncompressed (1.0 when nothing was
+    /// compressed or nothing written).
+    pub fn compression_ratio(&self) -> f64 {
+        if self.table_bytes_uncompressed == 0 {
+            return 1.0;
+        }
+        (self.flush_bytes + self.compaction_bytes_written) as f64
+            / self.table_bytes_uncompressed as f64
     }
 
     /// Block cache hit ratio for one block kind.
@@ -197,6 +211,7 @@ impl EngineCounters {
                     + r.filter_block_reads.load(Relaxed)
             },
             trivial_moves: self.trivial_moves.load(Relaxed),
+            table_bytes_uncompressed: self.table_bytes_uncompressed.load(Relaxed),
             stall_micros: self.stall_micros.load(Relaxed),
             cache,
         }

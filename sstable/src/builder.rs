@@ -6,6 +6,7 @@ use std::sync::Arc;
 use siftdb_filter::{FilterBuilder, FilterKind, KeyHasher};
 
 use crate::block::BlockBuilder;
+use crate::compression::Compression;
 use crate::error::{Result, SstError};
 use crate::format::{block_trailer, BlockHandle, Footer, TABLE_FORMAT_VERSION};
 use crate::internal_key::{compare_internal, ParsedKey, ValueKind};
@@ -35,6 +36,10 @@ pub struct TableBuildOptions {
     /// With an extractor, a second filter over the distinct prefixes (same kind and bits/key as
     /// the whole-key filter, blocked bloom at 10 bits/key if there is none).
     pub prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
+    /// Codec of the data blocks (kept only where it saves at least an eighth of a block).
+    pub compression: Compression,
+    /// Compress index blocks too (with the data blocks' codec). Filter blocks never are.
+    pub compress_index: bool,
 }
 
 impl Default for TableBuildOptions {
@@ -48,6 +53,8 @@ impl Default for TableBuildOptions {
             }),
             key_hasher: KeyHasher::default(),
             prefix_extractor: None,
+            compression: Compression::None,
+            compress_index: true,
         }
     }
 }
@@ -57,6 +64,8 @@ impl Default for TableBuildOptions {
 pub struct TableMeta {
     /// Bytes written.
     pub file_size: u64,
+    /// Bytes the table would have had with no block compressed (`file_size` when none was).
+    pub uncompressed_size: u64,
     /// The properties written into the table.
     pub properties: TableProperties,
 }
@@ -80,6 +89,8 @@ pub struct TableBuilder<W: Write> {
     writer: W,
     options: TableBuildOptions,
     offset: u64,
+    /// What compression saved so far (uncompressed minus stored bytes).
+    saved: u64,
     data_block: BlockBuilder,
     index_block: BlockBuilder,
     filter: Option<FilterBuilder>,
@@ -111,6 +122,7 @@ impl<W: Write> TableBuilder<W> {
                 .prefix_extractor
                 .as_ref()
                 .map_or_else(String::new, |p| p.name()),
+            compression: options.compression.name().to_string(),
             min_sequence: u64::MAX,
             ..TableProperties::default()
         };
@@ -120,6 +132,7 @@ impl<W: Write> TableBuilder<W> {
             index_block: BlockBuilder::new(1),
             options,
             offset: 0,
+            saved: 0,
             filter,
             prefix_filter,
             last_key: Vec::new(),
@@ -191,13 +204,29 @@ impl<W: Write> TableBuilder<W> {
         Ok(())
     }
 
+    /// Writes a block as it is (filters, properties).
     fn write_block(&mut self, contents: &[u8]) -> Result<BlockHandle> {
+        self.write_stored(contents, Compression::None)
+    }
+
+    /// Writes a block compressed with `codec` where that saves enough, else as it is.
+    fn write_compressed(&mut self, contents: &[u8], codec: Compression) -> Result<BlockHandle> {
+        match codec.compress(contents) {
+            Some(stored) => {
+                self.saved += (contents.len() - stored.len()) as u64;
+                self.write_stored(&stored, codec)
+            }
+            None => self.write_stored(contents, Compression::None),
+        }
+    }
+
+    fn write_stored(&mut self, stored: &[u8], codec: Compression) -> Result<BlockHandle> {
         let handle = BlockHandle {
             offset: self.offset,
-            size: contents.len() as u64,
+            size: stored.len() as u64,
         };
-        let trailer = block_trailer(contents);
-        self.write_raw(contents)?;
+        let trailer = block_trailer(stored, codec.byte());
+        self.write_raw(stored)?;
         self.write_raw(&trailer)?;
         Ok(handle)
     }
@@ -219,7 +248,7 @@ impl<W: Write> TableBuilder<W> {
         }
         let separator = self.data_block.last_key().to_vec();
         let contents = self.data_block.finish();
-        let handle = self.write_block(&contents)?;
+        let handle = self.write_compressed(&contents, self.options.compression)?;
         // The index entry's key is the block's last key: every key in the block is ≤ it and
         // every key in later blocks is > it, so a seek lands on the right block.
         self.index_block.add(&separator, &handle.encode());
@@ -262,7 +291,12 @@ impl<W: Write> TableBuilder<W> {
         let (prefix_handle, _) = self.write_filter(prefix_filter)?;
         let properties = self.write_block(&self.props.encode())?;
         let index_contents = self.index_block.finish();
-        let index = self.write_block(&index_contents)?;
+        let index_codec = if self.options.compress_index {
+            self.options.compression
+        } else {
+            Compression::None
+        };
+        let index = self.write_compressed(&index_contents, index_codec)?;
         let footer = Footer {
             index,
             properties,
@@ -278,6 +312,7 @@ impl<W: Write> TableBuilder<W> {
         Ok((
             TableMeta {
                 file_size: self.offset,
+                uncompressed_size: self.offset + self.saved,
                 properties: self.props,
             },
             self.writer,

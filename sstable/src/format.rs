@@ -4,13 +4,17 @@ use crate::coding::{read_u32, read_u64};
 
 /// Last eight bytes of every table.
 pub const TABLE_MAGIC: u64 = 0x5349_4654_5342_4c31; // "SIFTSBL1"
-/// The table format version this build writes and reads.
-pub const TABLE_FORMAT_VERSION: u32 = 1;
+/// The table format version this build writes: 2 adds compressed blocks and partitioned index
+/// and filters. Version 1 tables (every block uncompressed, one index and one filter block) are
+/// still read.
+pub const TABLE_FORMAT_VERSION: u32 = 2;
+/// The oldest table format version this build reads.
+pub const OLDEST_TABLE_FORMAT_VERSION: u32 = 1;
 /// Bytes after every block: compression type (u8) and CRC32 (u32 LE).
 pub const BLOCK_TRAILER_LEN: usize = 5;
 /// Size of the fixed footer.
 pub const FOOTER_LEN: usize = 80;
-/// Compression type byte of an uncompressed block (the only one this version writes).
+/// Compression type byte of an uncompressed block.
 pub const NO_COMPRESSION: u8 = 0;
 
 /// Where a block lives in the file: offset and size of its contents (trailer excluded).
@@ -60,21 +64,22 @@ impl BlockHandle {
     }
 }
 
-/// The block trailer for `contents`: compression type and CRC32 over contents + type.
-pub fn block_trailer(contents: &[u8]) -> [u8; BLOCK_TRAILER_LEN] {
+/// The block trailer for stored bytes `contents` (compressed with the codec `compression` names):
+/// compression type and CRC32 over contents + type.
+pub fn block_trailer(contents: &[u8], compression: u8) -> [u8; BLOCK_TRAILER_LEN] {
     let mut h = crc32fast::Hasher::new();
     h.update(contents);
-    h.update(&[NO_COMPRESSION]);
+    h.update(&[compression]);
     let crc = h.finalize();
     let mut out = [0u8; BLOCK_TRAILER_LEN];
-    out[0] = NO_COMPRESSION;
+    out[0] = compression;
     out[1..].copy_from_slice(&crc.to_le_bytes());
     out
 }
 
-/// Verifies a block read with its trailer. Returns the contents length on success, or
-/// `(got, expected)` checksums on mismatch, or `None` for a bad compression byte / short read.
-pub fn check_block(raw: &[u8]) -> Result<usize, BlockCheckError> {
+/// Verifies a block read with its trailer. Returns the stored contents' length and the
+/// compression byte on success (a caller checks the codec is one its table version may use).
+pub fn check_block(raw: &[u8]) -> Result<(usize, u8), BlockCheckError> {
     let len = raw
         .len()
         .checked_sub(BLOCK_TRAILER_LEN)
@@ -88,10 +93,7 @@ pub fn check_block(raw: &[u8]) -> Result<usize, BlockCheckError> {
     if got != expected {
         return Err(BlockCheckError::Checksum { got, expected });
     }
-    if trailer[0] != NO_COMPRESSION {
-        return Err(BlockCheckError::Compression(trailer[0]));
-    }
-    Ok(len)
+    Ok((len, trailer[0]))
 }
 
 /// Why a block failed verification.
@@ -106,8 +108,6 @@ pub enum BlockCheckError {
         /// Stored.
         expected: u32,
     },
-    /// Unknown compression type.
-    Compression(u8),
 }
 
 /// The fixed-size footer at the end of every table.
@@ -178,7 +178,7 @@ impl Footer {
             return Err(FooterError::Checksum { got, expected });
         }
         let version = read_u32(bytes, 64).ok_or(FooterError::Short)?;
-        if version != TABLE_FORMAT_VERSION {
+        if !(OLDEST_TABLE_FORMAT_VERSION..=TABLE_FORMAT_VERSION).contains(&version) {
             return Err(FooterError::Version(version));
         }
         let handle = |at: usize| BlockHandle::decode(&bytes[at..at + 16]).ok_or(FooterError::Short);
@@ -223,8 +223,8 @@ mod tests {
     #[test]
     fn block_trailer_detects_damage() {
         let mut raw = b"hello block".to_vec();
-        raw.extend_from_slice(&block_trailer(b"hello block"));
-        assert_eq!(check_block(&raw), Ok(11));
+        raw.extend_from_slice(&block_trailer(b"hello block", NO_COMPRESSION));
+        assert_eq!(check_block(&raw), Ok((11, NO_COMPRESSION)));
         for at in 0..raw.len() {
             let mut bad = raw.clone();
             bad[at] ^= 1;

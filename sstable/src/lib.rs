@@ -15,6 +15,7 @@
 pub mod block;
 mod builder;
 pub mod coding;
+mod compression;
 mod error;
 mod file;
 pub mod format;
@@ -25,6 +26,7 @@ mod stats;
 mod table;
 
 pub use builder::{FilterSpec, TableBuildOptions, TableBuilder, TableMeta};
+pub use compression::Compression;
 pub use error::{Result, SstError};
 pub use file::{open_random_access, MmapFile, PreadFile, RandomAccessFile, ReadMode};
 pub use internal_key::{

@@ -44,6 +44,9 @@ pub struct TableProperties {
     pub min_sequence: u64,
     /// Largest sequence number in the table.
     pub max_sequence: u64,
+    /// Codec of the data blocks (`none`, `lz4`, `zstd`; `none` for tables of format 1, which
+    /// lack the field).
+    pub compression: String,
 }
 
 const U64_FIELDS: [&str; 10] = [
@@ -98,6 +101,7 @@ impl TableProperties {
             self.prefix_extractor.as_bytes().to_vec(),
         );
         fields.insert("smallest_key", self.smallest_key.clone());
+        fields.insert("compression", self.compression.as_bytes().to_vec());
         fields.insert("largest_key", self.largest_key.clone());
         let mut b = BlockBuilder::new(1);
         for (name, value) in &fields {
@@ -145,6 +149,11 @@ impl TableProperties {
         p.filter_bits_per_key = f64::from_le_bytes(fixed8("filter_bits_per_key")?);
         p.filter_expected_fpr = f64::from_le_bytes(fixed8("filter_expected_fpr")?);
         p.prefix_extractor = text("prefix_extractor")?;
+        // Optional: format 1 tables have no compressed blocks and no such field.
+        p.compression = match seen.contains_key("compression") {
+            true => text("compression")?,
+            false => "none".to_string(),
+        };
         p.smallest_key = seen
             .get("smallest_key")
             .cloned()
@@ -180,6 +189,7 @@ mod tests {
             largest_key: b"z".to_vec(),
             min_sequence: 1,
             max_sequence: 10,
+            compression: "lz4".into(),
         };
         assert_eq!(TableProperties::decode(p.encode()).unwrap(), p);
         assert!(TableProperties::decode(vec![0, 0, 0, 0]).is_err());

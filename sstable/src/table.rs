@@ -7,10 +7,12 @@ use siftdb_cache::{BlockCache, BlockKey, BlockKind, PinnedBlock, Priority};
 use siftdb_filter::{Filter, KeyHasher};
 
 use crate::block::{Block, BlockIter};
+use crate::compression::Compression;
 use crate::error::{Result, SstError};
 use crate::file::RandomAccessFile;
 use crate::format::{
     check_block, BlockCheckError, BlockHandle, Footer, FooterError, BLOCK_TRAILER_LEN, FOOTER_LEN,
+    NO_COMPRESSION,
 };
 use crate::internal_key::{compare_internal, InternalKey, ParsedKey, ValueKind};
 use crate::prefix::PrefixExtractor;
@@ -366,9 +368,20 @@ impl Table {
             stats.record_file_read(kind, len);
         }
         match check_block(&raw) {
-            Ok(contents_len) => {
-                raw.truncate(contents_len);
+            Ok((stored_len, NO_COMPRESSION)) => {
+                raw.truncate(stored_len);
                 Ok(raw)
+            }
+            Ok((stored_len, codec)) => {
+                // Format 1 wrote every block uncompressed: a codec byte there is damage.
+                let codec = Compression::from_byte(codec)
+                    .filter(|_| self.footer.version >= 2)
+                    .ok_or_else(|| {
+                        self.corruption(handle.offset, format!("unknown compression type {codec}"))
+                    })?;
+                codec
+                    .decompress(&raw[..stored_len])
+                    .map_err(|reason| self.corruption(handle.offset, reason))
             }
             Err(BlockCheckError::Checksum { got, expected }) => Err(SstError::ChecksumMismatch {
                 file: self.name.clone(),

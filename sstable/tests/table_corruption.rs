@@ -9,7 +9,7 @@ use std::sync::Arc;
 use common::*;
 use proptest::prelude::*;
 use siftdb_filter::KeyHasher;
-use siftdb_sstable::{ReadMode, SstError, TableBuildOptions, TableReadOptions};
+use siftdb_sstable::{Compression, ReadMode, SstError, TableBuildOptions, TableReadOptions};
 
 fn model() -> Model {
     let mut m = Model::new();
@@ -17,7 +17,7 @@ fn model() -> Model {
         let v = if i % 7 == 0 {
             None
         } else {
-            Some(format!("value-{i}").into_bytes())
+            Some(format!("value-{i}-{i}-{i}-{i}").into_bytes())
         };
         m.insert(
             (
@@ -31,14 +31,25 @@ fn model() -> Model {
 }
 
 fn small_table() -> Vec<u8> {
-    build_bytes(
+    table_with(Compression::None)
+}
+
+fn table_with(compression: Compression) -> Vec<u8> {
+    let (bytes, meta) = build_bytes(
         &model(),
         TableBuildOptions {
             block_size: 256,
+            compression,
             ..TableBuildOptions::default()
         },
-    )
-    .0
+    );
+    if compression != Compression::None {
+        assert!(
+            meta.file_size < meta.uncompressed_size,
+            "{compression:?} saved nothing"
+        );
+    }
+    bytes
 }
 
 /// Opens `bytes` and does every read; returns (wrong answers, corruption errors seen).
@@ -116,12 +127,17 @@ fn exercise(bytes: &[u8]) -> (usize, usize) {
 
 #[test]
 fn table_flip_every_byte_never_gives_a_wrong_answer() {
-    let bytes = small_table();
+    for compression in [Compression::None, Compression::Lz4, Compression::Zstd] {
+        flip_every_byte(&table_with(compression));
+    }
+}
+
+fn flip_every_byte(bytes: &[u8]) {
     assert_eq!(exercise(&bytes), (0, 0));
     let mut detected = 0;
     for at in 0..bytes.len() {
         for mask in [0x01u8, 0x80] {
-            let mut bad = bytes.clone();
+            let mut bad = bytes.to_vec();
             bad[at] ^= mask;
             let (wrong, errors) = exercise(&bad);
             assert_eq!(
@@ -141,12 +157,70 @@ fn table_flip_every_byte_never_gives_a_wrong_answer() {
 
 #[test]
 fn table_truncations_are_corruption() {
-    let bytes = small_table();
-    for len in 0..bytes.len() {
-        let (wrong, errors) = exercise(&bytes[..len]);
-        assert_eq!(wrong, 0);
-        assert!(errors > 0, "truncation to {len} not detected");
+    for compression in [Compression::None, Compression::Lz4] {
+        let bytes = table_with(compression);
+        for len in 0..bytes.len() {
+            let (wrong, errors) = exercise(&bytes[..len]);
+            assert_eq!(wrong, 0);
+            assert!(errors > 0, "truncation to {len} not detected");
+        }
     }
+}
+
+#[test]
+fn a_compressed_block_that_does_not_decompress_is_corruption_naming_its_offset() {
+    // Rewrite a compressed block's payload with garbage and fix its checksum: only the codec can
+    // tell, and it must, with the file and offset.
+    let bytes = table_with(Compression::Lz4);
+    let (read, _) = read_options();
+    let mut damaged = 0;
+    for at in 0..bytes.len() - siftdb_sstable::format::FOOTER_LEN {
+        // A block trailer: codec byte 1 followed by the CRC of everything since the last one.
+        if bytes[at] != 1 {
+            continue;
+        }
+        let Some(start) = (0..at).rev().find(|&s| {
+            let trailer_crc = u32::from_le_bytes(bytes[at + 1..at + 5].try_into().unwrap());
+            let mut h = crc32fast::Hasher::new();
+            h.update(&bytes[s..at]);
+            h.update(&[1]);
+            h.finalize() == trailer_crc
+        }) else {
+            continue;
+        };
+        let mut bad = bytes.clone();
+        for b in &mut bad[start + 2..at] {
+            *b = 0xee;
+        }
+        let mut h = crc32fast::Hasher::new();
+        h.update(&bad[start..at]);
+        h.update(&[1]);
+        bad[at + 1..at + 5].copy_from_slice(&h.finalize().to_le_bytes());
+        let (_tmp, table) = open_bytes(&bad, cache(1 << 20), read.clone(), ReadMode::Pread);
+        let err = match table {
+            Err(e) => e,
+            Ok(t) => {
+                let t = Arc::new(t);
+                let mut it = t.iter();
+                it.seek_to_first();
+                while it.valid() {
+                    it.next();
+                }
+                it.take_error().expect("the damaged block was never read")
+            }
+        };
+        match err {
+            SstError::Corruption {
+                offset, ref reason, ..
+            } => {
+                assert_eq!(offset, start as u64, "{reason}");
+                damaged += 1;
+            }
+            other => panic!("expected corruption, got {other}"),
+        }
+        break;
+    }
+    assert_eq!(damaged, 1, "no compressed block found");
 }
 
 #[test]
@@ -164,14 +238,14 @@ fn table_with_foreign_filter_seed_is_refused() {
 fn table_from_future_version_is_refused() {
     let mut bytes = small_table();
     let footer = bytes.len() - siftdb_sstable::format::FOOTER_LEN;
-    bytes[footer + 64] = 2;
+    bytes[footer + 64] = 3;
     let crc = crc32fast::hash(&bytes[footer..footer + 68]);
     bytes[footer + 68..footer + 72].copy_from_slice(&crc.to_le_bytes());
     let (read, _) = read_options();
     let (_tmp, table) = open_bytes(&bytes, cache(1 << 20), read, ReadMode::Mmap);
     assert!(matches!(
         table,
-        Err(SstError::UnsupportedVersion { version: 2, .. })
+        Err(SstError::UnsupportedVersion { version: 3, .. })
     ));
 }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use common::*;
 use proptest::prelude::*;
 use siftdb_filter::FilterKind;
-use siftdb_sstable::{FilterSpec, ReadMode, TableBuildOptions};
+use siftdb_sstable::{Compression, FilterSpec, ReadMode, TableBuildOptions};
 
 fn check_table(model: &Model, options: TableBuildOptions, mode: ReadMode) {
     let (bytes, meta) = build_bytes(model, options);
@@ -168,10 +168,17 @@ proptest! {
         block_size in prop_oneof![Just(64usize), Just(512), Just(4096)],
         ribbon in any::<bool>(),
         pread in any::<bool>(),
+        codec in prop_oneof![Just(Compression::None), Just(Compression::Lz4), Just(Compression::Zstd)],
+        compress_index in any::<bool>(),
     ) {
         let kind = if ribbon { FilterKind::Ribbon } else { FilterKind::BlockedBloom };
         let mode = if pread { ReadMode::Pread } else { ReadMode::Mmap };
-        check_table(&model, options(block_size, kind), mode);
+        let options = TableBuildOptions {
+            compression: codec,
+            compress_index,
+            ..options(block_size, kind)
+        };
+        check_table(&model, options, mode);
     }
 }
 

@@ -65,6 +65,19 @@ pub fn block_decode(data: &[u8]) {
     });
 }
 
+/// Decompresses `data` as a block's stored bytes with every codec, and walks what comes out as a
+/// block: errors are fine, panics and allocations beyond the announced size are not.
+pub fn compressed_block_decode(data: &[u8]) {
+    for codec in [
+        siftdb_sstable::Compression::Lz4,
+        siftdb_sstable::Compression::Zstd,
+    ] {
+        if let Ok(contents) = codec.decompress(data) {
+            block_decode(&contents);
+        }
+    }
+}
+
 /// Decodes `data` as a filter block and queries it.
 pub fn filter_decode(data: &[u8]) {
     for hasher in [

@@ -26,6 +26,9 @@ fn options(allocation: FilterAllocation) -> Options {
         level0_file_num_compaction_trigger: 2,
         filter_bits_per_key: 10.0,
         filter_allocation: allocation,
+        // Uncompressed, so that the level targets (in bytes) give the tree shape the test needs.
+        compression: siftdb::Compression::None,
+        compression_per_level: Vec::new(),
         ..Options::default()
     }
 }

@@ -21,6 +21,23 @@ fn copy_fixture(name: &str, to: &Path) {
     }
 }
 
+/// The table format versions (from the footers) of the tables in `dir`.
+fn table_versions(dir: &Path) -> Vec<u32> {
+    let mut versions: Vec<u32> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sst"))
+        .map(|p| {
+            let bytes = std::fs::read(p).unwrap();
+            let footer = bytes.len() - siftdb_sstable::format::FOOTER_LEN;
+            u32::from_le_bytes(bytes[footer + 64..footer + 68].try_into().unwrap())
+        })
+        .collect();
+    versions.sort_unstable();
+    versions.dedup();
+    versions
+}
+
 /// What `format-v1` holds (see its README).
 fn v1_expected(i: u32) -> Option<Vec<u8>> {
     if i.is_multiple_of(5) {
@@ -50,6 +67,7 @@ fn check_v1_contents(db: &Db) {
 fn a_format_1_database_opens_reads_and_upgrades() {
     let dir = siftdb_tests::temp_dir();
     copy_fixture("format-v1", dir.path());
+    assert_eq!(table_versions(dir.path()), vec![1]);
     let db = Db::open(dir.path(), Options::default()).unwrap();
     check_v1_contents(&db);
     // Opening upgrades OPTIONS to this build's format.
@@ -63,6 +81,11 @@ fn a_format_1_database_opens_reads_and_upgrades() {
         db.put(format!("new:{i:04}"), "n").unwrap();
     }
     db.compact_range(None, None).unwrap();
+    // The compaction rewrote every table in this build's table format.
+    assert_eq!(
+        table_versions(dir.path()),
+        vec![siftdb_sstable::format::TABLE_FORMAT_VERSION]
+    );
     drop(db);
     let db = Db::open(dir.path(), Options::default()).unwrap();
     check_v1_contents(&db);

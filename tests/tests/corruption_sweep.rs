@@ -15,6 +15,9 @@ fn options(fs: &FaultFs) -> Options {
     Options {
         write_buffer_size: 32 << 10,
         fs: Arc::new(fs.clone()),
+        // Every table compressed, so flips land in compressed blocks too.
+        compression: siftdb::Compression::Lz4,
+        compression_per_level: Vec::new(),
         ..Options::default()
     }
 }
@@ -30,6 +33,12 @@ fn base() -> FaultFs {
     for i in 0..KEYS {
         db.put(format!("key{i:06}").as_bytes(), value(i)).unwrap();
     }
+    // Memtables of 32 KiB: most writes are in (compressed) tables, the newest in the WAL.
+    let stats = db.stats();
+    assert!(
+        stats.flushes > 0 && stats.table_bytes_uncompressed > stats.flush_bytes,
+        "the sweep's tables are not compressed"
+    );
     drop(db);
     fs
 }

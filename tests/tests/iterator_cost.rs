@@ -12,6 +12,9 @@ fn deep_options(cache: usize) -> Options {
         max_bytes_for_level_multiplier: 4.0,
         level0_file_num_compaction_trigger: 2,
         block_cache_capacity: cache,
+        // Uncompressed, so that the level targets (in bytes) give the tree shape the test needs.
+        compression: siftdb::Compression::None,
+        compression_per_level: Vec::new(),
         ..Options::default()
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use siftdb_compaction::picker::Pick;
 use siftdb_compaction::{merge_into, GcRules, InternalIterator, MergingIterator};
 use siftdb_filter::FilterAllocation;
-use siftdb_sstable::{FilterSpec, TableBuildOptions, TableIterOptions};
+use siftdb_sstable::{FilterSpec, TableIterOptions};
 
 use super::sink::{TableSink, MAX_GRANDPARENT_OVERLAP_FILES};
 use crate::db::DbInner;
@@ -244,13 +244,9 @@ impl<'a> CompactionJob<'a> {
     fn write(&mut self) -> Result<Vec<Arc<TableFile>>> {
         let db = self.db;
         let rules = self.gc_rules();
-        let options = TableBuildOptions {
-            block_size: db.options.block_size,
-            block_restart_interval: db.options.block_restart_interval,
-            filter: Some(self.filter_spec()),
-            key_hasher: db.options.filter_hasher,
-            prefix_extractor: db.options.prefix_extractor.clone(),
-        };
+        let options = db
+            .options
+            .table_build_options(self.output_level, self.filter_spec());
         let read_options = TableIterOptions {
             fill_cache: false,
             stats: Some(Arc::clone(&db.counters.compaction_reads)),

@@ -80,6 +80,10 @@ impl<'a> TableSink<'a> {
         let (meta, mut file) = builder.finish_into()?;
         file.sync()?;
         self.bytes_written += meta.file_size;
+        self.db
+            .counters
+            .table_bytes_uncompressed
+            .fetch_add(meta.uncompressed_size, std::sync::atomic::Ordering::Relaxed);
         let props = meta.properties;
         let key = |bytes: Vec<u8>| {
             InternalKey::from_encoded(bytes)
