@@ -133,7 +133,7 @@ fn table_flip_every_byte_never_gives_a_wrong_answer() {
 }
 
 fn flip_every_byte(bytes: &[u8]) {
-    assert_eq!(exercise(&bytes), (0, 0));
+    assert_eq!(exercise(bytes), (0, 0));
     let mut detected = 0;
     for at in 0..bytes.len() {
         for mask in [0x01u8, 0x80] {
