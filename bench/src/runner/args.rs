@@ -116,6 +116,11 @@ impl Benchmark {
     }
 }
 
+fn parse_compression(name: &str) -> std::result::Result<siftdb::Compression, String> {
+    siftdb::Compression::from_name(name)
+        .ok_or_else(|| format!("unknown compression type '{name}' (known: none, lz4, zstd)"))
+}
+
 fn parse_benchmark(name: &str) -> std::result::Result<Benchmark, String> {
     Benchmark::from_name(name).map_err(|e| e.to_string())
 }
@@ -225,6 +230,14 @@ pub struct Args {
     /// Background compaction threads [default: the engine's, 1; peers get the same count].
     #[arg(long = "max_background_compactions")]
     pub max_background_compactions: Option<usize>,
+    /// Codec of the data blocks on every level: none, lz4 or zstd [default: the engine's
+    /// per-level default — L0 and L1 uncompressed, LZ4 below — given to every engine].
+    #[arg(long = "compression_type", value_parser = parse_compression)]
+    pub compression_type: Option<siftdb::Compression>,
+    /// How compressible the generated values are (db_bench's flag): each 100-byte piece of a
+    /// value is this fraction of random bytes repeated to fill it.
+    #[arg(long = "compression_ratio", default_value_t = 0.5)]
+    pub compression_ratio: f64,
     /// Sync the WAL on every write.
     #[arg(long = "sync", num_args = 0..=1, default_value = "false", default_missing_value = "true",
           action = ArgAction::Set, value_parser = BoolishValueParser::new())]
@@ -318,6 +331,11 @@ pub struct Config {
     pub write_buffer_size: Option<usize>,
     /// Tree shape overrides (`None`: the engine's defaults).
     pub tree: TreeShape,
+    /// Codec per level (index = level, the last entry for deeper levels), as every engine gets
+    /// it.
+    pub compression: Vec<siftdb::Compression>,
+    /// How compressible values are (fraction of random bytes).
+    pub compression_ratio: f64,
     /// Sync every write.
     pub sync: bool,
     /// Read table files through `mmap`.
@@ -378,6 +396,9 @@ impl Config {
                 siftdb::MAX_VALUE_SIZE
             )));
         }
+        if !(args.compression_ratio > 0.0 && args.compression_ratio <= 1.0) {
+            return Err(Error::new("--compression_ratio must be in (0, 1]"));
+        }
         if args.use_existing_db && args.db.is_none() {
             return Err(Error::new("--use_existing_db needs --db=PATH"));
         }
@@ -417,6 +438,11 @@ impl Config {
                 level0_file_num_compaction_trigger: args.level0_file_num_compaction_trigger,
                 max_background_compactions: args.max_background_compactions,
             },
+            compression: match args.compression_type {
+                Some(codec) => vec![codec],
+                None => siftdb::Options::default().compression_per_level,
+            },
+            compression_ratio: args.compression_ratio,
             sync: args.sync,
             mmap_read: args.mmap_read,
             flush_after_write: args.flush_after_write,

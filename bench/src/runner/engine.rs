@@ -161,7 +161,34 @@ pub fn siftdb_options(config: &Config) -> Options {
         } else {
             siftdb::ReadMode::Pread
         },
+        compression_per_level: config.compression.clone(),
         ..defaults
+    }
+}
+
+/// The per-level codecs as text: `lz4 on every level`, `none on L0-L1, lz4 from L2`.
+pub fn compression_text(levels: &[siftdb::Compression]) -> String {
+    match levels {
+        [] => "none on every level".to_string(),
+        [one] => format!("{} on every level", one.name()),
+        _ => {
+            let mut parts = Vec::new();
+            let mut start = 0;
+            for i in 1..=levels.len() {
+                if i == levels.len() || levels[i] != levels[start] {
+                    let name = levels[start].name();
+                    parts.push(if i == levels.len() {
+                        format!("{name} from L{start}")
+                    } else if i - 1 == start {
+                        format!("{name} on L{start}")
+                    } else {
+                        format!("{name} on L{start}-L{}", i - 1)
+                    });
+                    start = i;
+                }
+            }
+            parts.join(", ")
+        }
     }
 }
 
@@ -304,5 +331,24 @@ mod tests {
         }
         let unknown = check_engines(&["leveldb".to_string()]).unwrap_err();
         assert!(unknown.to_string().contains("unknown engine"), "{unknown}");
+    }
+}
+
+#[cfg(test)]
+mod compression_text_tests {
+    use super::compression_text;
+    use siftdb::Compression::{Lz4, None as Off, Zstd};
+
+    #[test]
+    fn per_level_codecs_read_as_text() {
+        assert_eq!(compression_text(&[Lz4]), "lz4 on every level");
+        assert_eq!(
+            compression_text(&[Off, Off, Lz4]),
+            "none on L0-L1, lz4 from L2"
+        );
+        assert_eq!(
+            compression_text(&[Off, Lz4, Zstd]),
+            "none on L0, lz4 on L1, zstd from L2"
+        );
     }
 }

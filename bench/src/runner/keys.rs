@@ -215,13 +215,23 @@ pub struct ValueSource {
 
 const VALUE_POOL: usize = 1 << 20;
 
+/// Bytes of one piece of the value pool (db_bench's `CompressibleString` length).
+const PIECE: usize = 100;
+
 impl ValueSource {
-    /// A source of `value_size`-byte values.
-    pub fn new(value_size: usize, seed: u64) -> ValueSource {
+    /// A source of `value_size`-byte values that compress to about `compression_ratio` of their
+    /// size, as db_bench's: the pool is made of 100-byte pieces, each a run of
+    /// `100 · compression_ratio` random printable bytes repeated to fill it.
+    pub fn new(value_size: usize, seed: u64, compression_ratio: f64) -> ValueSource {
         let mut rng = Rng::new(seed, 0x56414c);
-        let mut data = Vec::with_capacity(VALUE_POOL + value_size + 8);
+        let raw_len = ((PIECE as f64 * compression_ratio).round() as usize).clamp(1, PIECE);
+        let mut data = Vec::with_capacity(VALUE_POOL + value_size + PIECE);
+        let mut raw = vec![0u8; raw_len];
         while data.len() < VALUE_POOL + value_size {
-            data.extend_from_slice(&rng.next_u64().to_le_bytes());
+            for b in raw.iter_mut() {
+                *b = b' ' + (rng.next_u64() % 95) as u8;
+            }
+            data.extend(raw.iter().cycle().take(PIECE));
         }
         ValueSource { data, value_size }
     }

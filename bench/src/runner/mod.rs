@@ -114,7 +114,7 @@ fn run_engine(config: &Config, name: &str) -> Result<Vec<(Benchmark, f64)>> {
         ))?;
     }
     let mut ops = Vec::new();
-    let bench = Workbench::new(config, engine.as_ref())?;
+    let bench = Workbench::new(config, engine.as_ref(), &dir)?;
     let mut outcome = Ok(());
     for (phase, &benchmark) in config.benchmarks.iter().enumerate() {
         let result = match bench.run(benchmark, phase as u64) {

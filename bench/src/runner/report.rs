@@ -105,6 +105,12 @@ pub fn header(
     }
     let _ = writeln!(
         out,
+        "Compression:  {}; values compress to about {:.0}% (--compression_ratio)",
+        super::engine::compression_text(&config.compression),
+        config.compression_ratio * 100.0
+    );
+    let _ = writeln!(
+        out,
         "Block cache:  {}",
         human_bytes(options.block_cache_capacity as u64)
     );
@@ -352,6 +358,15 @@ fn writes_text(s: &Stats, result: &PhaseResult) -> String {
         s.write_amplification(),
         s.stall_micros as f64 / 1000.0
     );
+    if s.table_bytes_uncompressed > 0 {
+        let _ = writeln!(
+            out,
+            "  tables       : {} written, {} uncompressed (compression ratio {:.2})",
+            human_bytes(s.flush_bytes + s.compaction_bytes_written),
+            human_bytes(s.table_bytes_uncompressed),
+            s.compression_ratio()
+        );
+    }
     if s.compaction_blocks_read > 0 {
         let _ = writeln!(
             out,
@@ -503,6 +518,13 @@ fn stats_text(result: &PhaseResult) -> String {
         );
         out.push_str(&writes_text(s, result));
     }
+    if let Some(bytes) = result.disk_bytes {
+        let _ = writeln!(
+            out,
+            "  disk         : {} in the database directory (tables, logs, metadata)",
+            human_bytes(bytes)
+        );
+    }
     if let Some(shape) = &result.shape {
         out.push_str(if result.filter_stats_by_level {
             "  tree (siftdb.levels):\n"
@@ -591,6 +613,11 @@ fn stats_json(s: &Stats, point_reads_only: bool, map: &mut Map<String, Value>) {
     put("flushes", json!(s.flushes));
     put("compactions", json!(s.compactions));
     put("trivial_moves", json!(s.trivial_moves));
+    put(
+        "table_bytes_uncompressed",
+        json!(s.table_bytes_uncompressed),
+    );
+    put("compression_ratio", json!(s.compression_ratio()));
     put("compaction_blocks_read", json!(s.compaction_blocks_read));
     put("write_amplification", json!(s.write_amplification()));
     put("stall_micros", json!(s.stall_micros));
@@ -654,6 +681,9 @@ pub fn json(result: &PhaseResult, config: &Config, engine: &str) -> Value {
     }
     if let Some(shape) = &result.shape {
         map.insert("tree".into(), json!(shape));
+    }
+    if let Some(bytes) = result.disk_bytes {
+        map.insert("disk_bytes".into(), json!(bytes));
     }
     Value::Object(map)
 }

@@ -28,6 +28,8 @@ pub struct PhaseResult {
     pub stats: Option<Stats>,
     /// The tree shape (`stats` only).
     pub shape: Option<String>,
+    /// Bytes of every file in the database directory (`stats` only).
+    pub disk_bytes: Option<u64>,
     /// Whether `expected` counts are exact (a database this run created).
     pub expected_known: bool,
     /// Keys that exist now according to the key model.
@@ -47,6 +49,7 @@ impl PhaseResult {
             flush_time: None,
             stats: None,
             shape: None,
+            disk_bytes: None,
             expected_known: model.known(),
             live_keys: model.live_count(),
             skipped: None,
@@ -105,6 +108,10 @@ pub fn stats_delta(after: &Stats, before: &Stats) -> Stats {
     );
     delta.compaction_blocks_read = d(after.compaction_blocks_read, before.compaction_blocks_read);
     delta.trivial_moves = d(after.trivial_moves, before.trivial_moves);
+    delta.table_bytes_uncompressed = d(
+        after.table_bytes_uncompressed,
+        before.table_bytes_uncompressed,
+    );
     delta.stall_micros = d(after.stall_micros, before.stall_micros);
     delta
 }
@@ -113,6 +120,8 @@ pub fn stats_delta(after: &Stats, before: &Stats) -> Stats {
 pub struct Workbench<'a> {
     config: &'a Config,
     engine: &'a dyn Engine,
+    /// The database directory (its size is reported by `stats`).
+    dir: &'a std::path::Path,
     keys: KeyFormat,
     model: KeyModel,
     values: ValueSource,
@@ -135,13 +144,18 @@ const STREAM_WRITER: u64 = 0x3717;
 
 impl<'a> Workbench<'a> {
     /// A workbench for `engine`. With `--use_existing_db` every key is assumed to exist.
-    pub fn new(config: &'a Config, engine: &'a dyn Engine) -> Result<Workbench<'a>> {
+    pub fn new(
+        config: &'a Config,
+        engine: &'a dyn Engine,
+        dir: &'a std::path::Path,
+    ) -> Result<Workbench<'a>> {
         Ok(Workbench {
             config,
             engine,
+            dir,
             keys: KeyFormat::new(config)?,
             model: KeyModel::new(config.num, !config.use_existing_db),
-            values: ValueSource::new(config.value_size, config.seed),
+            values: ValueSource::new(config.value_size, config.seed, config.compression_ratio),
         })
     }
 
@@ -157,6 +171,7 @@ impl<'a> Workbench<'a> {
         if benchmark == Benchmark::Stats {
             result.stats = self.engine.stats();
             result.shape = self.engine.shape();
+            result.disk_bytes = Some(directory_bytes(self.dir));
             return Ok(result);
         }
         let before = self.engine.stats();
@@ -535,6 +550,21 @@ impl<'a> Workbench<'a> {
             Ok((measured, steps.load(Ordering::Relaxed)))
         })
     }
+}
+
+/// Bytes of every file below `dir` (what the engine keeps on disk: tables, logs, metadata).
+fn directory_bytes(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => directory_bytes(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
 }
 
 fn unreachable_stats() -> Result<Measured> {

@@ -64,6 +64,22 @@ impl FjallEngine {
             .with_table_target_size(sift.target_file_size_base)
             .with_level_ratio_policy(vec![sift.max_bytes_for_level_multiplier as f32]);
         let write_buffer = sift.write_buffer_size as u64;
+        // The same codec per level as siftdb; fjall has no Zstd, so Zstd levels get its LZ4 (a
+        // difference printed in the mapping).
+        let codec = |c: &siftdb::Compression| match c {
+            siftdb::Compression::None => CompressionType::None,
+            siftdb::Compression::Lz4 | siftdb::Compression::Zstd => CompressionType::Lz4,
+        };
+        let policy: Vec<CompressionType> = config.compression.iter().map(codec).collect();
+        let policy = if policy.is_empty() {
+            vec![CompressionType::None]
+        } else {
+            policy
+        };
+        let mut compression = super::super::engine::compression_text(&config.compression);
+        if config.compression.contains(&siftdb::Compression::Zstd) {
+            compression.push_str(" (fjall has no zstd: lz4 there)");
+        }
         let keyspace = db
             .keyspace("bench", || {
                 KeyspaceCreateOptions::default()
@@ -71,9 +87,10 @@ impl FjallEngine {
                     .filter_policy(FilterPolicy::all(FilterPolicyEntry::Bloom(
                         BloomConstructionPolicy::BitsPerKey(bits),
                     )))
-                    .data_block_compression_policy(fjall::config::CompressionPolicy::all(
-                        CompressionType::None,
+                    .data_block_compression_policy(fjall::config::CompressionPolicy::new(
+                        policy.clone(),
                     ))
+                    .index_block_compression_policy(fjall::config::CompressionPolicy::new(policy))
                     .compaction_strategy(Arc::new(strategy))
             })
             .map_err(fjall_error)?;
@@ -81,7 +98,7 @@ impl FjallEngine {
             "bloom {bits} bits/key on every level (no ribbon, no Monkey); no prefix extractor; \
              {} block cache (fjall pins L0 filters, L0/L1 indexes); memtable {}; leveled: L0 \
              trigger {l0_trigger}, target file {}, multiplier {}, L1 = target x trigger = {}; \
-             no compression; {} worker threads",
+             {compression} (index blocks too); {} worker threads",
             human_bytes(sift.block_cache_capacity as u64),
             human_bytes(write_buffer),
             human_bytes(sift.target_file_size_base),

@@ -83,7 +83,22 @@ impl RocksEngine {
         let mut options = Options::default();
         options.create_if_missing(!config.use_existing_db);
         options.set_block_based_table_factory(&table);
-        options.set_compression_type(DBCompressionType::None);
+        let codec = |c: &siftdb::Compression| match c {
+            siftdb::Compression::None => DBCompressionType::None,
+            siftdb::Compression::Lz4 => DBCompressionType::Lz4,
+            siftdb::Compression::Zstd => DBCompressionType::Zstd,
+        };
+        // The same codec per level as siftdb (the last entry for every deeper level).
+        let last = config
+            .compression
+            .last()
+            .map_or(DBCompressionType::None, codec);
+        let per_level: Vec<DBCompressionType> = (0..7)
+            .map(|l| config.compression.get(l).map_or(last, codec))
+            .collect();
+        options.set_compression_type(last);
+        options.set_compression_per_level(&per_level);
+        let compression = super::super::engine::compression_text(&config.compression);
         options.set_prefix_extractor(SliceTransform::create_fixed_prefix(config.prefix_size));
         options.set_write_buffer_size(sift.write_buffer_size);
         options.set_max_write_buffer_number(sift.max_write_buffer_number as i32);
@@ -104,7 +119,7 @@ impl RocksEngine {
         let settings = format!(
             "{filter}; filter+index blocks in a {} LRU block cache (L0 pinned); fixed:{} prefix \
              extractor; write buffer {} x{}; target file {}, L1 {}, multiplier {}, L0 trigger {}, \
-             dynamic level bytes off; no compression; {} background jobs",
+             dynamic level bytes off; {compression} (index blocks too); {} background jobs",
             super::super::report::human_bytes(sift.block_cache_capacity as u64),
             config.prefix_size,
             super::super::report::human_bytes(sift.write_buffer_size as u64),
