@@ -452,18 +452,19 @@ impl DbInner {
         // One table ahead: the next table's filter is fetched and its memory requested before
         // this table's filter is probed, so on a tree whose filters do not fit the CPU's caches
         // the two waits overlap. A failure to prepare a table only counts once it is reached.
-        fn prepare(
+        fn prepare<'v>(
+            key: &[u8],
             hash: u64,
             fill_cache: bool,
-            (level, file): (usize, &Arc<TableFile>),
-        ) -> (usize, &TableFile, siftdb_sstable::Result<PreparedGet>) {
-            let prepared = file.table.prepare_get_hashed(hash);
+            (level, file): (usize, &'v Arc<TableFile>),
+        ) -> (usize, &'v TableFile, siftdb_sstable::Result<PreparedGet>) {
+            let prepared = file.table.prepare_get_hashed(key, hash);
             (level, file, prepared.map(|p| p.filling_cache(fill_cache)))
         }
         let mut trace = GetTrace::default();
-        let mut next = candidates.next().map(|c| prepare(hash, fill_cache, c));
+        let mut next = candidates.next().map(|c| prepare(key, hash, fill_cache, c));
         while let Some((level, file, prepared)) = next.take() {
-            next = candidates.next().map(|c| prepare(hash, fill_cache, c));
+            next = candidates.next().map(|c| prepare(key, hash, fill_cache, c));
             let got = file
                 .table
                 .get_prepared_into(key, seq, prepared?, &mut trace, value)?;

@@ -84,6 +84,14 @@ pub struct Options {
     pub compression_per_level: Vec<Compression>,
     /// Compress index blocks too (RocksDB's `enable_index_compression`). Filter blocks never are.
     pub compress_index: bool,
+    /// A table whose index or whole-key filter would be larger than this (bytes) gets both
+    /// partitioned (RocksDB's partitioned index + `partition_filters`): small top levels the
+    /// table holds, and partitions of about `metadata_block_size` that go through the block
+    /// cache, so a lookup reads one filter partition and one index partition instead of loading
+    /// the whole filter and index. `None`: never.
+    pub partition_above: Option<usize>,
+    /// Target size of an index partition (RocksDB's `metadata_block_size`).
+    pub metadata_block_size: usize,
     /// The file system all I/O goes through.
     pub fs: Arc<dyn FileSystem>,
 }
@@ -132,6 +140,8 @@ impl Default for Options {
             compression: Compression::Lz4,
             compression_per_level: vec![Compression::None, Compression::None, Compression::Lz4],
             compress_index: true,
+            partition_above: Some(siftdb_sstable::DEFAULT_PARTITION_ABOVE),
+            metadata_block_size: 4096,
             fs: Arc::new(RealFs),
         }
     }
@@ -200,6 +210,9 @@ impl Options {
         if self.block_restart_interval == 0 {
             return invalid("block_restart_interval", "must be at least 1");
         }
+        if self.metadata_block_size == 0 {
+            return invalid("metadata_block_size", "must be at least 1 byte");
+        }
         let bits = self.filter_bits_per_key;
         if !bits.is_finite() || !(0.0..=MAX_FILTER_BITS_PER_KEY).contains(&bits) {
             return invalid(
@@ -233,6 +246,8 @@ impl Options {
             prefix_extractor: self.prefix_extractor.clone(),
             compression: self.compression_for_level(level),
             compress_index: self.compress_index,
+            partition_above: self.partition_above,
+            metadata_block_size: self.metadata_block_size,
         }
     }
 

@@ -34,6 +34,9 @@ pub struct LevelInfo {
     pub expected_fpr: f64,
     /// The level's filter counters since the database was opened (measured FPR and all).
     pub measured: LevelFilterStats,
+    /// Tables of the level whose index and filter are partitioned (see
+    /// `Options::partition_above`).
+    pub partitioned_tables: usize,
 }
 
 pub(crate) fn level_reports(db: &DbInner, version: &Version) -> Vec<LevelInfo> {
@@ -63,6 +66,7 @@ pub(crate) fn level_reports(db: &DbInner, version: &Version) -> Vec<LevelInfo> {
                     / keys as f64
             };
             LevelInfo {
+                partitioned_tables: files.iter().filter(|f| f.table.is_partitioned()).count(),
                 files: files.len(),
                 keys,
                 bytes: files.iter().map(|f| f.meta.file_size).sum(),

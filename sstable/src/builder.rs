@@ -40,6 +40,12 @@ pub struct TableBuildOptions {
     pub compression: Compression,
     /// Compress index blocks too (with the data blocks' codec). Filter blocks never are.
     pub compress_index: bool,
+    /// Partition the index and the filter of a table whose index or whole-key filter would be
+    /// larger than this (bytes); `None`: never.
+    pub partition_above: Option<usize>,
+    /// Target size of an index partition (RocksDB's `metadata_block_size`); each filter
+    /// partition covers the same data blocks as one index partition.
+    pub metadata_block_size: usize,
 }
 
 impl Default for TableBuildOptions {
@@ -55,8 +61,23 @@ impl Default for TableBuildOptions {
             prefix_extractor: None,
             compression: Compression::None,
             compress_index: true,
+            partition_above: Some(DEFAULT_PARTITION_ABOVE),
+            metadata_block_size: 4096,
         }
     }
+}
+
+/// The default of [`TableBuildOptions::partition_above`]: 64 KiB.
+pub const DEFAULT_PARTITION_ABOVE: usize = 64 << 10;
+
+/// Where a data block's keys sit among the table's filter hashes.
+#[derive(Debug, Clone, Copy)]
+struct BlockKeys {
+    /// Index of the first hash of a key that starts in this block.
+    first_hash: usize,
+    /// The hash of a key whose versions began in the previous block and go on in this one (it
+    /// belongs to both blocks' filter partitions).
+    carried: Option<u64>,
 }
 
 /// What a finished table is.
@@ -92,8 +113,12 @@ pub struct TableBuilder<W: Write> {
     /// What compression saved so far (uncompressed minus stored bytes).
     saved: u64,
     data_block: BlockBuilder,
-    index_block: BlockBuilder,
-    filter: Option<FilterBuilder>,
+    /// Per data block: its last key (the index separator) and handle.
+    index_entries: Vec<(Vec<u8>, BlockHandle)>,
+    /// Hashes of the distinct user keys, in key order (the whole-key filter's input).
+    hashes: Vec<u64>,
+    /// Per data block (the one being written last): where its keys are in `hashes`.
+    block_keys: Vec<BlockKeys>,
     prefix_filter: Option<FilterBuilder>,
     last_key: Vec<u8>,
     last_prefix: Option<Vec<u8>>,
@@ -103,9 +128,6 @@ pub struct TableBuilder<W: Write> {
 impl<W: Write> TableBuilder<W> {
     /// A builder writing to `writer` from offset 0.
     pub fn new(writer: W, options: TableBuildOptions) -> Self {
-        let filter = options
-            .filter
-            .map(|f| FilterBuilder::new(f.kind, f.bits_per_key, options.key_hasher));
         let prefix_filter = options.prefix_extractor.as_ref().map(|_| {
             let spec = options.filter.unwrap_or(FilterSpec {
                 kind: FilterKind::BlockedBloom,
@@ -129,11 +151,12 @@ impl<W: Write> TableBuilder<W> {
         TableBuilder {
             writer,
             data_block: BlockBuilder::new(options.block_restart_interval),
-            index_block: BlockBuilder::new(1),
+            index_entries: Vec::new(),
+            hashes: Vec::new(),
+            block_keys: Vec::new(),
             options,
             offset: 0,
             saved: 0,
-            filter,
             prefix_filter,
             last_key: Vec::new(),
             last_prefix: None,
@@ -167,10 +190,20 @@ impl<W: Write> TableBuilder<W> {
         }
         let new_user_key =
             first || crate::internal_key::user_key_of(&self.last_key) != parsed.user_key;
+        if self.data_block.is_empty() {
+            // A new data block: where its keys start, and a key it carries on from the last one.
+            let carried = (!new_user_key && self.options.filter.is_some())
+                .then(|| self.options.key_hasher.hash(parsed.user_key));
+            self.block_keys.push(BlockKeys {
+                first_hash: self.hashes.len(),
+                carried,
+            });
+        }
         if new_user_key {
             self.props.distinct_keys += 1;
-            if let Some(f) = &mut self.filter {
-                f.add_key(parsed.user_key);
+            if self.options.filter.is_some() {
+                self.hashes
+                    .push(self.options.key_hasher.hash(parsed.user_key));
             }
             if let (Some(extractor), Some(pf)) =
                 (&self.options.prefix_extractor, &mut self.prefix_filter)
@@ -251,23 +284,150 @@ impl<W: Write> TableBuilder<W> {
         let handle = self.write_compressed(&contents, self.options.compression)?;
         // The index entry's key is the block's last key: every key in the block is ≤ it and
         // every key in later blocks is > it, so a seek lands on the right block.
-        self.index_block.add(&separator, &handle.encode());
+        self.index_entries.push((separator, handle));
         self.props.data_blocks += 1;
         Ok(())
     }
 
-    fn write_filter(
-        &mut self,
-        builder: Option<FilterBuilder>,
-    ) -> Result<(BlockHandle, Option<f64>)> {
-        let Some(builder) = builder else {
-            return Ok((BlockHandle::default(), None));
+    /// Builds a filter over `hashes` with the table's spec, writes it, and returns its handle,
+    /// expected FPR and key count.
+    fn write_filter_of(&mut self, hashes: &[u64]) -> Result<(BlockHandle, f64)> {
+        let Some(spec) = self.options.filter else {
+            return Ok((BlockHandle::default(), 1.0));
+        };
+        let filter = siftdb_filter::Filter::from_hashes(
+            spec.kind,
+            spec.bits_per_key,
+            self.options.key_hasher,
+            hashes,
+        )
+        .map_err(|e| SstError::InvalidArgument(e.to_string()))?;
+        let handle = self.write_block(&filter.encode())?;
+        Ok((handle, filter.expected_fpr()))
+    }
+
+    fn write_prefix_filter(&mut self) -> Result<BlockHandle> {
+        let Some(builder) = self.prefix_filter.take() else {
+            return Ok(BlockHandle::default());
         };
         let filter = builder
             .build()
             .map_err(|e| SstError::InvalidArgument(e.to_string()))?;
-        let handle = self.write_block(&filter.encode())?;
-        Ok((handle, Some(filter.expected_fpr())))
+        self.write_block(&filter.encode())
+    }
+
+    fn index_codec(&self) -> Compression {
+        if self.options.compress_index {
+            self.options.compression
+        } else {
+            Compression::None
+        }
+    }
+
+    /// Writes an index block over `entries`.
+    fn write_index(
+        &mut self,
+        entries: &[(Vec<u8>, BlockHandle)],
+        codec: Compression,
+    ) -> Result<BlockHandle> {
+        let mut block = BlockBuilder::new(1);
+        for (separator, handle) in entries {
+            block.add(separator, &handle.encode());
+        }
+        self.write_compressed(&block.finish(), codec)
+    }
+
+    /// Whether the index or the whole-key filter is big enough to partition.
+    fn should_partition(&self) -> bool {
+        let Some(above) = self.options.partition_above else {
+            return false;
+        };
+        let index_bytes: usize = self.index_entries.iter().map(|(k, _)| k.len() + 19).sum();
+        let filter_bytes = self
+            .options
+            .filter
+            .map_or(0.0, |f| self.hashes.len() as f64 * f.bits_per_key / 8.0);
+        self.index_entries.len() > 1 && (index_bytes > above || filter_bytes > above as f64)
+    }
+
+    /// Groups the data blocks into runs whose index entries fill about one metadata block.
+    fn partitions(&self) -> Vec<std::ops::Range<usize>> {
+        let mut runs = Vec::new();
+        let (mut start, mut bytes) = (0, 0);
+        for (i, (separator, _)) in self.index_entries.iter().enumerate() {
+            bytes += separator.len() + 19;
+            if bytes >= self.options.metadata_block_size {
+                runs.push(start..i + 1);
+                start = i + 1;
+                bytes = 0;
+            }
+        }
+        if start < self.index_entries.len() {
+            runs.push(start..self.index_entries.len());
+        }
+        runs
+    }
+
+    /// The filter hashes of data blocks `blocks`: the keys that start in them, and a key carried
+    /// into the first from the block before.
+    fn partition_hashes(&self, blocks: &std::ops::Range<usize>) -> Vec<u64> {
+        let start = self.block_keys[blocks.start].first_hash;
+        let end = self
+            .block_keys
+            .get(blocks.end)
+            .map_or(self.hashes.len(), |b| b.first_hash);
+        let mut hashes: Vec<u64> = self.block_keys[blocks.start].carried.into_iter().collect();
+        hashes.extend_from_slice(&self.hashes[start..end]);
+        hashes
+    }
+
+    /// Writes the filter and the index whole; returns (index, filter) handles.
+    fn write_whole_index_and_filter(&mut self) -> Result<(BlockHandle, BlockHandle)> {
+        let hashes = std::mem::take(&mut self.hashes);
+        let (filter, fpr) = self.write_filter_of(&hashes)?;
+        self.props.filter_expected_fpr = fpr;
+        self.props.filter_bytes = filter.size;
+        let entries = std::mem::take(&mut self.index_entries);
+        let index = self.write_index(&entries, self.index_codec())?;
+        Ok((index, filter))
+    }
+
+    /// Writes one filter partition and one index partition per run of data blocks, then their
+    /// top levels (separator → partition handle, never compressed: the table holds them); returns
+    /// the top levels' (index, filter) handles.
+    fn write_partitioned_index_and_filter(&mut self) -> Result<(BlockHandle, BlockHandle)> {
+        let runs = self.partitions();
+        let mut top_index = Vec::with_capacity(runs.len());
+        let mut top_filter = Vec::with_capacity(runs.len());
+        let (mut fpr_keys, mut keys) = (0.0, 0u64);
+        for run in &runs {
+            let separator = self.index_entries[run.end - 1].0.clone();
+            if self.options.filter.is_some() {
+                let hashes = self.partition_hashes(run);
+                let (handle, fpr) = self.write_filter_of(&hashes)?;
+                self.props.filter_bytes += handle.size;
+                fpr_keys += fpr * hashes.len() as f64;
+                keys += hashes.len() as u64;
+                top_filter.push((separator.clone(), handle));
+            }
+            let entries = self.index_entries[run.clone()].to_vec();
+            let handle = self.write_index(&entries, self.index_codec())?;
+            top_index.push((separator, handle));
+        }
+        self.props.index_partitions = runs.len() as u64;
+        let filter = if self.options.filter.is_some() {
+            self.props.filter_partitions = runs.len() as u64;
+            self.props.filter_expected_fpr = if keys == 0 {
+                0.0
+            } else {
+                fpr_keys / keys as f64
+            };
+            self.write_index(&top_filter, Compression::None)?
+        } else {
+            BlockHandle::default()
+        };
+        let index = self.write_index(&top_index, Compression::None)?;
+        Ok((index, filter))
     }
 
     /// Writes the remaining blocks and the footer, flushes the writer, and returns the table's
@@ -283,20 +443,14 @@ impl<W: Write> TableBuilder<W> {
             self.props.min_sequence = 0;
         }
         self.props.largest_key = self.last_key.clone();
-        let filter = self.filter.take();
-        let (filter_handle, fpr) = self.write_filter(filter)?;
-        self.props.filter_expected_fpr = fpr.unwrap_or(1.0);
-        self.props.filter_bytes = filter_handle.size;
-        let prefix_filter = self.prefix_filter.take();
-        let (prefix_handle, _) = self.write_filter(prefix_filter)?;
-        let properties = self.write_block(&self.props.encode())?;
-        let index_contents = self.index_block.finish();
-        let index_codec = if self.options.compress_index {
-            self.options.compression
+        self.props.filter_expected_fpr = 1.0;
+        let (index, filter_handle) = if self.should_partition() {
+            self.write_partitioned_index_and_filter()?
         } else {
-            Compression::None
+            self.write_whole_index_and_filter()?
         };
-        let index = self.write_compressed(&index_contents, index_codec)?;
+        let prefix_handle = self.write_prefix_filter()?;
+        let properties = self.write_block(&self.props.encode())?;
         let footer = Footer {
             index,
             properties,

@@ -25,7 +25,9 @@ mod properties;
 mod stats;
 mod table;
 
-pub use builder::{FilterSpec, TableBuildOptions, TableBuilder, TableMeta};
+pub use builder::{
+    FilterSpec, TableBuildOptions, TableBuilder, TableMeta, DEFAULT_PARTITION_ABOVE,
+};
 pub use compression::Compression;
 pub use error::{Result, SstError};
 pub use file::{open_random_access, MmapFile, PreadFile, RandomAccessFile, ReadMode};

@@ -47,7 +47,14 @@ pub struct TableProperties {
     /// Codec of the data blocks (`none`, `lz4`, `zstd`; `none` for tables of format 1, which
     /// lack the field).
     pub compression: String,
+    /// Index partitions (0: one index block). Format 2 only.
+    pub index_partitions: u64,
+    /// Filter partitions (0: one filter block). Format 2 only.
+    pub filter_partitions: u64,
 }
+
+/// Fields tables of format 1 lack: read as 0 when missing.
+const OPTIONAL_U64_FIELDS: [&str; 2] = ["filter_partitions", "index_partitions"];
 
 const U64_FIELDS: [&str; 10] = [
     "data_blocks",
@@ -102,6 +109,14 @@ impl TableProperties {
         );
         fields.insert("smallest_key", self.smallest_key.clone());
         fields.insert("compression", self.compression.as_bytes().to_vec());
+        fields.insert(
+            "index_partitions",
+            self.index_partitions.to_le_bytes().to_vec(),
+        );
+        fields.insert(
+            "filter_partitions",
+            self.filter_partitions.to_le_bytes().to_vec(),
+        );
         fields.insert("largest_key", self.largest_key.clone());
         let mut b = BlockBuilder::new(1);
         for (name, value) in &fields {
@@ -143,6 +158,15 @@ impl TableProperties {
             let v = u64::from_le_bytes(fixed8(name)?);
             if let Some(slot) = p.u64_field(name) {
                 *slot = v;
+            }
+        }
+        for name in OPTIONAL_U64_FIELDS {
+            if seen.contains_key(name) {
+                let v = u64::from_le_bytes(fixed8(name)?);
+                match name {
+                    "index_partitions" => p.index_partitions = v,
+                    _ => p.filter_partitions = v,
+                }
             }
         }
         p.filter_kind = text("filter_kind")?;
@@ -190,6 +214,8 @@ mod tests {
             min_sequence: 1,
             max_sequence: 10,
             compression: "lz4".into(),
+            index_partitions: 3,
+            filter_partitions: 3,
         };
         assert_eq!(TableProperties::decode(p.encode()).unwrap(), p);
         assert!(TableProperties::decode(vec![0, 0, 0, 0]).is_err());

@@ -35,14 +35,24 @@ fn small_table() -> Vec<u8> {
 }
 
 fn table_with(compression: Compression) -> Vec<u8> {
+    table_shaped(compression, None)
+}
+
+/// With `partitions`, the index and filter are partitioned into runs of that many bytes.
+fn table_shaped(compression: Compression, partitions: Option<usize>) -> Vec<u8> {
     let (bytes, meta) = build_bytes(
         &model(),
         TableBuildOptions {
             block_size: 256,
             compression,
+            partition_above: partitions.map(|_| 0),
+            metadata_block_size: partitions.unwrap_or(4096),
             ..TableBuildOptions::default()
         },
     );
+    if partitions.is_some() {
+        assert!(meta.properties.index_partitions > 1);
+    }
     if compression != Compression::None {
         assert!(
             meta.file_size < meta.uncompressed_size,
@@ -130,6 +140,8 @@ fn table_flip_every_byte_never_gives_a_wrong_answer() {
     for compression in [Compression::None, Compression::Lz4, Compression::Zstd] {
         flip_every_byte(&table_with(compression));
     }
+    flip_every_byte(&table_shaped(Compression::None, Some(100)));
+    flip_every_byte(&table_shaped(Compression::Lz4, Some(100)));
 }
 
 fn flip_every_byte(bytes: &[u8]) {
@@ -157,8 +169,12 @@ fn flip_every_byte(bytes: &[u8]) {
 
 #[test]
 fn table_truncations_are_corruption() {
-    for compression in [Compression::None, Compression::Lz4] {
-        let bytes = table_with(compression);
+    for (compression, partitions) in [
+        (Compression::None, None),
+        (Compression::Lz4, None),
+        (Compression::Lz4, Some(100)),
+    ] {
+        let bytes = table_shaped(compression, partitions);
         for len in 0..bytes.len() {
             let (wrong, errors) = exercise(&bytes[..len]);
             assert_eq!(wrong, 0);

@@ -148,6 +148,77 @@ fn table_with_many_versions_across_blocks() {
     m.insert((b"a".to_vec(), Reverse(3)), Some(b"x".to_vec()));
     m.insert((b"z".to_vec(), Reverse(3)), Some(Vec::new()));
     check_table(&m, options(128, FilterKind::BlockedBloom), ReadMode::Pread);
+    // The same with the versions of "hot" spread over many index and filter partitions.
+    let partitioned = TableBuildOptions {
+        partition_above: Some(0),
+        metadata_block_size: 40,
+        ..options(128, FilterKind::Ribbon)
+    };
+    check_table(&m, partitioned, ReadMode::Mmap);
+}
+
+#[test]
+fn large_tables_partition_their_index_and_filter() {
+    let mut m = Model::new();
+    for i in 0..20_000u32 {
+        m.insert(
+            (format!("key{i:08}").into_bytes(), Reverse(1)),
+            Some(format!("value {i}").into_bytes()),
+        );
+    }
+    let options = TableBuildOptions {
+        partition_above: Some(8 << 10),
+        ..options(4096, FilterKind::Ribbon)
+    };
+    let (bytes, meta) = build_bytes(&m, options.clone());
+    assert!(
+        meta.properties.index_partitions > 1,
+        "{:?}",
+        meta.properties
+    );
+    assert_eq!(
+        meta.properties.filter_partitions,
+        meta.properties.index_partitions
+    );
+    assert!(
+        meta.properties.filter_expected_fpr > 0.0 && meta.properties.filter_expected_fpr < 0.01
+    );
+    // Below the threshold: one index and one filter.
+    let whole = TableBuildOptions {
+        partition_above: None,
+        ..options
+    };
+    let (_, meta) = build_bytes(&m, whole);
+    assert_eq!(meta.properties.index_partitions, 0);
+    let (read, stats) = read_options();
+    let (_tmp, table) = open_bytes(&bytes, cache(1 << 20), read, ReadMode::Pread);
+    let table = table.unwrap();
+    assert!(table.is_partitioned());
+    // A present key: one filter partition, one index partition, one data block.
+    let before = stats
+        .filter_block_reads
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(
+        table.get(b"key00012345", 5).unwrap(),
+        siftdb_sstable::TableGet::Found(b"value 12345".to_vec())
+    );
+    let after = stats
+        .filter_block_reads
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(after - before, 1, "one filter partition read");
+    // Missing keys between and beyond the table's keys.
+    assert_eq!(
+        table.get(b"key00012345x", 5).unwrap(),
+        siftdb_sstable::TableGet::NotFound
+    );
+    assert_eq!(
+        table.get(b"zzz", 5).unwrap(),
+        siftdb_sstable::TableGet::NotFound
+    );
+    assert_eq!(
+        table.get(b"", 5).unwrap(),
+        siftdb_sstable::TableGet::NotFound
+    );
 }
 
 fn arb_model() -> impl Strategy<Value = Model> {
@@ -170,12 +241,16 @@ proptest! {
         pread in any::<bool>(),
         codec in prop_oneof![Just(Compression::None), Just(Compression::Lz4), Just(Compression::Zstd)],
         compress_index in any::<bool>(),
+        partitions in prop_oneof![Just(None), Just(Some(64usize)), Just(Some(300))],
     ) {
         let kind = if ribbon { FilterKind::Ribbon } else { FilterKind::BlockedBloom };
         let mode = if pread { ReadMode::Pread } else { ReadMode::Mmap };
         let options = TableBuildOptions {
             compression: codec,
             compress_index,
+            // Partitioned from the first byte, into partitions of a few index entries.
+            partition_above: partitions.map(|_| 0),
+            metadata_block_size: partitions.unwrap_or(4096),
             ..options(block_size, kind)
         };
         check_table(&model, options, mode);

@@ -18,6 +18,9 @@ fn options(fs: &FaultFs) -> Options {
         // Every table compressed, so flips land in compressed blocks too.
         compression: siftdb::Compression::Lz4,
         compression_per_level: Vec::new(),
+        // And partitioned indexes and filters.
+        partition_above: Some(1024),
+        metadata_block_size: 256,
         ..Options::default()
     }
 }
@@ -38,6 +41,10 @@ fn base() -> FaultFs {
     assert!(
         stats.flushes > 0 && stats.table_bytes_uncompressed > stats.flush_bytes,
         "the sweep's tables are not compressed"
+    );
+    assert!(
+        db.level_info().iter().any(|l| l.partitioned_tables > 0),
+        "no table of the sweep is partitioned"
     );
     drop(db);
     fs

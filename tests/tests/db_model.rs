@@ -255,6 +255,11 @@ fn options() -> Options {
     o.max_bytes_for_level_multiplier = 3.0;
     // Compactions side by side, as a service with spare cores would run them.
     o.max_background_compactions = 3;
+    // Tables with more than a few blocks get partitioned indexes and filters (tiny partitions),
+    // and every level compresses: the model covers both table shapes and compressed blocks.
+    o.partition_above = Some(256);
+    o.metadata_block_size = 64;
+    o.compression_per_level = vec![siftdb::Compression::Lz4, siftdb::Compression::None];
     o
 }
 

@@ -55,6 +55,10 @@ fn options(fs: &FaultFs) -> Options {
         level0_stop_writes_trigger: 8,
         // Two compactions side by side: crashes land in either.
         max_background_compactions: 2,
+        // Partitioned indexes and filters, and compressed blocks, across power loss too.
+        partition_above: Some(256),
+        metadata_block_size: 64,
+        compression_per_level: vec![siftdb::Compression::Lz4],
         fs: Arc::new(fs.clone()),
         ..Options::default()
     }

@@ -1,0 +1,266 @@
+//! Point lookups, filter first, and prefix checks.
+//!
+//! A lookup on a partitioned table reads: the held top-level filter index → one filter
+//! partition (cache) → if "maybe", the held top-level index → one index partition (cache) → one
+//! data block. On an unpartitioned table: the filter → the index → one data block.
+
+use std::sync::Arc;
+
+use siftdb_cache::BlockKind;
+use siftdb_filter::Filter;
+
+use super::{Lookup, Table, TableGet};
+use crate::block::Block;
+use crate::error::Result;
+use crate::format::BlockHandle;
+use crate::internal_key::{compare_internal, InternalKey, ParsedKey, ValueKind, MAX_SEQUENCE};
+use crate::stats::{BlockAccess, FilterOutcome, GetTrace};
+
+/// A lookup's filter work done ahead ([`Table::prepare_get`]): the filter (or filter partition)
+/// that may hold the key, how it was reached, and the key's hash (`None`: no filter to ask).
+#[derive(Debug, Clone)]
+pub struct PreparedGet {
+    filter: Option<(Arc<Filter>, BlockAccess, u64)>,
+    /// The key sorts after every key of the table (found while choosing a filter partition).
+    beyond: bool,
+    fill_cache: bool,
+}
+
+impl PreparedGet {
+    /// Whether the lookup inserts the index and data blocks it reads from the file into the
+    /// block cache (default `true`; filters always go through the cache).
+    pub fn filling_cache(mut self, fill_cache: bool) -> PreparedGet {
+        self.fill_cache = fill_cache;
+        self
+    }
+}
+
+impl Table {
+    /// Point lookup of the newest version of `user_key` visible at sequence `snapshot`.
+    ///
+    /// Filter first: a "no" ends the lookup without touching the index or any data block.
+    pub fn get(&self, user_key: &[u8], snapshot: u64) -> Result<TableGet> {
+        let mut trace = GetTrace::default();
+        self.get_traced(user_key, snapshot, &mut trace)
+    }
+
+    /// [`Table::get`], also reporting in `trace` exactly which structures it touched.
+    pub fn get_traced(
+        &self,
+        user_key: &[u8],
+        snapshot: u64,
+        trace: &mut GetTrace,
+    ) -> Result<TableGet> {
+        *trace = GetTrace::default();
+        let result = self
+            .prepare_get(user_key)
+            .and_then(|prepared| self.get_prepared(user_key, snapshot, prepared, trace));
+        if let Some(stats) = &self.options.stats {
+            stats.record(trace);
+        }
+        result
+    }
+
+    /// Gets the filter (or filter partition) a lookup of `user_key` probes and starts loading
+    /// the part of it the probe will read, without probing it yet. A lookup across levels
+    /// prepares the next table this way before probing the current one, so the two memory waits
+    /// overlap; the result goes to [`Table::get_prepared`].
+    pub fn prepare_get(&self, user_key: &[u8]) -> Result<PreparedGet> {
+        self.prepare_get_hashed(user_key, self.options.key_hasher.hash(user_key))
+    }
+
+    /// [`Table::prepare_get`] with the key already hashed: `hash` must be
+    /// `key_hasher.hash(user_key)` under [`TableReadOptions::key_hasher`](super::TableReadOptions)
+    /// (the only hasher a filter of this table can have been built with: a block built under
+    /// another is refused). A lookup across many tables hashes its key once.
+    pub fn prepare_get_hashed(&self, user_key: &[u8], hash: u64) -> Result<PreparedGet> {
+        let mut prepared = PreparedGet {
+            filter: None,
+            beyond: false,
+            fill_cache: true,
+        };
+        let handle = match self.filter_top() {
+            // The partition holding the key's first version: if the key is in the table at all,
+            // that partition's filter holds it (a key whose versions straddle two partitions is
+            // in both).
+            Some(top) => {
+                let first = InternalKey::for_lookup(user_key, MAX_SEQUENCE);
+                match self.seek_handle(&top, first.encoded(), self.footer.filter.offset)? {
+                    Some(handle) => handle,
+                    None => {
+                        prepared.beyond = true;
+                        return Ok(prepared);
+                    }
+                }
+            }
+            None => self.footer.filter,
+        };
+        prepared.filter = self
+            .filter(handle)?
+            .map(|(filter, access)| (filter, access, hash));
+        if let Some((filter, _, hash)) = &prepared.filter {
+            filter.prefetch_hash(*hash);
+        }
+        Ok(prepared)
+    }
+
+    /// The handle held by the first entry ≥ `target` of an index-like block (an index, or the
+    /// top level of a partitioned index or filter): the block or partition that may hold the
+    /// target; `None` past the last entry.
+    fn seek_handle(&self, top: &Arc<Block>, target: &[u8], at: u64) -> Result<Option<BlockHandle>> {
+        let mut it = top.iter();
+        it.seek(target, compare_internal);
+        if let Some(e) = it.error() {
+            return Err(self.corruption(at, e));
+        }
+        if !it.valid() {
+            return Ok(None);
+        }
+        BlockHandle::decode(it.value())
+            .map(Some)
+            .ok_or_else(|| self.corruption(at, "undecodable partition handle"))
+    }
+
+    /// [`Table::get_traced`] with the filter work done by [`Table::prepare_get`] for the same
+    /// `user_key`. Unlike `get_traced` it leaves recording `trace` in
+    /// [`TableReadOptions::stats`](super::TableReadOptions) to the caller (the engine records it
+    /// per level instead, sparing every probe of a lookup two shared atomic updates); block reads
+    /// from the file are still counted there.
+    pub fn get_prepared(
+        &self,
+        user_key: &[u8],
+        snapshot: u64,
+        prepared: PreparedGet,
+        trace: &mut GetTrace,
+    ) -> Result<TableGet> {
+        let mut value = Vec::new();
+        Ok(
+            match self.get_prepared_into(user_key, snapshot, prepared, trace, &mut value)? {
+                Lookup::Found => TableGet::Found(value),
+                Lookup::Deleted => TableGet::Deleted,
+                Lookup::NotFound => TableGet::NotFound,
+            },
+        )
+    }
+
+    /// [`Table::get_prepared`] that copies a found value straight from the data block into
+    /// `value` (cleared first; untouched unless the result is [`Lookup::Found`]), so a caller
+    /// reusing one buffer allocates nothing per lookup.
+    pub fn get_prepared_into(
+        &self,
+        user_key: &[u8],
+        snapshot: u64,
+        prepared: PreparedGet,
+        trace: &mut GetTrace,
+        value: &mut Vec<u8>,
+    ) -> Result<Lookup> {
+        *trace = GetTrace::default();
+        if prepared.beyond {
+            return Ok(Lookup::NotFound);
+        }
+        if let Some((filter, access, hash)) = prepared.filter {
+            trace.filter_block = access;
+            if !filter.may_contain_hash(hash) {
+                trace.filter = FilterOutcome::No;
+                return Ok(Lookup::NotFound);
+            }
+            trace.filter = FilterOutcome::Maybe;
+        }
+        let target = InternalKey::for_lookup(user_key, snapshot);
+        let Some((handle, access)) = self.data_handle(target.encoded(), prepared.fill_cache)?
+        else {
+            return Ok(Lookup::NotFound);
+        };
+        trace.index_block = access;
+        let (block, access) = self.block_for_get(handle, BlockKind::Data, prepared.fill_cache)?;
+        trace.data_block = access;
+        let mut it = block.iter();
+        it.seek(target.encoded(), compare_internal);
+        if let Some(e) = it.error() {
+            return Err(self.corruption(handle.offset, e));
+        }
+        if !it.valid() {
+            return Ok(Lookup::NotFound);
+        }
+        let parsed = ParsedKey::parse(it.key())
+            .ok_or_else(|| self.corruption(handle.offset, "undecodable internal key"))?;
+        if parsed.user_key != user_key {
+            return Ok(Lookup::NotFound);
+        }
+        trace.key_found = true;
+        Ok(match parsed.kind {
+            ValueKind::Put => {
+                value.clear();
+                value.extend_from_slice(it.value());
+                Lookup::Found
+            }
+            ValueKind::Delete => Lookup::Deleted,
+        })
+    }
+
+    /// The data block that may hold `target` (the first entry ≥ it), through the index (and, if
+    /// partitioned, one index partition), and how the index block was reached; `None` when the
+    /// target sorts after the table's last key.
+    fn data_handle(
+        &self,
+        target: &[u8],
+        fill_cache: bool,
+    ) -> Result<Option<(BlockHandle, BlockAccess)>> {
+        let (index, mut access) = self.index_block_filling(fill_cache)?;
+        let at = self.footer.index.offset;
+        let Some(mut handle) = self.seek_handle(&index, target, at)? else {
+            return Ok(None);
+        };
+        if self.is_partitioned() {
+            // `handle` names an index partition, whose last key is the separator just found.
+            let (partition, part_access) =
+                self.block_for_get(handle, BlockKind::Index, fill_cache)?;
+            access = part_access;
+            handle = self
+                .seek_handle(&partition, target, handle.offset)?
+                .ok_or_else(|| {
+                    self.corruption(handle.offset, "index partition ends before its separator")
+                })?;
+        }
+        Ok(Some((handle, access)))
+    }
+
+    /// Whether the table may hold keys starting with `prefix`, by its prefix filter.
+    ///
+    /// `true` when the table has no usable prefix filter (built under another extractor, or
+    /// none), or when `prefix` is shorter than the extractor's prefix: only a "no" from a filter
+    /// over exactly the configured prefixes is trusted.
+    pub fn prefix_may_match(&self, prefix: &[u8]) -> Result<bool> {
+        if !self.prefix_filter_usable {
+            return Ok(true);
+        }
+        let Some(extractor) = &self.options.prefix_extractor else {
+            return Ok(true);
+        };
+        let Some(p) = extractor.prefix(prefix) else {
+            return Ok(true);
+        };
+        self.prefix_may_match_hashed(self.options.key_hasher.hash(p))
+    }
+
+    /// [`Table::prefix_may_match`] for a prefix already extracted (by
+    /// [`TableReadOptions::prefix_extractor`](super::TableReadOptions)) and hashed: a prefix
+    /// seek over many tables does both once.
+    pub fn prefix_may_match_hashed(&self, prefix_hash: u64) -> Result<bool> {
+        if !self.prefix_filter_usable {
+            return Ok(true);
+        }
+        let Some((filter, _)) = self.filter(self.footer.prefix_filter)? else {
+            return Ok(true);
+        };
+        let maybe = filter.may_contain_hash(prefix_hash);
+        if let Some(stats) = &self.options.stats {
+            use std::sync::atomic::Ordering::Relaxed;
+            stats.prefix_checked.fetch_add(1, Relaxed);
+            if !maybe {
+                stats.prefix_useful.fetch_add(1, Relaxed);
+            }
+        }
+        Ok(maybe)
+    }
+}

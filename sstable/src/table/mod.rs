@@ -1,0 +1,373 @@
+//! Reads a table. One job per file:
+//!
+//! * here — opening a table (footer, properties, the blocks every lookup needs) and pinning;
+//! * `blocks.rs` — reading, checking, decompressing and caching blocks;
+//! * `get.rs` — point lookups (filter first) and prefix checks;
+//! * `iter.rs` — the cursor over a table's entries, both ways.
+//!
+//! A table of format 2 may have a *partitioned* index and filter: the footer's index and filter
+//! handles then name small top-level blocks (held by the table for its life) whose entries point
+//! to index partitions and filter partitions, read through the block cache.
+
+mod blocks;
+mod get;
+mod iter;
+
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use siftdb_cache::{BlockCache, BlockKey, BlockKind, PinnedBlock, Priority};
+use siftdb_filter::{Filter, KeyHasher};
+
+pub use get::PreparedGet;
+pub use iter::TableIter;
+
+use crate::block::Block;
+use crate::error::{Result, SstError};
+use crate::file::RandomAccessFile;
+use crate::format::{BlockHandle, Footer, FooterError, FOOTER_LEN};
+use crate::prefix::PrefixExtractor;
+use crate::properties::TableProperties;
+use crate::stats::ReadStatistics;
+
+/// What the block cache holds for tables.
+#[derive(Debug)]
+pub enum CachedBlock {
+    /// A data or index block.
+    Block(Arc<Block>),
+    /// A decoded filter.
+    Filter(Arc<Filter>),
+}
+
+/// The block cache type tables share.
+pub type TableCache = BlockCache<CachedBlock>;
+
+/// How a table is read.
+#[derive(Debug, Clone, Default)]
+pub struct TableReadOptions {
+    /// Hasher the filters must have been built with (a block built under another is refused).
+    pub key_hasher: KeyHasher,
+    /// The extractor prefix checks use; a table built under another extractor (by name) never
+    /// has its prefix filter consulted.
+    pub prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
+    /// Pin the filter and index blocks in the cache at open (the engine does this for L0).
+    pub pin_filter_and_index: bool,
+    /// Shared counters every lookup reports to.
+    pub stats: Option<Arc<ReadStatistics>>,
+}
+
+/// Result of a point lookup in one table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TableGet {
+    /// The newest visible version is this value.
+    Found(Vec<u8>),
+    /// The newest visible version is a tombstone.
+    Deleted,
+    /// The table has no visible version of the key.
+    NotFound,
+}
+
+/// Result of a point lookup that writes the value into the caller's buffer
+/// ([`Table::get_prepared_into`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    /// The newest visible version is a value, now in the caller's buffer.
+    Found,
+    /// The newest visible version is a tombstone.
+    Deleted,
+    /// The table has no visible version of the key.
+    NotFound,
+}
+
+/// How a [`TableIter`] reads blocks.
+#[derive(Debug, Clone)]
+pub struct TableIterOptions {
+    /// Insert the blocks read from the file into the block cache (RocksDB's `fill_cache`). A
+    /// compaction reads every block of its inputs exactly once: it sets this to `false`, so it
+    /// uses blocks already cached but neither inserts, promotes nor counts a lookup, and the
+    /// readers' working set stays in the cache.
+    pub fill_cache: bool,
+    /// Where reads from the file are counted; `None` = the table's
+    /// [`TableReadOptions::stats`].
+    pub stats: Option<Arc<ReadStatistics>>,
+}
+
+impl Default for TableIterOptions {
+    fn default() -> Self {
+        TableIterOptions {
+            fill_cache: true,
+            stats: None,
+        }
+    }
+}
+
+/// Blocks the table holds directly (pinned in the cache, so the cache counts their memory):
+/// for a partitioned table always its top-level index and filter index; otherwise, when pinned
+/// (L0), its index and whole filter; and the prefix filter of a pinned table.
+struct Held {
+    /// The index, or the top-level index of a partitioned one.
+    index: Arc<Block>,
+    /// The whole-key filter of an unpartitioned table.
+    filter: Option<Arc<Filter>>,
+    /// The top level of a partitioned filter: separator → filter partition handle.
+    filter_top: Option<Arc<Block>>,
+    prefix_filter: Option<Arc<Filter>>,
+    _pins: Vec<PinnedBlock<CachedBlock>>,
+}
+
+/// An open table.
+pub struct Table {
+    id: u64,
+    name: String,
+    file: Box<dyn RandomAccessFile>,
+    cache: Arc<TableCache>,
+    options: TableReadOptions,
+    footer: Footer,
+    properties: TableProperties,
+    prefix_filter_usable: bool,
+    held: RwLock<Option<Held>>,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .field("entries", &self.properties.entries)
+            .finish()
+    }
+}
+
+impl Table {
+    /// Opens a table: reads and verifies the footer and properties, and loads the index and
+    /// filter blocks through the cache (pinned if the options say so, and always the top levels
+    /// of a partitioned table). Any damage is a typed error naming the file and offset.
+    pub fn open(
+        file: Box<dyn RandomAccessFile>,
+        table_id: u64,
+        name: impl Into<String>,
+        cache: Arc<TableCache>,
+        options: TableReadOptions,
+    ) -> Result<Table> {
+        let name = name.into();
+        let footer = read_footer(file.as_ref(), &name)?;
+        let mut table = Table {
+            id: table_id,
+            name,
+            file,
+            cache,
+            options,
+            footer,
+            properties: TableProperties::default(),
+            prefix_filter_usable: false,
+            held: RwLock::new(None),
+        };
+        let props_raw = table.read_block_contents(footer.properties, BlockKind::Properties)?;
+        table.properties = TableProperties::decode(props_raw)
+            .map_err(|reason| table.corruption(footer.properties.offset, reason))?;
+        table.prefix_filter_usable = !footer.prefix_filter.is_absent()
+            && table
+                .options
+                .prefix_extractor
+                .as_ref()
+                .is_some_and(|p| p.name() == table.properties.prefix_extractor);
+        if table.options.pin_filter_and_index || table.is_partitioned() {
+            table.pin_filter_and_index()?;
+        } else {
+            // Warm the cache and validate the blocks every lookup needs.
+            table.index_block()?;
+            table.filter(footer.filter)?;
+            if table.prefix_filter_usable {
+                table.filter(footer.prefix_filter)?;
+            }
+        }
+        Ok(table)
+    }
+
+    /// The table's id (its file number).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The table's file name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The table's properties.
+    pub fn properties(&self) -> &TableProperties {
+        &self.properties
+    }
+
+    /// File size in bytes.
+    pub fn file_size(&self) -> u64 {
+        self.file.size()
+    }
+
+    /// Whether the table has a whole-key filter.
+    pub fn has_filter(&self) -> bool {
+        !self.footer.filter.is_absent()
+    }
+
+    /// Whether the index (and the filter, if any) is partitioned.
+    pub fn is_partitioned(&self) -> bool {
+        self.properties.index_partitions > 0
+    }
+
+    fn filter_partitioned(&self) -> bool {
+        self.properties.filter_partitions > 0
+    }
+
+    /// Pins the filter and index blocks in the cache and keeps them in the table, so lookups
+    /// skip the cache for them — of a partitioned table, the top levels (its partitions stay in
+    /// the cache's LRU at high priority). Idempotent.
+    pub fn pin_filter_and_index(&self) -> Result<()> {
+        if self.held.read().is_some() {
+            return Ok(());
+        }
+        let mut pins = Vec::new();
+        let index = self.pin_block(self.footer.index, BlockKind::Index, &mut pins)?;
+        let (filter, filter_top) = if self.footer.filter.is_absent() {
+            (None, None)
+        } else if self.filter_partitioned() {
+            let top = self.pin_block(self.footer.filter, BlockKind::Filter, &mut pins)?;
+            (None, Some(top))
+        } else {
+            (Some(self.pin_filter(self.footer.filter, &mut pins)?), None)
+        };
+        let prefix_filter = if self.prefix_filter_usable {
+            Some(self.pin_filter(self.footer.prefix_filter, &mut pins)?)
+        } else {
+            None
+        };
+        *self.held.write() = Some(Held {
+            index,
+            filter,
+            filter_top,
+            prefix_filter,
+            _pins: pins,
+        });
+        Ok(())
+    }
+
+    /// Releases the pins: the blocks return to the cache's LRU (a table leaving L0). A
+    /// partitioned table keeps its top levels.
+    pub fn unpin(&self) {
+        if !self.is_partitioned() {
+            *self.held.write() = None;
+        }
+    }
+
+    /// Whether the filter and index (or, partitioned, their top levels) are pinned.
+    pub fn is_pinned(&self) -> bool {
+        self.held.read().is_some()
+    }
+
+    fn pin_block(
+        &self,
+        handle: BlockHandle,
+        kind: BlockKind,
+        pins: &mut Vec<PinnedBlock<CachedBlock>>,
+    ) -> Result<Arc<Block>> {
+        let pin = self.cache.get_or_insert_pinned_with(
+            self.block_key(handle),
+            kind,
+            Priority::High,
+            || self.load_block(handle, kind),
+        )?;
+        let block = match pin.value().as_ref() {
+            CachedBlock::Block(b) => Arc::clone(b),
+            CachedBlock::Filter(_) => {
+                return Err(self.corruption(handle.offset, "cache holds a filter at a block offset"))
+            }
+        };
+        pins.push(pin);
+        Ok(block)
+    }
+
+    fn pin_filter(
+        &self,
+        handle: BlockHandle,
+        pins: &mut Vec<PinnedBlock<CachedBlock>>,
+    ) -> Result<Arc<Filter>> {
+        let pin = self.cache.get_or_insert_pinned_with(
+            self.block_key(handle),
+            BlockKind::Filter,
+            Priority::High,
+            || self.load_filter(handle),
+        )?;
+        let filter = match pin.value().as_ref() {
+            CachedBlock::Filter(f) => Arc::clone(f),
+            CachedBlock::Block(_) => {
+                return Err(
+                    self.corruption(handle.offset, "cache holds a block at the filter offset")
+                )
+            }
+        };
+        pins.push(pin);
+        Ok(filter)
+    }
+
+    fn block_key(&self, handle: BlockHandle) -> BlockKey {
+        BlockKey {
+            table_id: self.id,
+            offset: handle.offset,
+        }
+    }
+
+    fn corruption(&self, offset: u64, reason: impl Into<String>) -> SstError {
+        SstError::Corruption {
+            file: self.name.clone(),
+            offset,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Reads and checks the footer: the magic, its checksum, a version this build reads, and
+/// handles inside the file.
+fn read_footer(file: &dyn RandomAccessFile, name: &str) -> Result<Footer> {
+    let size = file.size();
+    if size < FOOTER_LEN as u64 {
+        return Err(SstError::Corruption {
+            file: name.to_string(),
+            offset: 0,
+            reason: format!("file of {size} bytes is shorter than a footer"),
+        });
+    }
+    let footer_at = size - FOOTER_LEN as u64;
+    let footer_bytes = file
+        .read_at(footer_at, FOOTER_LEN)
+        .map_err(|source| SstError::Io {
+            file: name.to_string(),
+            source,
+        })?;
+    let footer = Footer::decode(&footer_bytes).map_err(|e| match e {
+        FooterError::Version(version) => SstError::UnsupportedVersion {
+            file: name.to_string(),
+            version,
+        },
+        other => SstError::Corruption {
+            file: name.to_string(),
+            offset: footer_at,
+            reason: format!("bad footer: {other:?}"),
+        },
+    })?;
+    for (what, h) in [
+        ("index", footer.index),
+        ("properties", footer.properties),
+        ("filter", footer.filter),
+        ("prefix filter", footer.prefix_filter),
+    ] {
+        let optional = matches!(what, "filter" | "prefix filter");
+        let absent_and_allowed = optional && h.is_absent();
+        if !absent_and_allowed && !h.fits(size) {
+            return Err(SstError::Corruption {
+                file: name.to_string(),
+                offset: footer_at,
+                reason: format!("{what} block handle {h:?} out of range"),
+            });
+        }
+    }
+    Ok(footer)
+}
