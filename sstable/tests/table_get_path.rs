@@ -141,3 +141,64 @@ fn unpinned_filter_evicted_from_cache_is_reloaded_not_skipped() {
     assert!(stats.filter_block_reads.load(Relaxed) > 1);
     assert_eq!(stats.filter_checked.load(Relaxed), 6_000);
 }
+
+#[test]
+fn pinned_partitioned_table_holds_every_partition_and_unpin_keeps_the_top_levels() {
+    let m = model(3_000);
+    let options = TableBuildOptions {
+        partition_above: Some(0),
+        metadata_block_size: 256,
+        ..TableBuildOptions::default()
+    };
+    let (bytes, meta) = build_bytes(&m, options);
+    assert!(
+        meta.properties.index_partitions > 4,
+        "{:?}",
+        meta.properties
+    );
+    let (mut read, stats) = read_options();
+    read.pin_filter_and_index = true;
+    let (_tmp, table) = open_bytes(&bytes, cache(16 << 10), read, ReadMode::Pread);
+    let table = table.unwrap();
+    assert!(table.is_pinned());
+    let probe = |expected: BlockAccess| {
+        for i in (0..3_000u64).step_by(7) {
+            let mut trace = GetTrace::default();
+            let key = format!("key{i:08}");
+            assert!(matches!(
+                table.get_traced(key.as_bytes(), 1, &mut trace).unwrap(),
+                TableGet::Found(_)
+            ));
+            assert_eq!(trace.filter_block, expected, "{key}");
+            assert_eq!(trace.index_block, expected, "{key}");
+        }
+    };
+    let filter_reads = stats.filter_block_reads.load(Relaxed);
+    let index_reads = stats.index_block_reads.load(Relaxed);
+    probe(BlockAccess::Pinned);
+    assert_eq!(stats.filter_block_reads.load(Relaxed), filter_reads);
+    assert_eq!(stats.index_block_reads.load(Relaxed), index_reads);
+    // Unpinned, partitions come through the cache (high priority: data blocks are evicted
+    // first) while the top levels stay held.
+    table.unpin();
+    assert!(!table.is_pinned());
+    assert!(table.is_partitioned());
+    for i in (0..3_000u64).step_by(7) {
+        let mut trace = GetTrace::default();
+        let key = format!("key{i:08}");
+        assert!(matches!(
+            table.get_traced(key.as_bytes(), 1, &mut trace).unwrap(),
+            TableGet::Found(_)
+        ));
+        for access in [trace.filter_block, trace.index_block] {
+            assert!(
+                matches!(access, BlockAccess::CacheHit | BlockAccess::FileRead),
+                "{key}: {trace:?}"
+            );
+        }
+    }
+    // Pinning again holds them again.
+    table.pin_filter_and_index().unwrap();
+    assert!(table.is_pinned());
+    probe(BlockAccess::Pinned);
+}

@@ -205,8 +205,9 @@ impl Permutation {
     }
 }
 
-/// Values: slices of one random buffer at random offsets (no compression in the engine, so
-/// their content does not matter; this keeps value generation off the profile).
+/// Values: slices of one pre-generated buffer at random offsets (this keeps value generation off
+/// the profile), built as db_bench builds its values so that they compress to about
+/// `--compression_ratio` of their size.
 #[derive(Debug, Clone)]
 pub struct ValueSource {
     data: Vec<u8>,

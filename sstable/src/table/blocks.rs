@@ -106,6 +106,9 @@ impl Table {
         kind: BlockKind,
         options: &TableIterOptions,
     ) -> Result<Arc<Block>> {
+        if let Some(b) = self.held_partition(handle, kind) {
+            return Ok(b);
+        }
         if options.fill_cache {
             return self
                 .cached_block(handle, kind, priority_of(kind))
@@ -122,6 +125,9 @@ impl Table {
         kind: BlockKind,
         fill_cache: bool,
     ) -> Result<(Arc<Block>, BlockAccess)> {
+        if let Some(b) = self.held_partition(handle, kind) {
+            return Ok((b, BlockAccess::Pinned));
+        }
         if fill_cache {
             self.cached_block(handle, kind, priority_of(kind))
         } else {
@@ -197,28 +203,14 @@ impl Table {
         self.block_for_get(self.footer.index, BlockKind::Index, fill_cache)
     }
 
-    /// The top level of a partitioned filter (held for the table's life), if it has one.
-    pub(super) fn filter_top(&self) -> Option<Arc<Block>> {
-        self.held.read().as_ref()?.filter_top.clone()
-    }
-
     /// The filter at `handle` (the whole-key filter, a filter partition or the prefix filter):
     /// held by the table, or through the cache.
     pub(super) fn filter(&self, handle: BlockHandle) -> Result<Option<(Arc<Filter>, BlockAccess)>> {
         if handle.is_absent() {
             return Ok(None);
         }
-        if let Some(h) = self.held.read().as_ref() {
-            let held = if handle == self.footer.filter {
-                &h.filter
-            } else if handle == self.footer.prefix_filter {
-                &h.prefix_filter
-            } else {
-                &None
-            };
-            if let Some(f) = held {
-                return Ok(Some((Arc::clone(f), BlockAccess::Pinned)));
-            }
+        if let Some(f) = self.held_filter(handle) {
+            return Ok(Some((f, BlockAccess::Pinned)));
         }
         let mut access = BlockAccess::CacheHit;
         let entry = self.cache.get_or_insert_with(

@@ -13,7 +13,7 @@ use super::{Lookup, Table, TableGet};
 use crate::block::Block;
 use crate::error::Result;
 use crate::format::BlockHandle;
-use crate::internal_key::{compare_internal, InternalKey, ParsedKey, ValueKind, MAX_SEQUENCE};
+use crate::internal_key::{compare_internal, InternalKey, ParsedKey, ValueKind, TRAILER_LEN};
 use crate::stats::{BlockAccess, FilterOutcome, GetTrace};
 
 /// A lookup's filter work done ahead ([`Table::prepare_get`]): the filter (or filter partition)
@@ -79,25 +79,20 @@ impl Table {
             beyond: false,
             fill_cache: true,
         };
-        let handle = match self.filter_top() {
+        prepared.filter = match self.filter_partition_for(user_key) {
             // The partition holding the key's first version: if the key is in the table at all,
             // that partition's filter holds it (a key whose versions straddle two partitions is
             // in both).
-            Some(top) => {
-                let first = InternalKey::for_lookup(user_key, MAX_SEQUENCE);
-                match self.seek_handle(&top, first.encoded(), self.footer.filter.offset)? {
-                    Some(handle) => handle,
-                    None => {
-                        prepared.beyond = true;
-                        return Ok(prepared);
-                    }
-                }
+            Some(None) => {
+                prepared.beyond = true;
+                return Ok(prepared);
             }
-            None => self.footer.filter,
+            Some(Some((_, Some(held)))) => Some((held, BlockAccess::Pinned, hash)),
+            Some(Some((handle, None))) => self.filter(handle)?.map(|(f, a)| (f, a, hash)),
+            None => self
+                .filter(self.footer.filter)?
+                .map(|(filter, access)| (filter, access, hash)),
         };
-        prepared.filter = self
-            .filter(handle)?
-            .map(|(filter, access)| (filter, access, hash));
         if let Some((filter, _, hash)) = &prepared.filter {
             filter.prefetch_hash(*hash);
         }
@@ -206,22 +201,28 @@ impl Table {
         target: &[u8],
         fill_cache: bool,
     ) -> Result<Option<(BlockHandle, BlockAccess)>> {
-        let (index, mut access) = self.index_block_filling(fill_cache)?;
-        let at = self.footer.index.offset;
-        let Some(mut handle) = self.seek_handle(&index, target, at)? else {
+        if !self.is_partitioned() {
+            let (index, access) = self.index_block_filling(fill_cache)?;
+            let handle = self.seek_handle(&index, target, self.footer.index.offset)?;
+            return Ok(handle.map(|h| (h, access)));
+        }
+        let (user_key, trailer) = split_internal(target);
+        let Some((part_handle, held)) = self.index_partition_for(user_key, trailer) else {
             return Ok(None);
         };
-        if self.is_partitioned() {
-            // `handle` names an index partition, whose last key is the separator just found.
-            let (partition, part_access) =
-                self.block_for_get(handle, BlockKind::Index, fill_cache)?;
-            access = part_access;
-            handle = self
-                .seek_handle(&partition, target, handle.offset)?
-                .ok_or_else(|| {
-                    self.corruption(handle.offset, "index partition ends before its separator")
-                })?;
-        }
+        let (partition, access) = match held {
+            Some(block) => (block, BlockAccess::Pinned),
+            None => self.block_for_get(part_handle, BlockKind::Index, fill_cache)?,
+        };
+        // The partition's last key is the separator just found, so it holds an entry ≥ target.
+        let handle = self
+            .seek_handle(&partition, target, part_handle.offset)?
+            .ok_or_else(|| {
+                self.corruption(
+                    part_handle.offset,
+                    "index partition ends before its separator",
+                )
+            })?;
         Ok(Some((handle, access)))
     }
 
@@ -263,4 +264,11 @@ impl Table {
         }
         Ok(maybe)
     }
+}
+
+/// An encoded internal key's user key and trailer (a lookup key: always ≥ 8 bytes).
+fn split_internal(key: &[u8]) -> (&[u8], u64) {
+    let (user_key, trailer) = key.split_at(key.len().saturating_sub(TRAILER_LEN));
+    let trailer = trailer.try_into().map_or(0, u64::from_le_bytes);
+    (user_key, trailer)
 }

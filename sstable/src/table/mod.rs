@@ -12,6 +12,7 @@
 mod blocks;
 mod get;
 mod iter;
+mod partitions;
 
 use std::sync::Arc;
 
@@ -29,6 +30,7 @@ use crate::format::{BlockHandle, Footer, FooterError, FOOTER_LEN};
 use crate::prefix::PrefixExtractor;
 use crate::properties::TableProperties;
 use crate::stats::ReadStatistics;
+use partitions::PartitionIndex;
 
 /// What the block cache holds for tables.
 #[derive(Debug)]
@@ -101,18 +103,42 @@ impl Default for TableIterOptions {
     }
 }
 
-/// Blocks the table holds directly (pinned in the cache, so the cache counts their memory):
-/// for a partitioned table always its top-level index and filter index; otherwise, when pinned
-/// (L0), its index and whole filter; and the prefix filter of a pinned table.
+/// Blocks the table holds directly (pinned in the cache, so the cache counts their memory).
+///
+/// A partitioned table always holds its top-level index and filter. A *pinned* table (L0) also
+/// holds what lookups need beyond that — the whole index and filter of an unpartitioned table,
+/// or every partition of a partitioned one — and its prefix filter, so its lookups never ask
+/// the cache (RocksDB pins an L0 table's partitions the same way).
 struct Held {
     /// The index, or the top-level index of a partitioned one.
     index: Arc<Block>,
     /// The whole-key filter of an unpartitioned table.
     filter: Option<Arc<Filter>>,
-    /// The top level of a partitioned filter: separator → filter partition handle.
-    filter_top: Option<Arc<Block>>,
-    prefix_filter: Option<Arc<Filter>>,
+    /// The top levels of a partitioned table decoded for lookups: index, filter.
+    index_parts: Option<Arc<PartitionIndex>>,
+    filter_parts: Option<Arc<PartitionIndex>>,
     _pins: Vec<PinnedBlock<CachedBlock>>,
+    /// Present while the table is pinned.
+    pinned: Option<PinnedParts>,
+}
+
+/// What a pinned table holds beyond its top levels.
+struct PinnedParts {
+    prefix_filter: Option<Arc<Filter>>,
+    /// Filter partitions in key order (the filter top level's order).
+    filter_partitions: Vec<Arc<Filter>>,
+    /// Index partitions in key order (the index top level's order).
+    index_partitions: Vec<Arc<Block>>,
+    /// Index partitions by offset, for iterators, which hold handles.
+    index_by_offset: Vec<(u64, Arc<Block>)>,
+    _pins: Vec<PinnedBlock<CachedBlock>>,
+}
+
+/// The entry for `offset` in a list sorted by offset.
+fn by_offset<T: Clone>(list: &[(u64, T)], offset: u64) -> Option<T> {
+    list.binary_search_by_key(&offset, |(o, _)| *o)
+        .ok()
+        .map(|i| list[i].1.clone())
 }
 
 /// An open table.
@@ -171,8 +197,10 @@ impl Table {
                 .prefix_extractor
                 .as_ref()
                 .is_some_and(|p| p.name() == table.properties.prefix_extractor);
-        if table.options.pin_filter_and_index || table.is_partitioned() {
+        if table.options.pin_filter_and_index {
             table.pin_filter_and_index()?;
+        } else if table.is_partitioned() {
+            *table.held.write() = Some(table.hold_top_levels()?);
         } else {
             // Warm the cache and validate the blocks every lookup needs.
             table.index_block()?;
@@ -219,12 +247,36 @@ impl Table {
     }
 
     /// Pins the filter and index blocks in the cache and keeps them in the table, so lookups
-    /// skip the cache for them — of a partitioned table, the top levels (its partitions stay in
-    /// the cache's LRU at high priority). Idempotent.
+    /// skip the cache for them: the whole filter and index, or every partition and both top
+    /// levels of a partitioned table, and the prefix filter. Idempotent.
     pub fn pin_filter_and_index(&self) -> Result<()> {
-        if self.held.read().is_some() {
+        if self.is_pinned() {
             return Ok(());
         }
+        // Readers keep using the top levels while the rest is pinned: `held` is only ever
+        // replaced whole or completed, never emptied on the way.
+        if self.held.read().is_none() {
+            let top = self.hold_top_levels()?;
+            self.held.write().get_or_insert(top);
+        }
+        let Some((index_parts, filter_parts)) = self
+            .held
+            .read()
+            .as_ref()
+            .map(|h| (h.index_parts.clone(), h.filter_parts.clone()))
+        else {
+            return Ok(());
+        };
+        let parts = self.pin_parts(index_parts.as_deref(), filter_parts.as_deref())?;
+        if let Some(h) = self.held.write().as_mut() {
+            h.pinned.get_or_insert(parts);
+        }
+        Ok(())
+    }
+
+    /// The blocks every lookup starts from: the index and the filter, or the top levels of a
+    /// partitioned table.
+    fn hold_top_levels(&self) -> Result<Held> {
         let mut pins = Vec::new();
         let index = self.pin_block(self.footer.index, BlockKind::Index, &mut pins)?;
         let (filter, filter_top) = if self.footer.filter.is_absent() {
@@ -235,32 +287,152 @@ impl Table {
         } else {
             (Some(self.pin_filter(self.footer.filter, &mut pins)?), None)
         };
+        let decode = |block: &Arc<Block>, at: u64| {
+            PartitionIndex::decode(block)
+                .map(Arc::new)
+                .map_err(|reason| self.corruption(at, reason))
+        };
+        let index_parts = if self.is_partitioned() {
+            Some(decode(&index, self.footer.index.offset)?)
+        } else {
+            None
+        };
+        let filter_parts = match &filter_top {
+            Some(top) => Some(decode(top, self.footer.filter.offset)?),
+            None => None,
+        };
+        Ok(Held {
+            index,
+            filter,
+            index_parts,
+            filter_parts,
+            _pins: pins,
+            pinned: None,
+        })
+    }
+
+    /// Pins the prefix filter and, of a partitioned table, every partition its decoded top
+    /// levels name.
+    fn pin_parts(
+        &self,
+        index_parts: Option<&PartitionIndex>,
+        filter_parts: Option<&PartitionIndex>,
+    ) -> Result<PinnedParts> {
+        let mut pins = Vec::new();
         let prefix_filter = if self.prefix_filter_usable {
             Some(self.pin_filter(self.footer.prefix_filter, &mut pins)?)
         } else {
             None
         };
-        *self.held.write() = Some(Held {
-            index,
-            filter,
-            filter_top,
+        let mut parts = PinnedParts {
             prefix_filter,
-            _pins: pins,
-        });
-        Ok(())
+            filter_partitions: Vec::new(),
+            index_partitions: Vec::new(),
+            index_by_offset: Vec::new(),
+            _pins: Vec::new(),
+        };
+        for &handle in index_parts.map_or(&[][..], PartitionIndex::handles) {
+            let block = self.pin_block(handle, BlockKind::Index, &mut pins)?;
+            parts
+                .index_by_offset
+                .push((handle.offset, Arc::clone(&block)));
+            parts.index_partitions.push(block);
+        }
+        for &handle in filter_parts.map_or(&[][..], PartitionIndex::handles) {
+            parts
+                .filter_partitions
+                .push(self.pin_filter(handle, &mut pins)?);
+        }
+        parts.index_by_offset.sort_unstable_by_key(|(o, _)| *o);
+        parts._pins = pins;
+        Ok(parts)
     }
 
     /// Releases the pins: the blocks return to the cache's LRU (a table leaving L0). A
     /// partitioned table keeps its top levels.
     pub fn unpin(&self) {
-        if !self.is_partitioned() {
-            *self.held.write() = None;
+        let mut held = self.held.write();
+        if self.is_partitioned() {
+            if let Some(h) = held.as_mut() {
+                h.pinned = None;
+            }
+        } else {
+            *held = None;
         }
     }
 
-    /// Whether the filter and index (or, partitioned, their top levels) are pinned.
+    /// Whether the table is pinned: its filter and index (or all their partitions) and its
+    /// prefix filter are held.
     pub fn is_pinned(&self) -> bool {
-        self.held.read().is_some()
+        self.held
+            .read()
+            .as_ref()
+            .is_some_and(|h| h.pinned.is_some())
+    }
+
+    /// The filter at `handle` if the table holds it: the whole filter, or — pinned — the
+    /// prefix filter or a filter partition.
+    fn held_filter(&self, handle: BlockHandle) -> Option<Arc<Filter>> {
+        let held = self.held.read();
+        let held = held.as_ref()?;
+        if handle == self.footer.filter {
+            return held.filter.clone();
+        }
+        let pinned = held.pinned.as_ref()?;
+        if handle == self.footer.prefix_filter {
+            pinned.prefix_filter.clone()
+        } else {
+            None
+        }
+    }
+
+    /// Of a partitioned filter: the partition that may hold `user_key` — its handle, and the
+    /// partition itself when the table holds it (pinned) — or `Some(None)` when the key sorts
+    /// after every key of the table. `None`: the filter is not partitioned.
+    fn filter_partition_for(
+        &self,
+        user_key: &[u8],
+    ) -> Option<Option<(BlockHandle, Option<Arc<Filter>>)>> {
+        let held = self.held.read();
+        let held = held.as_ref()?;
+        let parts = held.filter_parts.as_ref()?;
+        Some(parts.find(user_key, u64::MAX).map(|(i, handle)| {
+            let pinned = held.pinned.as_ref();
+            (
+                handle,
+                pinned.and_then(|p| p.filter_partitions.get(i).cloned()),
+            )
+        }))
+    }
+
+    /// Of a partitioned index: the index partition that may hold the internal key
+    /// (`user_key`, `trailer`) — its handle, and the partition when the table holds it — or
+    /// `None` past the last separator.
+    fn index_partition_for(
+        &self,
+        user_key: &[u8],
+        trailer: u64,
+    ) -> Option<(BlockHandle, Option<Arc<Block>>)> {
+        let held = self.held.read();
+        let held = held.as_ref()?;
+        let (i, handle) = held.index_parts.as_ref()?.find(user_key, trailer)?;
+        let pinned = held.pinned.as_ref();
+        Some((
+            handle,
+            pinned.and_then(|p| p.index_partitions.get(i).cloned()),
+        ))
+    }
+
+    /// The index partition at `handle` if the table holds it (pinned tables only).
+    fn held_partition(&self, handle: BlockHandle, kind: BlockKind) -> Option<Arc<Block>> {
+        if kind != BlockKind::Index {
+            return None;
+        }
+        let held = self.held.read();
+        by_offset(
+            &held.as_ref()?.pinned.as_ref()?.index_by_offset,
+            handle.offset,
+        )
     }
 
     fn pin_block(
