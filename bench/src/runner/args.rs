@@ -242,6 +242,11 @@ pub struct Args {
     #[arg(long = "sync", num_args = 0..=1, default_value = "false", default_missing_value = "true",
           action = ArgAction::Set, value_parser = BoolishValueParser::new())]
     pub sync: bool,
+    /// Partition every table's index and filter (`true`), none (`false`); unset: each engine's
+    /// default (siftdb partitions tables whose index or filter exceeds 64 KiB; RocksDB none).
+    #[arg(long = "partition_index_and_filters", num_args = 0..=1, default_missing_value = "true",
+          value_parser = BoolishValueParser::new())]
+    pub partition_index_and_filters: Option<bool>,
     /// Read table files through `mmap` (siftdb's default) or with `pread` (`--mmap_read=false`).
     #[arg(long = "mmap_read", num_args = 0..=1, default_value = "true", default_missing_value = "true",
           value_parser = BoolishValueParser::new())]
@@ -336,6 +341,8 @@ pub struct Config {
     pub compression: Vec<siftdb::Compression>,
     /// How compressible values are (fraction of random bytes).
     pub compression_ratio: f64,
+    /// Partitioned index and filters: every table, none, or the engine's default.
+    pub partition_index_and_filters: Option<bool>,
     /// Sync every write.
     pub sync: bool,
     /// Read table files through `mmap`.
@@ -443,6 +450,7 @@ impl Config {
                 None => siftdb::Options::default().compression_per_level,
             },
             compression_ratio: args.compression_ratio,
+            partition_index_and_filters: args.partition_index_and_filters,
             sync: args.sync,
             mmap_read: args.mmap_read,
             flush_after_write: args.flush_after_write,

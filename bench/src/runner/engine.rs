@@ -162,6 +162,11 @@ pub fn siftdb_options(config: &Config) -> Options {
             siftdb::ReadMode::Pread
         },
         compression_per_level: config.compression.clone(),
+        partition_above: match config.partition_index_and_filters {
+            Some(true) => Some(0),
+            Some(false) => None,
+            None => defaults.partition_above,
+        },
         ..defaults
     }
 }

@@ -111,6 +111,15 @@ pub fn header(
     );
     let _ = writeln!(
         out,
+        "Partitions:   {}",
+        match config.partition_index_and_filters {
+            Some(true) => "index and filters of every table partitioned (--partition_index_and_filters)",
+            Some(false) => "none: one index and one filter block per table",
+            None => "index and filters partitioned in tables where either exceeds 64 KiB (siftdb's default)",
+        }
+    );
+    let _ = writeln!(
+        out,
         "Block cache:  {}",
         human_bytes(options.block_cache_capacity as u64)
     );
