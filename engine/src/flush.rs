@@ -156,8 +156,10 @@ fn flush_memtable(db: &Arc<DbInner>, mem: &Arc<Memtable>) -> Result<()> {
     db.versions
         .log_and_apply(db, edit, file.as_slice(), |state| {
             state.imm.retain(|m| !Arc::ptr_eq(m, mem));
+            // Counted where the flush becomes visible: a caller of `Db::flush` wakes once the
+            // memtable has left `imm`, and must see the flush in `Db::stats`.
+            db.counters.flushes.fetch_add(1, Ordering::Relaxed);
         })?;
-    db.counters.flushes.fetch_add(1, Ordering::Relaxed);
     crate::recovery::delete_obsolete_files(db);
     Ok(())
 }
