@@ -248,6 +248,9 @@ impl Options {
             compress_index: self.compress_index,
             partition_above: self.partition_above,
             metadata_block_size: self.metadata_block_size,
+            // L0 tables are pinned: a pinned whole filter answers without choosing a partition
+            // (their index is still partitioned when large).
+            partition_filters: level > 0 || !self.pin_l0_filter_and_index_blocks_in_cache,
         }
     }
 

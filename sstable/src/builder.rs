@@ -46,6 +46,10 @@ pub struct TableBuildOptions {
     /// Target size of an index partition (RocksDB's `metadata_block_size`); each filter
     /// partition covers the same data blocks as one index partition.
     pub metadata_block_size: usize,
+    /// Partition the filter along with the index (RocksDB's `partition_filters`); `false`
+    /// keeps one whole filter next to a partitioned index — what a table that stays pinned
+    /// (L0) wants, since a pinned whole filter is probed without choosing a partition.
+    pub partition_filters: bool,
 }
 
 impl Default for TableBuildOptions {
@@ -63,6 +67,7 @@ impl Default for TableBuildOptions {
             compress_index: true,
             partition_above: Some(DEFAULT_PARTITION_ABOVE),
             metadata_block_size: 4096,
+            partition_filters: true,
         }
     }
 }
@@ -347,7 +352,8 @@ impl<W: Write> TableBuilder<W> {
             .options
             .filter
             .map_or(0.0, |f| self.hashes.len() as f64 * f.bits_per_key / 8.0);
-        self.index_entries.len() > 1 && (index_bytes > above || filter_bytes > above as f64)
+        let filter_big = self.options.partition_filters && filter_bytes > above as f64;
+        self.index_entries.len() > 1 && (index_bytes > above || filter_big)
     }
 
     /// Groups the data blocks into runs whose index entries fill about one metadata block.
@@ -400,9 +406,10 @@ impl<W: Write> TableBuilder<W> {
         let mut top_index = Vec::with_capacity(runs.len());
         let mut top_filter = Vec::with_capacity(runs.len());
         let (mut fpr_keys, mut keys) = (0.0, 0u64);
+        let partition_filters = self.options.filter.is_some() && self.options.partition_filters;
         for run in &runs {
             let separator = self.index_entries[run.end - 1].0.clone();
-            if self.options.filter.is_some() {
+            if partition_filters {
                 let hashes = self.partition_hashes(run);
                 let (handle, fpr) = self.write_filter_of(&hashes)?;
                 self.props.filter_bytes += handle.size;
@@ -415,7 +422,14 @@ impl<W: Write> TableBuilder<W> {
             top_index.push((separator, handle));
         }
         self.props.index_partitions = runs.len() as u64;
-        let filter = if self.options.filter.is_some() {
+        let filter = if !partition_filters {
+            // One whole filter beside the partitioned index.
+            let hashes = std::mem::take(&mut self.hashes);
+            let (filter, fpr) = self.write_filter_of(&hashes)?;
+            self.props.filter_expected_fpr = fpr;
+            self.props.filter_bytes = filter.size;
+            filter
+        } else if self.options.filter.is_some() {
             self.props.filter_partitions = runs.len() as u64;
             self.props.filter_expected_fpr = if keys == 0 {
                 0.0

@@ -144,10 +144,19 @@ fn unpinned_filter_evicted_from_cache_is_reloaded_not_skipped() {
 
 #[test]
 fn pinned_partitioned_table_holds_every_partition_and_unpin_keeps_the_top_levels() {
+    for partition_filters in [true, false] {
+        pinned_partitioned_table(partition_filters);
+    }
+}
+
+/// A table with a partitioned index and a partitioned or whole filter, pinned, unpinned and
+/// pinned again.
+fn pinned_partitioned_table(partition_filters: bool) {
     let m = model(3_000);
     let options = TableBuildOptions {
         partition_above: Some(0),
         metadata_block_size: 256,
+        partition_filters,
         ..TableBuildOptions::default()
     };
     let (bytes, meta) = build_bytes(&m, options);
@@ -156,6 +165,12 @@ fn pinned_partitioned_table_holds_every_partition_and_unpin_keeps_the_top_levels
         "{:?}",
         meta.properties
     );
+    let filter_partitions = if partition_filters {
+        meta.properties.index_partitions
+    } else {
+        0
+    };
+    assert_eq!(meta.properties.filter_partitions, filter_partitions);
     let (mut read, stats) = read_options();
     read.pin_filter_and_index = true;
     let (_tmp, table) = open_bytes(&bytes, cache(16 << 10), read, ReadMode::Pread);

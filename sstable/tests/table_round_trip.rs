@@ -154,7 +154,21 @@ fn table_with_many_versions_across_blocks() {
         metadata_block_size: 40,
         ..options(128, FilterKind::Ribbon)
     };
-    check_table(&m, partitioned, ReadMode::Mmap);
+    check_table(&m, partitioned.clone(), ReadMode::Mmap);
+    // A partitioned index beside one whole filter (what L0 tables get).
+    let index_only = TableBuildOptions {
+        partition_filters: false,
+        ..partitioned
+    };
+    let (_, meta) = build_bytes(&m, index_only.clone());
+    assert!(
+        meta.properties.index_partitions > 1,
+        "{:?}",
+        meta.properties
+    );
+    assert_eq!(meta.properties.filter_partitions, 0);
+    assert!(meta.properties.filter_bytes > 0);
+    check_table(&m, index_only, ReadMode::Pread);
 }
 
 #[test]

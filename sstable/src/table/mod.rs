@@ -125,6 +125,8 @@ struct Held {
 /// What a pinned table holds beyond its top levels.
 struct PinnedParts {
     prefix_filter: Option<Arc<Filter>>,
+    /// The whole filter of a table whose index alone is partitioned.
+    whole_filter: Option<Arc<Filter>>,
     /// Filter partitions in key order (the filter top level's order).
     filter_partitions: Vec<Arc<Filter>>,
     /// Index partitions in key order (the index top level's order).
@@ -284,6 +286,10 @@ impl Table {
         } else if self.filter_partitioned() {
             let top = self.pin_block(self.footer.filter, BlockKind::Filter, &mut pins)?;
             (None, Some(top))
+        } else if self.is_partitioned() {
+            // A whole filter beside a partitioned index: held only while pinned (`PinnedParts`),
+            // through the cache otherwise.
+            (None, None)
         } else {
             (Some(self.pin_filter(self.footer.filter, &mut pins)?), None)
         };
@@ -324,8 +330,17 @@ impl Table {
         } else {
             None
         };
+        let whole_filter = if self.is_partitioned()
+            && !self.filter_partitioned()
+            && !self.footer.filter.is_absent()
+        {
+            Some(self.pin_filter(self.footer.filter, &mut pins)?)
+        } else {
+            None
+        };
         let mut parts = PinnedParts {
             prefix_filter,
+            whole_filter,
             filter_partitions: Vec::new(),
             index_partitions: Vec::new(),
             index_by_offset: Vec::new(),
@@ -375,11 +390,13 @@ impl Table {
     fn held_filter(&self, handle: BlockHandle) -> Option<Arc<Filter>> {
         let held = self.held.read();
         let held = held.as_ref()?;
-        if handle == self.footer.filter {
+        if handle == self.footer.filter && held.filter.is_some() {
             return held.filter.clone();
         }
         let pinned = held.pinned.as_ref()?;
-        if handle == self.footer.prefix_filter {
+        if handle == self.footer.filter {
+            pinned.whole_filter.clone()
+        } else if handle == self.footer.prefix_filter {
             pinned.prefix_filter.clone()
         } else {
             None
