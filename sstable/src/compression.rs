@@ -124,22 +124,19 @@ fn zstd_compress(contents: &[u8]) -> Option<Vec<u8>> {
     })
 }
 
-/// A Zstd frame of at most `size` bytes decoded with this thread's decompression context.
+/// A Zstd frame of at most `size` bytes decoded with this thread's decompression context (a
+/// one-shot context if this thread's is unavailable).
 fn zstd_decompress(payload: &[u8], size: usize) -> Result<Vec<u8>, String> {
-    ZSTD_DECOMPRESSOR.with(|cell| {
-        let mut slot = cell
-            .try_borrow_mut()
-            .map_err(|_| "zstd: decompression context busy".to_string())?;
+    let reused = ZSTD_DECOMPRESSOR.with(|cell| {
+        let mut slot = cell.try_borrow_mut().ok()?;
         if slot.is_none() {
-            *slot = Some(zstd::bulk::Decompressor::new().map_err(|e| format!("zstd: {e}"))?);
+            *slot = zstd::bulk::Decompressor::new().ok();
         }
-        match slot.as_mut() {
-            Some(d) => d
-                .decompress(payload, size)
-                .map_err(|e| format!("zstd: {e}")),
-            None => Err("zstd: no decompression context".to_string()),
-        }
-    })
+        Some(slot.as_mut()?.decompress(payload, size))
+    });
+    reused
+        .unwrap_or_else(|| zstd::bulk::decompress(payload, size))
+        .map_err(|e| format!("zstd: {e}"))
 }
 
 /// The uncompressed size a compressed block announces, and its codec payload.

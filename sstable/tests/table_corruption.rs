@@ -35,11 +35,16 @@ fn small_table() -> Vec<u8> {
 }
 
 fn table_with(compression: Compression) -> Vec<u8> {
-    table_shaped(compression, None)
+    table_shaped(compression, None, true)
 }
 
-/// With `partitions`, the index and filter are partitioned into runs of that many bytes.
-fn table_shaped(compression: Compression, partitions: Option<usize>) -> Vec<u8> {
+/// With `partitions`, the index (and, with `partition_filters`, the filter) is partitioned into
+/// runs of that many bytes.
+fn table_shaped(
+    compression: Compression,
+    partitions: Option<usize>,
+    partition_filters: bool,
+) -> Vec<u8> {
     let (bytes, meta) = build_bytes(
         &model(),
         TableBuildOptions {
@@ -47,6 +52,7 @@ fn table_shaped(compression: Compression, partitions: Option<usize>) -> Vec<u8> 
             compression,
             partition_above: partitions.map(|_| 0),
             metadata_block_size: partitions.unwrap_or(4096),
+            partition_filters,
             ..TableBuildOptions::default()
         },
     );
@@ -140,8 +146,10 @@ fn table_flip_every_byte_never_gives_a_wrong_answer() {
     for compression in [Compression::None, Compression::Lz4, Compression::Zstd] {
         flip_every_byte(&table_with(compression));
     }
-    flip_every_byte(&table_shaped(Compression::None, Some(100)));
-    flip_every_byte(&table_shaped(Compression::Lz4, Some(100)));
+    flip_every_byte(&table_shaped(Compression::None, Some(100), true));
+    flip_every_byte(&table_shaped(Compression::Lz4, Some(100), true));
+    // L0's shape: a partitioned index beside one whole filter.
+    flip_every_byte(&table_shaped(Compression::Lz4, Some(100), false));
 }
 
 fn flip_every_byte(bytes: &[u8]) {
@@ -174,7 +182,7 @@ fn table_truncations_are_corruption() {
         (Compression::Lz4, None),
         (Compression::Lz4, Some(100)),
     ] {
-        let bytes = table_shaped(compression, partitions);
+        let bytes = table_shaped(compression, partitions, true);
         for len in 0..bytes.len() {
             let (wrong, errors) = exercise(&bytes[..len]);
             assert_eq!(wrong, 0);

@@ -98,7 +98,8 @@ impl FjallEngine {
             "bloom {bits} bits/key on every level (no ribbon, no Monkey); no prefix extractor; \
              {} block cache (fjall pins L0 filters, L0/L1 indexes); memtable {}; leveled: L0 \
              trigger {l0_trigger}, target file {}, multiplier {}, L1 = target x trigger = {}; \
-             {compression} (index blocks too); {} worker threads",
+             {compression} (index blocks too); fjall's own index and filter partitioning \
+             (--partition_index_and_filters not mapped); {} worker threads",
             human_bytes(sift.block_cache_capacity as u64),
             human_bytes(write_buffer),
             human_bytes(sift.target_file_size_base),
