@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # CI smoke test of the siftdb-bench workload runner: every workload once on a tiny database,
 # with --json, then checks that each workload reported and that the found counts are right.
+# All of it twice: keys in one keyspace, then spread over four (--keyspaces=4), where every
+# count must come out the same.
 #
 #   bash bench/ci-smoke.sh            # from the workspace root (or anywhere inside it)
 #
@@ -11,24 +13,25 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 profile="${SIFTDB_BENCH_PROFILE:-test-release}"
 num=2000
-benchmarks="fillseq,fillrandom,overwrite,readrandom,readmissing,readhot,seekrandom,readseq,readreverse,prefixscan,deleterandom,readwhilewriting,readwhilecompacting,compact,stats"
+benchmarks="fillseq,fillrandom,overwrite,readrandom,readmissing,readhot,seekrandom,readseq,readreverse,prefixscan,deleterandom,readwhilewriting,readwhilecompacting,compact,checkpoint,stats"
 
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
 
-echo "siftdb-bench smoke: --num=$num --benchmarks=$benchmarks (profile $profile)"
+for keyspaces in 1 4; do
+echo "siftdb-bench smoke: --num=$num --keyspaces=$keyspaces --benchmarks=$benchmarks (profile $profile)"
 if ! cargo run --quiet --profile "$profile" -p siftdb-bench --bin siftdb-bench -- \
-    --num="$num" --benchmarks="$benchmarks" --threads=2 --json >"$out"; then
-    echo "siftdb-bench smoke: FAILED: the runner exited non-zero" >&2
+    --num="$num" --benchmarks="$benchmarks" --threads=2 --keyspaces="$keyspaces" --json >"$out"; then
+    echo "siftdb-bench smoke: FAILED: the runner exited non-zero (--keyspaces=$keyspaces)" >&2
     cat "$out" >&2
     exit 1
 fi
 
-python3 - "$out" "$num" "$benchmarks" <<'PY'
+python3 - "$out" "$num" "$benchmarks" "$keyspaces" <<'PY'
 import json
 import sys
 
-path, num, names = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(",")
+path, num, names, keyspaces = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(","), int(sys.argv[4])
 errors = []
 rows = {}
 with open(path) as f:
@@ -61,6 +64,8 @@ def check(name, field, want):
 
 for name in names:
     row = rows.get(name)
+    if row is not None and row.get("keyspaces") != keyspaces:
+        errors.append(f"{name}: keyspaces = {row.get('keyspaces')!r}, expected {keyspaces}")
     if row is None or name == "stats":
         continue
     for field in ("engine", "ops", "micros_per_op", "ops_per_sec", "found", "p50_us", "p99_us"):
@@ -105,9 +110,26 @@ check("stats", "live_keys", num - deletes)
 row = rows.get("stats")
 if row is not None and "L0" not in row.get("tree", ""):
     errors.append("stats: the siftdb.levels table has no L0 row")
+if row is not None and keyspaces > 1 and f"ks{keyspaces - 1}" not in row.get("tree", ""):
+    errors.append(f"stats: the tree has no keyspace ks{keyspaces - 1}")
+# The checkpoint opens and holds every key that exists, counted by iterating; after `compact`
+# there are tables, which it hard-links.
+check("checkpoint", "ops", 1)
+check("checkpoint", "checkpoint_keys", num - deletes)
+check("checkpoint", "source_keys", num - deletes)
+row = rows.get("checkpoint")
+if row is not None:
+    if row.get("found") != row.get("expected_found"):
+        errors.append(f"checkpoint: holds {row.get('found')} keys, the source "
+                      f"{row.get('expected_found')}")
+    if not row.get("checkpoint_files_linked"):
+        errors.append("checkpoint: no table file hard-linked")
+    if row.get("checkpoint_dir_bytes", 0) <= 0:
+        errors.append("checkpoint: empty checkpoint directory")
+check("stats", "checkpoints", 1)
 
 if errors:
-    print("siftdb-bench smoke: FAILED", file=sys.stderr)
+    print(f"siftdb-bench smoke: FAILED (--keyspaces={keyspaces})", file=sys.stderr)
     for e in errors:
         print("  " + e, file=sys.stderr)
     sys.exit(1)
@@ -115,8 +137,9 @@ for name in names:
     row = rows[name]
     print(f"  {name:<16} ops {row.get('ops', 0):>6}  found {row.get('found', '-')!s:>6}  "
           f"{row.get('micros_per_op', 0):9.3f} micros/op")
-print(f"siftdb-bench smoke: OK ({len(names)} workloads)")
+print(f"siftdb-bench smoke: OK ({len(names)} workloads, {keyspaces} keyspaces)")
 PY
+done
 
 # An engine this build does not have is a clear error, not a silent success.
 if cargo run --quiet --profile "$profile" -p siftdb-bench --bin siftdb-bench -- \

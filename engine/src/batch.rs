@@ -2,34 +2,51 @@
 //!
 //! ```text
 //! batch  := sequence u64 LE | count u32 LE | op*
-//! op     := 1 | varint key_len | key | varint value_len | value     (put)
-//!         | 0 | varint key_len | key                                (delete)
+//! op     := tag | [varint keyspace_id] | varint key_len | key | [varint value_len | value]
+//! tag    := kind | 0x80 if a keyspace id follows (without it: keyspace 0, "default")
+//! kind   := 1 put (a value follows) | 0 delete
 //! ```
-//! The batch's ops get consecutive sequence numbers starting at `sequence`.
+//! The batch's ops get consecutive sequence numbers starting at `sequence`. The ops of the
+//! default keyspace are encoded as before keyspaces existed, so older WALs read unchanged.
 
-use siftdb_sstable::coding::{get_bytes, put_bytes, read_u32, read_u64};
+use siftdb_sstable::coding::{get_bytes, get_varint, put_bytes, put_varint, read_u32, read_u64};
 use siftdb_sstable::ValueKind;
 
 use crate::error::{Error, Result};
+use crate::keyspace::Keyspace;
 
 /// Largest key siftdb accepts (1 MiB).
 pub const MAX_KEY_SIZE: usize = 1 << 20;
 /// Largest value siftdb accepts (256 MiB).
 pub const MAX_VALUE_SIZE: usize = 256 << 20;
 const HEADER: usize = 12;
+/// Set in an op's tag when a keyspace id follows it.
+const KEYSPACE_FLAG: u8 = 0x80;
 
-/// A group of puts and deletes applied atomically by [`Db::write`](crate::Db::write).
+/// A group of puts and deletes applied atomically by [`Db::write`](crate::Db::write), in one
+/// keyspace or several (`put_in`, `delete_in`): after a crash either all of it is there or none.
 ///
 /// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+/// let orders = db.keyspace("orders")?;
 /// let mut batch = siftdb::WriteBatch::new();
-/// batch.put(b"k1", b"v1").delete(b"k0");
-/// assert_eq!(batch.len(), 2);
+/// batch.put(b"k1", b"v1").delete(b"k0"); // the "default" keyspace
+/// batch.put_in(&orders, b"o:1", b"pending");
+/// assert_eq!(batch.len(), 3);
+/// db.write(batch)?;
+/// assert_eq!(orders.get(b"o:1")?, Some(b"pending".to_vec()));
+/// # Ok::<(), siftdb::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriteBatch {
     rep: Vec<u8>,
     count: u32,
     invalid: Option<String>,
+    /// The keyspaces the batch writes (each once), with their names.
+    keyspaces: Vec<(u32, String)>,
+    /// The database instance the keyspaces named belong to.
+    instance: Option<u64>,
 }
 
 impl Default for WriteBatch {
@@ -45,28 +62,83 @@ impl WriteBatch {
             rep: vec![0; HEADER],
             count: 0,
             invalid: None,
+            keyspaces: Vec::new(),
+            instance: None,
         }
     }
 
-    /// Adds a put. An over-limit key or value makes the whole batch fail at write time.
+    /// Adds a put to the "default" keyspace. An over-limit key or value makes the whole batch
+    /// fail at write time.
     pub fn put<K: AsRef<[u8]>, V: AsRef<[u8]>>(&mut self, key: K, value: V) -> &mut Self {
-        let (key, value) = (key.as_ref(), value.as_ref());
-        self.check(key, Some(value));
-        self.rep.push(ValueKind::Put as u8);
+        self.add(0, ValueKind::Put, key.as_ref(), Some(value.as_ref()))
+    }
+
+    /// Adds a delete from the "default" keyspace.
+    pub fn delete<K: AsRef<[u8]>>(&mut self, key: K) -> &mut Self {
+        self.add(0, ValueKind::Delete, key.as_ref(), None)
+    }
+
+    /// Adds a put to keyspace `ks`. A keyspace of another database, or one dropped before the
+    /// batch is written, makes the whole batch fail at write time.
+    pub fn put_in(&mut self, ks: &Keyspace, key: &[u8], value: &[u8]) -> &mut Self {
+        self.name_keyspace(ks);
+        self.add(ks.id(), ValueKind::Put, key, Some(value))
+    }
+
+    /// Adds a delete from keyspace `ks`.
+    pub fn delete_in(&mut self, ks: &Keyspace, key: &[u8]) -> &mut Self {
+        self.name_keyspace(ks);
+        self.add(ks.id(), ValueKind::Delete, key, None)
+    }
+
+    fn name_keyspace(&mut self, ks: &Keyspace) {
+        match self.instance {
+            Some(instance) if instance != ks.instance() => {
+                self.invalid.get_or_insert_with(|| {
+                    "a batch may only name keyspaces of one database".to_string()
+                });
+            }
+            _ => self.instance = Some(ks.instance()),
+        }
+        if !self.keyspaces.iter().any(|(id, _)| *id == ks.id()) {
+            self.keyspaces.push((ks.id(), ks.name().to_string()));
+        }
+    }
+
+    fn add(
+        &mut self,
+        keyspace: u32,
+        kind: ValueKind,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> &mut Self {
+        self.check(key, value);
+        if !self.keyspaces.iter().any(|(id, _)| *id == keyspace) {
+            self.keyspaces
+                .push((keyspace, crate::DEFAULT_KEYSPACE.to_string()));
+        }
+        if keyspace == 0 {
+            self.rep.push(kind as u8);
+        } else {
+            self.rep.push(kind as u8 | KEYSPACE_FLAG);
+            put_varint(&mut self.rep, u64::from(keyspace));
+        }
         put_bytes(&mut self.rep, key);
-        put_bytes(&mut self.rep, value);
+        if let Some(value) = value {
+            put_bytes(&mut self.rep, value);
+        }
         self.count += 1;
         self
     }
 
-    /// Adds a delete.
-    pub fn delete<K: AsRef<[u8]>>(&mut self, key: K) -> &mut Self {
-        let key = key.as_ref();
-        self.check(key, None);
-        self.rep.push(ValueKind::Delete as u8);
-        put_bytes(&mut self.rep, key);
-        self.count += 1;
-        self
+    /// The keyspaces the batch writes: (id, name).
+    pub(crate) fn keyspaces(&self) -> &[(u32, String)] {
+        &self.keyspaces
+    }
+
+    /// The database instance whose keyspaces the batch names, if it names any.
+    pub(crate) fn instance(&self) -> Option<u64> {
+        self.instance
     }
 
     fn check(&mut self, key: &[u8], value: Option<&[u8]>) {
@@ -120,6 +192,7 @@ impl WriteBatch {
 /// One decoded operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct BatchOp<'a> {
+    pub keyspace: u32,
     pub kind: ValueKind,
     pub key: &'a [u8],
     pub value: &'a [u8],
@@ -132,14 +205,25 @@ pub(crate) fn decode(rep: &[u8]) -> Option<(u64, Vec<BatchOp<'_>>)> {
     let mut pos = HEADER;
     let mut ops = Vec::with_capacity(count.min(rep.len()));
     for _ in 0..count {
-        let kind = ValueKind::from_u8(*rep.get(pos)?)?;
+        let tag = *rep.get(pos)?;
         pos += 1;
+        let kind = ValueKind::from_u8(tag & !KEYSPACE_FLAG)?;
+        let keyspace = if tag & KEYSPACE_FLAG != 0 {
+            u32::try_from(get_varint(rep, &mut pos)?).ok()?
+        } else {
+            0
+        };
         let key = get_bytes(rep, &mut pos)?;
         let value = match kind {
             ValueKind::Put => get_bytes(rep, &mut pos)?,
             ValueKind::Delete => &[],
         };
-        ops.push(BatchOp { kind, key, value });
+        ops.push(BatchOp {
+            keyspace,
+            kind,
+            key,
+            value,
+        });
     }
     if pos != rep.len() {
         return None;
@@ -162,6 +246,7 @@ mod tests {
         assert_eq!(
             ops[1],
             BatchOp {
+                keyspace: 0,
                 kind: ValueKind::Delete,
                 key: b"b",
                 value: b""

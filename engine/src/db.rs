@@ -7,18 +7,21 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
 use siftdb_cache::CacheOptions;
-use siftdb_sstable::{GetTrace, Lookup, PreparedGet, TableCache};
+use siftdb_sstable::TableCache;
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
-use crate::iterator::{merge_for, DbIterator, KeyBounds, RawIterator, ScanSpec};
+use crate::iterator::{DbIterator, RawIterator};
+use crate::keyspace::Keyspace;
+use crate::keyspace_options::KeyspaceOptions;
 use crate::memtable::Memtable;
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::properties::LevelInfo;
 use crate::snapshot::{Snapshot, SnapshotList};
 use crate::stats::{EngineCounters, Stats};
-use crate::version::{TableFile, Version};
+use crate::tree::{Tree, TreeMemtables};
+use crate::version::Version;
 use crate::version_set::VersionSet;
 use crate::wal::writer::LogWriter;
 use crate::write::WriteQueue;
@@ -72,7 +75,7 @@ impl std::fmt::Debug for Db {
     }
 }
 
-/// What reads need, captured under the state lock and then used without it.
+/// What reads of one tree need, captured under the state lock and then used without it.
 #[derive(Clone)]
 pub(crate) struct ReadView {
     pub mem: Arc<Memtable>,
@@ -81,16 +84,32 @@ pub(crate) struct ReadView {
     pub version: Arc<Version>,
 }
 
-/// The memtables and the write-ahead log, changed under [`DbInner::state`]. The tree's metadata
-/// (versions, file numbers, the manifest) belongs to the [`VersionSet`].
+/// The memtables of every keyspace and the write-ahead log they share, changed under
+/// [`DbInner::state`]. The trees' metadata (versions, file numbers, the manifest) belongs to the
+/// [`VersionSet`].
 pub(crate) struct DbState {
-    pub mem: Arc<Memtable>,
-    /// Immutable memtables waiting for flush, oldest first.
-    pub imm: Vec<Arc<Memtable>>,
-    /// The WAL of `mem` (taken out by the write leader while it appends).
+    /// Per keyspace id (0 = "default" first), its memtables.
+    pub trees: std::collections::BTreeMap<u32, TreeMemtables>,
+    /// The WAL being appended to (taken out by the write leader while it appends).
     pub wal: Option<LogWriter>,
+    /// The number of that WAL.
+    pub wal_number: u64,
+    /// Sizes of the earlier WALs (by number) that may still be live, for
+    /// `Options::max_total_wal_size`.
+    pub closed_wal_sizes: std::collections::BTreeMap<u64, u64>,
     /// First background error; writes fail once it is set.
     pub bg_error: Option<String>,
+}
+
+impl DbState {
+    /// The oldest WAL any keyspace still needs: every older one can be deleted.
+    pub(crate) fn min_live_wal(&self) -> u64 {
+        self.trees
+            .values()
+            .map(TreeMemtables::oldest_wal)
+            .min()
+            .unwrap_or(self.wal_number)
+    }
 }
 
 pub(crate) struct DbInner {
@@ -100,10 +119,16 @@ pub(crate) struct DbInner {
     pub cache: Arc<TableCache>,
     pub counters: EngineCounters,
     pub state: Mutex<DbState>,
-    /// The tree's metadata and the manifest.
+    /// The trees' metadata and the manifest.
     pub versions: VersionSet,
-    /// What reads see, republished from `state` by every change of memtables or version.
-    pub view: parking_lot::RwLock<Arc<ReadView>>,
+    /// The keyspace "default", which `Db`'s own methods act on.
+    pub default: Arc<Tree>,
+    /// Tells this open instance apart from others (a batch may only name its keyspaces).
+    pub instance: u64,
+    /// Opened by `Db::open_read_only`: no writes, no background work, no file changes.
+    pub read_only: bool,
+    /// While above zero (a checkpoint is copying files), no file is deleted.
+    pub file_deletions_paused: std::sync::atomic::AtomicUsize,
     /// Signalled when memtables are flushed or a background error occurs.
     pub state_changed: Condvar,
     /// Signalled when there is background work.
@@ -128,21 +153,118 @@ pub(crate) struct DbInner {
 impl Db {
     /// Opens (or creates) the database in `path`.
     ///
-    /// Recovers every acknowledged write: replays the manifest, opens the live tables, replays
-    /// the WALs newer than the last flush (dropping a torn tail record from a crash), and flushes
-    /// what they held to a table. Fails with [`Error::Locked`] if another instance has the
-    /// directory open, [`Error::NotADatabase`] for a directory holding something else,
-    /// [`Error::UnsupportedVersion`] for a database from a newer format, and
+    /// Recovers every acknowledged write: replays the manifest, opens the live tables of every
+    /// keyspace, replays the WALs newer than the last flush (dropping a torn tail record from a
+    /// crash), and flushes what they held to tables. Fails with [`Error::Locked`] if another
+    /// instance has the directory open, [`Error::NotADatabase`] for a directory holding something
+    /// else, [`Error::UnsupportedVersion`] for a database from a newer format, and
     /// [`Error::Corruption`] for damaged metadata. A failed open changes nothing on disk.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         let inner = crate::recovery::open(path.as_ref(), options)?;
-        let db = Db {
-            _guard: Arc::new(CloseOnDrop(Arc::clone(&inner))),
-            inner,
-        };
+        let db = Db::with_inner(inner);
         crate::flush::start_background(&db.inner);
         crate::compaction::start_background(&db.inner);
         Ok(db)
+    }
+
+    /// Opens the database in `path` for reading only, as it is at this moment: no lock (a
+    /// writer may have it open, in this process or another), no writes, no background work, no
+    /// file created or deleted. It keeps working when the writer later compacts and deletes
+    /// files (it holds the ones it reads open); several read-only opens may coexist. Writes,
+    /// flushes, compactions, keyspace changes and checkpoints fail with [`Error::ReadOnly`].
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+    /// db.put("k", "v")?;
+    /// let reader = siftdb::Db::open_read_only(dir.path(), siftdb::Options::default())?;
+    /// assert_eq!(reader.get("k")?, Some(b"v".to_vec()));
+    /// assert!(matches!(reader.put("k", "w"), Err(siftdb::Error::ReadOnly)));
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        let inner = crate::recovery::open_read_only(path.as_ref(), options)?;
+        Ok(Db::with_inner(inner))
+    }
+
+    fn with_inner(inner: Arc<DbInner>) -> Db {
+        Db {
+            _guard: Arc::new(CloseOnDrop(Arc::clone(&inner))),
+            inner,
+        }
+    }
+
+    /// The keyspace `name`, created with `KeyspaceOptions::default()` if it does not exist (with
+    /// a read-only open: [`Error::KeyspaceNotFound`]). `"default"` is the keyspace of `Db`'s own
+    /// methods. Names are 1 to 255 bytes without control characters.
+    pub fn keyspace(&self, name: &str) -> Result<Keyspace> {
+        crate::keyspace_options::validate_name(name)?;
+        self.inner.check_open()?;
+        let tree = match self.inner.tree_named(name) {
+            Some(tree) => tree,
+            None if self.inner.read_only => return Err(Error::KeyspaceNotFound(name.to_string())),
+            None => self
+                .inner
+                .create_tree(name, &KeyspaceOptions::default(), true)?,
+        };
+        Ok(Keyspace::new(self.clone(), tree))
+    }
+
+    /// Creates keyspace `name` with `opts`; [`Error::AlreadyExists`] if it exists. The options
+    /// are recorded, and a reopened keyspace runs with them (see [`Options::keyspaces`]).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+    /// let opts = siftdb::KeyspaceOptions {
+    ///     prefix_extractor: Some(siftdb::FixedPrefix::shared(4)),
+    ///     ..Default::default()
+    /// };
+    /// let index = db.create_keyspace("index", opts.clone())?;
+    /// assert!(matches!(db.create_keyspace("index", opts), Err(siftdb::Error::AlreadyExists(_))));
+    /// # let _ = index;
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn create_keyspace(&self, name: &str, opts: KeyspaceOptions) -> Result<Keyspace> {
+        self.inner.check_open()?;
+        let tree = self.inner.create_tree(name, &opts, false)?;
+        Ok(Keyspace::new(self.clone(), tree))
+    }
+
+    /// Drops keyspace `name`: its memtables, cached blocks and table files go, and its handles
+    /// fail with [`Error::KeyspaceDropped`] from then on. A crash in the middle leaves it wholly
+    /// there or wholly gone. `"default"` cannot be dropped.
+    pub fn drop_keyspace(&self, name: &str) -> Result<()> {
+        crate::keyspace_options::validate_name(name)?;
+        self.inner.check_open()?;
+        self.inner.drop_tree(name)
+    }
+
+    /// The names of the keyspaces, `"default"` first, then in creation order.
+    pub fn keyspace_names(&self) -> Vec<String> {
+        self.inner.keyspace_names()
+    }
+
+    /// Writes a consistent copy of the database into `dir` (which must not exist, or be empty)
+    /// that [`Db::open`] opens as an ordinary database: every write acknowledged before the call
+    /// and none after. Table files are hard-linked (copied where `dir` is on another file
+    /// system); the WAL is copied up to the checkpoint's sequence number; a fresh manifest names
+    /// it all. Writers are held up only while the checkpoint's point is chosen (no I/O).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = siftdb::Db::open(dir.path().join("db"), siftdb::Options::default())?;
+    /// db.put("k", "v")?;
+    /// db.checkpoint(dir.path().join("backup"))?;
+    /// db.put("k", "after")?;
+    /// let copy = siftdb::Db::open(dir.path().join("backup"), siftdb::Options::default())?;
+    /// assert_eq!(copy.get("k")?, Some(b"v".to_vec()));
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<()> {
+        self.inner.check_open()?;
+        self.inner.check_writable()?;
+        crate::checkpoint::checkpoint(&self.inner, dir.as_ref())
     }
 
     /// Stores `value` under `key`. Keys and values are anything that is bytes: `&[u8]`,
@@ -169,7 +291,8 @@ impl Db {
         self.write(batch)
     }
 
-    /// Applies a batch atomically: after a crash either all of it is there or none.
+    /// Applies a batch atomically (in one keyspace or several): after a crash either all of it
+    /// is there or none.
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
         self.write_opt(batch, &WriteOptions::default())
     }
@@ -190,10 +313,9 @@ impl Db {
     /// was: blocks it holds are used, others are read and dropped).
     pub fn get_opt<K: AsRef<[u8]>>(&self, key: K, opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
         let mut value = Vec::new();
-        let (view, seq) = self.inner.read_point();
         let found = self
             .inner
-            .get_in(&view, key.as_ref(), seq, opts, &mut value)?;
+            .get_latest(&self.inner.default, key.as_ref(), opts, &mut value)?;
         Ok(found.then_some(value))
     }
 
@@ -202,12 +324,15 @@ impl Db {
     /// one buffer allocates nothing per lookup.
     pub fn get_into<K: AsRef<[u8]>>(&self, key: K, buf: &mut Vec<u8>) -> Result<bool> {
         buf.clear();
-        let (view, seq) = self.inner.read_point();
-        self.inner
-            .get_in(&view, key.as_ref(), seq, &ReadOptions::default(), buf)
+        self.inner.get_latest(
+            &self.inner.default,
+            key.as_ref(),
+            &ReadOptions::default(),
+            buf,
+        )
     }
 
-    /// A consistent view of the database as of now.
+    /// A consistent view of the database (every keyspace) as of now.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot::new(Arc::clone(&self.inner))
     }
@@ -222,8 +347,7 @@ impl Db {
     /// [`Db::iter`] reading as `opts` say (`fill_cache: false` for a scan that must not push
     /// the working set out of the block cache).
     pub fn iter_opt(&self, opts: &ReadOptions) -> DbIterator {
-        let (view, seq) = self.inner.read_point();
-        DbIterator::new(&self.inner, view, seq, KeyBounds::all(), None, opts.clone())
+        crate::read::iterator::<&[u8], _>(&self.inner, &self.inner.default, None, &(..), None, opts)
     }
 
     /// An iterator over the keys in `range`, any [`RangeBounds`](std::ops::RangeBounds) of
@@ -246,14 +370,13 @@ impl Db {
     /// # Ok::<(), siftdb::Error>(())
     /// ```
     pub fn range<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(&self, range: R) -> DbIterator {
-        let (view, seq) = self.inner.read_point();
-        DbIterator::new(
+        crate::read::iterator(
             &self.inner,
-            view,
-            seq,
-            KeyBounds::of(&range),
+            &self.inner.default,
             None,
-            ReadOptions::default(),
+            &range,
+            None,
+            &ReadOptions::default(),
         )
     }
 
@@ -261,20 +384,18 @@ impl Db {
     /// never yields another key. Tables whose prefix filter says the prefix is absent are
     /// skipped without being read.
     pub fn prefix_iter<P: AsRef<[u8]>>(&self, prefix: P) -> DbIterator {
-        let (view, seq) = self.inner.read_point();
-        prefix_iterator(&self.inner, view, seq, prefix.as_ref())
+        crate::read::prefix_iterator(&self.inner, &self.inner.default, None, prefix.as_ref())
     }
 
     /// A cursor over all keys, both ways, that lends its key and value instead of copying them
     /// (RocksDB's `DBRawIterator`); unpositioned until a `seek*`.
     pub fn raw_iter(&self) -> RawIterator {
-        let (view, seq) = self.inner.read_point();
-        raw_iterator(&self.inner, &view, seq)
+        crate::read::raw_iterator(&self.inner, &self.inner.default, None)
     }
 
     /// Flushes the memtable to an L0 table and waits until it (and any earlier one) is on disk.
     pub fn flush(&self) -> Result<()> {
-        crate::flush::flush_and_wait(&self.inner)
+        crate::flush::flush_and_wait(&self.inner, &self.inner.default)
     }
 
     /// Compacts the key range `[start, end]` (`None` = open end) down to the bottom level,
@@ -282,34 +403,41 @@ impl Db {
     /// the whole database. Flushes the memtable first. Waits until done.
     pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         self.inner.check_open()?;
-        crate::compaction::compact_range(&self.inner, start, end)
+        self.inner.check_writable()?;
+        crate::compaction::compact_range(&self.inner, &self.inner.default, start, end)
     }
 
-    /// Waits until the tree is in shape (no level over its target, L0 below its trigger) and no
-    /// compaction is running; the background threads do the work. Benchmarks call it so reads
-    /// meet a settled tree. Fails with [`Error::Background`] if background work has failed
-    /// (writes are stopped then), and with [`Error::Closed`] if the database closes meanwhile.
+    /// Waits until every keyspace's tree is in shape (no level over its target, L0 below its
+    /// trigger) and no compaction is running; the background threads do the work. Benchmarks
+    /// call it so reads meet a settled tree. Fails with [`Error::Background`] if background work
+    /// has failed (writes are stopped then), and with [`Error::Closed`] if the database closes
+    /// meanwhile. A read-only `Db` has nothing to wait for.
     pub fn wait_for_compaction(&self) -> Result<()> {
         self.inner.check_open()?;
+        if self.inner.read_only {
+            return Ok(()); // no background work: nothing to wait for
+        }
         crate::compaction::wait_for_compaction(&self.inner)
     }
 
-    /// A snapshot of the statistics.
+    /// A snapshot of the statistics (of every keyspace together).
     pub fn stats(&self) -> Stats {
-        self.inner.counters.snapshot(self.inner.cache.stats())
+        self.inner.stats()
     }
 
     /// Every level of the current tree (index = level), with the filters its tables were built
     /// with: where the filter memory went. The same figures as the `siftdb.levels` property.
     pub fn level_info(&self) -> Vec<LevelInfo> {
-        let view = self.inner.read_view();
-        crate::properties::level_reports(&self.inner, &view.version)
+        let tree = &self.inner.default;
+        crate::properties::level_reports(tree, &tree.read_view().version)
     }
 
-    /// A named property (`siftdb.levels`, `siftdb.stats`, `siftdb.num-files-at-level<N>`,
-    /// `siftdb.estimate-num-keys`, `siftdb.cur-size-all-mem-tables`), or `None` if unknown.
+    /// A named property (`siftdb.levels`, `siftdb.stats`, `siftdb.keyspaces`,
+    /// `siftdb.num-files-at-level<N>`, `siftdb.estimate-num-keys`,
+    /// `siftdb.cur-size-all-mem-tables`), or `None` if unknown. The tree properties are the
+    /// "default" keyspace's ([`Keyspace::property`] for another).
     pub fn property(&self, name: &str) -> Option<String> {
-        crate::properties::property(&self.inner, name)
+        crate::properties::property(&self.inner, &self.inner.default, name)
     }
 
     /// Installs `callback` at the named pause point (see the `sync_point` module); it runs on
@@ -336,13 +464,8 @@ impl Db {
 }
 
 impl DbInner {
-    /// The tables and memtables a read sees: the view published last, one `Arc` clone under a
-    /// read lock, never the state mutex that writers, flushes and compactions take.
-    pub(crate) fn read_view(&self) -> Arc<ReadView> {
-        Arc::clone(&self.view.read())
-    }
-
-    /// What a read uses: the published view, then the visible sequence number — in this order.
+    /// What a read of `tree` uses: its published view, then the visible sequence number — in
+    /// this order.
     ///
     /// Why the order: a compaction drops an old version of a key once a newer one exists and no
     /// registered snapshot needs the old one, and every table of a published view holds only
@@ -351,33 +474,27 @@ impl DbInner {
     /// version the view kept of any key is visible to the read. Loaded *before* the view, the
     /// sequence could predate an overwrite whose compaction removed the version the read should
     /// see (issue 11's race: the key seemed absent).
-    pub(crate) fn read_point(&self) -> (Arc<ReadView>, u64) {
-        let view = self.read_view();
+    pub(crate) fn read_point(&self, tree: &Tree) -> (Arc<ReadView>, u64) {
+        let view = tree.read_view();
         crate::sync_point::sync_point!(self, crate::sync_point::READ_SEQUENCE_AND_VIEW);
         let seq = self.visible_sequence.load(Ordering::Acquire);
         (view, seq)
     }
 
-    /// Publishes the view of `state` for readers. Called, with the state lock held, by every
-    /// change of the active memtable, the immutable memtables or the version, so that a reader
-    /// that sees a write's sequence number also sees the memtable or table holding it (the
-    /// write is made visible after the switch that created its memtable published it).
-    pub(crate) fn publish_view(&self, state: &DbState) {
+    /// Publishes the view of tree `id` in `state` for readers. Called, with the state lock
+    /// held, by every change of the tree's active memtable, immutable memtables or version, so
+    /// that a reader that sees a write's sequence number also sees the memtable or table holding
+    /// it (the write is made visible after the switch that created its memtable published it).
+    pub(crate) fn publish_view(&self, state: &DbState, id: u32) {
+        let Some(t) = state.trees.get(&id) else {
+            return;
+        };
         let view = Arc::new(ReadView {
-            mem: Arc::clone(&state.mem),
-            imm: state.imm.iter().rev().cloned().collect(),
-            version: self.versions.current(),
+            mem: Arc::clone(&t.mem),
+            imm: t.imm.iter().rev().cloned().collect(),
+            version: self.versions.current(&t.tree),
         });
-        *self.view.write() = view;
-    }
-
-    /// The hash of `prefix`'s extracted prefix, which every table's prefix filter is probed with
-    /// (`None`: no extractor, or `prefix` too short for it — no filter can rule it out).
-    pub(crate) fn prefix_hash(&self, prefix: &[u8]) -> Option<u64> {
-        let extractor = self.options.prefix_extractor.as_ref()?;
-        extractor
-            .prefix(prefix)
-            .map(|p| self.options.filter_hasher.hash(p))
+        *t.tree.view.write() = view;
     }
 
     pub(crate) fn check_open(&self) -> Result<()> {
@@ -387,93 +504,23 @@ impl DbInner {
         Ok(())
     }
 
-    /// The value of `key` as of `seq` (a registered snapshot's sequence), in the current view.
-    pub(crate) fn get_at(&self, key: &[u8], seq: u64, value: &mut Vec<u8>) -> Result<bool> {
-        self.get_in(&self.read_view(), key, seq, &ReadOptions::default(), value)
+    /// Fails with [`Error::ReadOnly`] for a read-only open.
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
+        Ok(())
     }
 
-    /// The read path: memtables, then L0 newest first, then one table per deeper level. A found
-    /// value is copied into `value` (cleared by the caller).
-    pub(crate) fn get_in(
-        &self,
-        view: &ReadView,
-        key: &[u8],
-        seq: u64,
-        opts: &ReadOptions,
-        value: &mut Vec<u8>,
-    ) -> Result<bool> {
-        use std::sync::atomic::Ordering::Relaxed;
-        self.check_open()?;
-        self.counters.gets.fetch_add(1, Relaxed);
-        for mem in std::iter::once(&view.mem).chain(view.imm.iter()) {
-            match mem.get_into(key, seq, value) {
-                Lookup::Found => {
-                    self.counters.memtable_hits.fetch_add(1, Relaxed);
-                    self.counters.gets_found.fetch_add(1, Relaxed);
-                    return Ok(true);
-                }
-                Lookup::Deleted => {
-                    self.counters.memtable_hits.fetch_add(1, Relaxed);
-                    return Ok(false);
-                }
-                Lookup::NotFound => {}
-            }
-        }
-        let found =
-            self.get_from_tables(&view.version, key, seq, opts.fill_cache, value)? == Lookup::Found;
-        if found {
-            self.counters.gets_found.fetch_add(1, Relaxed);
-        }
-        Ok(found)
-    }
-
-    /// The tables that may hold the key, in the order that finds its newest version (L0 newest
-    /// first, then one table per level); the first that holds any version decides.
-    fn get_from_tables(
-        &self,
-        version: &Version,
-        key: &[u8],
-        seq: u64,
-        fill_cache: bool,
-        value: &mut Vec<u8>,
-    ) -> Result<Lookup> {
-        let head = crate::key_head::KeyHead::of(key);
-        // One hash for every table: all filters of a database share its hasher (a table built
-        // with another is refused at open).
-        let hash = self.options.filter_hasher.hash(key);
-        let mut candidates = version
-            .level(0)
-            .iter()
-            .filter(move |f| f.contains_key_with_head(key, head))
-            .map(|f| (0usize, f))
-            .chain((1..version.num_levels()).filter_map(move |level| {
-                version.find_with_head(level, key, head).map(|f| (level, f))
-            }));
-        // One table ahead: the next table's filter is fetched and its memory requested before
-        // this table's filter is probed, so on a tree whose filters do not fit the CPU's caches
-        // the two waits overlap. A failure to prepare a table only counts once it is reached.
-        fn prepare<'v>(
-            key: &[u8],
-            hash: u64,
-            fill_cache: bool,
-            (level, file): (usize, &'v Arc<TableFile>),
-        ) -> (usize, &'v TableFile, siftdb_sstable::Result<PreparedGet>) {
-            let prepared = file.table.prepare_get_hashed(key, hash);
-            (level, file, prepared.map(|p| p.filling_cache(fill_cache)))
-        }
-        let mut trace = GetTrace::default();
-        let mut next = candidates.next().map(|c| prepare(key, hash, fill_cache, c));
-        while let Some((level, file, prepared)) = next.take() {
-            next = candidates.next().map(|c| prepare(key, hash, fill_cache, c));
-            let got = file
-                .table
-                .get_prepared_into(key, seq, prepared?, &mut trace, value)?;
-            self.counters.levels[level].record(&trace);
-            if got != Lookup::NotFound {
-                return Ok(got);
-            }
-        }
-        Ok(Lookup::NotFound)
+    /// The statistics of every keyspace together.
+    pub(crate) fn stats(&self) -> Stats {
+        let trees: Vec<Arc<Tree>> = {
+            let state = self.state.lock();
+            state.trees.values().map(|t| Arc::clone(&t.tree)).collect()
+        };
+        let mut stats = self.counters.snapshot(self.cache.stats());
+        stats.levels = crate::stats::level_filter_stats(trees.iter().map(|t| &t.levels));
+        stats
     }
 
     pub(crate) fn shutdown(&self) {
@@ -498,37 +545,6 @@ impl DbInner {
         }
         // Let another instance open the directory; this one's readers keep their open files.
         self.lock.lock().take();
-    }
-}
-
-/// A prefix iterator over `view` at `seq`.
-pub(crate) fn prefix_iterator(
-    db: &Arc<DbInner>,
-    view: Arc<ReadView>,
-    seq: u64,
-    prefix: &[u8],
-) -> DbIterator {
-    DbIterator::new(
-        db,
-        view,
-        seq,
-        KeyBounds::prefix(prefix),
-        Some(prefix.to_vec()),
-        ReadOptions::default(),
-    )
-}
-
-/// A raw cursor over all of `view` at `seq`.
-pub(crate) fn raw_iterator(db: &Arc<DbInner>, view: &ReadView, seq: u64) -> RawIterator {
-    let all = KeyBounds::all();
-    let spec = ScanSpec {
-        bounds: &all,
-        prefix: None,
-        read: &ReadOptions::default(),
-    };
-    match merge_for(db, view, &spec) {
-        Ok(merge) => RawIterator::new(Arc::clone(db), merge, seq),
-        Err(e) => RawIterator::failed(Arc::clone(db), seq, e),
     }
 }
 

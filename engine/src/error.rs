@@ -47,6 +47,19 @@ pub enum Error {
     /// The database is closed.
     #[error("database is closed")]
     Closed,
+    /// `create_keyspace` named a keyspace that exists.
+    #[error("keyspace {0:?} already exists")]
+    AlreadyExists(String),
+    /// The keyspace was dropped: its handles, and batches naming it, fail.
+    #[error("keyspace {0:?} was dropped")]
+    KeyspaceDropped(String),
+    /// No keyspace of that name exists (and this call does not create one: a read-only open).
+    #[error("keyspace {0:?} does not exist")]
+    KeyspaceNotFound(String),
+    /// The database was opened with [`Db::open_read_only`](crate::Db::open_read_only): it
+    /// takes no writes, flushes, compactions, keyspace changes or checkpoints.
+    #[error("database is open read-only")]
+    ReadOnly,
 }
 
 /// Where and why bytes on disk are damaged: the file and offset where known, and the lower
@@ -155,6 +168,10 @@ impl Error {
             Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
             Error::Background(m) => Error::Background(m.clone()),
             Error::Closed => Error::Closed,
+            Error::AlreadyExists(n) => Error::AlreadyExists(n.clone()),
+            Error::KeyspaceDropped(n) => Error::KeyspaceDropped(n.clone()),
+            Error::KeyspaceNotFound(n) => Error::KeyspaceNotFound(n.clone()),
+            Error::ReadOnly => Error::ReadOnly,
         }
     }
 }

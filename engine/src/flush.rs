@@ -6,11 +6,13 @@ use std::time::Duration;
 
 use siftdb_sstable::{Table, TableBuilder, TableReadOptions};
 
-use crate::db::DbInner;
+use crate::db::{DbInner, DbState};
 use crate::error::{Error, Result};
 use crate::filter_plan::FilterPlan;
 use crate::fs::names;
 use crate::memtable::Memtable;
+use crate::options::Options;
+use crate::tree::Tree;
 use crate::version::TableFile;
 use crate::version_edit::{FileMeta, VersionEdit};
 
@@ -41,17 +43,17 @@ pub(crate) fn spawn_background(
 }
 
 fn background_loop(db: &Arc<DbInner>) {
-    let mut warned = [false; crate::options::MAX_LEVELS];
+    let mut warned = std::collections::HashMap::new();
     loop {
-        let next = {
+        let (tree, next) = {
             let mut state = db.state.lock();
             loop {
                 if db.shutting_down.load(Ordering::Acquire) {
                     return;
                 }
                 if state.bg_error.is_none() {
-                    if let Some(mem) = state.imm.first() {
-                        break Arc::clone(mem);
+                    if let Some(next) = oldest_immutable(&state) {
+                        break next;
                     }
                 }
                 db.work_available
@@ -61,48 +63,79 @@ fn background_loop(db: &Arc<DbInner>) {
                 state = db.state.lock();
             }
         };
-        if let Err(e) = flush_memtable(db, &next) {
-            let mut state = db.state.lock();
-            state.bg_error.get_or_insert(format!("flush failed: {e}"));
-            tracing::error!("siftdb: flush failed, writes stopped: {e}");
-            db.state_changed.notify_all();
-        }
-    }
-}
-
-/// Logs (once per episode) every level whose measured FPR exceeds twice the expected one:
-/// silent over-fill is the most common way filters fail in production.
-fn warn_on_overfull_filters(db: &DbInner, warned: &mut [bool]) {
-    let version = db.versions.current();
-    let reports = crate::properties::level_reports(db, &version);
-    let overfull = crate::properties::overfull_levels(&reports);
-    for (level, flag) in warned.iter_mut().enumerate() {
-        match overfull.iter().find(|o| o.0 == level) {
-            Some(&(_, measured, expected)) if !*flag => {
-                tracing::warn!(
-                    "siftdb: L{level} filters measure FPR {measured:.5}, over twice the expected {expected:.5}: over-full or mismatched filters"
-                );
-                *flag = true;
+        match flush_memtable(db, &tree, &next) {
+            Ok(()) => {}
+            // A dropped keyspace's memtable has nowhere to go: it went with the keyspace.
+            Err(Error::KeyspaceDropped(_)) => {}
+            Err(e) => {
+                let mut state = db.state.lock();
+                state.bg_error.get_or_insert(format!("flush failed: {e}"));
+                tracing::error!("siftdb: flush failed, writes stopped: {e}");
+                db.state_changed.notify_all();
             }
-            Some(_) => {}
-            None => *flag = false,
         }
     }
 }
 
-/// Switches the memtable (if it holds anything) and waits until every memtable frozen so far
-/// is in a table.
-pub(crate) fn flush_and_wait(db: &Arc<DbInner>) -> Result<()> {
+/// The immutable memtable to flush next: of all keyspaces', the one in the oldest WAL (its
+/// flush is what lets that WAL go).
+fn oldest_immutable(state: &DbState) -> Option<(Arc<Tree>, Arc<Memtable>)> {
+    state
+        .trees
+        .values()
+        .filter_map(|t| t.imm.first().map(|m| (t, m)))
+        .min_by_key(|(_, m)| m.wal_number())
+        .map(|(t, m)| (Arc::clone(&t.tree), Arc::clone(m)))
+}
+
+/// Logs (once per episode) every level of every keyspace whose measured FPR exceeds twice the
+/// expected one: silent over-fill is the most common way filters fail in production.
+fn warn_on_overfull_filters(
+    db: &DbInner,
+    warned: &mut std::collections::HashMap<(u32, usize), bool>,
+) {
+    for (tree, version) in db.versions.all_current() {
+        let reports = crate::properties::level_reports(&tree, &version);
+        let overfull = crate::properties::overfull_levels(&reports);
+        for level in 0..reports.len() {
+            let flag = warned.entry((tree.id, level)).or_insert(false);
+            match overfull.iter().find(|o| o.0 == level) {
+                Some(&(_, measured, expected)) if !*flag => {
+                    tracing::warn!(
+                        "siftdb: keyspace {:?} L{level} filters measure FPR {measured:.5}, over twice the expected {expected:.5}: over-full or mismatched filters",
+                        tree.name
+                    );
+                    *flag = true;
+                }
+                Some(_) => {}
+                None => *flag = false,
+            }
+        }
+    }
+}
+
+/// Switches `tree`'s memtable (if it holds anything) and waits until every memtable of the tree
+/// frozen so far is in a table.
+pub(crate) fn flush_and_wait(db: &Arc<DbInner>, tree: &Tree) -> Result<()> {
     db.check_open()?;
+    db.check_writable()?;
     let target = db.writes.exclusive(|| -> Result<Option<u64>> {
         let mut state = db.state.lock();
         if let Some(e) = &state.bg_error {
             return Err(Error::Background(e.clone()));
         }
-        if !state.mem.is_empty() {
-            db.switch_memtable(&mut state)?;
+        let t = state
+            .trees
+            .get(&tree.id)
+            .ok_or_else(|| Error::KeyspaceDropped(tree.name.clone()))?;
+        if !t.mem.is_empty() {
+            db.switch_memtables(&mut state, &[tree.id])?;
         }
-        Ok(state.imm.last().map(|m| m.wal_number()))
+        Ok(state
+            .trees
+            .get(&tree.id)
+            .and_then(|t| t.imm.last())
+            .map(|m| m.wal_number()))
     })?;
     let Some(target) = target else { return Ok(()) };
     let mut state = db.state.lock();
@@ -110,7 +143,10 @@ pub(crate) fn flush_and_wait(db: &Arc<DbInner>) -> Result<()> {
         if let Some(e) = &state.bg_error {
             return Err(Error::Background(e.clone()));
         }
-        if state.imm.first().is_none_or(|m| m.wal_number() > target) {
+        let Some(t) = state.trees.get(&tree.id) else {
+            return Err(Error::KeyspaceDropped(tree.name.clone()));
+        };
+        if t.imm.first().is_none_or(|m| m.wal_number() > target) {
             return Ok(());
         }
         if db.shutting_down.load(Ordering::Acquire) {
@@ -122,12 +158,12 @@ pub(crate) fn flush_and_wait(db: &Arc<DbInner>) -> Result<()> {
     }
 }
 
-/// Writes `mem` to a new L0 table, records it in the manifest and retires the memtable and the
-/// WALs it no longer needs.
-fn flush_memtable(db: &Arc<DbInner>, mem: &Arc<Memtable>) -> Result<()> {
+/// Writes `mem` to a new L0 table of `tree`, records it in the manifest and retires the memtable
+/// and the WALs it no longer needs.
+fn flush_memtable(db: &Arc<DbInner>, tree: &Tree, mem: &Arc<Memtable>) -> Result<()> {
     let number = db.versions.new_output();
-    let plan = crate::filter_plan::for_flush(&db.options, &db.versions.current(), mem);
-    let file = match write_l0_table(db, mem, number, plan) {
+    let plan = crate::filter_plan::for_flush(&tree.options, &db.versions.current(tree), mem);
+    let file = match write_l0_table(db, &tree.options, mem, number, plan) {
         Ok(file) => file,
         Err(e) => {
             db.versions.release_outputs(&[number]);
@@ -137,36 +173,58 @@ fn flush_memtable(db: &Arc<DbInner>, mem: &Arc<Memtable>) -> Result<()> {
     if file.is_none() {
         db.versions.release_outputs(&[number]);
     }
-    // The memtable after this one (`imm[0]`, the oldest) still needs its WAL; this one's is
-    // obsolete once the edit is durable.
-    let next_log = {
-        let state = db.state.lock();
-        state
-            .imm
-            .get(1)
-            .map_or(state.mem.wal_number(), |m| m.wal_number())
-    };
-    let mut edit = VersionEdit {
-        log_number: Some(next_log),
-        ..VersionEdit::default()
-    };
+    let mut edit = log_numbers_after_flush(db, tree);
     if let Some(file) = &file {
         edit.added.push((0, file.meta.clone()));
     }
-    db.versions
-        .log_and_apply(db, edit, file.as_slice(), |state| {
-            state.imm.retain(|m| !Arc::ptr_eq(m, mem));
+    let installed = db
+        .versions
+        .log_and_apply(db, tree, edit, file.as_slice(), |state| {
+            if let Some(t) = state.trees.get_mut(&tree.id) {
+                t.imm.retain(|m| !Arc::ptr_eq(m, mem));
+            }
             // Counted where the flush becomes visible: a caller of `Db::flush` wakes once the
             // memtable has left `imm`, and must see the flush in `Db::stats`.
             db.counters.flushes.fetch_add(1, Ordering::Relaxed);
-        })?;
+        });
+    if installed.is_err() {
+        // The table is an orphan (its keyspace was dropped) — or, after a failed manifest
+        // append, possibly named by the manifest, which `delete_obsolete_files` then respects
+        // by deleting nothing until reopen.
+        db.versions.release_outputs(&[number]);
+    }
     crate::recovery::delete_obsolete_files(db);
-    Ok(())
+    installed
+}
+
+/// The log numbers a flush of `tree`'s oldest memtable records: the tree's own — the memtable
+/// after it (`imm[1]`, or the active one) still needs its WAL, the flushed one's is obsolete
+/// once the edit is durable — and those of idle keyspaces (nothing in memory), so that they do
+/// not keep old WALs alive.
+fn log_numbers_after_flush(db: &DbInner, tree: &Tree) -> VersionEdit {
+    let state = db.state.lock();
+    let next_log = state.trees.get(&tree.id).map(|t| {
+        t.imm
+            .get(1)
+            .map_or_else(|| t.mem.wal_number(), |m| m.wal_number())
+    });
+    let idle = state
+        .trees
+        .iter()
+        .filter(|(id, t)| **id != tree.id && t.imm.is_empty() && t.mem.is_empty())
+        .map(|(id, t)| (*id, t.mem.wal_number()))
+        .collect();
+    VersionEdit {
+        log_number: next_log,
+        other_log_numbers: idle,
+        ..VersionEdit::default()
+    }
 }
 
 /// Builds the table of a memtable (none if it is empty) and opens it for L0 reads.
 pub(crate) fn write_l0_table(
     db: &DbInner,
+    options: &Options,
     mem: &Memtable,
     number: u64,
     plan: FilterPlan,
@@ -176,8 +234,8 @@ pub(crate) fn write_l0_table(
     }
     let path = names::table(&db.dir, number);
     let mut file = db.fs.create(&path)?;
-    let options = db.options.table_build_options(plan.build_level, plan.spec);
-    let mut builder = TableBuilder::new(&mut file, options);
+    let build = options.table_build_options(plan.build_level, plan.spec);
+    let mut builder = TableBuilder::new(&mut file, build);
     for (key, value) in mem.entries() {
         builder.add(key.encoded(), &value)?;
     }
@@ -205,11 +263,17 @@ pub(crate) fn write_l0_table(
         distinct_keys: meta.properties.distinct_keys,
         filter_level: plan.level,
     };
-    Ok(Some(open_table(db, 0, &file_meta)?))
+    Ok(Some(open_table(db, options, 0, &file_meta)?))
 }
 
-/// Opens a live table of `level` (L0 tables pin their filter and index blocks if configured).
-pub(crate) fn open_table(db: &DbInner, level: usize, meta: &FileMeta) -> Result<Arc<TableFile>> {
+/// Opens a live table of `level` of a tree with `options` (L0 tables pin their filter and index
+/// blocks if configured).
+pub(crate) fn open_table(
+    db: &DbInner,
+    options: &Options,
+    level: usize,
+    meta: &FileMeta,
+) -> Result<Arc<TableFile>> {
     let path = names::table(&db.dir, meta.number);
     let file = db
         .fs
@@ -221,13 +285,13 @@ pub(crate) fn open_table(db: &DbInner, level: usize, meta: &FileMeta) -> Result<
                 Error::Io(e)
             }
         })?;
-    let options = TableReadOptions {
+    let read = TableReadOptions {
         key_hasher: db.options.filter_hasher,
-        prefix_extractor: db.options.prefix_extractor.clone(),
-        pin_filter_and_index: level == 0 && db.options.pin_l0_filter_and_index_blocks_in_cache,
+        prefix_extractor: options.prefix_extractor.clone(),
+        pin_filter_and_index: level == 0 && options.pin_l0_filter_and_index_blocks_in_cache,
         stats: Some(Arc::clone(&db.counters.reads)),
     };
     let name = path.display().to_string();
-    let table = Table::open(file, meta.number, name, Arc::clone(&db.cache), options)?;
+    let table = Table::open(file, meta.number, name, Arc::clone(&db.cache), read)?;
     Ok(Arc::new(TableFile::new(meta.clone(), Arc::new(table))))
 }

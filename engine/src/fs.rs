@@ -43,6 +43,12 @@ pub trait FileSystem: Send + Sync + Debug {
     /// Takes an exclusive lock on `path` (created if needed); `ErrorKind::WouldBlock` if another
     /// holder has it, in this process or another.
     fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>>;
+    /// Makes `to` a hard link of the immutable file `from` (checkpoints). The default says
+    /// `Unsupported`, and the caller copies instead.
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let _ = (from, to);
+        Err(io::ErrorKind::Unsupported.into())
+    }
 }
 
 /// The operating system's file system.
@@ -124,6 +130,10 @@ impl FileSystem for RealFs {
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         File::open(dir)?.sync_all()
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::hard_link(from, to)
     }
 
     fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {

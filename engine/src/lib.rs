@@ -20,6 +20,7 @@
 #![warn(clippy::unwrap_used, clippy::expect_used)]
 
 mod batch;
+mod checkpoint;
 mod compaction;
 mod db;
 mod error;
@@ -28,11 +29,14 @@ mod flush;
 pub mod fs;
 mod iterator;
 mod key_head;
+mod keyspace;
+mod keyspace_options;
 mod manifest;
 mod memtable;
 mod options;
 mod options_file;
 mod properties;
+mod read;
 mod recovery;
 mod snapshot;
 mod stats;
@@ -40,6 +44,7 @@ mod stats;
 pub mod sync_point;
 #[cfg(not(feature = "test-hooks"))]
 mod sync_point;
+mod tree;
 mod version;
 mod version_edit;
 mod version_set;
@@ -59,6 +64,8 @@ pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use db::Db;
 pub use error::{Corruption, Error, Result};
 pub use iterator::{DbIterator, RawIterator};
+pub use keyspace::Keyspace;
+pub use keyspace_options::{KeyspaceOptions, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN};
 pub use options::{Options, ReadOptions, WriteOptions, MAX_FILTER_BITS_PER_KEY, MAX_LEVELS};
 pub use options_file::FORMAT_VERSION;
 pub use properties::LevelInfo;

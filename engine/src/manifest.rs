@@ -1,7 +1,8 @@
 //! The manifest (a log of version edits) and `CURRENT`, which names the live manifest.
 //!
-//! A new manifest starts with one edit describing the whole version; later edits are appended
-//! and synced before they take effect. `CURRENT` is replaced atomically: written to
+//! A new manifest starts with edits describing the whole database (a header edit with the
+//! counters, then one edit per keyspace: created, its log number, its tables); later edits are
+//! appended and synced before they take effect. `CURRENT` is replaced atomically: written to
 //! `CURRENT.tmp`, synced, renamed over `CURRENT`, and the directory synced.
 
 use std::io::Write;
@@ -26,11 +27,13 @@ impl Manifest {
         fs: &dyn FileSystem,
         dir: &Path,
         number: u64,
-        snapshot: &VersionEdit,
+        snapshot: &[VersionEdit],
     ) -> Result<Manifest> {
         let path = names::manifest(dir, number);
         let mut writer = LogWriter::new(fs.create(&path)?);
-        writer.add_record(&snapshot.encode())?;
+        for edit in snapshot {
+            writer.add_record(&edit.encode())?;
+        }
         writer.sync()?;
         set_current(fs, dir, number)?;
         Ok(Manifest { writer, number })
@@ -49,7 +52,7 @@ impl Manifest {
     }
 }
 
-fn set_current(fs: &dyn FileSystem, dir: &Path, number: u64) -> Result<()> {
+pub(crate) fn set_current(fs: &dyn FileSystem, dir: &Path, number: u64) -> Result<()> {
     let tmp = dir.join("CURRENT.tmp");
     let mut f = fs.create(&tmp)?;
     f.write_all(format!("MANIFEST-{number:06}\n").as_bytes())?;

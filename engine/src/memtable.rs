@@ -1,7 +1,7 @@
 //! The memtable: a concurrent skiplist of internal keys, flushed to an L0 table when full.
 
 use std::ops::Bound;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crossbeam_skiplist::map::Entry;
@@ -64,8 +64,9 @@ pub enum MemGet {
 pub struct Memtable {
     map: SkipMap<MemKey, Vec<u8>>,
     size: AtomicUsize,
-    /// The WAL holding this memtable's writes.
-    wal_number: u64,
+    /// The oldest WAL that may hold this memtable's writes (moved forward while the memtable is
+    /// empty, so an idle keyspace does not keep old WALs alive).
+    wal_number: AtomicU64,
 }
 
 impl Memtable {
@@ -74,7 +75,7 @@ impl Memtable {
         Memtable {
             map: SkipMap::new(),
             size: AtomicUsize::new(0),
-            wal_number,
+            wal_number: AtomicU64::new(wal_number),
         }
     }
 
@@ -103,9 +104,17 @@ impl Memtable {
         self.map.is_empty()
     }
 
-    /// The WAL number of this memtable.
+    /// The oldest WAL that may hold this memtable's writes.
     pub fn wal_number(&self) -> u64 {
-        self.wal_number
+        self.wal_number.load(Ordering::Acquire)
+    }
+
+    /// Moves an empty memtable to a newer WAL (the caller owns the write path, so nothing is
+    /// being inserted).
+    pub(crate) fn move_to_wal(&self, wal_number: u64) {
+        if self.is_empty() {
+            self.wal_number.store(wal_number, Ordering::Release);
+        }
     }
 
     /// The newest version of `key` visible at `snapshot`.

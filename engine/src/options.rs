@@ -94,6 +94,16 @@ pub struct Options {
     pub metadata_block_size: usize,
     /// The file system all I/O goes through.
     pub fs: Arc<dyn FileSystem>,
+    /// Options for named keyspaces at open, overriding what was recorded when each was created
+    /// (RocksDB's column family descriptors). A keyspace not named here opens with its recorded
+    /// options; name one here to change its tuning or to give it a prefix extractor that cannot
+    /// be rebuilt from its name. `"default"` takes the tree fields of these `Options` instead.
+    pub keyspaces: Vec<(String, crate::KeyspaceOptions)>,
+    /// With several keyspaces, the WAL bytes kept before the memtables that hold the oldest WAL
+    /// are flushed so that it can be deleted (RocksDB's `max_total_wal_size`): a keyspace written
+    /// rarely would otherwise keep every WAL since its last flush. 0: four times the memtable
+    /// memory of all keyspaces (`write_buffer_size · max_write_buffer_number` each).
+    pub max_total_wal_size: u64,
 }
 
 impl std::fmt::Debug for Options {
@@ -143,6 +153,8 @@ impl Default for Options {
             partition_above: Some(siftdb_sstable::DEFAULT_PARTITION_ABOVE),
             metadata_block_size: 4096,
             fs: Arc::new(RealFs),
+            keyspaces: Vec::new(),
+            max_total_wal_size: 0,
         }
     }
 }
@@ -219,6 +231,18 @@ impl Options {
                 "filter_bits_per_key",
                 &format!("must be a number from 0 to {MAX_FILTER_BITS_PER_KEY}"),
             );
+        }
+        for (name, ks) in &self.keyspaces {
+            crate::keyspace_options::validate_name(name)?;
+            if name == crate::keyspace_options::DEFAULT_KEYSPACE {
+                return invalid(
+                    "keyspaces",
+                    "must not name \"default\" (its options are the tree fields of Options)",
+                );
+            }
+            ks.apply_to(self).validate().map_err(|e| {
+                Error::InvalidArgument(format!("options of keyspace {name:?}: {e}"))
+            })?;
         }
         Ok(())
     }

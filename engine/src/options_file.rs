@@ -18,9 +18,11 @@ use crate::options::Options;
 
 /// The database format version this build writes and reads: 2 adds field 6 of manifest edits
 /// (the level a trivially moved table's filter was planned for); 3 writes tables of table
-/// format 2 (compressed blocks, partitioned index and filters). Older databases open and are
-/// upgraded (their tables are read as they are and rewritten by compactions).
-pub const FORMAT_VERSION: u32 = 3;
+/// format 2 (compressed blocks, partitioned index and filters); 4 adds keyspaces (WAL ops
+/// tagged with a keyspace id, manifest fields 7-11). Older databases open and are upgraded
+/// (their tables are read as they are and rewritten by compactions; everything they hold is
+/// the "default" keyspace).
+pub const FORMAT_VERSION: u32 = 4;
 
 /// What `OPTIONS` records: the settings that shape on-disk data.
 #[derive(Debug, Clone, PartialEq, Eq)]

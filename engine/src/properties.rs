@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use crate::db::DbInner;
 use crate::stats::LevelFilterStats;
+use crate::tree::Tree;
 use crate::version::Version;
 
 /// Negative lookups a level needs before its measured FPR is trusted for the warning.
@@ -39,8 +40,8 @@ pub struct LevelInfo {
     pub partitioned_tables: usize,
 }
 
-pub(crate) fn level_reports(db: &DbInner, version: &Version) -> Vec<LevelInfo> {
-    let levels = db.counters.level_filter_stats();
+pub(crate) fn level_reports(tree: &Tree, version: &Version) -> Vec<LevelInfo> {
+    let levels = crate::stats::level_filter_stats(std::iter::once(&tree.levels));
     (0..version.num_levels())
         .map(|level| {
             let files = version.level(level);
@@ -115,11 +116,14 @@ pub(crate) fn overfull_levels(reports: &[LevelInfo]) -> Vec<(usize, f64, f64)> {
         .collect()
 }
 
-pub(crate) fn property(db: &DbInner, name: &str) -> Option<String> {
-    let view = db.read_view();
+/// Property `name` of `tree` (or of the whole database, for `siftdb.stats` and
+/// `siftdb.keyspaces`).
+pub(crate) fn property(db: &DbInner, tree: &Tree, name: &str) -> Option<String> {
+    let view = tree.read_view();
     match name {
-        "siftdb.levels" => Some(levels_table(&level_reports(db, &view.version))),
-        "siftdb.stats" => Some(format!("{:#?}", db.counters.snapshot(db.cache.stats()))),
+        "siftdb.levels" => Some(levels_table(&level_reports(tree, &view.version))),
+        "siftdb.stats" => Some(format!("{:#?}", db.stats())),
+        "siftdb.keyspaces" => Some(keyspaces_table(db)),
         "siftdb.estimate-num-keys" => {
             let mem: usize = std::iter::once(&view.mem)
                 .chain(&view.imm)
@@ -143,6 +147,39 @@ pub(crate) fn property(db: &DbInner, name: &str) -> Option<String> {
             (level < view.version.num_levels()).then(|| view.version.level(level).len().to_string())
         }
     }
+}
+
+/// One row per keyspace: its id, tables, bytes on disk, keys and memtable bytes.
+fn keyspaces_table(db: &DbInner) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<24} {:>4} {:>6} {:>12} {:>11} {:>12}",
+        "keyspace", "id", "files", "bytes", "keys", "mem bytes"
+    );
+    for (tree, version) in db.versions.all_current() {
+        let view = tree.read_view();
+        let mem: usize = std::iter::once(&view.mem)
+            .chain(&view.imm)
+            .map(|m| m.approximate_size())
+            .sum();
+        let keys: u64 = version.all().map(|(_, f)| f.meta.entries).sum::<u64>()
+            + std::iter::once(&view.mem)
+                .chain(&view.imm)
+                .map(|m| m.len() as u64)
+                .sum::<u64>();
+        let _ = writeln!(
+            out,
+            "{:<24} {:>4} {:>6} {:>12} {:>11} {:>12}",
+            tree.name,
+            tree.id,
+            version.all().count(),
+            version.all().map(|(_, f)| f.meta.file_size).sum::<u64>(),
+            keys,
+            mem
+        );
+    }
+    out
 }
 
 fn levels_table(reports: &[LevelInfo]) -> String {

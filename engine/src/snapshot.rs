@@ -7,8 +7,9 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::db::DbInner;
-use crate::error::Result;
-use crate::iterator::{DbIterator, KeyBounds, RawIterator};
+use crate::error::{Error, Result};
+use crate::iterator::{DbIterator, RawIterator};
+use crate::keyspace::Keyspace;
 use crate::options::ReadOptions;
 
 /// The sequence numbers of live snapshots (with counts), so compaction keeps what they see.
@@ -77,7 +78,7 @@ impl Snapshot {
         self.sequence
     }
 
-    /// The value of `key` as of the snapshot.
+    /// The value of `key` as of the snapshot (in the "default" keyspace).
     pub fn get<K: AsRef<[u8]>>(&self, key: K) -> Result<Option<Vec<u8>>> {
         let mut value = Vec::new();
         let found = self.get_into(key, &mut value)?;
@@ -87,7 +88,52 @@ impl Snapshot {
     /// [`Snapshot::get`] into `buf` (cleared first); returns whether the key was found.
     pub fn get_into<K: AsRef<[u8]>>(&self, key: K, buf: &mut Vec<u8>) -> Result<bool> {
         buf.clear();
-        self.db.get_at(key.as_ref(), self.sequence, buf)
+        self.db
+            .get_at(&self.db.default, key.as_ref(), self.sequence, buf)
+    }
+
+    /// The value of `key` in keyspace `ks` as of the snapshot: a snapshot covers every keyspace
+    /// at one point (they share one sequence), so reads of several keyspaces through it agree.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+    /// let index = db.keyspace("index")?;
+    /// index.put("k", "1")?;
+    /// let snapshot = db.snapshot();
+    /// index.put("k", "2")?;
+    /// assert_eq!(snapshot.get_in(&index, b"k")?, Some(b"1".to_vec()));
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn get_in(&self, ks: &Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_same_db(ks)?;
+        let mut value = Vec::new();
+        let found = self.db.get_at(ks.tree(), key, self.sequence, &mut value)?;
+        Ok(found.then_some(value))
+    }
+
+    /// An iterator over keyspace `ks` as of the snapshot.
+    pub fn iter_in(&self, ks: &Keyspace) -> DbIterator {
+        if let Err(e) = self.check_same_db(ks) {
+            return DbIterator::failed(&self.db, ks.tree(), e);
+        }
+        crate::read::iterator::<&[u8], _>(
+            &self.db,
+            ks.tree(),
+            Some(self.sequence),
+            &(..),
+            None,
+            &ReadOptions::default(),
+        )
+    }
+
+    fn check_same_db(&self, ks: &Keyspace) -> Result<()> {
+        if ks.instance() != self.db.instance {
+            return Err(Error::InvalidArgument(
+                "the keyspace belongs to another database than the snapshot".to_string(),
+            ));
+        }
+        Ok(())
     }
 
     /// An iterator over the database as of the snapshot (`.rev()` for descending order).
@@ -97,29 +143,29 @@ impl Snapshot {
 
     /// An iterator over the keys in `range` as of the snapshot (see [`Db::range`](crate::Db::range)).
     pub fn range<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(&self, range: R) -> DbIterator {
-        DbIterator::new(
+        crate::read::iterator(
             &self.db,
-            self.db.read_view(),
-            self.sequence,
-            KeyBounds::of(&range),
+            &self.db.default,
+            Some(self.sequence),
+            &range,
             None,
-            ReadOptions::default(),
+            &ReadOptions::default(),
         )
     }
 
     /// An iterator over the keys that start with `prefix` as of the snapshot.
     pub fn prefix_iter<P: AsRef<[u8]>>(&self, prefix: P) -> DbIterator {
-        crate::db::prefix_iterator(
+        crate::read::prefix_iterator(
             &self.db,
-            self.db.read_view(),
-            self.sequence,
+            &self.db.default,
+            Some(self.sequence),
             prefix.as_ref(),
         )
     }
 
     /// A raw cursor over the database as of the snapshot (see [`RawIterator`]).
     pub fn raw_iter(&self) -> RawIterator {
-        crate::db::raw_iterator(&self.db, &self.db.read_view(), self.sequence)
+        crate::read::raw_iterator(&self.db, &self.db.default, Some(self.sequence))
     }
 }
 

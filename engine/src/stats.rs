@@ -10,8 +10,6 @@ use crate::options::MAX_LEVELS;
 /// Live counters (shared by the engine's threads).
 #[derive(Debug, Default)]
 pub(crate) struct EngineCounters {
-    /// Filter and data-block tickers of point lookups, per level.
-    pub levels: [ReadStatistics; MAX_LEVELS],
     /// Block reads from table files (all levels) for users: lookups and iterators.
     pub reads: std::sync::Arc<ReadStatistics>,
     /// Block reads from table files by compactions (kept apart from users' reads).
@@ -33,6 +31,9 @@ pub(crate) struct EngineCounters {
     pub compaction_bytes_read: AtomicU64,
     pub compaction_bytes_written: AtomicU64,
     pub stall_micros: AtomicU64,
+    pub checkpoints: AtomicU64,
+    pub checkpoint_files_linked: AtomicU64,
+    pub checkpoint_bytes_copied: AtomicU64,
 }
 
 /// Filter tickers of one level.
@@ -123,6 +124,13 @@ pub struct Stats {
     pub table_bytes_uncompressed: u64,
     /// Microseconds writers spent stalled.
     pub stall_micros: u64,
+    /// Checkpoints written.
+    pub checkpoints: u64,
+    /// Table files checkpoints hard-linked (no bytes copied).
+    pub checkpoint_files_linked: u64,
+    /// Bytes checkpoints copied: WALs, and tables where a hard link was not possible (another
+    /// file system).
+    pub checkpoint_bytes_copied: u64,
     /// The block cache's counters.
     pub cache: CacheStats,
 }
@@ -166,24 +174,29 @@ impl Stats {
     }
 }
 
-impl EngineCounters {
-    /// Filter tickers per level (cheap: no cache statistics).
-    pub(crate) fn level_filter_stats(&self) -> Vec<LevelFilterStats> {
-        self.levels
-            .iter()
-            .map(|s| LevelFilterStats {
-                checked: s.filter_checked.load(Relaxed),
-                useful: s.filter_useful.load(Relaxed),
-                positive: s.filter_positive.load(Relaxed),
-                true_positive: s.filter_true_positive.load(Relaxed),
-                data_block_accesses: s.data_block_accesses.load(Relaxed),
-            })
-            .collect()
+/// Filter tickers per level, added up over the trees whose per-level counters are given.
+pub(crate) fn level_filter_stats<'a>(
+    trees: impl Iterator<Item = &'a [ReadStatistics; MAX_LEVELS]>,
+) -> Vec<LevelFilterStats> {
+    let mut sum = vec![LevelFilterStats::default(); MAX_LEVELS];
+    for levels in trees {
+        for (total, s) in sum.iter_mut().zip(levels) {
+            total.checked += s.filter_checked.load(Relaxed);
+            total.useful += s.filter_useful.load(Relaxed);
+            total.positive += s.filter_positive.load(Relaxed);
+            total.true_positive += s.filter_true_positive.load(Relaxed);
+            total.data_block_accesses += s.data_block_accesses.load(Relaxed);
+        }
     }
+    sum
+}
 
+impl EngineCounters {
+    /// The counters as [`Stats`], with no per-level filter tickers (those are per tree:
+    /// [`level_filter_stats`]).
     pub(crate) fn snapshot(&self, cache: CacheStats) -> Stats {
         Stats {
-            levels: self.level_filter_stats(),
+            levels: Vec::new(),
             gets: self.gets.load(Relaxed),
             gets_found: self.gets_found.load(Relaxed),
             memtable_hits: self.memtable_hits.load(Relaxed),
@@ -213,6 +226,9 @@ impl EngineCounters {
             trivial_moves: self.trivial_moves.load(Relaxed),
             table_bytes_uncompressed: self.table_bytes_uncompressed.load(Relaxed),
             stall_micros: self.stall_micros.load(Relaxed),
+            checkpoints: self.checkpoints.load(Relaxed),
+            checkpoint_files_linked: self.checkpoint_files_linked.load(Relaxed),
+            checkpoint_bytes_copied: self.checkpoint_bytes_copied.load(Relaxed),
             cache,
         }
     }

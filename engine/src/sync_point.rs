@@ -61,3 +61,5 @@ pub(crate) use sync_point;
 pub const READ_SEQUENCE_AND_VIEW: &str = "read:sequence_and_view";
 /// A snapshot has chosen its sequence number (and, since the fix, registered it).
 pub const SNAPSHOT_SEQUENCE_CHOSEN: &str = "snapshot:sequence_chosen";
+/// A checkpoint has chosen its point (writes run again) and is about to link and copy files.
+pub const CHECKPOINT_POINT_CHOSEN: &str = "checkpoint:point_chosen";

@@ -10,8 +10,19 @@
 //!        | 5 varint level | varint number                      (file deleted)
 //!        | 6 varint level | varint number | varint filter_level (follows the 4 of that file
 //!            when its filter was planned for another level: a trivial move)
+//!        | 7 varint keyspace_id                  (the keyspace the edit applies to; absent: 0,
+//!            "default" — so every edit of a database of format 3 or older is the default's)
+//!        | 8 bytes name | bytes options           (the keyspace is created: its name and its
+//!            options as `key=value` lines, see `keyspace::options_text`)
+//!        | 9                                     (the keyspace is dropped, with all its tables)
+//!        | 10 varint next_keyspace_id            (ids are never reused)
+//!        | 11 varint keyspace_id | varint log_number (another keyspace's log number: an idle
+//!            keyspace holds nothing in WALs below it; written with another keyspace's flush so
+//!            that idle keyspaces do not keep old WALs)
 //! bytes := varint length | raw bytes
 //! ```
+//! `log_number` (1) and the files (4, 5, 6) belong to the edit's keyspace; 2, 3 and 10 are the
+//! database's. One edit is one manifest record, so creating or dropping a keyspace is atomic.
 
 use siftdb_sstable::coding::{get_bytes, get_varint, put_bytes, put_varint};
 use siftdb_sstable::InternalKey;
@@ -49,12 +60,43 @@ pub struct VersionEdit {
     pub added: Vec<(usize, FileMeta)>,
     /// Files removed: (level, number).
     pub deleted: Vec<(usize, u64)>,
+    /// The keyspace `log_number` and the files belong to (0: "default").
+    pub keyspace: u32,
+    /// The keyspace is created: its name and its options (`key=value` lines).
+    pub created: Option<(String, String)>,
+    /// The keyspace is dropped.
+    pub dropped: bool,
+    /// Next keyspace id to hand out.
+    pub next_keyspace_id: Option<u32>,
+    /// Log numbers of other keyspaces: (keyspace id, log number).
+    pub other_log_numbers: Vec<(u32, u64)>,
 }
 
 impl VersionEdit {
     /// Encodes the edit.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
+        if self.keyspace != 0 {
+            put_varint(&mut out, 7);
+            put_varint(&mut out, u64::from(self.keyspace));
+        }
+        if let Some((name, options)) = &self.created {
+            put_varint(&mut out, 8);
+            put_bytes(&mut out, name.as_bytes());
+            put_bytes(&mut out, options.as_bytes());
+        }
+        if self.dropped {
+            put_varint(&mut out, 9);
+        }
+        if let Some(v) = self.next_keyspace_id {
+            put_varint(&mut out, 10);
+            put_varint(&mut out, u64::from(v));
+        }
+        for (keyspace, log_number) in &self.other_log_numbers {
+            put_varint(&mut out, 11);
+            put_varint(&mut out, u64::from(*keyspace));
+            put_varint(&mut out, *log_number);
+        }
         if let Some(v) = self.log_number {
             put_varint(&mut out, 1);
             put_varint(&mut out, v);
@@ -140,6 +182,20 @@ impl VersionEdit {
                         .find(|(al, m)| *al == l && m.number == number)?;
                     meta.filter_level = filter_level;
                 }
+                7 => e.keyspace = u32::try_from(get_varint(bytes, &mut pos)?).ok()?,
+                8 => {
+                    let text =
+                        |pos: &mut usize| String::from_utf8(get_bytes(bytes, pos)?.to_vec()).ok();
+                    let name = text(&mut pos)?;
+                    e.created = Some((name, text(&mut pos)?));
+                }
+                9 => e.dropped = true,
+                10 => e.next_keyspace_id = Some(u32::try_from(get_varint(bytes, &mut pos)?).ok()?),
+                11 => {
+                    let keyspace = u32::try_from(get_varint(bytes, &mut pos)?).ok()?;
+                    e.other_log_numbers
+                        .push((keyspace, get_varint(bytes, &mut pos)?));
+                }
                 _ => return None,
             }
         }
@@ -171,6 +227,7 @@ mod tests {
                 },
             )],
             deleted: vec![(0, 4)],
+            ..VersionEdit::default()
         };
         let bytes = e.encode();
         assert_eq!(VersionEdit::decode(&bytes), Some(e));
@@ -178,7 +235,36 @@ mod tests {
             // Truncations either fail or decode to a different (shorter) edit, never panic.
             let _ = VersionEdit::decode(&bytes[..len]);
         }
-        assert_eq!(VersionEdit::decode(&[9]), None);
+        assert_eq!(VersionEdit::decode(&[11]), None);
+    }
+
+    #[test]
+    fn keyspace_fields_round_trip_and_default_is_implicit() {
+        let e = VersionEdit {
+            keyspace: 3,
+            created: Some(("orders".to_string(), "write_buffer_size=1024\n".to_string())),
+            next_keyspace_id: Some(4),
+            log_number: Some(9),
+            other_log_numbers: vec![(0, 8), (2, 9)],
+            ..VersionEdit::default()
+        };
+        let bytes = e.encode();
+        assert_eq!(VersionEdit::decode(&bytes), Some(e));
+        for len in 0..bytes.len() {
+            let _ = VersionEdit::decode(&bytes[..len]);
+        }
+        let dropped = VersionEdit {
+            keyspace: 3,
+            dropped: true,
+            ..VersionEdit::default()
+        };
+        assert_eq!(VersionEdit::decode(&dropped.encode()), Some(dropped));
+        // The default keyspace writes no field 7: its edits read as those of older builds.
+        let default = VersionEdit {
+            log_number: Some(2),
+            ..VersionEdit::default()
+        };
+        assert_eq!(default.encode(), vec![1, 2]);
     }
 
     #[test]

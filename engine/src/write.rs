@@ -41,10 +41,19 @@ pub(crate) struct WriteQueue {
     changed: Condvar,
 }
 
+/// The memtables a group writes into, by keyspace id.
+type GroupMemtables = Vec<(u32, Arc<Memtable>)>;
+
 impl DbInner {
     pub(crate) fn write(&self, batch: WriteBatch, sync: bool) -> Result<()> {
         self.check_open()?;
+        self.check_writable()?;
         batch.validate()?;
+        if batch.instance().is_some_and(|i| i != self.instance) {
+            return Err(Error::InvalidArgument(
+                "the batch names a keyspace of another database".to_string(),
+            ));
+        }
         if batch.is_empty() {
             return Ok(());
         }
@@ -74,29 +83,50 @@ impl DbInner {
             }
         }
         drop(queue);
-        let result = self.commit_group(&mut group);
+        let mut rejected = Vec::new();
+        let result = self.commit_group(&mut group, &mut rejected);
         let mut queue = q.queue.lock();
         for (t, _, _) in &group {
-            if *t != ticket {
-                let shared = match &result {
-                    Ok(()) => Ok(()),
-                    Err(e) => Err(e.duplicate()),
-                };
-                queue.done.insert(*t, shared);
-            }
+            let shared = match &result {
+                Ok(()) => Ok(()),
+                Err(e) => Err(e.duplicate()),
+            };
+            queue.done.insert(*t, shared);
         }
+        for (t, e) in rejected {
+            queue.done.insert(t, Err(e));
+        }
+        let own = queue.done.remove(&ticket).unwrap_or(result);
         queue.leader_active = false;
         q.changed.notify_all();
-        result
+        own
     }
 
-    fn commit_group(&self, group: &mut [(u64, WriteBatch, bool)]) -> Result<()> {
-        let sync = group.iter().any(|g| g.2);
-        let count: u64 = group.iter().map(|g| g.1.len() as u64).sum();
+    /// Commits `group`; a batch naming a keyspace that was dropped moves to `rejected` with its
+    /// error (the rest of the group is committed without it).
+    fn commit_group(
+        &self,
+        group: &mut Vec<(u64, WriteBatch, bool)>,
+        rejected: &mut Vec<(u64, Error)>,
+    ) -> Result<()> {
         // Reserve room and sequence numbers, and take the WAL out for the unlocked append.
-        let (mem, mut wal, first_seq) = {
+        let (mems, mut wal, first_seq, count, sync) = {
             let mut state = self.state.lock();
-            self.make_room(&mut state)?;
+            reject_dropped(&state, group, rejected);
+            let mut touched: Vec<u32> = group
+                .iter()
+                .flat_map(|(_, b, _)| b.keyspaces().iter().map(|(id, _)| *id))
+                .collect();
+            touched.sort_unstable();
+            touched.dedup();
+            self.make_room(&mut state, &touched)?;
+            // A stall may have let a drop in: batches naming the dropped keyspace fail alone.
+            reject_dropped(&state, group, rejected);
+            if group.is_empty() {
+                return Ok(());
+            }
+            let count: u64 = group.iter().map(|g| g.1.len() as u64).sum();
+            let sync = group.iter().any(|g| g.2);
             let last = self.versions.last_sequence();
             if last + count > MAX_SEQUENCE {
                 return Err(Error::InvalidArgument(
@@ -108,9 +138,13 @@ impl DbInner {
             let wal = state.wal.take().ok_or_else(|| {
                 Error::Background("WAL unavailable after an earlier failure".to_string())
             })?;
-            (Arc::clone(&state.mem), wal, first)
+            let mems: GroupMemtables = touched
+                .iter()
+                .filter_map(|id| state.trees.get(id).map(|t| (*id, Arc::clone(&t.mem))))
+                .collect();
+            (mems, wal, first, count, sync)
         };
-        let appended = self.append_group(&mem, &mut wal, group, first_seq, sync);
+        let appended = self.append_group(&mems, &mut wal, group, first_seq, sync);
         let mut state = self.state.lock();
         state.wal = Some(wal);
         if let Err(e) = appended {
@@ -129,7 +163,7 @@ impl DbInner {
 
     fn append_group(
         &self,
-        mem: &Memtable,
+        mems: &GroupMemtables,
         wal: &mut LogWriter,
         group: &mut [(u64, WriteBatch, bool)],
         first_seq: u64,
@@ -152,12 +186,17 @@ impl DbInner {
             .wal_bytes
             .fetch_add(wal.size() - before, Relaxed);
         self.counters.write_groups.fetch_add(1, Relaxed);
-        // Only now, with the group in the WAL, does it reach the memtable.
+        // Only now, with the group in the WAL, does it reach the memtables.
         let mut seq = first_seq;
         for (_, batch, _) in group.iter_mut() {
             let (_, ops) = batch::decode(batch.encode(seq))
                 .ok_or_else(|| Error::corruption("batch failed to decode"))?;
             for op in ops {
+                let mem = mems
+                    .iter()
+                    .find(|(id, _)| *id == op.keyspace)
+                    .map(|(_, m)| m)
+                    .ok_or_else(|| Error::corruption("batch names an unresolved keyspace"))?;
                 mem.insert(op.key, seq, op.kind, op.value);
                 self.counters.keys_written.fetch_add(1, Relaxed);
                 self.counters
@@ -169,9 +208,11 @@ impl DbInner {
         Ok(())
     }
 
-    /// Makes sure the memtable can take a write: switches to a new memtable (and WAL) when it
-    /// is full, and stalls while too many memtables wait for flush.
-    pub(crate) fn make_room(&self, state: &mut MutexGuard<'_, DbState>) -> Result<()> {
+    /// Makes sure the memtables of keyspaces `ids` can take a write: switches a full one to a
+    /// new memtable (and WAL), stalls while one has too many memtables waiting for flush or too
+    /// many L0 tables, and flushes the keyspaces that keep the oldest WAL alive once the WALs
+    /// exceed `Options::max_total_wal_size`.
+    pub(crate) fn make_room(&self, state: &mut MutexGuard<'_, DbState>, ids: &[u32]) -> Result<()> {
         let mut stalled: Option<Instant> = None;
         let result = loop {
             if let Some(e) = &state.bg_error {
@@ -180,24 +221,23 @@ impl DbInner {
             if self.shutting_down.load(Ordering::Acquire) {
                 break Err(Error::Closed);
             }
-            if self.versions.l0_files() >= self.options.level0_stop_writes_trigger {
-                // Too many overlapping L0 files: every lookup would probe each of them. Wait for
-                // compaction to catch up.
+            let room = room_for(state, ids);
+            if room == Room::Stall {
+                // Too many overlapping L0 files (every lookup would probe each of them), or
+                // too many memtables waiting: wait for the background work to catch up.
                 stalled.get_or_insert_with(Instant::now);
                 self.work_available.notify_all();
                 self.state_changed.wait(state);
                 continue;
             }
-            if state.mem.approximate_size() < self.options.write_buffer_size {
+            let full = match room {
+                Room::Switch(full) => full,
+                _ => self.keyspaces_holding_old_wals(state),
+            };
+            if full.is_empty() {
                 break Ok(());
             }
-            if state.imm.len() + 1 >= self.options.max_write_buffer_number {
-                stalled.get_or_insert_with(Instant::now);
-                self.work_available.notify_all();
-                self.state_changed.wait(state);
-                continue;
-            }
-            if let Err(e) = self.switch_memtable(state) {
+            if let Err(e) = self.switch_memtables(state, &full) {
                 break Err(e);
             }
         };
@@ -209,22 +249,82 @@ impl DbInner {
         result
     }
 
-    /// Freezes the memtable and starts a new one with a new WAL.
+    /// With the WALs over `max_total_wal_size`, the keyspaces whose active memtable keeps the
+    /// oldest live WAL alive (switched, they get flushed and the WAL goes); none otherwise.
+    fn keyspaces_holding_old_wals(&self, state: &DbState) -> Vec<u32> {
+        if state.trees.len() < 2 {
+            return Vec::new(); // one keyspace switches its WAL with its memtable
+        }
+        let limit = match self.options.max_total_wal_size {
+            0 => state
+                .trees
+                .values()
+                .map(|t| {
+                    let o = &t.tree.options;
+                    4 * (o.write_buffer_size as u64) * o.max_write_buffer_number as u64
+                })
+                .sum(),
+            n => n,
+        };
+        let oldest = state.min_live_wal();
+        let current = state.wal.as_ref().map_or(0, LogWriter::size);
+        let total: u64 = current
+            + state
+                .closed_wal_sizes
+                .range(oldest..)
+                .map(|(_, size)| size)
+                .sum::<u64>();
+        if total <= limit {
+            return Vec::new();
+        }
+        state
+            .trees
+            .iter()
+            .filter(|(_, t)| {
+                t.imm.is_empty()
+                    && !t.mem.is_empty()
+                    && t.mem.wal_number() == oldest
+                    && oldest < state.wal_number
+            })
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// Freezes the memtables of keyspaces `ids` and starts new ones with a new WAL.
     ///
     /// The caller holds the state lock and owns the write path (it is the write leader, or runs
     /// inside [`WriteQueue::exclusive`]), so no group can append while the lock is released for
     /// the I/O — creating the next log, syncing the old one, syncing the directory — and readers,
     /// flushes and compactions are not held up behind those `fsync`s.
-    pub(crate) fn switch_memtable(&self, state: &mut MutexGuard<'_, DbState>) -> Result<()> {
+    pub(crate) fn switch_memtables(
+        &self,
+        state: &mut MutexGuard<'_, DbState>,
+        ids: &[u32],
+    ) -> Result<()> {
         let number = self.versions.new_file_number();
+        let old_size = state.wal.as_ref().map_or(0, LogWriter::size);
         let old = state.wal.take();
         let started = MutexGuard::unlocked(state, || self.start_wal(number, old));
         match started {
             Ok(wal) => {
+                let old_number = std::mem::replace(&mut state.wal_number, number);
+                state.closed_wal_sizes.insert(old_number, old_size);
                 state.wal = Some(wal);
-                let old = std::mem::replace(&mut state.mem, Arc::new(Memtable::new(number)));
-                state.imm.push(old);
-                self.publish_view(state);
+                for id in ids {
+                    if let Some(t) = state.trees.get_mut(id) {
+                        let old = std::mem::replace(&mut t.mem, Arc::new(Memtable::new(number)));
+                        t.imm.push(old);
+                    }
+                }
+                // Empty memtables need no old WAL: they start in this one.
+                for t in state.trees.values() {
+                    t.mem.move_to_wal(number);
+                }
+                let oldest = state.min_live_wal();
+                state.closed_wal_sizes.retain(|n, _| *n >= oldest);
+                for id in ids {
+                    self.publish_view(state, *id);
+                }
                 self.work_available.notify_all();
                 Ok(())
             }
@@ -263,6 +363,62 @@ impl DbInner {
         self.fs.sync_dir(&self.dir).map_err(|e| (e.into(), None))?;
         Ok(LogWriter::new(file))
     }
+}
+
+/// What the memtables of a group's keyspaces need before it can be written.
+#[derive(Debug, PartialEq, Eq)]
+enum Room {
+    Enough,
+    /// These keyspaces' memtables are full: switch them.
+    Switch(Vec<u32>),
+    /// Wait for flushes or compactions.
+    Stall,
+}
+
+fn room_for(state: &DbState, ids: &[u32]) -> Room {
+    let mut full = Vec::new();
+    for id in ids {
+        let Some(t) = state.trees.get(id) else {
+            continue; // dropped: its batches are rejected
+        };
+        let o = &t.tree.options;
+        if t.tree.l0_files.load(Ordering::Acquire) >= o.level0_stop_writes_trigger {
+            return Room::Stall;
+        }
+        if t.mem.approximate_size() >= o.write_buffer_size {
+            if t.imm.len() + 1 >= o.max_write_buffer_number {
+                return Room::Stall;
+            }
+            full.push(*id);
+        }
+    }
+    if full.is_empty() {
+        Room::Enough
+    } else {
+        Room::Switch(full)
+    }
+}
+
+/// Moves the batches of `group` that name a keyspace no longer in `state` (dropped) to
+/// `rejected`, each with its error.
+fn reject_dropped(
+    state: &DbState,
+    group: &mut Vec<(u64, WriteBatch, bool)>,
+    rejected: &mut Vec<(u64, Error)>,
+) {
+    group.retain(|(ticket, batch, _)| {
+        let missing = batch
+            .keyspaces()
+            .iter()
+            .find(|(id, _)| !state.trees.contains_key(id));
+        match missing {
+            None => true,
+            Some((_, name)) => {
+                rejected.push((*ticket, Error::KeyspaceDropped(name.clone())));
+                false
+            }
+        }
+    });
 }
 
 impl WriteQueue {

@@ -152,6 +152,109 @@ pub fn manifest_replay(data: &[u8]) {
     }
 }
 
+/// A database whose WAL and manifest hold keyspace records: keyspace "ks" created, a
+/// cross-keyspace batch in the WAL. Returns the paths of its newest WAL and its manifest.
+fn db_with_keyspaces(fs: &FaultFs) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    let db = Db::open("/db", options(fs)).ok()?;
+    let ks = db.keyspace("ks").ok()?;
+    let mut batch = siftdb::WriteBatch::new();
+    batch.put(b"k1", b"v1").put_in(&ks, b"k2", b"v2");
+    db.write(batch).ok()?;
+    db.close().ok()?;
+    let paths = fs.paths();
+    let wal = paths
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .max()?
+        .clone();
+    let manifest = paths
+        .iter()
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("MANIFEST-"))
+        })?
+        .clone();
+    Some((wal, manifest))
+}
+
+/// Writes `records` as a log (valid framing and checksums around arbitrary payloads) to `path`.
+fn write_log(fs: &FaultFs, path: &Path, records: &[Vec<u8>]) {
+    let Ok(file) = fs.create(path) else { return };
+    let mut log = siftdb::internals::LogWriter::new(file);
+    for r in records {
+        if log.add_record(r).is_err() {
+            return;
+        }
+    }
+    let _ = log.sync();
+}
+
+fn open_and_read_keyspaces(fs: &FaultFs) {
+    if let Ok(db) = Db::open("/db", options(fs)) {
+        let _ = db.get(b"k1");
+        let _ = db.iter().take(10_000).count();
+        for name in db.keyspace_names() {
+            if let Ok(ks) = db.keyspace(&name) {
+                let _ = ks.get(b"k2");
+                let _ = ks.iter().take(10_000).count();
+            }
+        }
+    }
+}
+
+/// Replays `records` — payloads with valid framing, so the batch decoder itself sees them — as
+/// the WAL of a database with keyspaces, then reads every keyspace.
+pub fn wal_records_replay(records: &[Vec<u8>]) {
+    let fs = FaultFs::new();
+    let Some((wal, _)) = db_with_keyspaces(&fs) else {
+        return;
+    };
+    write_log(&fs, &wal, records);
+    open_and_read_keyspaces(&fs);
+}
+
+/// Replays `records` as the manifest's edits (valid framing, so the edit decoder and the
+/// keyspace bookkeeping see them) of a database with keyspaces, then reads every keyspace.
+pub fn manifest_records_replay(records: &[Vec<u8>]) {
+    let fs = FaultFs::new();
+    let Some((_, manifest)) = db_with_keyspaces(&fs) else {
+        return;
+    };
+    write_log(&fs, &manifest, records);
+    open_and_read_keyspaces(&fs);
+}
+
+/// The records of the log at `path` of a fresh database with keyspaces (`wal` or manifest):
+/// valid inputs for the fuzzers above to mutate.
+pub fn keyspace_log_records(wal: bool) -> Vec<Vec<u8>> {
+    let fs = FaultFs::new();
+    let Some((wal_path, manifest)) = db_with_keyspaces(&fs) else {
+        return Vec::new();
+    };
+    let path = if wal { wal_path } else { manifest };
+    let Ok(bytes) = fs.read(&path) else {
+        return Vec::new();
+    };
+    log_records(&bytes)
+}
+
+/// The payloads of a log's records (32 KiB blocks of 7-byte-header fragments; FULL records only,
+/// which is all a small log holds).
+fn log_records(bytes: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos + 7 <= bytes.len() {
+        let len = usize::from(u16::from_le_bytes([bytes[pos + 4], bytes[pos + 5]]));
+        let kind = bytes[pos + 6];
+        if kind != 1 || pos + 7 + len > bytes.len() {
+            break;
+        }
+        out.push(bytes[pos + 7..pos + 7 + len].to_vec());
+        pos += 7 + len;
+    }
+    out
+}
+
 /// A table file held in memory.
 #[derive(Debug)]
 struct Bytes(Vec<u8>);

@@ -156,3 +156,59 @@ fn a_format_2_database_opens_reads_and_upgrades() {
     check_v2_contents(&db);
     assert_eq!(db.prefix_iter("new:").count(), 300);
 }
+
+/// What `format-v3` holds (see its README).
+fn v3_expected(k: u32) -> Option<Vec<u8>> {
+    if k.is_multiple_of(7) {
+        None
+    } else if k.is_multiple_of(4) {
+        Some(format!("t2-{k}").into_bytes())
+    } else {
+        Some(format!("t1-{k:020}").into_bytes())
+    }
+}
+
+fn check_v3_contents(db: &Db) {
+    for k in 0..3000u32 {
+        assert_eq!(
+            db.get(format!("v3:{k:05}")).unwrap(),
+            v3_expected(k),
+            "v3:{k:05}"
+        );
+    }
+    for i in 0..40u32 {
+        let got = db.get(format!("wal-only:{i:03}")).unwrap();
+        assert_eq!(got, Some(format!("w-{i}").into_bytes()), "wal-only:{i:03}");
+    }
+    let live = (0..3000u32).filter(|&k| v3_expected(k).is_some()).count();
+    assert_eq!(db.prefix_iter("v3:").count(), live);
+    assert_eq!(db.prefix_iter("v3:").rev().count(), live);
+}
+
+#[test]
+fn a_format_3_database_opens_as_the_default_keyspace_and_upgrades() {
+    let dir = siftdb_tests::temp_dir();
+    copy_fixture("format-v3", dir.path());
+    assert_eq!(table_versions(dir.path()), vec![2]);
+    let recorded = std::fs::read_to_string(dir.path().join("OPTIONS")).unwrap();
+    assert!(recorded.contains("format_version=3"), "{recorded}");
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    check_v3_contents(&db);
+    // Everything the old build wrote is the "default" keyspace; its tables are partitioned.
+    assert_eq!(db.keyspace_names(), vec!["default".to_string()]);
+    assert!(db.level_info().iter().any(|l| l.partitioned_tables > 0));
+    // The old database takes keyspaces: a new one beside the old data, a cross-keyspace batch.
+    let ks = db.keyspace("added").unwrap();
+    let mut batch = siftdb::WriteBatch::new();
+    batch.put("new:v3", "n").put_in(&ks, b"k", b"v");
+    db.write(batch).unwrap();
+    db.compact_range(None, None).unwrap();
+    drop((db, ks));
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    check_v3_contents(&db);
+    assert_eq!(db.get("new:v3").unwrap(), Some(b"n".to_vec()));
+    assert_eq!(
+        db.keyspace("added").unwrap().get("k").unwrap(),
+        Some(b"v".to_vec())
+    );
+}

@@ -1,6 +1,9 @@
 //! Corruption sweep: single-bit flips and truncations spread over every file of a database
 //! (WAL, tables, manifest, CURRENT, OPTIONS). Each must give a clear error or, for a WAL tail,
-//! a clean point-in-time recovery. Never a wrong value, never a panic.
+//! a clean point-in-time recovery. Never a wrong value, never a panic. The database has two
+//! keyspaces (a quarter of the keys in "second", written in cross-keyspace batches), so flips land
+//! in keyspace records of the WAL and the manifest too; a key found in the wrong keyspace, or a
+//! keyspace that vanished, counts as wrong.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -9,7 +12,7 @@ use rand::{Rng, SeedableRng};
 use siftdb::{Db, Options};
 use siftdb_tests::FaultFs;
 
-const KEYS: u32 = 3000;
+const KEYS: u32 = 4000;
 
 fn options(fs: &FaultFs) -> Options {
     Options {
@@ -29,12 +32,32 @@ fn value(i: u32) -> Vec<u8> {
     format!("value-{i:06}-payload").into_bytes()
 }
 
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+/// The keyspace key `i` lives in: "second" for every fourth key (so "default" holds as many as
+/// before keyspaces existed, enough for its tables to be compacted and partitioned).
+fn in_second(i: u32) -> bool {
+    i % 4 == 1
+}
+
 /// A database with flushed tables and a WAL holding the newest writes.
 fn base() -> FaultFs {
     let fs = FaultFs::new();
     let db = Db::open("/db", options(&fs)).unwrap();
-    for i in 0..KEYS {
-        db.put(format!("key{i:06}").as_bytes(), value(i)).unwrap();
+    let second = db.keyspace("second").unwrap();
+    // Pairs of consecutive keys in one batch, often one in each keyspace.
+    for pair in (0..KEYS).step_by(2) {
+        let mut batch = siftdb::WriteBatch::new();
+        for i in pair..(pair + 2).min(KEYS) {
+            if in_second(i) {
+                batch.put_in(&second, &key(i), &value(i));
+            } else {
+                batch.put(key(i), value(i));
+            }
+        }
+        db.write(batch).unwrap();
     }
     // Memtables of 32 KiB: most writes are in (compressed) tables, the newest in the WAL.
     let stats = db.stats();
@@ -71,11 +94,24 @@ fn check(fs: &FaultFs, damaged_wal: bool, tally: &mut Tally) {
             return;
         }
     };
+    // A keyspace the damage made vanish is created empty here: its keys count as missing.
+    let second = match db.keyspace("second") {
+        Ok(ks) => ks,
+        Err(_) => {
+            tally.detected += 1;
+            return;
+        }
+    };
     let mut saw_error = false;
     let mut missing = 0u32;
     let mut first_missing = None;
     for i in 0..KEYS {
-        match db.get(format!("key{i:06}").as_bytes()) {
+        let got = if in_second(i) {
+            second.get(key(i))
+        } else {
+            db.get(key(i))
+        };
+        match got {
             Ok(Some(v)) if v == value(i) => {}
             Ok(Some(_)) => tally.wrong += 1,
             Ok(None) => {
@@ -90,8 +126,8 @@ fn check(fs: &FaultFs, damaged_wal: bool, tally: &mut Tally) {
     }
     // Both scan directions read every block again: each entry they yield is a written key with
     // its value, in order; damage ends a scan with an error, never a wrong entry.
-    for reverse in [false, true] {
-        let it = db.iter();
+    for (reverse, of_second) in [(false, false), (true, false), (false, true), (true, true)] {
+        let it = if of_second { second.iter() } else { db.iter() };
         let entries: Box<dyn Iterator<Item = Entry>> = if reverse {
             Box::new(it.rev())
         } else {
@@ -109,7 +145,8 @@ fn check(fs: &FaultFs, damaged_wal: bool, tally: &mut Tally) {
                         previous
                             .as_ref()
                             .is_none_or(|p| if reverse { *p > k } else { *p < k });
-                    if i.is_none_or(|i| v != value(i)) || !in_order {
+                    let in_its_keyspace = i.is_some_and(|i| in_second(i) == of_second);
+                    if i.is_none_or(|i| v != value(i)) || !in_order || !in_its_keyspace {
                         tally.wrong += 1;
                     }
                     previous = Some(k);

@@ -108,4 +108,48 @@ proptest! {
     fn fuzz_manifest_replay(bytes in proptest::collection::vec(any::<u8>(), 0..1024)) {
         fuzz_entry::manifest_replay(&bytes);
     }
+
+    #[test]
+    fn fuzz_keyspace_wal_records(edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..6),
+                                 cut in proptest::option::of(any::<usize>()),
+                                 extra in proptest::option::of(proptest::collection::vec(any::<u8>(), 0..64))) {
+        let records = mutated_records(fuzz_entry::keyspace_log_records(true), &edits, cut, extra);
+        fuzz_entry::wal_records_replay(&records);
+    }
+
+    #[test]
+    fn fuzz_keyspace_manifest_records(edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..6),
+                                      cut in proptest::option::of(any::<usize>()),
+                                      extra in proptest::option::of(proptest::collection::vec(any::<u8>(), 0..64))) {
+        let records = mutated_records(fuzz_entry::keyspace_log_records(false), &edits, cut, extra);
+        fuzz_entry::manifest_records_replay(&records);
+    }
+}
+
+/// Valid log records with bytes overwritten (`edits`: position over all records, new byte), the
+/// last one cut short, and an arbitrary record appended.
+fn mutated_records(
+    mut records: Vec<Vec<u8>>,
+    edits: &[(usize, u8)],
+    cut: Option<usize>,
+    extra: Option<Vec<u8>>,
+) -> Vec<Vec<u8>> {
+    assert!(!records.is_empty(), "the seed log holds records");
+    let total: usize = records.iter().map(Vec::len).sum();
+    for &(at, byte) in edits {
+        let mut at = at % total.max(1);
+        for r in records.iter_mut() {
+            if at < r.len() {
+                r[at] = byte;
+                break;
+            }
+            at -= r.len();
+        }
+    }
+    if let (Some(cut), Some(last)) = (cut, records.last_mut()) {
+        let keep = cut % (last.len() + 1);
+        last.truncate(keep);
+    }
+    records.extend(extra);
+    records
 }

@@ -40,13 +40,17 @@ pub enum Benchmark {
     ReadWhileCompacting,
     /// Compact the whole database down to the bottom level (`Db::compact_range(None, None)`).
     Compact,
+    /// Take a checkpoint (an openable copy: tables hard-linked, the WAL copied) into a fresh
+    /// directory beside the database, then open it, count its keys against the source's and
+    /// remove it. `db_bench` has no such workload.
+    Checkpoint,
     /// Print every statistic and the tree shape.
     Stats,
 }
 
 impl Benchmark {
     /// Every workload, in documentation order.
-    pub const ALL: [Benchmark; 15] = [
+    pub const ALL: [Benchmark; 16] = [
         Benchmark::FillSeq,
         Benchmark::FillRandom,
         Benchmark::Overwrite,
@@ -61,6 +65,7 @@ impl Benchmark {
         Benchmark::ReadWhileWriting,
         Benchmark::ReadWhileCompacting,
         Benchmark::Compact,
+        Benchmark::Checkpoint,
         Benchmark::Stats,
     ];
 
@@ -81,6 +86,7 @@ impl Benchmark {
             Benchmark::ReadWhileWriting => "readwhilewriting",
             Benchmark::ReadWhileCompacting => "readwhilecompacting",
             Benchmark::Compact => "compact",
+            Benchmark::Checkpoint => "checkpoint",
             Benchmark::Stats => "stats",
         }
     }
@@ -155,7 +161,7 @@ pub enum AllocationArg {
 pub struct Args {
     /// Workloads to run, in order (comma separated): fillseq, fillrandom, overwrite, readrandom,
     /// readmissing, readhot, seekrandom, readseq, readreverse, prefixscan, deleterandom,
-    /// readwhilewriting, readwhilecompacting, compact, stats.
+    /// readwhilewriting, readwhilecompacting, compact, checkpoint, stats.
     #[arg(
         long = "benchmarks",
         value_delimiter = ',',
@@ -197,6 +203,11 @@ pub struct Args {
     /// Entries per write batch of the write workloads.
     #[arg(long = "batch_size", default_value_t = 1)]
     pub batch_size: usize,
+    /// Keyspaces the keys are spread over (siftdb): key index i lives in keyspace i % N
+    /// ("default", then "ks1".."ksN-1", all with the same options), and every workload reads it
+    /// there. The peers run one keyspace: above 1 they are refused.
+    #[arg(long = "keyspaces", default_value_t = 1)]
+    pub keyspaces: usize,
     /// Average filter bits per key over the tree (Options::filter_bits_per_key).
     #[arg(long = "bloom_bits", default_value_t = 10.0)]
     pub bloom_bits: f64,
@@ -267,7 +278,8 @@ pub struct Args {
           action = ArgAction::Set, value_parser = BoolishValueParser::new())]
     pub keep: bool,
     /// Open the database in --db as it is; fills are skipped (it must hold the keys of an
-    /// earlier run with the same --num, --key_size, --prefix_size and --keys_per_prefix).
+    /// earlier run with the same --num, --key_size, --prefix_size, --keys_per_prefix and
+    /// --keyspaces).
     #[arg(long = "use_existing_db", num_args = 0..=1, default_value = "false",
           default_missing_value = "true", action = ArgAction::Set,
           value_parser = BoolishValueParser::new())]
@@ -328,6 +340,8 @@ pub struct Config {
     pub threads: usize,
     /// Entries per write batch.
     pub batch_size: usize,
+    /// Keyspaces the keys are spread over (key index `i` in keyspace `i % keyspaces`).
+    pub keyspaces: usize,
     /// Filters.
     pub filter: FilterConfig,
     /// Block cache bytes (`None`: the engine's default).
@@ -380,6 +394,9 @@ impl Config {
         if args.batch_size == 0 {
             return Err(Error::new("--batch_size must be at least 1"));
         }
+        if args.keyspaces == 0 {
+            return Err(Error::new("--keyspaces must be at least 1"));
+        }
         if args.keys_per_prefix == 0 {
             return Err(Error::new("--keys_per_prefix must be at least 1"));
         }
@@ -430,6 +447,7 @@ impl Config {
             seek_nexts: args.seek_nexts,
             threads: args.threads,
             batch_size: args.batch_size,
+            keyspaces: args.keyspaces,
             filter: FilterConfig {
                 bits_per_key: args.bloom_bits,
                 bloom_before_level,
@@ -492,6 +510,7 @@ mod tests {
         assert_eq!(config.prefix_size, 8);
         assert_eq!(config.seek_nexts, 10);
         assert_eq!(config.filter.bloom_before_level, 2);
+        assert_eq!(config.keyspaces, 1);
         let names: Vec<&str> = config.benchmarks.iter().map(|b| b.name()).collect();
         assert_eq!(
             names,
@@ -508,8 +527,9 @@ mod tests {
     #[test]
     fn db_bench_style_flags_parse() {
         let args = parse(&[
-            "--benchmarks=fillseq,readhot",
+            "--benchmarks=fillseq,readhot,checkpoint",
             "--num=5000",
+            "--keyspaces=4",
             "--key_size=20",
             "--filter_policy=ribbon",
             "--filter_allocation=uniform",
@@ -519,7 +539,15 @@ mod tests {
         ])
         .unwrap();
         let config = Config::from_args(&args).unwrap();
-        assert_eq!(config.benchmarks, [Benchmark::FillSeq, Benchmark::ReadHot]);
+        assert_eq!(
+            config.benchmarks,
+            [
+                Benchmark::FillSeq,
+                Benchmark::ReadHot,
+                Benchmark::Checkpoint
+            ]
+        );
+        assert_eq!(config.keyspaces, 4);
         assert_eq!(config.filter.bloom_before_level, 0);
         assert!(config.sync && config.histogram && !config.json);
         assert_eq!(config.reads, 5000);
@@ -530,6 +558,8 @@ mod tests {
         assert!(parse(&["--benchmarks=fillsequential"]).is_err());
         assert!(parse(&["--benchmarks=compact"]).is_ok());
         let args = parse(&["--use_existing_db"]).unwrap();
+        assert!(Config::from_args(&args).is_err());
+        let args = parse(&["--keyspaces=0"]).unwrap();
         assert!(Config::from_args(&args).is_err());
         let args = parse(&["--key_size=9", "--prefix_size=8"]).unwrap();
         assert!(Config::from_args(&args).is_err());

@@ -1,20 +1,27 @@
 //! The engines under test behind one small trait, so RocksDB and fjall (cargo feature `peers`,
 //! module `peers`) run the same workloads as siftdb.
+//!
+//! Keyed operations name a keyspace by number (`--keyspaces`; see [`keyspace_name`]). siftdb
+//! maps them onto its keyspaces; the peers have one and the runner refuses `--keyspaces` above 1
+//! for them ([`check_keyspaces`]), so they only ever see keyspace 0.
 
 use std::path::Path;
 
-use siftdb::{Db, FilterAllocation, FixedPrefix, Options, Stats, WriteBatch, WriteOptions};
+use siftdb::{
+    Db, FilterAllocation, FixedPrefix, Keyspace, KeyspaceOptions, Options, ReadOptions, Stats,
+    WriteBatch, WriteOptions,
+};
 
 use super::args::{AllocationArg, Config};
 use super::error::{Error, Result};
 
-/// One operation of a write batch.
+/// One operation of a write batch; the first field is the keyspace number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BatchOp<'a> {
     /// Store a value.
-    Put(&'a [u8], &'a [u8]),
+    Put(usize, &'a [u8], &'a [u8]),
     /// Remove a key.
-    Delete(&'a [u8]),
+    Delete(usize, &'a [u8]),
 }
 
 /// What one seek read.
@@ -40,28 +47,60 @@ pub trait Engine: Send + Sync {
     fn filter_stats_by_level(&self) -> bool {
         true
     }
-    /// Stores `value` under `key`.
-    fn put(&self, key: &[u8], value: &[u8]) -> Result<()>;
-    /// Looks `key` up into `buf`; returns whether it was found.
-    fn get(&self, key: &[u8], buf: &mut Vec<u8>) -> Result<bool>;
-    /// Removes `key`.
-    fn delete(&self, key: &[u8]) -> Result<()>;
+    /// Stores `value` under `key` in keyspace `ks`.
+    fn put(&self, ks: usize, key: &[u8], value: &[u8]) -> Result<()>;
+    /// Looks `key` up in keyspace `ks` into `buf`; returns whether it was found.
+    fn get(&self, ks: usize, key: &[u8], buf: &mut Vec<u8>) -> Result<bool>;
+    /// Removes `key` from keyspace `ks`.
+    fn delete(&self, ks: usize, key: &[u8]) -> Result<()>;
     /// Applies `ops` atomically.
     fn write_batch(&self, ops: &[BatchOp<'_>]) -> Result<()>;
-    /// Seeks to the first key `>= key` and reads it and up to `nexts` entries after it.
-    fn seek_read(&self, key: &[u8], nexts: usize) -> Result<SeekOutcome>;
-    /// Reads every entry under `prefix`; returns how many there were.
+    /// Seeks keyspace `ks` to the first key `>= key` and reads it and up to `nexts` entries
+    /// after it.
+    fn seek_read(&self, ks: usize, key: &[u8], nexts: usize) -> Result<SeekOutcome>;
+    /// Reads every entry under `prefix` in every keyspace (the keys of one prefix are spread
+    /// over all of them); returns how many there were.
     fn prefix_scan(&self, prefix: &[u8]) -> Result<u64>;
-    /// Reads every entry (key and value), in ascending key order or, with `reverse`,
-    /// descending; returns how many there were.
+    /// Reads every entry (key and value) of every keyspace, one keyspace after the other, each
+    /// in ascending key order or, with `reverse`, descending; returns how many there were.
     fn scan(&self, reverse: bool) -> Result<u64>;
+    /// Counts the keys of every keyspace, untimed (a checkpoint's source); unlike [`scan`]
+    /// it need not leave its blocks in the block cache.
+    ///
+    /// [`scan`]: Engine::scan
+    fn count_keys(&self) -> Result<u64> {
+        self.scan(false)
+    }
     /// Flushes memtables to disk and waits, including for the compactions the flush triggers.
     fn flush(&self) -> Result<()>;
     /// Compacts everything down to the bottom level and waits.
     fn compact(&self) -> Result<()>;
+    /// Whether the engine takes checkpoints ([`Engine::checkpoint`]).
+    fn can_checkpoint(&self) -> bool {
+        false
+    }
+    /// Writes a checkpoint — a consistent copy that opens as a database — into `dir`, which
+    /// must not exist yet.
+    fn checkpoint(&self, dir: &Path) -> Result<()> {
+        Err(Error::new(format!(
+            "{} has no checkpoints (cannot write {})",
+            self.name(),
+            dir.display()
+        )))
+    }
+    /// Opens the checkpoint in `dir` as a database of this engine and counts its keys (every
+    /// keyspace, by iterating); closes it again.
+    fn checkpoint_keys(&self, dir: &Path) -> Result<u64> {
+        Err(Error::new(format!(
+            "{} has no checkpoints (cannot open {})",
+            self.name(),
+            dir.display()
+        )))
+    }
     /// The statistics, in siftdb's vocabulary (peers map what they can; `None`: none).
     fn stats(&self) -> Option<Stats>;
-    /// A text table of the tree's shape (siftdb: the `siftdb.levels` property).
+    /// A text table of the tree's shape (siftdb: the `siftdb.levels` property; with several
+    /// keyspaces the `siftdb.keyspaces` table, then each keyspace's `siftdb.levels`).
     fn shape(&self) -> Option<String>;
     /// Closes the engine (background work stops).
     fn close(&self) -> Result<()>;
@@ -99,9 +138,36 @@ pub fn check_engines(names: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// Checks that every engine of `names` can spread the keys over `keyspaces` keyspaces: siftdb
+/// can; the peers run one keyspace (RocksDB's column families and fjall's keyspaces are not
+/// mapped), and are refused rather than quietly given every key in one.
+pub fn check_keyspaces(names: &[String], keyspaces: usize) -> Result<()> {
+    if keyspaces <= 1 {
+        return Ok(());
+    }
+    match names.iter().find(|n| PEER_ENGINES.contains(&n.as_str())) {
+        Some(peer) => Err(Error::new(format!(
+            "--keyspaces={keyspaces}: only siftdb spreads keys over keyspaces; {peer} runs one \
+             (its column families / keyspaces are not mapped): run it with --keyspaces=1"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The name of keyspace number `ks`: `"default"` (the one `Db`'s own methods use), then `ks1`,
+/// `ks2`, ...
+pub fn keyspace_name(ks: usize) -> String {
+    if ks == 0 {
+        siftdb::DEFAULT_KEYSPACE.to_string()
+    } else {
+        format!("ks{ks}")
+    }
+}
+
 /// Opens engine `name` in `dir` with the options of `config`.
 pub fn open_engine(name: &str, dir: &Path, config: &Config) -> Result<Box<dyn Engine>> {
     check_engines(&[name.to_string()])?;
+    check_keyspaces(&[name.to_string()], config.keyspaces)?;
     let context = |e: Error| e.context(format!("cannot open {name} in {}", dir.display()));
     #[cfg(feature = "peers")]
     match name {
@@ -201,14 +267,30 @@ pub fn compression_text(levels: &[siftdb::Compression]) -> String {
 #[derive(Debug, Clone)]
 pub struct SiftEngine {
     db: Db,
+    /// The `--keyspaces` keyspaces, index = keyspace number (0 = "default").
+    keyspaces: Vec<Keyspace>,
+    /// The options the database was opened with (a checkpoint is opened with them too).
+    options: Options,
     write_options: WriteOptions,
 }
 
 impl SiftEngine {
-    /// Opens (or creates) the database in `dir`.
+    /// Opens (or creates) the database in `dir`, and its `--keyspaces` keyspaces.
     pub fn open(dir: &Path, config: &Config) -> Result<SiftEngine> {
+        let mut options = siftdb_options(config);
+        // Every keyspace runs with the default keyspace's options — also the ones an earlier
+        // run created (--use_existing_db), which would otherwise reopen with what they recorded
+        // then.
+        let tree = KeyspaceOptions::from(&options);
+        options.keyspaces = (1..config.keyspaces)
+            .map(|ks| (keyspace_name(ks), tree.clone()))
+            .collect();
+        let db = Db::open(dir, options.clone())?;
+        let keyspaces = open_keyspaces(&db, &tree, config)?;
         Ok(SiftEngine {
-            db: Db::open(dir, siftdb_options(config))?,
+            db,
+            keyspaces,
+            options,
             write_options: WriteOptions { sync: config.sync },
         })
     }
@@ -217,6 +299,106 @@ impl SiftEngine {
     pub fn db(&self) -> &Db {
         &self.db
     }
+
+    /// Keyspace number `ks`.
+    fn keyspace(&self, ks: usize) -> Result<&Keyspace> {
+        self.keyspaces.get(ks).ok_or_else(|| {
+            Error::new(format!(
+                "internal error: keyspace {ks} of {}",
+                self.keyspaces.len()
+            ))
+        })
+    }
+
+    /// Adds a put into keyspace `ks` to `batch`. The default keyspace's goes in unnamed (as
+    /// `Db::put` writes it), so a one-keyspace run writes the very batches it wrote before
+    /// keyspaces existed.
+    fn add_put(&self, batch: &mut WriteBatch, ks: usize, key: &[u8], value: &[u8]) -> Result<()> {
+        match ks {
+            0 => batch.put(key, value),
+            _ => batch.put_in(self.keyspace(ks)?, key, value),
+        };
+        Ok(())
+    }
+
+    /// Adds a delete from keyspace `ks` to `batch` (the default keyspace's unnamed, as above).
+    fn add_delete(&self, batch: &mut WriteBatch, ks: usize, key: &[u8]) -> Result<()> {
+        match ks {
+            0 => batch.delete(key),
+            _ => batch.delete_in(self.keyspace(ks)?, key),
+        };
+        Ok(())
+    }
+
+    fn write(&self, batch: WriteBatch) -> Result<()> {
+        Ok(self.db.write_opt(batch, &self.write_options)?)
+    }
+}
+
+/// The keyspaces `"default"`, `ks1`, ... of `db` (`config.keyspaces` of them): the existing ones
+/// opened, the others created with `tree`. An existing database (`--use_existing_db`) must have
+/// exactly these: with fewer or more, the keys would not be where the workloads look for them.
+fn open_keyspaces(db: &Db, tree: &KeyspaceOptions, config: &Config) -> Result<Vec<Keyspace>> {
+    let names: Vec<String> = (0..config.keyspaces).map(keyspace_name).collect();
+    let existing = db.keyspace_names();
+    if config.use_existing_db {
+        let (mut want, mut have) = (names.clone(), existing.clone());
+        want.sort();
+        have.sort();
+        if want != have {
+            return Err(Error::new(format!(
+                "--use_existing_db with --keyspaces={}: the database has keyspaces {}, not {}",
+                config.keyspaces,
+                existing.join(","),
+                names.join(",")
+            )));
+        }
+    }
+    names
+        .iter()
+        .map(|name| {
+            let keyspace = if existing.contains(name) {
+                db.keyspace(name)
+            } else {
+                db.create_keyspace(name, tree.clone())
+            };
+            keyspace.map_err(|e| Error::from(e).context(format!("keyspace {name}")))
+        })
+        .collect()
+}
+
+/// Reads every entry of `iter` (key and value, in place), forwards or backwards; returns how
+/// many there were.
+fn read_all(mut iter: siftdb::RawIterator, reverse: bool) -> Result<u64> {
+    if reverse {
+        iter.seek_to_last();
+    } else {
+        iter.seek_to_first();
+    }
+    let mut entries = 0;
+    while iter.valid() {
+        std::hint::black_box((iter.key(), iter.value()));
+        entries += 1;
+        if reverse {
+            iter.prev();
+        } else {
+            iter.next();
+        }
+    }
+    iter.status()?;
+    Ok(entries)
+}
+
+/// Counts the keys of every keyspace of `db` by iterating, with `read`.
+fn count_all_keys(db: &Db, read: &ReadOptions) -> Result<u64> {
+    let mut keys = 0;
+    for name in db.keyspace_names() {
+        for item in db.keyspace(&name)?.iter_opt(read) {
+            item?;
+            keys += 1;
+        }
+    }
+    Ok(keys)
 }
 
 impl Engine for SiftEngine {
@@ -224,36 +406,37 @@ impl Engine for SiftEngine {
         "siftdb"
     }
 
-    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+    fn put(&self, ks: usize, key: &[u8], value: &[u8]) -> Result<()> {
         let mut batch = WriteBatch::new();
-        batch.put(key, value);
-        Ok(self.db.write_opt(batch, &self.write_options)?)
+        self.add_put(&mut batch, ks, key, value)?;
+        self.write(batch)
     }
 
-    fn get(&self, key: &[u8], buf: &mut Vec<u8>) -> Result<bool> {
-        Ok(self.db.get_into(key, buf)?)
+    fn get(&self, ks: usize, key: &[u8], buf: &mut Vec<u8>) -> Result<bool> {
+        Ok(self.keyspace(ks)?.get_into(key, buf)?)
     }
 
-    fn delete(&self, key: &[u8]) -> Result<()> {
+    fn delete(&self, ks: usize, key: &[u8]) -> Result<()> {
         let mut batch = WriteBatch::new();
-        batch.delete(key);
-        Ok(self.db.write_opt(batch, &self.write_options)?)
+        self.add_delete(&mut batch, ks, key)?;
+        self.write(batch)
     }
 
     fn write_batch(&self, ops: &[BatchOp<'_>]) -> Result<()> {
+        // One batch across keyspaces: atomic as a whole, as a one-keyspace batch is.
         let mut batch = WriteBatch::new();
         for op in ops {
             match *op {
-                BatchOp::Put(key, value) => batch.put(key, value),
-                BatchOp::Delete(key) => batch.delete(key),
-            };
+                BatchOp::Put(ks, key, value) => self.add_put(&mut batch, ks, key, value)?,
+                BatchOp::Delete(ks, key) => self.add_delete(&mut batch, ks, key)?,
+            }
         }
-        Ok(self.db.write_opt(batch, &self.write_options)?)
+        self.write(batch)
     }
 
-    fn seek_read(&self, key: &[u8], nexts: usize) -> Result<SeekOutcome> {
+    fn seek_read(&self, ks: usize, key: &[u8], nexts: usize) -> Result<SeekOutcome> {
         // The raw iterator, as for RocksDB: keys and values are read in place, not copied.
-        let mut iter = self.db.raw_iter();
+        let mut iter = self.keyspace(ks)?.raw_iter();
         iter.seek(key);
         let mut outcome = SeekOutcome::default();
         while iter.valid() && outcome.entries <= nexts as u64 {
@@ -269,43 +452,43 @@ impl Engine for SiftEngine {
     }
 
     fn scan(&self, reverse: bool) -> Result<u64> {
-        let mut iter = self.db.raw_iter();
-        if reverse {
-            iter.seek_to_last();
-        } else {
-            iter.seek_to_first();
-        }
         let mut entries = 0;
-        while iter.valid() {
-            std::hint::black_box((iter.key(), iter.value()));
-            entries += 1;
-            if reverse {
-                iter.prev();
-            } else {
-                iter.next();
-            }
+        for keyspace in &self.keyspaces {
+            entries += read_all(keyspace.raw_iter(), reverse)?;
         }
-        iter.status()?;
         Ok(entries)
     }
 
     fn prefix_scan(&self, prefix: &[u8]) -> Result<u64> {
         let mut entries = 0;
-        for item in self.db.prefix_iter(prefix) {
-            item?;
-            entries += 1;
+        for keyspace in &self.keyspaces {
+            for item in keyspace.prefix_iter(prefix) {
+                item?;
+                entries += 1;
+            }
         }
         Ok(entries)
     }
 
+    fn count_keys(&self) -> Result<u64> {
+        // Not through the block cache: the count must not change what the next workload meets.
+        count_all_keys(&self.db, &ReadOptions { fill_cache: false })
+    }
+
     fn flush(&self) -> Result<()> {
-        self.db.flush()?;
+        // `Db::flush` flushes the default keyspace only.
+        for keyspace in &self.keyspaces {
+            keyspace.flush()?;
+        }
         // Let background compaction finish too, so the next phase meets a settled tree.
         Ok(self.db.wait_for_compaction()?)
     }
 
     fn compact(&self) -> Result<()> {
-        Ok(self.db.compact_range(None, None)?)
+        for keyspace in &self.keyspaces {
+            keyspace.compact_range(None, None)?;
+        }
+        Ok(())
     }
 
     fn stats(&self) -> Option<Stats> {
@@ -313,7 +496,35 @@ impl Engine for SiftEngine {
     }
 
     fn shape(&self) -> Option<String> {
-        self.db.property("siftdb.levels")
+        if self.keyspaces.len() == 1 {
+            return self.db.property("siftdb.levels");
+        }
+        // The keyspaces table, then each keyspace's tree.
+        let mut out = self.db.property("siftdb.keyspaces")?;
+        for keyspace in &self.keyspaces {
+            let levels = keyspace.property("siftdb.levels")?;
+            out.push_str(&format!("keyspace {}:\n{levels}", keyspace.name()));
+        }
+        Some(out)
+    }
+
+    fn can_checkpoint(&self) -> bool {
+        true
+    }
+
+    fn checkpoint(&self, dir: &Path) -> Result<()> {
+        Ok(self.db.checkpoint(dir)?)
+    }
+
+    fn checkpoint_keys(&self, dir: &Path) -> Result<u64> {
+        let options = Options {
+            create_if_missing: false,
+            ..self.options.clone()
+        };
+        let copy = Db::open(dir, options)?;
+        let keys = count_all_keys(&copy, &ReadOptions::default());
+        copy.close()?;
+        keys
     }
 
     fn close(&self) -> Result<()> {
@@ -336,6 +547,55 @@ mod tests {
         }
         let unknown = check_engines(&["leveldb".to_string()]).unwrap_err();
         assert!(unknown.to_string().contains("unknown engine"), "{unknown}");
+    }
+
+    #[test]
+    fn peers_refuse_several_keyspaces() {
+        let engines = ["siftdb".to_string(), "rocksdb".to_string()];
+        assert!(check_keyspaces(&engines, 1).is_ok());
+        assert!(check_keyspaces(&engines[..1], 4).is_ok());
+        let refused = check_keyspaces(&engines, 4).unwrap_err();
+        assert!(refused.to_string().contains("rocksdb"), "{refused}");
+        assert_eq!(keyspace_name(0), "default");
+        assert_eq!(keyspace_name(3), "ks3");
+    }
+
+    fn config(flags: &[&str]) -> Config {
+        use clap::Parser;
+        let args = crate::runner::Args::try_parse_from(
+            std::iter::once("siftdb-bench").chain(flags.iter().copied()),
+        )
+        .unwrap();
+        Config::from_args(&args).unwrap()
+    }
+
+    #[test]
+    fn keyspaces_keep_their_keys_apart_and_checkpoints_hold_them_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = SiftEngine::open(&dir.path().join("db"), &config(&["--keyspaces=3"])).unwrap();
+        assert_eq!(engine.db().keyspace_names(), ["default", "ks1", "ks2"]);
+        engine.put(0, b"a", b"0").unwrap();
+        engine.put(2, b"b", b"2").unwrap();
+        engine
+            .write_batch(&[BatchOp::Put(1, b"c", b"1"), BatchOp::Put(2, b"d", b"2")])
+            .unwrap();
+        let mut buf = Vec::new();
+        assert!(engine.get(2, b"b", &mut buf).unwrap() && buf == b"2");
+        assert!(!engine.get(0, b"b", &mut buf).unwrap());
+        assert_eq!(engine.db().get("b").unwrap(), None);
+        assert_eq!(engine.scan(true).unwrap(), 4);
+        engine.flush().unwrap();
+        engine.delete(1, b"c").unwrap();
+        assert_eq!(engine.count_keys().unwrap(), 3);
+
+        let copy = dir.path().join("copy");
+        engine.checkpoint(&copy).unwrap();
+        assert_eq!(engine.checkpoint_keys(&copy).unwrap(), 3);
+        assert!(
+            engine.checkpoint(&copy).is_err(),
+            "the directory is not empty"
+        );
+        engine.close().unwrap();
     }
 }
 

@@ -7,6 +7,10 @@
 //! (so neither key ranges nor prefix filters can rule them out: only the whole-key filters can),
 //! but no workload ever writes them. Fixed-width decimal keeps key order equal to index order,
 //! so `fillseq` writes in key order.
+//!
+//! With `--keyspaces=N` the key of index `i` (both variants) lives in keyspace `i % N`: round
+//! robin, so every keyspace holds an equal share of every prefix and of every key range, and a
+//! key's keyspace follows from its index alone.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -29,6 +33,7 @@ pub struct KeyFormat {
     prefix_size: usize,
     keys_per_prefix: u64,
     num: u64,
+    keyspaces: u64,
 }
 
 fn decimal_digits(mut v: u64) -> usize {
@@ -75,6 +80,7 @@ impl KeyFormat {
             prefix_size: config.prefix_size,
             keys_per_prefix: config.keys_per_prefix,
             num: config.num,
+            keyspaces: config.keyspaces as u64,
         })
     }
 
@@ -96,6 +102,11 @@ impl KeyFormat {
     /// Number of distinct prefixes of the key range.
     pub fn num_prefixes(&self) -> u64 {
         self.num.div_ceil(self.keys_per_prefix)
+    }
+
+    /// The keyspace (0 = "default") that holds the keys of `index`.
+    pub fn keyspace(&self, index: u64) -> usize {
+        (index % self.keyspaces) as usize
     }
 
     /// A buffer for one key.
@@ -340,6 +351,18 @@ mod tests {
         assert_eq!(&p, b"00000123");
         assert_eq!(f.indexes_of_prefix(123), 12_300..12_400);
         assert_eq!(f.num_prefixes(), 10_000);
+        assert_eq!(f.keyspace(12_345), 0);
+    }
+
+    #[test]
+    fn keys_go_to_keyspaces_round_robin() {
+        let f = format(&["--num=1000", "--keyspaces=4"]);
+        let counts = (0..1000).fold([0; 4], |mut c, i| {
+            c[f.keyspace(i)] += 1;
+            c
+        });
+        assert_eq!(counts, [250; 4]);
+        assert_eq!((f.keyspace(0), f.keyspace(5), f.keyspace(7)), (0, 1, 3));
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! `siftdb-bench`: a `db_bench`-style workload runner.
 //!
 //! The workloads (`fillseq`, `fillrandom`, `overwrite`, `readrandom`, `readmissing`, `readhot`,
-//! `seekrandom`, `prefixscan`, `deleterandom`, `readwhilewriting`, `stats`) run in the order of
-//! `--benchmarks` on one database, a fresh temporary directory by default. Each prints one line in
+//! `seekrandom`, `prefixscan`, `deleterandom`, `readwhilewriting`, `checkpoint`, `stats`, ...)
+//! run in the order of `--benchmarks` on one database, a fresh temporary directory by default,
+//! its keys spread over `--keyspaces` keyspaces (siftdb). Each prints one line in
 //! `db_bench`'s shape (`micros/op`, `ops/sec`, found counts) followed by the engine statistics of
 //! that phase (after minus before): filter useful / positive / true positive and measured FPR
 //! per level, data blocks per lookup, block-cache hit rates per block kind, write amplification
@@ -35,6 +36,7 @@ pub use workloads::{PhaseResult, Workbench};
 pub fn run(args: &Args) -> Result<()> {
     let config = Config::from_args(args)?;
     engine::check_engines(&config.engines)?;
+    engine::check_keyspaces(&config.engines, config.keyspaces)?;
     let mut runs = Vec::new();
     for name in &config.engines {
         let ops = run_engine(&config, name)?;

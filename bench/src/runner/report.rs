@@ -10,7 +10,8 @@ use siftdb_cache::BlockKind;
 
 use super::args::{Benchmark, Config, FilterPolicyArg};
 use super::engine::siftdb_options;
-use super::workloads::PhaseResult;
+use super::measure::Measured;
+use super::workloads::{CheckpointReport, PhaseResult};
 
 /// `bytes` with a binary unit (`116.0 MiB`).
 pub fn human_bytes(bytes: u64) -> String {
@@ -85,6 +86,7 @@ pub fn header(
         "Threads:      {} (batch size {})",
         config.threads, config.batch_size
     );
+    let _ = writeln!(out, "Keyspaces:    {}", keyspaces_text(config.keyspaces));
     // siftdb's filter layout; a peer's own is in its `Mapped as` line.
     if settings.is_none() {
         let _ = writeln!(
@@ -149,6 +151,18 @@ pub fn header(
     let _ = writeln!(out, "Benchmarks:   {}", names.join(","));
     let _ = writeln!(out, "{}", "-".repeat(64));
     out
+}
+
+/// The keyspaces of a run in words: `1`, or `4 (key i in keyspace i % 4: default, ks1..ks3, ...)`.
+pub fn keyspaces_text(keyspaces: usize) -> String {
+    match keyspaces {
+        1 => "1".to_string(),
+        2 => "2 (key i in keyspace i % 2: default, ks1; the same options each)".to_string(),
+        n => format!(
+            "{n} (key i in keyspace i % {n}: default, ks1..ks{}; the same options each)",
+            n - 1
+        ),
+    }
 }
 
 /// The footer: the tree's shape at the end.
@@ -310,6 +324,16 @@ pub fn text(result: &PhaseResult, config: &Config) -> String {
             t.entries,
             mismatch(t.entries, t.expected_entries, "entries")
         ),
+        // The source's count is exact even with --use_existing_db: always compared.
+        Benchmark::Checkpoint => format!(
+            " (checkpoint holds {} keys){}",
+            t.found,
+            if t.found == t.expected {
+                String::new()
+            } else {
+                format!(" [expected {} keys: the source's]", t.expected)
+            }
+        ),
         _ => format!(
             " (found {} of {}){}",
             t.found,
@@ -334,6 +358,9 @@ pub fn text(result: &PhaseResult, config: &Config) -> String {
             m.latency.len(),
             m.threads
         );
+    }
+    if let Some(c) = &result.checkpoint {
+        out.push_str(&checkpoint_text(c, m));
     }
     if let Some(stats) = &result.stats {
         if result.benchmark.writes() {
@@ -394,6 +421,25 @@ fn writes_text(s: &Stats, result: &PhaseResult) -> String {
         );
     }
     out
+}
+
+/// The checkpoint line: its time, what it linked and copied, its size, how its keys were counted.
+fn checkpoint_text(c: &CheckpointReport, m: &Measured) -> String {
+    let transfer = match (c.files_linked, c.bytes_copied) {
+        (Some(linked), Some(copied)) => format!(
+            "{linked} table files hard-linked, {} copied (WALs, tables not linkable)",
+            human_bytes(copied)
+        ),
+        _ => "files linked and bytes copied not counted by this engine".to_string(),
+    };
+    format!(
+        "  checkpoint   : {:.0} micros; {transfer}; directory {} (linked files in full); opened, \
+         keys counted by iterating every keyspace: {} (source {})\n",
+        m.wall.as_secs_f64() * 1e6,
+        human_bytes(c.dir_bytes),
+        c.keys,
+        c.source_keys
+    )
 }
 
 /// The lookups line. File reads are divided by lookups only in a phase of point reads (`stats`
@@ -526,6 +572,15 @@ fn stats_text(result: &PhaseResult) -> String {
             s.prefix_checked, s.prefix_useful
         );
         out.push_str(&writes_text(s, result));
+        if s.checkpoints > 0 {
+            let _ = writeln!(
+                out,
+                "  checkpoints  : {} taken; {} table files hard-linked, {} copied",
+                s.checkpoints,
+                s.checkpoint_files_linked,
+                human_bytes(s.checkpoint_bytes_copied)
+            );
+        }
     }
     if let Some(bytes) = result.disk_bytes {
         let _ = writeln!(
@@ -630,6 +685,24 @@ fn stats_json(s: &Stats, point_reads_only: bool, map: &mut Map<String, Value>) {
     put("compaction_blocks_read", json!(s.compaction_blocks_read));
     put("write_amplification", json!(s.write_amplification()));
     put("stall_micros", json!(s.stall_micros));
+    put("checkpoints", json!(s.checkpoints));
+    put("checkpoint_files_linked", json!(s.checkpoint_files_linked));
+    put("checkpoint_bytes_copied", json!(s.checkpoint_bytes_copied));
+}
+
+/// The checkpoint's own fields; linked and copied are `null` for an engine that does not count
+/// them.
+fn checkpoint_json(c: &CheckpointReport, m: &Measured, map: &mut Map<String, Value>) {
+    let mut put = |k: &str, v: Value| {
+        map.insert(k.to_string(), v);
+    };
+    put("checkpoint_micros", json!(m.wall.as_secs_f64() * 1e6));
+    put("checkpoint_files_linked", json!(c.files_linked));
+    put("checkpoint_bytes_copied", json!(c.bytes_copied));
+    put("checkpoint_dir_bytes", json!(c.dir_bytes));
+    put("checkpoint_keys", json!(c.keys));
+    put("source_keys", json!(c.source_keys));
+    put("keys_counted_by", json!("iterating every keyspace"));
 }
 
 /// One workload as a JSON object (one line of `--json` output).
@@ -641,6 +714,7 @@ pub fn json(result: &PhaseResult, config: &Config, engine: &str) -> Value {
     map.insert("key_size".into(), json!(config.key_size));
     map.insert("value_size".into(), json!(config.value_size));
     map.insert("threads".into(), json!(config.threads));
+    map.insert("keyspaces".into(), json!(config.keyspaces));
     if let Some(reason) = &result.skipped {
         map.insert("skipped".into(), json!(reason));
         return Value::Object(map);
@@ -688,6 +762,11 @@ pub fn json(result: &PhaseResult, config: &Config, engine: &str) -> Value {
     if let Some(s) = &result.stats {
         stats_json(s, is_point_read(result.benchmark), &mut map);
     }
+    // After the statistics: the checkpoint's own linked and copied figures win over the
+    // phase's counters of the same name (they are equal for siftdb; `null` where not counted).
+    if let (Some(c), Some(m)) = (&result.checkpoint, &result.measured) {
+        checkpoint_json(c, m, &mut map);
+    }
     if let Some(shape) = &result.shape {
         map.insert("tree".into(), json!(shape));
     }
@@ -700,6 +779,15 @@ pub fn json(result: &PhaseResult, config: &Config, engine: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keyspaces_read_as_text() {
+        assert_eq!(keyspaces_text(1), "1");
+        assert_eq!(
+            keyspaces_text(4),
+            "4 (key i in keyspace i % 4: default, ks1..ks3; the same options each)"
+        );
+    }
 
     #[test]
     fn bytes_are_human() {

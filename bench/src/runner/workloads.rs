@@ -1,6 +1,10 @@
 //! The workloads: what each one does per step, and the phase around it (statistics before and
 //! after, the untimed flush after writes).
+//!
+//! Every key is read and written in the keyspace its index maps to ([`KeyFormat::keyspace`]),
+//! so a run with `--keyspaces=N` finds exactly what a one-keyspace run finds.
 
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -38,6 +42,25 @@ pub struct PhaseResult {
     pub skipped: Option<String>,
     /// Whether `stats.levels` has one row per level (`false`: one row for the whole tree).
     pub filter_stats_by_level: bool,
+    /// What the checkpoint held and cost (`checkpoint` only).
+    pub checkpoint: Option<CheckpointReport>,
+}
+
+/// What the `checkpoint` workload found besides its timing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CheckpointReport {
+    /// Table files hard-linked (the phase's `Stats::checkpoint_files_linked`); `None`: the engine
+    /// does not count them.
+    pub files_linked: Option<u64>,
+    /// Bytes copied: WALs, and tables that could not be linked (`Stats::checkpoint_bytes_copied`);
+    /// `None` as above.
+    pub bytes_copied: Option<u64>,
+    /// Bytes of every file in the checkpoint directory, hard-linked ones in full.
+    pub dir_bytes: u64,
+    /// Keys of the checkpoint, opened as a database and counted by iterating every keyspace.
+    pub keys: u64,
+    /// Keys of the source database, counted the same way right after.
+    pub source_keys: u64,
 }
 
 impl PhaseResult {
@@ -54,6 +77,7 @@ impl PhaseResult {
             live_keys: model.live_count(),
             skipped: None,
             filter_stats_by_level: true,
+            checkpoint: None,
         }
     }
 }
@@ -113,6 +137,15 @@ pub fn stats_delta(after: &Stats, before: &Stats) -> Stats {
         before.table_bytes_uncompressed,
     );
     delta.stall_micros = d(after.stall_micros, before.stall_micros);
+    delta.checkpoints = d(after.checkpoints, before.checkpoints);
+    delta.checkpoint_files_linked = d(
+        after.checkpoint_files_linked,
+        before.checkpoint_files_linked,
+    );
+    delta.checkpoint_bytes_copied = d(
+        after.checkpoint_bytes_copied,
+        before.checkpoint_bytes_copied,
+    );
     delta
 }
 
@@ -121,7 +154,7 @@ pub struct Workbench<'a> {
     config: &'a Config,
     engine: &'a dyn Engine,
     /// The database directory (its size is reported by `stats`).
-    dir: &'a std::path::Path,
+    dir: &'a Path,
     keys: KeyFormat,
     model: KeyModel,
     values: ValueSource,
@@ -144,11 +177,7 @@ const STREAM_WRITER: u64 = 0x3717;
 
 impl<'a> Workbench<'a> {
     /// A workbench for `engine`. With `--use_existing_db` every key is assumed to exist.
-    pub fn new(
-        config: &'a Config,
-        engine: &'a dyn Engine,
-        dir: &'a std::path::Path,
-    ) -> Result<Workbench<'a>> {
+    pub fn new(config: &'a Config, engine: &'a dyn Engine, dir: &'a Path) -> Result<Workbench<'a>> {
         Ok(Workbench {
             config,
             engine,
@@ -174,8 +203,11 @@ impl<'a> Workbench<'a> {
             result.disk_bytes = Some(directory_bytes(self.dir));
             return Ok(result);
         }
-        let before = self.engine.stats();
         let stream = phase.wrapping_add(1).wrapping_mul(0x1_0000) ^ benchmark as u64;
+        if benchmark == Benchmark::Checkpoint {
+            return self.checkpoint(result, stream);
+        }
+        let before = self.engine.stats();
         let measured = match benchmark {
             Benchmark::FillSeq => self.fill(benchmark, stream, |_, i| i)?,
             Benchmark::FillRandom => {
@@ -191,7 +223,9 @@ impl<'a> Workbench<'a> {
             Benchmark::ReadMissing => self.reads(benchmark, stream, |w, ctx| {
                 let index = ctx.rng.below(w.config.num);
                 w.keys.encode(index, Variant::Missing, &mut ctx.key);
-                let found = w.engine.get(&ctx.key, &mut ctx.buf)?;
+                let found = w
+                    .engine
+                    .get(w.keys.keyspace(index), &ctx.key, &mut ctx.buf)?;
                 Ok(Outcome {
                     ops: 1,
                     found: u64::from(found),
@@ -202,7 +236,8 @@ impl<'a> Workbench<'a> {
             Benchmark::SeekRandom => self.reads(benchmark, stream, |w, ctx| {
                 let index = ctx.rng.below(w.config.num);
                 w.keys.encode(index, Variant::Written, &mut ctx.key);
-                let seek = w.engine.seek_read(&ctx.key, w.config.seek_nexts)?;
+                let ks = w.keys.keyspace(index);
+                let seek = w.engine.seek_read(ks, &ctx.key, w.config.seek_nexts)?;
                 Ok(Outcome {
                     ops: 1,
                     found: u64::from(seek.found),
@@ -236,6 +271,7 @@ impl<'a> Workbench<'a> {
             Benchmark::PrefixScan => self.reads(benchmark, stream, |w, ctx| {
                 let prefix = ctx.rng.below(w.keys.num_prefixes());
                 w.keys.encode_prefix(prefix, &mut ctx.key);
+                // A prefix's keys are spread over every keyspace: the engine scans them all.
                 let entries = w.engine.prefix_scan(&ctx.key[..w.keys.prefix_size()])?;
                 let expected_entries = w
                     .keys
@@ -267,7 +303,7 @@ impl<'a> Workbench<'a> {
                     ..Outcome::default()
                 })
             })?,
-            Benchmark::Stats => unreachable_stats()?,
+            Benchmark::Checkpoint | Benchmark::Stats => unreachable_untimed(benchmark)?,
         };
         if benchmark.writes() && self.config.flush_after_write {
             let started = Instant::now();
@@ -279,6 +315,58 @@ impl<'a> Workbench<'a> {
             (Some(a), Some(b)) => Some(stats_delta(a, b)),
             _ => None,
         };
+        result.measured = Some(measured);
+        result.live_keys = self.model.live_count();
+        Ok(result)
+    }
+
+    /// checkpoint: one timed checkpoint into a fresh directory beside the database; then, untimed,
+    /// the directory's size, its keys (opened as a database and iterated) against the source's,
+    /// and its removal. The phase's statistics are those of the checkpoint call alone, not of
+    /// the counting after it.
+    fn checkpoint(&self, mut result: PhaseResult, stream: u64) -> Result<PhaseResult> {
+        if !self.engine.can_checkpoint() {
+            result.skipped = Some(format!("not supported by {}", self.engine.name()));
+            return Ok(result);
+        }
+        let temp = checkpoint_parent(self.dir)?;
+        // Engines want a checkpoint directory that does not exist yet (RocksDB refuses one).
+        let target = temp.path().join("checkpoint");
+        let before = self.engine.stats();
+        let mut measured = self.timed(Benchmark::Checkpoint, 1, 1, 1, stream, |_, _| {
+            self.engine.checkpoint(&target)?;
+            Ok(Outcome {
+                ops: 1,
+                ..Outcome::default()
+            })
+        })?;
+        let after = self.engine.stats();
+        let dir_bytes = directory_bytes(&target);
+        let keys = self.engine.checkpoint_keys(&target)?;
+        let source_keys = self.engine.count_keys()?;
+        let path = temp.path().to_path_buf();
+        temp.close().map_err(|e| {
+            Error::from(e).context(format!(
+                "cannot remove the checkpoint in {}",
+                path.display()
+            ))
+        })?;
+        measured.totals.found = keys;
+        measured.totals.expected = source_keys;
+        let delta = match (&after, &before) {
+            (Some(a), Some(b)) => Some(stats_delta(a, b)),
+            _ => None,
+        };
+        // Only an engine that counts its checkpoints (siftdb) says what it linked and copied.
+        let counted = delta.as_ref().filter(|d| d.checkpoints > 0);
+        result.checkpoint = Some(CheckpointReport {
+            files_linked: counted.map(|d| d.checkpoint_files_linked),
+            bytes_copied: counted.map(|d| d.checkpoint_bytes_copied),
+            dir_bytes,
+            keys,
+            source_keys,
+        });
+        result.stats = delta;
         result.measured = Some(measured);
         result.live_keys = self.model.live_count();
         Ok(result)
@@ -328,7 +416,8 @@ impl<'a> Workbench<'a> {
             let index = index_of(&mut ctx.rng, first);
             self.keys.encode(index, Variant::Written, &mut ctx.key);
             let value = self.values.value(&mut ctx.rng);
-            self.engine.put(&ctx.key, value)?;
+            self.engine
+                .put(self.keys.keyspace(index), &ctx.key, value)?;
             self.model.set_live(index);
             return Ok(Outcome {
                 ops: 1,
@@ -349,8 +438,9 @@ impl<'a> Workbench<'a> {
         let ops: Vec<BatchOp<'_>> = ctx
             .buf
             .chunks_exact(ks)
+            .zip(&indexes)
             .zip(&values)
-            .map(|(key, value)| BatchOp::Put(key, value))
+            .map(|((key, &index), value)| BatchOp::Put(self.keys.keyspace(index), key, value))
             .collect();
         self.engine.write_batch(&ops)?;
         for index in indexes {
@@ -419,14 +509,19 @@ impl<'a> Workbench<'a> {
                 let indexes: Vec<u64> = (first..first + count).map(|i| order.get(i)).collect();
                 if count == 1 {
                     self.keys.encode(indexes[0], Variant::Written, &mut ctx.key);
-                    self.engine.delete(&ctx.key)?;
+                    self.engine
+                        .delete(self.keys.keyspace(indexes[0]), &ctx.key)?;
                 } else {
                     ctx.buf.resize(indexes.len() * ks, 0);
                     for (key, &index) in ctx.buf.chunks_exact_mut(ks).zip(&indexes) {
                         self.keys.encode(index, Variant::Written, key);
                     }
-                    let ops: Vec<BatchOp<'_>> =
-                        ctx.buf.chunks_exact(ks).map(BatchOp::Delete).collect();
+                    let ops: Vec<BatchOp<'_>> = ctx
+                        .buf
+                        .chunks_exact(ks)
+                        .zip(&indexes)
+                        .map(|(key, &index)| BatchOp::Delete(self.keys.keyspace(index), key))
+                        .collect();
                     self.engine.write_batch(&ops)?;
                 }
                 let removed = indexes.iter().filter(|&&i| self.model.set_dead(i)).count();
@@ -458,7 +553,9 @@ impl<'a> Workbench<'a> {
     /// One lookup of the written key of `index`.
     fn read_written(&self, ctx: &mut ThreadCtx, index: u64) -> Result<Outcome> {
         self.keys.encode(index, Variant::Written, &mut ctx.key);
-        let found = self.engine.get(&ctx.key, &mut ctx.buf)?;
+        let found = self
+            .engine
+            .get(self.keys.keyspace(index), &ctx.key, &mut ctx.buf)?;
         Ok(Outcome {
             ops: 1,
             found: u64::from(found),
@@ -481,7 +578,9 @@ impl<'a> Workbench<'a> {
         self.reads(Benchmark::ReadHot, stream, |w, ctx| {
             let (index, variant) = set[ctx.rng.below(set.len() as u64) as usize];
             w.keys.encode(index, variant, &mut ctx.key);
-            let found = w.engine.get(&ctx.key, &mut ctx.buf)?;
+            let found = w
+                .engine
+                .get(w.keys.keyspace(index), &ctx.key, &mut ctx.buf)?;
             Ok(Outcome {
                 ops: 1,
                 found: u64::from(found),
@@ -502,7 +601,8 @@ impl<'a> Workbench<'a> {
                 return Ok(false);
             }
             self.keys.encode(index, Variant::Written, &mut key);
-            self.engine.put(&key, self.values.value(&mut rng))?;
+            let value = self.values.value(&mut rng);
+            self.engine.put(self.keys.keyspace(index), &key, value)?;
             Ok(true)
         })
     }
@@ -552,8 +652,28 @@ impl<'a> Workbench<'a> {
     }
 }
 
+/// A fresh directory for a checkpoint, beside the database in `db_dir`: on its file system, so
+/// that table files are hard-linked as checkpoints are meant to be taken (the system's temporary
+/// directory may be another file system, where every table would be copied). Not inside the
+/// database directory, which belongs to the engine.
+fn checkpoint_parent(db_dir: &Path) -> Result<tempfile::TempDir> {
+    let parent = db_dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    tempfile::Builder::new()
+        .prefix("siftdb-bench-checkpoint-")
+        .tempdir_in(parent)
+        .map_err(|e| {
+            Error::from(e).context(format!(
+                "cannot create a checkpoint directory in {}",
+                parent.display()
+            ))
+        })
+}
+
 /// Bytes of every file below `dir` (what the engine keeps on disk: tables, logs, metadata).
-fn directory_bytes(dir: &std::path::Path) -> u64 {
+fn directory_bytes(dir: &Path) -> u64 {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
@@ -567,8 +687,11 @@ fn directory_bytes(dir: &std::path::Path) -> u64 {
         .sum()
 }
 
-fn unreachable_stats() -> Result<Measured> {
-    Err(Error::new("internal error: stats is not a timed workload"))
+fn unreachable_untimed(benchmark: Benchmark) -> Result<Measured> {
+    Err(Error::new(format!(
+        "internal error: {} is not a workload of timed steps",
+        benchmark.name()
+    )))
 }
 
 #[cfg(test)]
@@ -612,5 +735,62 @@ mod tests {
         assert_eq!(d.levels[0].useful, 2);
         assert_eq!(d.levels[1].checked, 2);
         assert_eq!(d.cache.per_kind[0].hits, 7);
+    }
+
+    /// Every read finds what a one-keyspace run finds, with the keys spread over three
+    /// keyspaces and written in batches that cross them; the checkpoint holds them all.
+    #[test]
+    fn keyspaced_runs_find_every_key_where_it_was_written() {
+        use clap::Parser;
+        let args = crate::runner::Args::try_parse_from([
+            "siftdb-bench",
+            "--num=3000",
+            "--keyspaces=3",
+            "--batch_size=7",
+            "--json",
+        ])
+        .unwrap();
+        let config = Config::from_args(&args).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("db");
+        let engine = crate::runner::SiftEngine::open(&db, &config).unwrap();
+        let bench = Workbench::new(&config, &engine, &db).unwrap();
+        let benchmarks = [
+            Benchmark::FillRandom,
+            Benchmark::ReadRandom,
+            Benchmark::ReadMissing,
+            Benchmark::SeekRandom,
+            Benchmark::PrefixScan,
+            Benchmark::ReadSeq,
+            Benchmark::DeleteRandom,
+            Benchmark::ReadHot,
+            Benchmark::Checkpoint,
+        ];
+        for (phase, benchmark) in benchmarks.into_iter().enumerate() {
+            let result = bench.run(benchmark, phase as u64).unwrap();
+            let t = result.measured.unwrap().totals;
+            assert_eq!(t.found, t.expected, "{}", benchmark.name());
+            if matches!(benchmark, Benchmark::PrefixScan | Benchmark::ReadSeq) {
+                assert_eq!(t.entries, t.expected_entries, "{}", benchmark.name());
+            }
+            if benchmark == Benchmark::ReadRandom {
+                assert_eq!(t.found, 3000);
+            }
+            if let Some(c) = result.checkpoint {
+                assert_eq!((c.keys, c.source_keys), (2700, 2700));
+                assert!(
+                    c.files_linked.unwrap() >= 3,
+                    "a table per keyspace at least"
+                );
+                assert!(c.dir_bytes > 0);
+            }
+        }
+        engine.close().unwrap();
+        // The checkpoint went beside the database, and is gone.
+        let beside: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(beside, ["db"]);
     }
 }

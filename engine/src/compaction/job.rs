@@ -16,6 +16,7 @@ use super::sink::{TableSink, MAX_GRANDPARENT_OVERLAP_FILES};
 use crate::db::DbInner;
 use crate::error::{Error, Result};
 use crate::iterator::level::LevelIterator;
+use crate::tree::Tree;
 use crate::version::{TableFile, Version};
 use crate::version_edit::VersionEdit;
 use crate::version_set::Reservation;
@@ -23,6 +24,7 @@ use crate::version_set::Reservation;
 /// See the module documentation.
 pub(crate) struct CompactionJob<'a> {
     db: &'a Arc<DbInner>,
+    tree: Arc<Tree>,
     /// The version the inputs were picked from.
     version: Arc<Version>,
     level: usize,
@@ -72,6 +74,7 @@ impl<'a> CompactionJob<'a> {
     /// `output_level`; `None` if none of the picked files is in `version`.
     pub(crate) fn prepare(
         db: &'a Arc<DbInner>,
+        tree: &Arc<Tree>,
         version: Arc<Version>,
         pick: &Pick,
         output_level: usize,
@@ -95,6 +98,7 @@ impl<'a> CompactionJob<'a> {
         let next_range = run_of(&version, next_level, &pick.next_inputs);
         Some(CompactionJob {
             db,
+            tree: Arc::clone(tree),
             version,
             level: pick.level,
             output_level,
@@ -141,7 +145,7 @@ impl<'a> CompactionJob<'a> {
         if ranges.windows(2).any(|w| w[0].1 >= w[1].0) {
             return false;
         }
-        let limit = MAX_GRANDPARENT_OVERLAP_FILES * self.db.options.target_file_size_base;
+        let limit = MAX_GRANDPARENT_OVERLAP_FILES * self.tree.options.target_file_size_base;
         let grandparents = self.version.level(self.output_level + 1);
         let small_overlap = ranges.iter().all(|(smallest, largest)| {
             let overlap: u64 = grandparents
@@ -167,7 +171,7 @@ impl<'a> CompactionJob<'a> {
     ///   Such a table is rewritten with a filter planned for its new level, as without trivial
     ///   moves.
     fn filters_fit_output_level(&self) -> bool {
-        let options = &self.db.options;
+        let options = &self.tree.options;
         let uniform = options.filter_allocation == FilterAllocation::Uniform;
         let spec = self.filter_spec();
         self.inputs.iter().all(|(_, f)| {
@@ -189,7 +193,9 @@ impl<'a> CompactionJob<'a> {
             edit.deleted.push((*level, f.meta.number));
             edit.added.push((self.output_level, f.meta.clone()));
         }
-        self.db.versions.log_and_apply(self.db, edit, &[], |_| {})?;
+        self.db
+            .versions
+            .log_and_apply(self.db, &self.tree, edit, &[], |_| {})?;
         self.db
             .counters
             .trivial_moves
@@ -218,7 +224,7 @@ impl<'a> CompactionJob<'a> {
     /// The outputs' filter: kind from the policy, bits/key from the plan of the tree as it will
     /// be once the inputs have moved down.
     fn filter_spec(&self) -> FilterSpec {
-        let options = &self.db.options;
+        let options = &self.tree.options;
         let mut level_keys = self.version.level_keys();
         let moved: u64 = self.inputs.iter().map(|(_, f)| f.meta.distinct_keys).sum();
         for (level, f) in &self.inputs {
@@ -244,7 +250,8 @@ impl<'a> CompactionJob<'a> {
     fn write(&mut self) -> Result<Vec<Arc<TableFile>>> {
         let db = self.db;
         let rules = self.gc_rules();
-        let options = db
+        let options = self
+            .tree
             .options
             .table_build_options(self.output_level, self.filter_spec());
         let read_options = TableIterOptions {
@@ -284,7 +291,13 @@ impl<'a> CompactionJob<'a> {
             .iter()
             .map(|f| (f.largest_user_key().to_vec(), f.meta.file_size))
             .collect();
-        let mut sink = TableSink::new(db, options, self.output_level, grandparents);
+        let mut sink = TableSink::new(
+            db,
+            options,
+            self.tree.options.target_file_size_base,
+            self.output_level,
+            grandparents,
+        );
         let merged = merge_into(&mut merge, &rules, &mut sink)
             .map_err(|e| sink.take_error().unwrap_or_else(|| Error::from(e)))
             .and_then(|_| sink.finish_current());
@@ -300,7 +313,7 @@ impl<'a> CompactionJob<'a> {
             .fetch_add(bytes_written, Ordering::Relaxed);
         outputs
             .iter()
-            .map(|m| crate::flush::open_table(db, self.output_level, m))
+            .map(|m| crate::flush::open_table(db, &self.tree.options, self.output_level, m))
             .collect()
     }
 
@@ -316,7 +329,8 @@ impl<'a> CompactionJob<'a> {
         for t in &outputs {
             edit.added.push((self.output_level, t.meta.clone()));
         }
-        db.versions.log_and_apply(db, edit, &outputs, |_| {})?;
+        db.versions
+            .log_and_apply(db, &self.tree, edit, &outputs, |_| {})?;
         self.uninstalled.clear();
         for (_, f) in &self.inputs {
             db.cache.erase_table(f.meta.number);

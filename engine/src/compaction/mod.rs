@@ -13,6 +13,8 @@ use siftdb_compaction::picker::{self, LevelFile, Pick, PickerConfig};
 
 use crate::db::DbInner;
 use crate::error::{Error, Result};
+use crate::options::Options;
+use crate::tree::Tree;
 use crate::version_set::level_files;
 use job::CompactionJob;
 
@@ -51,6 +53,8 @@ fn background_loop(db: &Arc<DbInner>) {
             match maybe_compact(db) {
                 Ok(true) => continue,
                 Ok(false) => break,
+                // The keyspace went while its compaction ran: the outputs are orphans now.
+                Err(Error::KeyspaceDropped(_)) => continue,
                 Err(e) => {
                     let mut state = db.state.lock();
                     state
@@ -65,24 +69,32 @@ fn background_loop(db: &Arc<DbInner>) {
     }
 }
 
-pub(crate) fn picker_config(db: &DbInner) -> PickerConfig {
+/// The picker's settings for a tree with `options`.
+pub(crate) fn picker_config(options: &Options) -> PickerConfig {
     PickerConfig {
-        l0_trigger: db.options.level0_file_num_compaction_trigger,
-        base_level_bytes: db.options.max_bytes_for_level_base,
-        multiplier: db.options.max_bytes_for_level_multiplier,
+        l0_trigger: options.level0_file_num_compaction_trigger,
+        base_level_bytes: options.max_bytes_for_level_base,
+        multiplier: options.max_bytes_for_level_multiplier,
     }
 }
 
-/// Runs one compaction if the tree needs one and one fits beside those under way; returns
-/// whether it did.
+/// Runs one compaction if some keyspace's tree needs one and one fits beside those under way;
+/// returns whether it did.
 pub(crate) fn maybe_compact(db: &Arc<DbInner>) -> Result<bool> {
     let _shared = db.compaction_lock.read();
-    let Some((pick, version, reservation)) = db.versions.pick_compaction(db, &picker_config(db))
-    else {
+    let Some(picked) = db.versions.pick_compaction(db) else {
         return Ok(false);
     };
-    let output_level = pick.level + 1;
-    if let Some(job) = CompactionJob::prepare(db, version, &pick, output_level, Some(reservation)) {
+    let output_level = picked.pick.level + 1;
+    let job = CompactionJob::prepare(
+        db,
+        &picked.tree,
+        picked.version,
+        &picked.pick,
+        output_level,
+        Some(picked.reservation),
+    );
+    if let Some(job) = job {
         job.run()?;
     }
     Ok(true)
@@ -92,7 +104,6 @@ pub(crate) fn maybe_compact(db: &Arc<DbInner>) -> Result<bool> {
 /// the work (so at most `max_background_compactions` ever run); the caller only wakes them and
 /// waits.
 pub(crate) fn wait_for_compaction(db: &Arc<DbInner>) -> Result<()> {
-    let config = picker_config(db);
     let mut state = db.state.lock();
     loop {
         if let Some(e) = &state.bg_error {
@@ -101,7 +112,7 @@ pub(crate) fn wait_for_compaction(db: &Arc<DbInner>) -> Result<()> {
         if db.shutting_down.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
-        if db.versions.is_settled(&config) {
+        if db.versions.is_settled() {
             return Ok(());
         }
         db.work_available.notify_all();
@@ -116,17 +127,18 @@ pub(crate) fn wait_for_compaction(db: &Arc<DbInner>) -> Result<()> {
 /// manifest edit alone: the last step rewrites them anyway.
 pub(crate) fn compact_range(
     db: &Arc<DbInner>,
+    tree: &Arc<Tree>,
     start: Option<&[u8]>,
     end: Option<&[u8]>,
 ) -> Result<()> {
-    crate::flush::flush_and_wait(db)?;
+    crate::flush::flush_and_wait(db, tree)?;
     let _exclusive = db.compaction_lock.write();
     let in_range = |f: &LevelFile| {
         start.is_none_or(|s| f.largest.as_slice() >= s)
             && end.is_none_or(|e| f.smallest.as_slice() <= e)
     };
     let deepest = {
-        let version = db.versions.current();
+        let version = db.versions.current(tree);
         (0..version.num_levels())
             .rev()
             .find(|&l| !version.level(l).is_empty())
@@ -134,7 +146,8 @@ pub(crate) fn compact_range(
             .max(1)
     };
     for level in 0..=deepest {
-        let version = db.versions.current();
+        tree.check_live()?;
+        let version = db.versions.current(tree);
         let levels = level_files(&version);
         let inputs: Vec<u64> = if level == 0 && levels[0].iter().any(in_range) {
             // L0 files overlap each other: moving some of them below an older one that holds
@@ -161,7 +174,7 @@ pub(crate) fn compact_range(
         };
         let Some(pick) = pick else { continue };
         let output = if level == deepest { level } else { level + 1 };
-        if let Some(job) = CompactionJob::prepare(db, version, &pick, output, None) {
+        if let Some(job) = CompactionJob::prepare(db, tree, version, &pick, output, None) {
             job.run()?;
         }
     }

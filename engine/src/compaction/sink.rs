@@ -38,6 +38,7 @@ impl<'a> TableSink<'a> {
     pub(crate) fn new(
         db: &'a DbInner,
         options: TableBuildOptions,
+        target_size: u64,
         output_level: usize,
         grandparents: Vec<(Vec<u8>, u64)>,
     ) -> TableSink<'a> {
@@ -45,7 +46,7 @@ impl<'a> TableSink<'a> {
             db,
             options,
             output_level,
-            target_size: db.options.target_file_size_base,
+            target_size,
             grandparents,
             grandparent_index: 0,
             grandparent_overlap: 0,

@@ -22,10 +22,13 @@ pub(crate) use sources::{merge_for, ScanSpec};
 use crate::db::{DbInner, ReadView};
 use crate::error::Error;
 use crate::options::ReadOptions;
+use crate::tree::Tree;
 
-/// What every cursor of one [`DbIterator`] reads: the same view, sequence, bounds and prefix.
+/// What every cursor of one [`DbIterator`] reads: the same tree, view, sequence, bounds and
+/// prefix.
 struct Scan {
     db: Arc<DbInner>,
+    tree: Arc<Tree>,
     view: Arc<ReadView>,
     sequence: u64,
     bounds: KeyBounds,
@@ -40,7 +43,7 @@ impl Scan {
             prefix: self.prefix.as_deref(),
             read: &self.read,
         };
-        match merge_for(&self.db, &self.view, &spec) {
+        match merge_for(&self.tree, &self.view, &spec) {
             Ok(merge) => RawIterator::new(Arc::clone(&self.db), merge, self.sequence),
             Err(e) => RawIterator::failed(Arc::clone(&self.db), self.sequence, e),
         }
@@ -148,6 +151,7 @@ impl DbIterator {
     /// of the view ([`DbInner::read_point`]) or a registered snapshot's.
     pub(crate) fn new(
         db: &Arc<DbInner>,
+        tree: &Arc<Tree>,
         view: Arc<ReadView>,
         sequence: u64,
         bounds: KeyBounds,
@@ -157,6 +161,7 @@ impl DbIterator {
         DbIterator {
             scan: Scan {
                 db: Arc::clone(db),
+                tree: Arc::clone(tree),
                 view,
                 sequence,
                 bounds,
@@ -168,6 +173,23 @@ impl DbIterator {
             done: false,
             error: None,
         }
+    }
+
+    /// An iterator that yields `error` and ends (a dropped keyspace, a closed database).
+    pub(crate) fn failed(db: &Arc<DbInner>, tree: &Arc<Tree>, error: Error) -> DbIterator {
+        let view = tree.read_view();
+        let mut it = DbIterator::new(
+            db,
+            tree,
+            view,
+            0,
+            KeyBounds::all(),
+            None,
+            ReadOptions::default(),
+        );
+        it.done = true;
+        it.error = Some(error);
+        it
     }
 
     /// Positions the front at the first key ≥ `key` (within the iterator's bounds: a key below

@@ -9,10 +9,11 @@ use siftdb_sstable::{SstError, TableIterOptions};
 
 use super::bounds::KeyBounds;
 use super::level::LevelIterator;
-use crate::db::{DbInner, ReadView};
+use crate::db::ReadView;
 use crate::error::Result;
 use crate::memtable::MemtableIter;
 use crate::options::ReadOptions;
+use crate::tree::Tree;
 use crate::version::TableFile;
 
 impl InternalIterator for MemtableIter {
@@ -74,7 +75,7 @@ fn overlapping(files: &[Arc<TableFile>], bounds: &KeyBounds) -> std::ops::Range<
 /// The merge of everything in `view` that `spec` may need. Fails if a table's prefix filter
 /// cannot be read.
 pub(crate) fn merge_for(
-    db: &DbInner,
+    tree: &Tree,
     view: &ReadView,
     spec: &ScanSpec<'_>,
 ) -> Result<MergingIterator> {
@@ -82,7 +83,7 @@ pub(crate) fn merge_for(
     for mem in std::iter::once(&view.mem).chain(view.imm.iter()) {
         children.push(Box::new(MemtableIter::new(Arc::clone(mem))));
     }
-    let prefix_hash = spec.prefix.and_then(|p| db.prefix_hash(p));
+    let prefix_hash = spec.prefix.and_then(|p| tree.prefix_hash(p));
     let wanted = |f: &Arc<TableFile>| -> Result<bool> {
         if !spec
             .bounds

@@ -2,9 +2,12 @@
 //! allows.
 //!
 //! Mapping (also printed in the run's header and written down in `docs/BENCHMARKS.md`):
-//! - one keyspace; bloom filters of `--bloom_bits` bits/key on every level (fjall's default
-//!   spends 0.0001 FPR on L0: replaced so that every engine spends the same bits/key). fjall has
-//!   bloom filters only: `--filter_policy` and `--filter_allocation` have no equivalent.
+//! - one keyspace: `--keyspaces` above 1 is refused for fjall
+//!   ([`check_keyspaces`](super::super::engine::check_keyspaces)), so every keyspace number is 0.
+//! - no `checkpoint` (fjall has none: the workload prints "not supported by fjall").
+//! - bloom filters of `--bloom_bits` bits/key on every level (fjall's default spends 0.0001 FPR
+//!   on L0: replaced so that every engine spends the same bits/key). fjall has bloom filters
+//!   only: `--filter_policy` and `--filter_allocation` have no equivalent.
 //! - fjall has no prefix extractor: `prefixscan` is `Keyspace::prefix`, which has no prefix
 //!   filter to skip tables with.
 //! - one block cache of `--cache_size` (fjall keeps filter and index blocks in it, L0 filter and
@@ -150,12 +153,12 @@ impl Engine for FjallEngine {
         false
     }
 
-    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+    fn put(&self, _ks: usize, key: &[u8], value: &[u8]) -> Result<()> {
         self.keyspace.insert(key, value).map_err(fjall_error)?;
         self.persist()
     }
 
-    fn get(&self, key: &[u8], buf: &mut Vec<u8>) -> Result<bool> {
+    fn get(&self, _ks: usize, key: &[u8], buf: &mut Vec<u8>) -> Result<bool> {
         match self.keyspace.get(key).map_err(fjall_error)? {
             Some(value) => {
                 buf.clear();
@@ -166,7 +169,7 @@ impl Engine for FjallEngine {
         }
     }
 
-    fn delete(&self, key: &[u8]) -> Result<()> {
+    fn delete(&self, _ks: usize, key: &[u8]) -> Result<()> {
         self.keyspace.remove(key).map_err(fjall_error)?;
         self.persist()
     }
@@ -175,15 +178,15 @@ impl Engine for FjallEngine {
         let mut batch = self.db.batch();
         for op in ops {
             match *op {
-                BatchOp::Put(key, value) => batch.insert(&self.keyspace, key, value),
-                BatchOp::Delete(key) => batch.remove(&self.keyspace, key),
+                BatchOp::Put(_, key, value) => batch.insert(&self.keyspace, key, value),
+                BatchOp::Delete(_, key) => batch.remove(&self.keyspace, key),
             }
         }
         batch.commit().map_err(fjall_error)?;
         self.persist()
     }
 
-    fn seek_read(&self, key: &[u8], nexts: usize) -> Result<SeekOutcome> {
+    fn seek_read(&self, _ks: usize, key: &[u8], nexts: usize) -> Result<SeekOutcome> {
         let mut outcome = SeekOutcome::default();
         for guard in self.keyspace.range(key..).take(nexts + 1) {
             let (k, _) = guard.into_inner().map_err(fjall_error)?;

@@ -14,9 +14,14 @@
 //!   (`target_file_size_base`, `max_bytes_for_level_base`, multiplier, L0 trigger) as siftdb's,
 //!   with `level_compaction_dynamic_level_bytes` off because siftdb's level targets are static.
 //! - background jobs: one flush plus `max_background_compactions` (siftdb's threads).
+//! - one column family: `--keyspaces` above 1 is refused for RocksDB
+//!   ([`check_keyspaces`](super::super::engine::check_keyspaces)), so every keyspace number is 0.
+//! - `checkpoint`: `Checkpoint::create_checkpoint` (which flushes the memtables first, then
+//!   hard-links the tables), verified by a read-only open that counts the keys.
 
 use std::path::Path;
 
+use rocksdb::checkpoint::Checkpoint;
 use rocksdb::statistics::Ticker;
 use rocksdb::{
     BlockBasedOptions, BottommostLevelCompaction, Cache, CompactOptions, DBCompressionType,
@@ -180,13 +185,13 @@ impl Engine for RocksEngine {
         false
     }
 
-    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+    fn put(&self, _ks: usize, key: &[u8], value: &[u8]) -> Result<()> {
         self.db
             .put_opt(key, value, &self.write_options)
             .map_err(rocks_error)
     }
 
-    fn get(&self, key: &[u8], buf: &mut Vec<u8>) -> Result<bool> {
+    fn get(&self, _ks: usize, key: &[u8], buf: &mut Vec<u8>) -> Result<bool> {
         match self.db.get_pinned(key).map_err(rocks_error)? {
             Some(value) => {
                 buf.clear();
@@ -197,7 +202,7 @@ impl Engine for RocksEngine {
         }
     }
 
-    fn delete(&self, key: &[u8]) -> Result<()> {
+    fn delete(&self, _ks: usize, key: &[u8]) -> Result<()> {
         self.db
             .delete_opt(key, &self.write_options)
             .map_err(rocks_error)
@@ -207,8 +212,8 @@ impl Engine for RocksEngine {
         let mut batch = WriteBatch::default();
         for op in ops {
             match *op {
-                BatchOp::Put(key, value) => batch.put(key, value),
-                BatchOp::Delete(key) => batch.delete(key),
+                BatchOp::Put(_, key, value) => batch.put(key, value),
+                BatchOp::Delete(_, key) => batch.delete(key),
             }
         }
         self.db
@@ -216,7 +221,7 @@ impl Engine for RocksEngine {
             .map_err(rocks_error)
     }
 
-    fn seek_read(&self, key: &[u8], nexts: usize) -> Result<SeekOutcome> {
+    fn seek_read(&self, _ks: usize, key: &[u8], nexts: usize) -> Result<SeekOutcome> {
         // A seek may cross prefixes: total order, or RocksDB's prefix bloom would cut it short.
         let mut read = ReadOptions::default();
         read.set_total_order_seek(true);
@@ -290,6 +295,30 @@ impl Engine for RocksEngine {
         self.db
             .wait_for_compact(&WaitForCompactOptions::default())
             .map_err(rocks_error)
+    }
+
+    fn can_checkpoint(&self) -> bool {
+        true
+    }
+
+    fn checkpoint(&self, dir: &Path) -> Result<()> {
+        Checkpoint::new(&self.db)
+            .and_then(|checkpoint| checkpoint.create_checkpoint(dir))
+            .map_err(rocks_error)
+    }
+
+    fn checkpoint_keys(&self, dir: &Path) -> Result<u64> {
+        // Read-only with default options: counting needs no filter or prefix extractor.
+        let copy = DB::open_for_read_only(&Options::default(), dir, false).map_err(rocks_error)?;
+        let mut iter = copy.raw_iterator();
+        iter.seek_to_first();
+        let mut keys = 0;
+        while iter.valid() {
+            keys += 1;
+            iter.next();
+        }
+        iter.status().map_err(rocks_error)?;
+        Ok(keys)
     }
 
     fn stats(&self) -> Option<Stats> {
