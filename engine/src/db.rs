@@ -434,7 +434,8 @@ impl Db {
 
     /// A named property (`siftdb.levels`, `siftdb.stats`, `siftdb.keyspaces`,
     /// `siftdb.num-files-at-level<N>`, `siftdb.estimate-num-keys`,
-    /// `siftdb.cur-size-all-mem-tables`), or `None` if unknown. The tree properties are the
+    /// `siftdb.cur-size-all-mem-tables`, `siftdb.num-immutable-mem-table`), or `None` if
+    /// unknown. The tree properties are the
     /// "default" keyspace's ([`Keyspace::property`] for another).
     pub fn property(&self, name: &str) -> Option<String> {
         crate::properties::property(&self.inner, &self.inner.default, name)

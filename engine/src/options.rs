@@ -104,6 +104,11 @@ pub struct Options {
     /// rarely would otherwise keep every WAL since its last flush. 0: four times the memtable
     /// memory of all keyspaces (`write_buffer_size · max_write_buffer_number` each).
     pub max_total_wal_size: u64,
+    /// Memtable memory of all keyspaces together (RocksDB's `db_write_buffer_size`): above it,
+    /// the largest active memtable is switched and flushed, so that several keyspaces, each
+    /// allowed `write_buffer_size`, stay within one budget. 0: no shared budget (each keyspace
+    /// is bounded by its own `write_buffer_size · max_write_buffer_number`).
+    pub db_write_buffer_size: usize,
 }
 
 impl std::fmt::Debug for Options {
@@ -155,6 +160,7 @@ impl Default for Options {
             fs: Arc::new(RealFs),
             keyspaces: Vec::new(),
             max_total_wal_size: 0,
+            db_write_buffer_size: 0,
         }
     }
 }

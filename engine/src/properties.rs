@@ -132,6 +132,7 @@ pub(crate) fn property(db: &DbInner, tree: &Tree, name: &str) -> Option<String> 
             let tables: u64 = view.version.all().map(|(_, f)| f.meta.entries).sum();
             Some((mem as u64 + tables).to_string())
         }
+        "siftdb.num-immutable-mem-table" => Some(view.imm.len().to_string()),
         "siftdb.cur-size-all-mem-tables" => Some(
             std::iter::once(&view.mem)
                 .chain(&view.imm)

@@ -210,8 +210,9 @@ impl DbInner {
 
     /// Makes sure the memtables of keyspaces `ids` can take a write: switches a full one to a
     /// new memtable (and WAL), stalls while one has too many memtables waiting for flush or too
-    /// many L0 tables, and flushes the keyspaces that keep the oldest WAL alive once the WALs
-    /// exceed `Options::max_total_wal_size`.
+    /// many L0 tables, flushes the keyspaces that keep the oldest WAL alive once the WALs
+    /// exceed `Options::max_total_wal_size`, and the largest memtable once all of them exceed
+    /// `Options::db_write_buffer_size`.
     pub(crate) fn make_room(&self, state: &mut MutexGuard<'_, DbState>, ids: &[u32]) -> Result<()> {
         let mut stalled: Option<Instant> = None;
         let result = loop {
@@ -232,7 +233,13 @@ impl DbInner {
             }
             let full = match room {
                 Room::Switch(full) => full,
-                _ => self.keyspaces_holding_old_wals(state),
+                _ => {
+                    let mut full = self.keyspaces_holding_old_wals(state);
+                    if full.is_empty() {
+                        full.extend(self.largest_memtable_over_budget(state));
+                    }
+                    full
+                }
             };
             if full.is_empty() {
                 break Ok(());
@@ -288,6 +295,40 @@ impl DbInner {
             })
             .map(|(id, _)| *id)
             .collect()
+    }
+
+    /// With all memtables together over `Options::db_write_buffer_size`, the keyspace whose
+    /// active memtable is largest (switched, it is flushed and its memory freed), if it may
+    /// switch (its immutable memtables leave room); none otherwise.
+    fn largest_memtable_over_budget(&self, state: &DbState) -> Option<u32> {
+        let budget = self.options.db_write_buffer_size;
+
+        if budget == 0 {
+            return None;
+        }
+        // RocksDB's rule (`WriteBufferManager::ShouldFlush`): count the active memtables
+        // (memtables being flushed free their memory soon, and switching more for them would
+        // only make tiny tables), against 7/8 of the budget — or against half of it once all
+        // memtables together reach the budget.
+        let active: usize = state.trees.values().map(|t| t.mem.approximate_size()).sum();
+        let frozen: usize = state
+            .trees
+            .values()
+            .flat_map(|t| &t.imm)
+            .map(|m| m.approximate_size())
+            .sum();
+        let over = active > budget / 8 * 7 || (active + frozen >= budget && active >= budget / 2);
+        if !over {
+            return None;
+        }
+        state
+            .trees
+            .iter()
+            .filter(|(_, t)| {
+                !t.mem.is_empty() && t.imm.len() + 1 < t.tree.options.max_write_buffer_number
+            })
+            .max_by_key(|(_, t)| t.mem.approximate_size())
+            .map(|(id, _)| *id)
     }
 
     /// Freezes the memtables of keyspaces `ids` and starts new ones with a new WAL.

@@ -107,6 +107,8 @@ fn options(fs: Option<&FaultFs>) -> Options {
         block_cache_capacity: 1 << 20,
         // Small enough that an idle keyspace's memtable is flushed to let old WALs go.
         max_total_wal_size: 16 << 10,
+        // Below four keyspaces' memtables: the shared budget switches the largest one.
+        db_write_buffer_size: 6 << 10,
         ..Options::default()
     };
     if let Some(fs) = fs {

@@ -226,6 +226,10 @@ pub struct Args {
     /// Memtable bytes before a flush [default: the engine's, 64 MiB].
     #[arg(long = "write_buffer_size")]
     pub write_buffer_size: Option<usize>,
+    /// Memtable bytes of all keyspaces together (RocksDB's `db_write_buffer_size`) [default:
+    /// 0, no shared budget].
+    #[arg(long = "db_write_buffer_size", default_value_t = 0)]
+    pub db_write_buffer_size: usize,
     /// Target size of compaction output tables [default: the engine's, 64 MiB].
     #[arg(long = "target_file_size_base")]
     pub target_file_size_base: Option<u64>,
@@ -348,6 +352,8 @@ pub struct Config {
     pub cache_size: Option<usize>,
     /// Memtable bytes (`None`: the engine's default).
     pub write_buffer_size: Option<usize>,
+    /// Memtable bytes of all keyspaces together (0: no shared budget).
+    pub db_write_buffer_size: usize,
     /// Tree shape overrides (`None`: the engine's defaults).
     pub tree: TreeShape,
     /// Codec per level (index = level, the last entry for deeper levels), as every engine gets
@@ -456,6 +462,7 @@ impl Config {
             },
             cache_size: args.cache_size,
             write_buffer_size: args.write_buffer_size,
+            db_write_buffer_size: args.db_write_buffer_size,
             tree: TreeShape {
                 target_file_size_base: args.target_file_size_base,
                 max_bytes_for_level_base: args.max_bytes_for_level_base,

@@ -200,6 +200,7 @@ pub fn siftdb_options(config: &Config) -> Options {
         write_buffer_size: config
             .write_buffer_size
             .unwrap_or(defaults.write_buffer_size),
+        db_write_buffer_size: config.db_write_buffer_size,
         target_file_size_base: config
             .tree
             .target_file_size_base

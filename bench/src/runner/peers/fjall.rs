@@ -56,7 +56,14 @@ impl FjallEngine {
     pub fn open(dir: &Path, config: &Config) -> Result<FjallEngine> {
         let sift = siftdb_options(config);
         let bits = config.filter.bits_per_key as f32;
-        let db = Database::builder(dir)
+        // fjall's counterpart of `db_write_buffer_size` is hidden and marked deprecated ("todo")
+        // in 3.1, and refuses budgets under 1 MiB; it is the only way to give fjall the setting.
+        #[allow(deprecated)]
+        let builder = Database::builder(dir).max_write_buffer_size(
+            (sift.db_write_buffer_size > 0)
+                .then(|| (sift.db_write_buffer_size as u64).max(1 << 20)),
+        );
+        let db = builder
             .cache_size(sift.block_cache_capacity as u64)
             .worker_threads(1 + sift.max_background_compactions.max(1))
             .open()

@@ -117,6 +117,7 @@ impl RocksEngine {
         let compression = super::super::engine::compression_text(&config.compression);
         options.set_prefix_extractor(SliceTransform::create_fixed_prefix(config.prefix_size));
         options.set_write_buffer_size(sift.write_buffer_size);
+        options.set_db_write_buffer_size(sift.db_write_buffer_size);
         options.set_max_write_buffer_number(sift.max_write_buffer_number as i32);
         options.set_level_zero_file_num_compaction_trigger(
             sift.level0_file_num_compaction_trigger as i32,
