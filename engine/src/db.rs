@@ -332,6 +332,26 @@ impl Db {
         )
     }
 
+    /// Looks up every key of `keys` at one point in time, answers in the same order: as many
+    /// `get`s, but each key hashed once and the filters of all keys probed level by level with
+    /// their memory requested ahead (RocksDB's `MultiGet`). An error (a damaged block) is the
+    /// answer of the keys it concerns only.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+    /// db.put("a", "1")?;
+    /// db.put("c", "3")?;
+    /// let got = db.multi_get(&["c", "b", "a"]);
+    /// let got: Vec<Option<Vec<u8>>> = got.into_iter().collect::<Result<_, _>>()?;
+    /// assert_eq!(got, [Some(b"3".to_vec()), None, Some(b"1".to_vec())]);
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Vec<u8>>>> {
+        let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
+        self.inner.multi_get(&self.inner.default, &keys)
+    }
+
     /// A consistent view of the database (every keyspace) as of now.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot::new(Arc::clone(&self.inner))

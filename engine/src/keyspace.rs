@@ -113,6 +113,13 @@ impl Keyspace {
             .get_latest(&self.tree, key.as_ref(), &ReadOptions::default(), buf)
     }
 
+    /// Looks up every key of `keys` in this keyspace at one point in time (see
+    /// [`Db::multi_get`]); answers in the same order.
+    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Vec<u8>>>> {
+        let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
+        self.inner().multi_get(&self.tree, &keys)
+    }
+
     /// An iterator over all keys of this keyspace in order (see [`Db::iter`]).
     pub fn iter(&self) -> DbIterator {
         self.iter_opt(&ReadOptions::default())

@@ -9,6 +9,7 @@ use siftdb_sstable::{GetTrace, Lookup, PreparedGet};
 use crate::db::{DbInner, ReadView};
 use crate::error::Result;
 use crate::iterator::{merge_for, DbIterator, KeyBounds, RawIterator, ScanSpec};
+use crate::key_head::KeyHead;
 use crate::options::ReadOptions;
 use crate::tree::Tree;
 use crate::version::{TableFile, Version};
@@ -61,19 +62,8 @@ impl DbInner {
         use std::sync::atomic::Ordering::Relaxed;
         self.check_open()?;
         self.counters.gets.fetch_add(1, Relaxed);
-        for mem in std::iter::once(&view.mem).chain(view.imm.iter()) {
-            match mem.get_into(key, seq, value) {
-                Lookup::Found => {
-                    self.counters.memtable_hits.fetch_add(1, Relaxed);
-                    self.counters.gets_found.fetch_add(1, Relaxed);
-                    return Ok(true);
-                }
-                Lookup::Deleted => {
-                    self.counters.memtable_hits.fetch_add(1, Relaxed);
-                    return Ok(false);
-                }
-                Lookup::NotFound => {}
-            }
+        if let Some(found) = self.get_from_memtables(view, key, seq, value) {
+            return Ok(found);
         }
         let found = self.get_from_tables(tree, &view.version, key, seq, opts.fill_cache, value)?
             == Lookup::Found;
@@ -81,6 +71,33 @@ impl DbInner {
             self.counters.gets_found.fetch_add(1, Relaxed);
         }
         Ok(found)
+    }
+
+    /// The memtables' answer for `key` (newest first): `Some(found)` once one holds a version,
+    /// `None` if none does.
+    fn get_from_memtables(
+        &self,
+        view: &ReadView,
+        key: &[u8],
+        seq: u64,
+        value: &mut Vec<u8>,
+    ) -> Option<bool> {
+        use std::sync::atomic::Ordering::Relaxed;
+        for mem in std::iter::once(&view.mem).chain(view.imm.iter()) {
+            match mem.get_into(key, seq, value) {
+                Lookup::Found => {
+                    self.counters.memtable_hits.fetch_add(1, Relaxed);
+                    self.counters.gets_found.fetch_add(1, Relaxed);
+                    return Some(true);
+                }
+                Lookup::Deleted => {
+                    self.counters.memtable_hits.fetch_add(1, Relaxed);
+                    return Some(false);
+                }
+                Lookup::NotFound => {}
+            }
+        }
+        None
     }
 
     /// The tables that may hold the key, in the order that finds its newest version (L0 newest
@@ -94,7 +111,7 @@ impl DbInner {
         fill_cache: bool,
         value: &mut Vec<u8>,
     ) -> Result<Lookup> {
-        let head = crate::key_head::KeyHead::of(key);
+        let head = KeyHead::of(key);
         // One hash for every table: all filters of a database share its hasher (a table built
         // with another is refused at open).
         let hash = self.options.filter_hasher.hash(key);
@@ -131,6 +148,111 @@ impl DbInner {
             }
         }
         Ok(Lookup::NotFound)
+    }
+}
+
+/// One key of a `multi_get` on its way through the tables.
+struct Probe<'k> {
+    /// Its position in the caller's keys.
+    index: usize,
+    key: &'k [u8],
+    head: KeyHead,
+    hash: u64,
+}
+
+/// The answers of a `multi_get` so far, in the caller's order (`None`: still looking).
+type Answers = Vec<Option<Result<Option<Vec<u8>>>>>;
+
+impl DbInner {
+    /// Looks up every key of `keys` in `tree` at one point in time (one view, one sequence
+    /// number); the answers come back in the order of `keys`.
+    ///
+    /// Each key is hashed once. Keys the memtables do not answer are sorted and go through the
+    /// tables level by level, L0 newest first: for each table (or level) the filters of all its
+    /// keys are located and their cache lines requested first, then probed, so the memory waits
+    /// of the keys overlap instead of queuing (a single `get` overlaps only two tables). In key
+    /// order, keys that share a data block read it one after another (the block cache then
+    /// serves the others).
+    pub(crate) fn multi_get(&self, tree: &Tree, keys: &[&[u8]]) -> Vec<Result<Option<Vec<u8>>>> {
+        use std::sync::atomic::Ordering::Relaxed;
+        if let Err(e) = tree.check_live().and_then(|()| self.check_open()) {
+            return keys.iter().map(|_| Err(e.duplicate())).collect();
+        }
+        let (view, seq) = self.read_point(tree);
+        self.counters.gets.fetch_add(keys.len() as u64, Relaxed);
+        let mut answers: Answers = keys.iter().map(|_| None).collect();
+        let mut probes = Vec::with_capacity(keys.len());
+        let mut value = Vec::new();
+        for (index, key) in keys.iter().enumerate() {
+            value.clear();
+            match self.get_from_memtables(&view, key, seq, &mut value) {
+                Some(true) => answers[index] = Some(Ok(Some(std::mem::take(&mut value)))),
+                Some(false) => answers[index] = Some(Ok(None)),
+                None => probes.push(Probe {
+                    index,
+                    key,
+                    head: KeyHead::of(key),
+                    hash: self.options.filter_hasher.hash(key),
+                }),
+            }
+        }
+        probes.sort_unstable_by(|a, b| a.key.cmp(b.key));
+        let version = &view.version;
+        for file in version.level(0) {
+            let batch: Vec<(&Arc<TableFile>, &Probe)> = probes
+                .iter()
+                .filter(|p| {
+                    answers[p.index].is_none() && file.contains_key_with_head(p.key, p.head)
+                })
+                .map(|p| (file, p))
+                .collect();
+            self.probe_tables(tree, 0, &batch, seq, &mut answers);
+        }
+        for level in 1..version.num_levels() {
+            let batch: Vec<(&Arc<TableFile>, &Probe)> = probes
+                .iter()
+                .filter(|p| answers[p.index].is_none())
+                .filter_map(|p| version.find_with_head(level, p.key, p.head).map(|f| (f, p)))
+                .collect();
+            self.probe_tables(tree, level, &batch, seq, &mut answers);
+        }
+        answers.into_iter().map(|a| a.unwrap_or(Ok(None))).collect()
+    }
+
+    /// Probes each (table, key) of `batch` — tables of one level — and records the answers
+    /// found. Every filter is located and prefetched before the first is probed.
+    fn probe_tables(
+        &self,
+        tree: &Tree,
+        level: usize,
+        batch: &[(&Arc<TableFile>, &Probe)],
+        seq: u64,
+        answers: &mut Answers,
+    ) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let prepared: Vec<siftdb_sstable::Result<PreparedGet>> = batch
+            .iter()
+            .map(|(file, p)| file.table.prepare_get_hashed(p.key, p.hash))
+            .collect();
+        let mut trace = GetTrace::default();
+        let mut value = Vec::new();
+        for ((file, probe), prepared) in batch.iter().zip(prepared) {
+            value.clear();
+            let got = prepared.and_then(|prepared| {
+                file.table
+                    .get_prepared_into(probe.key, seq, prepared, &mut trace, &mut value)
+            });
+            tree.levels[level].record(&trace);
+            answers[probe.index] = match got {
+                Ok(Lookup::NotFound) => continue,
+                Ok(Lookup::Found) => {
+                    self.counters.gets_found.fetch_add(1, Relaxed);
+                    Some(Ok(Some(std::mem::take(&mut value))))
+                }
+                Ok(Lookup::Deleted) => Some(Ok(None)),
+                Err(e) => Some(Err(e.into())),
+            };
+        }
     }
 }
 

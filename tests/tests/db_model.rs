@@ -15,6 +15,8 @@ enum Op {
     Delete(Vec<u8>),
     Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
     Get(Vec<u8>),
+    /// `multi_get` of these keys (repeats allowed), checked against the model and single gets.
+    MultiGet(Vec<Vec<u8>>),
     Iter,
     Seek(Vec<u8>),
     Prefix(Vec<u8>),
@@ -71,6 +73,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => key().prop_map(Op::Delete),
         2 => proptest::collection::vec((key(), proptest::option::of(value())), 0..6).prop_map(Op::Batch),
         5 => key().prop_map(Op::Get),
+        2 => proptest::collection::vec(key(), 0..16).prop_map(Op::MultiGet),
         1 => Just(Op::Iter),
         1 => key().prop_map(Op::Seek),
         2 => proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'b')], 0..3).prop_map(Op::Prefix),
@@ -311,6 +314,13 @@ fn run(ops: &[Op]) {
                 db.write(b).unwrap();
             }
             Op::Get(k) => assert_eq!(db.get(k).unwrap(), model.get(k).cloned(), "get {k:?}"),
+            Op::MultiGet(keys) => {
+                let got: Vec<Option<Vec<u8>>> =
+                    db.multi_get(keys).into_iter().map(|r| r.unwrap()).collect();
+                let want: Vec<Option<Vec<u8>>> =
+                    keys.iter().map(|k| model.get(k).cloned()).collect();
+                assert_eq!(got, want, "multi_get {keys:?}");
+            }
             Op::Iter => {
                 let got: Vec<_> = db.iter().map(|r| r.unwrap()).collect();
                 let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();

@@ -27,6 +27,8 @@ enum Op {
     /// One batch: (keyspace, key, value or delete), synced or not.
     Write(Vec<BatchEntry>, bool),
     Get(usize, Vec<u8>),
+    /// `multi_get` of these keys (repeats allowed) in one keyspace.
+    MultiGet(usize, Vec<Vec<u8>>),
     Iter(usize),
     Prefix(usize, Vec<u8>),
     Flush(usize),
@@ -66,6 +68,7 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         12 => write(),
         4 => (ks(), key()).prop_map(|(i, k)| Op::Get(i, k)),
+        2 => (ks(), proptest::collection::vec(key(), 0..12)).prop_map(|(i, k)| Op::MultiGet(i, k)),
         1 => ks().prop_map(Op::Iter),
         1 => (ks(), proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'b')], 0..3)).prop_map(|(i, p)| Op::Prefix(i, p)),
         1 => ks().prop_map(Op::Flush),
@@ -261,6 +264,19 @@ fn run(ops: &[Op]) {
                 let ks = h.ensure(*i, &mut state);
                 let want = state[*i].as_ref().and_then(|m| m.get(k).cloned());
                 assert_eq!(ks.get(k).expect("get"), want, "get {} {k:?}", NAMES[*i]);
+            }
+            Op::MultiGet(i, keys) => {
+                let ks = h.ensure(*i, &mut state);
+                let got: Vec<Option<Vec<u8>>> = ks
+                    .multi_get(keys)
+                    .into_iter()
+                    .collect::<Result<_, _>>()
+                    .expect("multi_get");
+                let want: Vec<Option<Vec<u8>>> = keys
+                    .iter()
+                    .map(|k| state[*i].as_ref().and_then(|m| m.get(k).cloned()))
+                    .collect();
+                assert_eq!(got, want, "multi_get {} {keys:?}", NAMES[*i]);
             }
             Op::Iter(i) => {
                 let ks = h.ensure(*i, &mut state);
