@@ -7,7 +7,7 @@
 //! the oldest stripe (visible to every snapshot) is dropped when nothing older of its key can
 //! exist below the output (`bottommost`): it then hides nothing.
 
-use siftdb_sstable::{ParsedKey, SstError, ValueKind};
+use siftdb_sstable::{InternalKey, ParsedKey, SstError, ValueKind};
 
 use crate::iter::InternalIterator;
 
@@ -18,6 +18,38 @@ pub struct GcRules {
     pub snapshots: Vec<u64>,
     /// No level below the output can hold any of the compacted keys.
     pub bottommost: bool,
+    /// Asked about the newest version of each key that no live snapshot sees (see
+    /// [`EntryFilter`]); `None`: every entry is kept.
+    pub filter: Option<std::sync::Arc<dyn EntryFilter>>,
+}
+
+impl std::fmt::Debug for dyn EntryFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EntryFilter")
+    }
+}
+
+/// What an [`EntryFilter`] decided for one value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FilterDecision {
+    /// Keep the value as it is.
+    Keep,
+    /// Remove the key: a tombstone at the entry's sequence number takes its place (so an older
+    /// version kept for a snapshot or in a level below cannot resurface), or nothing at all at
+    /// the bottom with no snapshot, where every older version is dropped too.
+    Remove,
+    /// Keep the key with this value instead.
+    ChangeValue(Vec<u8>),
+}
+
+/// A user's decision on values during compaction (the engine's `CompactionFilter`, TTL).
+///
+/// Asked only about a value that is the newest version of its key in the compaction and that no
+/// live snapshot can see (removing or changing it changes no snapshot's answer); tombstones are
+/// never shown. An `Err` stops the compaction (its outputs are discarded, nothing is lost).
+pub trait EntryFilter: Send + Sync {
+    /// The decision for `value` of `user_key`.
+    fn decide(&self, user_key: &[u8], value: &[u8]) -> Result<FilterDecision, SstError>;
 }
 
 impl GcRules {
@@ -37,6 +69,10 @@ pub struct MergeStats {
     pub shadowed_dropped: u64,
     /// Tombstones dropped at the bottom.
     pub tombstones_dropped: u64,
+    /// Values the filter removed (a tombstone written, or nothing at the bottom).
+    pub filter_removed: u64,
+    /// Values the filter changed.
+    pub filter_changed: u64,
 }
 
 /// Where surviving entries go. `user_key_boundary` is true when the entry starts a new user key
@@ -72,10 +108,38 @@ pub fn merge_into(
         let stripe = rules.stripe(parsed.sequence);
         let shadowed = newer_stripe == Some(stripe);
         newer_stripe = Some(stripe);
+        let unseen_by_snapshots = stripe == rules.snapshots.len();
         if shadowed {
             stats.shadowed_dropped += 1;
         } else if parsed.kind == ValueKind::Delete && stripe == 0 && rules.bottommost {
             stats.tombstones_dropped += 1;
+        } else if let (Some(filter), true, ValueKind::Put) = (
+            &rules.filter,
+            first_of_key && unseen_by_snapshots,
+            parsed.kind,
+        ) {
+            match filter.decide(parsed.user_key, input.value())? {
+                FilterDecision::Keep => {
+                    sink.add(key, input.value(), first_of_key)?;
+                    stats.entries_out += 1;
+                }
+                FilterDecision::ChangeValue(value) => {
+                    sink.add(key, &value, first_of_key)?;
+                    stats.entries_out += 1;
+                    stats.filter_changed += 1;
+                }
+                FilterDecision::Remove => {
+                    stats.filter_removed += 1;
+                    // At the bottom with no snapshot, every older version of the key is in
+                    // this stripe and dropped as shadowed: nothing is left to hide.
+                    if !(rules.bottommost && rules.snapshots.is_empty()) {
+                        let tombstone =
+                            InternalKey::new(parsed.user_key, parsed.sequence, ValueKind::Delete);
+                        sink.add(tombstone.encoded(), &[], first_of_key)?;
+                        stats.entries_out += 1;
+                    }
+                }
+            }
         } else {
             sink.add(key, input.value(), first_of_key)?;
             stats.entries_out += 1;
@@ -144,6 +208,7 @@ mod tests {
         let rules = GcRules {
             snapshots: vec![1, 3],
             bottommost: true,
+            filter: None,
         };
         let mut out = Collect::default();
         merge_into(&mut it, &rules, &mut out).unwrap();
@@ -165,6 +230,7 @@ mod tests {
             &GcRules {
                 snapshots: vec![],
                 bottommost: false,
+                filter: None,
             },
             &mut out,
         )
@@ -180,6 +246,7 @@ mod tests {
             &GcRules {
                 snapshots: vec![],
                 bottommost: true,
+                filter: None,
             },
             &mut out,
         )
@@ -194,6 +261,7 @@ mod tests {
             &GcRules {
                 snapshots: vec![3],
                 bottommost: true,
+                filter: None,
             },
             &mut out,
         )
@@ -203,5 +271,66 @@ mod tests {
             kept,
             vec![("a".into(), 4), ("a".into(), 2), ("b".into(), 6)]
         );
+    }
+
+    /// Removes "r…" keys, rewrites "c…" keys' values, keeps the rest; counts its calls.
+    struct TestFilter(std::sync::atomic::AtomicUsize);
+    impl EntryFilter for TestFilter {
+        fn decide(&self, key: &[u8], _value: &[u8]) -> Result<FilterDecision, SstError> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok(match key.first() {
+                Some(b'r') => FilterDecision::Remove,
+                Some(b'c') => FilterDecision::ChangeValue(b"new".to_vec()),
+                _ => FilterDecision::Keep,
+            })
+        }
+    }
+
+    fn filtered(
+        entries: &[(&str, u64, ValueKind)],
+        snapshots: Vec<u64>,
+        bottommost: bool,
+    ) -> (Vec<(String, u64, ValueKind, bool)>, MergeStats, usize) {
+        let filter = std::sync::Arc::new(TestFilter(Default::default()));
+        let rules = GcRules {
+            snapshots,
+            bottommost,
+            filter: Some(filter.clone()),
+        };
+        let mut out = Collect::default();
+        let stats = merge_into(&mut input(entries), &rules, &mut out).unwrap();
+        let calls = filter.0.load(std::sync::atomic::Ordering::Relaxed);
+        (out.0, stats, calls)
+    }
+
+    #[test]
+    fn the_filter_removes_with_a_tombstone_unless_nothing_older_can_resurface() {
+        let entries = [("c", 5, P), ("k", 6, P), ("r", 7, P), ("r", 2, P)];
+        // At the bottom without snapshots: r@7 goes, and r@2 with it (shadowed).
+        let (out, stats, calls) = filtered(&entries, vec![], true);
+        let keys: Vec<(String, u64, ValueKind)> =
+            out.iter().map(|e| (e.0.clone(), e.1, e.2)).collect();
+        assert_eq!(keys, vec![("c".into(), 5, P), ("k".into(), 6, P)]);
+        assert_eq!(
+            (stats.filter_removed, stats.filter_changed, calls),
+            (1, 1, 3)
+        );
+        // Above the bottom: a tombstone replaces r@7, so an older r below cannot resurface.
+        let (out, _, _) = filtered(&entries, vec![], false);
+        assert!(out.contains(&("r".into(), 7, D, true)), "{out:?}");
+        // A snapshot at 3 sees r@2: kept, and hidden from newer readers by r@7's tombstone.
+        let (out, _, _) = filtered(&entries, vec![3], true);
+        assert!(out.contains(&("r".into(), 7, D, true)), "{out:?}");
+        assert!(out.contains(&("r".into(), 2, P, false)), "{out:?}");
+    }
+
+    #[test]
+    fn the_filter_never_sees_what_a_snapshot_sees_or_tombstones() {
+        // A snapshot at 6 sees c@5 and k@6: neither may change; r@7 is newer and may.
+        let entries = [("c", 5, P), ("d", 9, D), ("k", 6, P), ("r", 7, P)];
+        let (out, stats, calls) = filtered(&entries, vec![6], true);
+        assert_eq!(calls, 1, "only r@7 is unseen by the snapshot");
+        assert_eq!(stats.filter_changed, 0);
+        assert!(out.contains(&("r".into(), 7, D, true)));
     }
 }

@@ -127,6 +127,9 @@ pub(crate) struct DbInner {
     pub instance: u64,
     /// Opened by `Db::open_read_only`: no writes, no background work, no file changes.
     pub read_only: bool,
+    /// Why the last background compaction was abandoned in the compaction filter (cleared by
+    /// the next that succeeds); `wait_for_compaction` reports it instead of waiting forever.
+    pub compaction_filter_failure: Mutex<Option<String>>,
     /// While above zero (a checkpoint is copying files), no file is deleted.
     pub file_deletions_paused: std::sync::atomic::AtomicUsize,
     /// Signalled when memtables are flushed or a background error occurs.

@@ -60,6 +60,10 @@ pub enum Error {
     /// takes no writes, flushes, compactions, keyspace changes or checkpoints.
     #[error("database is open read-only")]
     ReadOnly,
+    /// The compaction filter failed (it panicked): the compaction was abandoned, nothing lost.
+    /// Background compactions retry; `compact_range` returns this.
+    #[error("{0}")]
+    CompactionFilter(String),
 }
 
 /// Where and why bytes on disk are damaged: the file and offset where known, and the lower
@@ -172,6 +176,7 @@ impl Error {
             Error::KeyspaceDropped(n) => Error::KeyspaceDropped(n.clone()),
             Error::KeyspaceNotFound(n) => Error::KeyspaceNotFound(n.clone()),
             Error::ReadOnly => Error::ReadOnly,
+            Error::CompactionFilter(m) => Error::CompactionFilter(m.clone()),
         }
     }
 }

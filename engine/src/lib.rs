@@ -22,6 +22,7 @@
 mod batch;
 mod checkpoint;
 mod compaction;
+mod compaction_filter;
 mod db;
 mod error;
 mod filter_plan;
@@ -61,6 +62,7 @@ pub mod internals {
 mod write;
 
 pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+pub use compaction_filter::{CompactionDecision, CompactionFilter};
 pub use db::Db;
 pub use error::{Corruption, Error, Result};
 pub use iterator::{DbIterator, RawIterator};

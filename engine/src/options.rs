@@ -109,6 +109,9 @@ pub struct Options {
     /// allowed `write_buffer_size`, stay within one budget. 0: no shared budget (each keyspace
     /// is bounded by its own `write_buffer_size · max_write_buffer_number`).
     pub db_write_buffer_size: usize,
+    /// Asked about values as compactions rewrite them: keep, remove or change (see
+    /// [`CompactionFilter`](crate::CompactionFilter)). Applies to every keyspace.
+    pub compaction_filter: Option<Arc<dyn crate::CompactionFilter>>,
 }
 
 impl std::fmt::Debug for Options {
@@ -123,6 +126,13 @@ impl std::fmt::Debug for Options {
             .field(
                 "prefix_extractor",
                 &self.prefix_extractor.as_ref().map(|p| p.name()),
+            )
+            .field(
+                "compaction_filter",
+                &self
+                    .compaction_filter
+                    .as_ref()
+                    .map(|f| f.name().to_string()),
             )
             .finish_non_exhaustive()
     }
@@ -161,6 +171,7 @@ impl Default for Options {
             keyspaces: Vec::new(),
             max_total_wal_size: 0,
             db_write_buffer_size: 0,
+            compaction_filter: None,
         }
     }
 }

@@ -34,6 +34,9 @@ pub(crate) struct EngineCounters {
     pub checkpoints: AtomicU64,
     pub checkpoint_files_linked: AtomicU64,
     pub checkpoint_bytes_copied: AtomicU64,
+    pub compaction_filter_removed: AtomicU64,
+    pub compaction_filter_changed: AtomicU64,
+    pub compaction_filter_failures: AtomicU64,
 }
 
 /// Filter tickers of one level.
@@ -131,6 +134,12 @@ pub struct Stats {
     /// Bytes checkpoints copied: WALs, and tables where a hard link was not possible (another
     /// file system).
     pub checkpoint_bytes_copied: u64,
+    /// Values the compaction filter removed.
+    pub compaction_filter_removed: u64,
+    /// Values the compaction filter changed.
+    pub compaction_filter_changed: u64,
+    /// Compactions abandoned because the compaction filter panicked (each retried later).
+    pub compaction_filter_failures: u64,
     /// The block cache's counters.
     pub cache: CacheStats,
 }
@@ -229,6 +238,9 @@ impl EngineCounters {
             checkpoints: self.checkpoints.load(Relaxed),
             checkpoint_files_linked: self.checkpoint_files_linked.load(Relaxed),
             checkpoint_bytes_copied: self.checkpoint_bytes_copied.load(Relaxed),
+            compaction_filter_removed: self.compaction_filter_removed.load(Relaxed),
+            compaction_filter_changed: self.compaction_filter_changed.load(Relaxed),
+            compaction_filter_failures: self.compaction_filter_failures.load(Relaxed),
             cache,
         }
     }

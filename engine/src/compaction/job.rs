@@ -13,6 +13,7 @@ use siftdb_filter::FilterAllocation;
 use siftdb_sstable::{FilterSpec, TableIterOptions};
 
 use super::sink::{TableSink, MAX_GRANDPARENT_OVERLAP_FILES};
+use crate::compaction_filter::JobFilter;
 use crate::db::DbInner;
 use crate::error::{Error, Result};
 use crate::iterator::level::LevelIterator;
@@ -206,7 +207,7 @@ impl<'a> CompactionJob<'a> {
     /// What garbage collection may drop. The live snapshots are asked for only now, after the
     /// inputs were fixed: a snapshot registered later reads at a sequence at least as new as
     /// every input (see `SnapshotList::acquire_current`).
-    fn gc_rules(&self) -> GcRules {
+    fn gc_rules(&self, filter: Option<Arc<JobFilter>>) -> GcRules {
         let (smallest, largest) = self.key_range();
         // Bottommost: no level below the output holds any key of the range.
         let bottommost = (self.output_level + 1..self.version.num_levels()).all(|l| {
@@ -218,6 +219,7 @@ impl<'a> CompactionJob<'a> {
         GcRules {
             snapshots: self.db.snapshots.sequences(),
             bottommost,
+            filter: filter.map(|f| f as Arc<dyn siftdb_compaction::EntryFilter>),
         }
     }
 
@@ -249,7 +251,13 @@ impl<'a> CompactionJob<'a> {
     /// reads (`Stats::compaction_blocks_read`).
     fn write(&mut self) -> Result<Vec<Arc<TableFile>>> {
         let db = self.db;
-        let rules = self.gc_rules();
+        let filter = self
+            .tree
+            .options
+            .compaction_filter
+            .clone()
+            .map(|f| Arc::new(JobFilter::new(f, self.output_level)));
+        let rules = self.gc_rules(filter.clone());
         let options = self
             .tree
             .options
@@ -298,9 +306,21 @@ impl<'a> CompactionJob<'a> {
             self.output_level,
             grandparents,
         );
+        let filter_failure = || filter.as_ref().and_then(|f| f.failure());
         let merged = merge_into(&mut merge, &rules, &mut sink)
-            .map_err(|e| sink.take_error().unwrap_or_else(|| Error::from(e)))
-            .and_then(|_| sink.finish_current());
+            .map_err(|e| match filter_failure() {
+                Some(why) => Error::CompactionFilter(why),
+                None => sink.take_error().unwrap_or_else(|| Error::from(e)),
+            })
+            .and_then(|stats| {
+                db.counters
+                    .compaction_filter_removed
+                    .fetch_add(stats.filter_removed, Ordering::Relaxed);
+                db.counters
+                    .compaction_filter_changed
+                    .fetch_add(stats.filter_changed, Ordering::Relaxed);
+                sink.finish_current()
+            });
         self.uninstalled.extend_from_slice(sink.numbers());
         merged?;
         let (outputs, bytes_written) = sink.into_outputs();

@@ -29,7 +29,11 @@ pub(crate) fn start_background(inner: &Arc<DbInner>) {
     *inner.compaction_threads.lock() = handles;
 }
 
+/// The longest pause between retries of a compaction whose filter keeps failing.
+const MAX_FILTER_RETRY_PAUSE: Duration = Duration::from_secs(10);
+
 fn background_loop(db: &Arc<DbInner>) {
+    let mut filter_failures = 0u32;
     loop {
         {
             let mut state = db.state.lock();
@@ -51,10 +55,29 @@ fn background_loop(db: &Arc<DbInner>) {
                 return;
             }
             match maybe_compact(db) {
-                Ok(true) => continue,
+                Ok(true) => {
+                    filter_failures = 0;
+                    db.compaction_filter_failure.lock().take();
+                    continue;
+                }
                 Ok(false) => break,
                 // The keyspace went while its compaction ran: the outputs are orphans now.
                 Err(Error::KeyspaceDropped(_)) => continue,
+                // The user's filter failed: nothing was lost and writes go on; try again after
+                // a pause that grows while it keeps failing.
+                Err(Error::CompactionFilter(why)) => {
+                    tracing::warn!("siftdb: compaction abandoned, will retry: {why}");
+                    db.counters
+                        .compaction_filter_failures
+                        .fetch_add(1, Ordering::Relaxed);
+                    *db.compaction_filter_failure.lock() = Some(why);
+                    filter_failures = filter_failures.saturating_add(1);
+                    let pause = Duration::from_millis(100)
+                        .saturating_mul(1 << filter_failures.min(7))
+                        .min(MAX_FILTER_RETRY_PAUSE);
+                    pause_unless_shutting_down(db, pause);
+                    break;
+                }
                 Err(e) => {
                     let mut state = db.state.lock();
                     state
@@ -66,6 +89,19 @@ fn background_loop(db: &Arc<DbInner>) {
                 }
             }
         }
+    }
+}
+
+/// Sleeps for `pause`, waking early only to shut down.
+fn pause_unless_shutting_down(db: &DbInner, pause: Duration) {
+    let deadline = std::time::Instant::now() + pause;
+    let mut state = db.state.lock();
+    while !db.shutting_down.load(Ordering::Acquire) {
+        let now = std::time::Instant::now();
+        if now >= deadline {
+            return;
+        }
+        db.state_changed.wait_for(&mut state, deadline - now);
     }
 }
 
@@ -114,6 +150,11 @@ pub(crate) fn wait_for_compaction(db: &Arc<DbInner>) -> Result<()> {
         }
         if db.versions.is_settled() {
             return Ok(());
+        }
+        // A compaction the tree needs keeps failing in the user's filter: waiting would never
+        // end.
+        if let Some(why) = db.compaction_filter_failure.lock().clone() {
+            return Err(Error::CompactionFilter(why));
         }
         db.work_available.notify_all();
         db.state_changed

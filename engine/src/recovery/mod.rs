@@ -303,6 +303,7 @@ fn new_inner(
         instance: NEXT_INSTANCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         read_only,
         file_deletions_paused: AtomicUsize::new(0),
+        compaction_filter_failure: Mutex::new(None),
         state_changed: Condvar::new(),
         work_available: Condvar::new(),
         writes: WriteQueue::default(),
