@@ -286,11 +286,14 @@ mod tests {
         }
     }
 
+    /// What a filtered merge wrote, its counts, and the filter's calls.
+    type Filtered = (Vec<(String, u64, ValueKind, bool)>, MergeStats, usize);
+
     fn filtered(
         entries: &[(&str, u64, ValueKind)],
         snapshots: Vec<u64>,
         bottommost: bool,
-    ) -> (Vec<(String, u64, ValueKind, bool)>, MergeStats, usize) {
+    ) -> Filtered {
         let filter = std::sync::Arc::new(TestFilter(Default::default()));
         let rules = GcRules {
             snapshots,
