@@ -48,8 +48,14 @@ pub enum FilterDecision {
 /// live snapshot can see (removing or changing it changes no snapshot's answer); tombstones are
 /// never shown. An `Err` stops the compaction (its outputs are discarded, nothing is lost).
 pub trait EntryFilter: Send + Sync {
-    /// The decision for `value` of `user_key`.
-    fn decide(&self, user_key: &[u8], value: &[u8]) -> Result<FilterDecision, SstError>;
+    /// The decision for `value` (as stored) of `user_key`, an entry of `kind` (a value kind:
+    /// `Put` or `ExpiringPut`). A changed value is stored as given, with the same kind.
+    fn decide(
+        &self,
+        user_key: &[u8],
+        kind: ValueKind,
+        value: &[u8],
+    ) -> Result<FilterDecision, SstError>;
 }
 
 impl GcRules {
@@ -113,12 +119,12 @@ pub fn merge_into(
             stats.shadowed_dropped += 1;
         } else if parsed.kind == ValueKind::Delete && stripe == 0 && rules.bottommost {
             stats.tombstones_dropped += 1;
-        } else if let (Some(filter), true, ValueKind::Put) = (
+        } else if let (Some(filter), true, true) = (
             &rules.filter,
             first_of_key && unseen_by_snapshots,
-            parsed.kind,
+            parsed.kind.is_value(),
         ) {
-            match filter.decide(parsed.user_key, input.value())? {
+            match filter.decide(parsed.user_key, parsed.kind, input.value())? {
                 FilterDecision::Keep => {
                     sink.add(key, input.value(), first_of_key)?;
                     stats.entries_out += 1;
@@ -276,7 +282,12 @@ mod tests {
     /// Removes "r…" keys, rewrites "c…" keys' values, keeps the rest; counts its calls.
     struct TestFilter(std::sync::atomic::AtomicUsize);
     impl EntryFilter for TestFilter {
-        fn decide(&self, key: &[u8], _value: &[u8]) -> Result<FilterDecision, SstError> {
+        fn decide(
+            &self,
+            key: &[u8],
+            _kind: ValueKind,
+            _value: &[u8],
+        ) -> Result<FilterDecision, SstError> {
             self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             Ok(match key.first() {
                 Some(b'r') => FilterDecision::Remove,

@@ -91,6 +91,28 @@ impl WriteBatch {
         self.add(ks.id(), ValueKind::Delete, key, None)
     }
 
+    /// Adds a put of `value` expiring at `expiry` (milliseconds since the Unix epoch) to
+    /// keyspace `ks` (`None`: "default").
+    pub(crate) fn put_expiring(
+        &mut self,
+        ks: Option<&Keyspace>,
+        key: &[u8],
+        value: &[u8],
+        expiry: u64,
+    ) -> &mut Self {
+        // The size limit is the user's value's; the expiry in front of it is siftdb's.
+        self.check(key, Some(value));
+        let id = match ks {
+            Some(ks) => {
+                self.name_keyspace(ks);
+                ks.id()
+            }
+            None => 0,
+        };
+        let stored = crate::ttl::encode(expiry, value);
+        self.append(id, ValueKind::ExpiringPut, key, Some(&stored))
+    }
+
     fn name_keyspace(&mut self, ks: &Keyspace) {
         match self.instance {
             Some(instance) if instance != ks.instance() => {
@@ -113,6 +135,17 @@ impl WriteBatch {
         value: Option<&[u8]>,
     ) -> &mut Self {
         self.check(key, value);
+        self.append(keyspace, kind, key, value)
+    }
+
+    /// Appends one op, unchecked.
+    fn append(
+        &mut self,
+        keyspace: u32,
+        kind: ValueKind,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> &mut Self {
         if !self.keyspaces.iter().any(|(id, _)| *id == keyspace) {
             self.keyspaces
                 .push((keyspace, crate::DEFAULT_KEYSPACE.to_string()));
@@ -215,7 +248,7 @@ pub(crate) fn decode(rep: &[u8]) -> Option<(u64, Vec<BatchOp<'_>>)> {
         };
         let key = get_bytes(rep, &mut pos)?;
         let value = match kind {
-            ValueKind::Put => get_bytes(rep, &mut pos)?,
+            ValueKind::Put | ValueKind::ExpiringPut => get_bytes(rep, &mut pos)?,
             ValueKind::Delete => &[],
         };
         ops.push(BatchOp {

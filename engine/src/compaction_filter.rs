@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use siftdb_compaction::{EntryFilter, FilterDecision};
-use siftdb_sstable::SstError;
+use siftdb_sstable::{SstError, ValueKind};
 
 /// What a [`CompactionFilter`] decided for one value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,20 +55,28 @@ pub trait CompactionFilter: Send + Sync {
     fn filter(&self, level: usize, key: &[u8], value: &[u8]) -> CompactionDecision;
 }
 
-/// A [`CompactionFilter`] as one compaction job's [`EntryFilter`]: it passes the output level and
-/// turns a panic into an error the job reports as [`Error::CompactionFilter`](crate::Error).
+/// One compaction job's [`EntryFilter`]: removes expired values (`Db::put_with_ttl`), then asks
+/// the user's [`CompactionFilter`], if any, with the output level, turning a panic into an error
+/// the job reports as [`Error::CompactionFilter`](crate::Error).
 pub(crate) struct JobFilter {
-    filter: Arc<dyn CompactionFilter>,
+    filter: Option<Arc<dyn CompactionFilter>>,
     level: usize,
+    /// The time expiring values are judged by (milliseconds), fixed when the job starts.
+    now: u64,
     /// Why the filter failed (its panic, and the key), once it has.
     failure: Mutex<Option<String>>,
 }
 
 impl JobFilter {
-    pub(crate) fn new(filter: Arc<dyn CompactionFilter>, level: usize) -> JobFilter {
+    pub(crate) fn new(
+        filter: Option<Arc<dyn CompactionFilter>>,
+        level: usize,
+        now: u64,
+    ) -> JobFilter {
         JobFilter {
             filter,
             level,
+            now,
             failure: Mutex::new(None),
         }
     }
@@ -80,9 +88,42 @@ impl JobFilter {
 }
 
 impl EntryFilter for JobFilter {
-    fn decide(&self, user_key: &[u8], value: &[u8]) -> Result<FilterDecision, SstError> {
+    fn decide(
+        &self,
+        user_key: &[u8],
+        kind: ValueKind,
+        value: &[u8],
+    ) -> Result<FilterDecision, SstError> {
+        if kind != ValueKind::ExpiringPut {
+            return self.ask_user(user_key, value);
+        }
+        let (expiry, inner) = crate::ttl::decode(value).ok_or_else(|| {
+            SstError::InvalidArgument(format!(
+                "expiring value of key {:?} is shorter than its expiry time",
+                String::from_utf8_lossy(user_key)
+            ))
+        })?;
+        if self.now >= expiry {
+            return Ok(FilterDecision::Remove);
+        }
+        // The user's filter sees the value without its expiry; a changed value keeps it.
+        Ok(match self.ask_user(user_key, inner)? {
+            FilterDecision::ChangeValue(v) => {
+                FilterDecision::ChangeValue(crate::ttl::encode(expiry, &v))
+            }
+            decision => decision,
+        })
+    }
+}
+
+impl JobFilter {
+    /// The user's filter's decision on `value` (`Keep` without one).
+    fn ask_user(&self, user_key: &[u8], value: &[u8]) -> Result<FilterDecision, SstError> {
+        let Some(filter) = &self.filter else {
+            return Ok(FilterDecision::Keep);
+        };
         let decided = catch_unwind(AssertUnwindSafe(|| {
-            self.filter.filter(self.level, user_key, value)
+            filter.filter(self.level, user_key, value)
         }));
         match decided {
             Ok(CompactionDecision::Keep) => Ok(FilterDecision::Keep),
@@ -96,7 +137,7 @@ impl EntryFilter for JobFilter {
                     .unwrap_or_else(|| "a panic".to_string());
                 let message = format!(
                     "compaction filter {:?} panicked on key {:?}: {what}",
-                    self.filter.name(),
+                    filter.name(),
                     String::from_utf8_lossy(user_key)
                 );
                 self.failure.lock().get_or_insert(message.clone());

@@ -287,6 +287,27 @@ impl Db {
         self.write(batch)
     }
 
+    /// Stores `value` under `key` until `ttl` has passed (by `Options::clock`): from then on it
+    /// reads as absent — from `get`, iterators and `multi_get` at once — and compactions remove
+    /// it. Values written without a TTL carry no expiry.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+    /// use std::time::Duration;
+    /// db.put_with_ttl(b"session:1", b"token", Duration::from_secs(3600))?;
+    /// assert_eq!(db.get("session:1")?, Some(b"token".to_vec()));
+    /// db.put_with_ttl(b"session:2", b"token", Duration::ZERO)?; // expired at once
+    /// assert_eq!(db.get("session:2")?, None);
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn put_with_ttl(&self, key: &[u8], value: &[u8], ttl: std::time::Duration) -> Result<()> {
+        let expiry = crate::ttl::expiry_after(self.inner.options.clock.as_ref(), ttl);
+        let mut batch = WriteBatch::new();
+        batch.put_expiring(None, key, value, expiry);
+        self.write(batch)
+    }
+
     /// Removes `key` (no error if it is absent).
     pub fn delete<K: AsRef<[u8]>>(&self, key: K) -> Result<()> {
         let mut batch = WriteBatch::new();

@@ -85,6 +85,15 @@ impl Keyspace {
         self.db.write(batch)
     }
 
+    /// Stores `value` under `key` in this keyspace until `ttl` has passed (see
+    /// [`Db::put_with_ttl`]).
+    pub fn put_with_ttl(&self, key: &[u8], value: &[u8], ttl: std::time::Duration) -> Result<()> {
+        let expiry = crate::ttl::expiry_after(self.inner().options.clock.as_ref(), ttl);
+        let mut batch = WriteBatch::new();
+        batch.put_expiring(Some(self), key, value, expiry);
+        self.db.write(batch)
+    }
+
     /// Removes `key` from this keyspace (no error if it is absent).
     pub fn delete<K: AsRef<[u8]>>(&self, key: K) -> Result<()> {
         let mut batch = WriteBatch::new();

@@ -46,6 +46,7 @@ pub mod sync_point;
 #[cfg(not(feature = "test-hooks"))]
 mod sync_point;
 mod tree;
+mod ttl;
 mod version;
 mod version_edit;
 mod version_set;
@@ -76,3 +77,4 @@ pub use siftdb_filter::{FilterAllocation, HashId, KeyHasher};
 pub use siftdb_sstable::{Compression, FixedPrefix, PrefixExtractor, RandomAccessFile, ReadMode};
 pub use snapshot::Snapshot;
 pub use stats::{LevelFilterStats, Stats};
+pub use ttl::{Clock, SystemClock};

@@ -122,7 +122,8 @@ impl Memtable {
     pub fn get(&self, key: &[u8], snapshot: u64) -> MemGet {
         let mut value = Vec::new();
         match self.get_into(key, snapshot, &mut value) {
-            Lookup::Found => MemGet::Found(value),
+            // The benchmarks' and tests' view: an expiring value as stored (expiry first).
+            Lookup::Found | Lookup::FoundExpiring => MemGet::Found(value),
             Lookup::Deleted => MemGet::Deleted,
             Lookup::NotFound => MemGet::NotFound,
         }
@@ -144,6 +145,11 @@ impl Memtable {
                 value.clear();
                 value.extend_from_slice(entry.value());
                 Lookup::Found
+            }
+            ValueKind::ExpiringPut => {
+                value.clear();
+                value.extend_from_slice(entry.value());
+                Lookup::FoundExpiring
             }
             ValueKind::Delete => Lookup::Deleted,
         }

@@ -112,6 +112,9 @@ pub struct Options {
     /// Asked about values as compactions rewrite them: keep, remove or change (see
     /// [`CompactionFilter`](crate::CompactionFilter)). Applies to every keyspace.
     pub compaction_filter: Option<Arc<dyn crate::CompactionFilter>>,
+    /// The clock expiring values (`Db::put_with_ttl`) are written and judged by
+    /// ([`SystemClock`](crate::SystemClock) by default; tests move one by hand).
+    pub clock: Arc<dyn crate::Clock>,
 }
 
 impl std::fmt::Debug for Options {
@@ -172,6 +175,7 @@ impl Default for Options {
             max_total_wal_size: 0,
             db_write_buffer_size: 0,
             compaction_filter: None,
+            clock: Arc::new(crate::SystemClock),
         }
     }
 }

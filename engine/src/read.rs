@@ -62,11 +62,11 @@ impl DbInner {
         use std::sync::atomic::Ordering::Relaxed;
         self.check_open()?;
         self.counters.gets.fetch_add(1, Relaxed);
-        if let Some(found) = self.get_from_memtables(view, key, seq, value) {
+        if let Some(found) = self.get_from_memtables(view, key, seq, value)? {
             return Ok(found);
         }
-        let found = self.get_from_tables(tree, &view.version, key, seq, opts.fill_cache, value)?
-            == Lookup::Found;
+        let got = self.get_from_tables(tree, &view.version, key, seq, opts.fill_cache, value)?;
+        let found = self.is_live(got, value)?;
         if found {
             self.counters.gets_found.fetch_add(1, Relaxed);
         }
@@ -81,23 +81,34 @@ impl DbInner {
         key: &[u8],
         seq: u64,
         value: &mut Vec<u8>,
-    ) -> Option<bool> {
+    ) -> Result<Option<bool>> {
         use std::sync::atomic::Ordering::Relaxed;
         for mem in std::iter::once(&view.mem).chain(view.imm.iter()) {
-            match mem.get_into(key, seq, value) {
-                Lookup::Found => {
-                    self.counters.memtable_hits.fetch_add(1, Relaxed);
-                    self.counters.gets_found.fetch_add(1, Relaxed);
-                    return Some(true);
-                }
-                Lookup::Deleted => {
-                    self.counters.memtable_hits.fetch_add(1, Relaxed);
-                    return Some(false);
-                }
-                Lookup::NotFound => {}
+            let got = mem.get_into(key, seq, value);
+            if got == Lookup::NotFound {
+                continue;
             }
+            self.counters.memtable_hits.fetch_add(1, Relaxed);
+            let found = self.is_live(got, value)?;
+            if found {
+                self.counters.gets_found.fetch_add(1, Relaxed);
+            }
+            return Ok(Some(found));
         }
-        None
+        Ok(None)
+    }
+
+    /// Whether a lookup's answer is a live value (then in `value`): a value, or an expiring
+    /// value that has not expired by the clock now (its expiry removed from `value`).
+    fn is_live(&self, got: Lookup, value: &mut Vec<u8>) -> Result<bool> {
+        match got {
+            Lookup::Found => Ok(true),
+            Lookup::FoundExpiring => {
+                let now = crate::ttl::millis(self.options.clock.now());
+                crate::ttl::resolve_in_place(value, now)
+            }
+            Lookup::Deleted | Lookup::NotFound => Ok(false),
+        }
     }
 
     /// The tables that may hold the key, in the order that finds its newest version (L0 newest
@@ -186,9 +197,10 @@ impl DbInner {
         for (index, key) in keys.iter().enumerate() {
             value.clear();
             match self.get_from_memtables(&view, key, seq, &mut value) {
-                Some(true) => answers[index] = Some(Ok(Some(std::mem::take(&mut value)))),
-                Some(false) => answers[index] = Some(Ok(None)),
-                None => probes.push(Probe {
+                Ok(Some(true)) => answers[index] = Some(Ok(Some(std::mem::take(&mut value)))),
+                Ok(Some(false)) => answers[index] = Some(Ok(None)),
+                Err(e) => answers[index] = Some(Err(e)),
+                Ok(None) => probes.push(Probe {
                     index,
                     key,
                     head: KeyHead::of(key),
@@ -245,11 +257,14 @@ impl DbInner {
             tree.levels[level].record(&trace);
             answers[probe.index] = match got {
                 Ok(Lookup::NotFound) => continue,
-                Ok(Lookup::Found) => {
-                    self.counters.gets_found.fetch_add(1, Relaxed);
-                    Some(Ok(Some(std::mem::take(&mut value))))
-                }
-                Ok(Lookup::Deleted) => Some(Ok(None)),
+                Ok(got) => match self.is_live(got, &mut value) {
+                    Ok(true) => {
+                        self.counters.gets_found.fetch_add(1, Relaxed);
+                        Some(Ok(Some(std::mem::take(&mut value))))
+                    }
+                    Ok(false) => Some(Ok(None)),
+                    Err(e) => Some(Err(e)),
+                },
                 Err(e) => Some(Err(e.into())),
             };
         }

@@ -134,7 +134,7 @@ pub struct Stats {
     /// Bytes checkpoints copied: WALs, and tables where a hard link was not possible (another
     /// file system).
     pub checkpoint_bytes_copied: u64,
-    /// Values the compaction filter removed.
+    /// Values the compaction filter removed, expired values (`put_with_ttl`) included.
     pub compaction_filter_removed: u64,
     /// Values the compaction filter changed.
     pub compaction_filter_changed: u64,

@@ -25,6 +25,9 @@ pub enum ValueKind {
     Delete = 0,
     /// A value.
     Put = 1,
+    /// A value that expires: its first 8 bytes are the expiry time (milliseconds since the Unix
+    /// epoch, little-endian), the rest is the value (`Db::put_with_ttl`). Database format 4.
+    ExpiringPut = 2,
 }
 
 impl ValueKind {
@@ -33,12 +36,18 @@ impl ValueKind {
         match byte {
             0 => Some(ValueKind::Delete),
             1 => Some(ValueKind::Put),
+            2 => Some(ValueKind::ExpiringPut),
             _ => None,
         }
     }
 
     /// The kind with the largest discriminant: seeking with it finds every entry of a sequence.
-    pub const MAX: ValueKind = ValueKind::Put;
+    pub const MAX: ValueKind = ValueKind::ExpiringPut;
+
+    /// Whether the entry holds a value (as opposed to a tombstone).
+    pub fn is_value(self) -> bool {
+        matches!(self, ValueKind::Put | ValueKind::ExpiringPut)
+    }
 }
 
 /// An owned internal key.

@@ -153,13 +153,17 @@ pub fn manifest_replay(data: &[u8]) {
 }
 
 /// A database whose WAL and manifest hold keyspace records: keyspace "ks" created, a
-/// cross-keyspace batch in the WAL. Returns the paths of its newest WAL and its manifest.
+/// cross-keyspace batch and expiring values in the WAL. Returns the paths of its newest WAL and its manifest.
 fn db_with_keyspaces(fs: &FaultFs) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
     let db = Db::open("/db", options(fs)).ok()?;
     let ks = db.keyspace("ks").ok()?;
     let mut batch = siftdb::WriteBatch::new();
     batch.put(b"k1", b"v1").put_in(&ks, b"k2", b"v2");
     db.write(batch).ok()?;
+    // An expiring value too (entry kind 2), in each keyspace.
+    let hour = std::time::Duration::from_secs(3600);
+    db.put_with_ttl(b"k3", b"v3", hour).ok()?;
+    ks.put_with_ttl(b"k4", b"v4", hour).ok()?;
     db.close().ok()?;
     let paths = fs.paths();
     let wal = paths

@@ -207,7 +207,7 @@ impl<'a> CompactionJob<'a> {
     /// What garbage collection may drop. The live snapshots are asked for only now, after the
     /// inputs were fixed: a snapshot registered later reads at a sequence at least as new as
     /// every input (see `SnapshotList::acquire_current`).
-    fn gc_rules(&self, filter: Option<Arc<JobFilter>>) -> GcRules {
+    fn gc_rules(&self, filter: Arc<JobFilter>) -> GcRules {
         let (smallest, largest) = self.key_range();
         // Bottommost: no level below the output holds any key of the range.
         let bottommost = (self.output_level + 1..self.version.num_levels()).all(|l| {
@@ -219,7 +219,7 @@ impl<'a> CompactionJob<'a> {
         GcRules {
             snapshots: self.db.snapshots.sequences(),
             bottommost,
-            filter: filter.map(|f| f as Arc<dyn siftdb_compaction::EntryFilter>),
+            filter: Some(filter),
         }
     }
 
@@ -251,13 +251,13 @@ impl<'a> CompactionJob<'a> {
     /// reads (`Stats::compaction_blocks_read`).
     fn write(&mut self) -> Result<Vec<Arc<TableFile>>> {
         let db = self.db;
-        let filter = self
-            .tree
-            .options
-            .compaction_filter
-            .clone()
-            .map(|f| Arc::new(JobFilter::new(f, self.output_level)));
-        let rules = self.gc_rules(filter.clone());
+        // Always there: expired values go even without a user's filter.
+        let filter = Arc::new(JobFilter::new(
+            self.tree.options.compaction_filter.clone(),
+            self.output_level,
+            crate::ttl::millis(self.tree.options.clock.now()),
+        ));
+        let rules = self.gc_rules(Arc::clone(&filter));
         let options = self
             .tree
             .options
@@ -306,7 +306,7 @@ impl<'a> CompactionJob<'a> {
             self.output_level,
             grandparents,
         );
-        let filter_failure = || filter.as_ref().and_then(|f| f.failure());
+        let filter_failure = || filter.failure();
         let merged = merge_into(&mut merge, &rules, &mut sink)
             .map_err(|e| match filter_failure() {
                 Some(why) => Error::CompactionFilter(why),

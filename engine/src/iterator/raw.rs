@@ -55,6 +55,11 @@ pub struct RawIterator {
     saved_key: Vec<u8>,
     /// Going backward, the current value.
     saved_value: Vec<u8>,
+    /// Going forward, where the current value starts in the merge's (past an expiry time).
+    value_offset: usize,
+    /// The time expiring values are judged by (milliseconds), fixed when the cursor is made:
+    /// one cursor sees one state.
+    now: u64,
     error: Option<Error>,
 }
 
@@ -69,8 +74,11 @@ impl std::fmt::Debug for RawIterator {
 
 impl RawIterator {
     pub(crate) fn new(db: Arc<DbInner>, merge: MergingIterator, sequence: u64) -> RawIterator {
+        let now = crate::ttl::millis(db.options.clock.now());
         RawIterator {
             _db: db,
+            value_offset: 0,
+            now,
             merge,
             sequence,
             direction: Direction::Forward,
@@ -110,7 +118,7 @@ impl RawIterator {
             return &[];
         }
         match self.direction {
-            Direction::Forward => self.merge.value(),
+            Direction::Forward => self.merge.value().get(self.value_offset..).unwrap_or(&[]),
             Direction::Reverse => &self.saved_value,
         }
     }
@@ -209,6 +217,20 @@ impl RawIterator {
         self.find_prev_entry();
     }
 
+    /// For the merge's current entry of `kind`: where its value starts if it is a live value
+    /// (past the expiry time of an expiring one), `None` for a tombstone or an expired value;
+    /// `Err` for an expiring value too short to hold its expiry.
+    fn expiring_offset(&self, kind: ValueKind) -> std::result::Result<Option<usize>, ()> {
+        match kind {
+            ValueKind::Delete => Ok(None),
+            ValueKind::Put => Ok(Some(0)),
+            ValueKind::ExpiringPut => {
+                let (expiry, _) = crate::ttl::decode(self.merge.value()).ok_or(())?;
+                Ok((self.now < expiry).then_some(crate::ttl::EXPIRY_LEN))
+            }
+        }
+    }
+
     fn restart(&mut self, direction: Direction) {
         self.direction = direction;
         self.error = None;
@@ -240,18 +262,25 @@ impl RawIterator {
             };
             if parsed.sequence <= self.sequence {
                 let hidden = skipping && parsed.user_key <= self.saved_key.as_slice();
-                match parsed.kind {
-                    ValueKind::Delete if !hidden => {
-                        // Everything older of this key is deleted.
+                let live = match self.expiring_offset(parsed.kind) {
+                    _ if hidden => None,
+                    Ok(offset) => Some(offset),
+                    Err(()) => return self.corrupt(),
+                };
+                match live {
+                    // The newest visible version is a value: the answer.
+                    Some(Some(offset)) => {
+                        self.value_offset = offset;
+                        self.valid = true;
+                        return;
+                    }
+                    // A tombstone, or an expired value: everything older of this key is gone.
+                    Some(None) => {
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(parsed.user_key);
                         skipping = true;
                     }
-                    ValueKind::Put if !hidden => {
-                        self.valid = true;
-                        return;
-                    }
-                    _ => {}
+                    None => {}
                 }
             }
             self.merge.next();
@@ -275,9 +304,14 @@ impl RawIterator {
                 self.saved_key.clear();
                 self.saved_key.extend_from_slice(parsed.user_key);
                 self.saved_value.clear();
-                found = parsed.kind == ValueKind::Put;
-                if found {
-                    self.saved_value.extend_from_slice(self.merge.value());
+                let Ok(offset) = self.expiring_offset(parsed.kind) else {
+                    return self.corrupt();
+                };
+                found = offset.is_some();
+                if let Some(offset) = offset {
+                    let value = self.merge.value();
+                    self.saved_value
+                        .extend_from_slice(value.get(offset..).unwrap_or(&[]));
                 }
             }
             self.merge.prev();

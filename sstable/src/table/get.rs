@@ -131,7 +131,7 @@ impl Table {
         let mut value = Vec::new();
         Ok(
             match self.get_prepared_into(user_key, snapshot, prepared, trace, &mut value)? {
-                Lookup::Found => TableGet::Found(value),
+                Lookup::Found | Lookup::FoundExpiring => TableGet::Found(value),
                 Lookup::Deleted => TableGet::Deleted,
                 Lookup::NotFound => TableGet::NotFound,
             },
@@ -188,6 +188,11 @@ impl Table {
                 value.clear();
                 value.extend_from_slice(it.value());
                 Lookup::Found
+            }
+            ValueKind::ExpiringPut => {
+                value.clear();
+                value.extend_from_slice(it.value());
+                Lookup::FoundExpiring
             }
             ValueKind::Delete => Lookup::Deleted,
         })

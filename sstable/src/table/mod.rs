@@ -61,7 +61,8 @@ pub struct TableReadOptions {
 /// Result of a point lookup in one table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TableGet {
-    /// The newest visible version is this value.
+    /// The newest visible version is this value (of an expiring value, its stored bytes: the
+    /// expiry time, then the value).
     Found(Vec<u8>),
     /// The newest visible version is a tombstone.
     Deleted,
@@ -75,6 +76,9 @@ pub enum TableGet {
 pub enum Lookup {
     /// The newest visible version is a value, now in the caller's buffer.
     Found,
+    /// The newest visible version is an expiring value ([`ValueKind::ExpiringPut`]): the
+    /// caller's buffer holds its expiry time (8 bytes) followed by the value.
+    FoundExpiring,
     /// The newest visible version is a tombstone.
     Deleted,
     /// The table has no visible version of the key.
