@@ -2,7 +2,9 @@
 # CI smoke test of the siftdb-bench workload runner: every workload once on a tiny database,
 # with --json, then checks that each workload reported and that the found counts are right.
 # All of it twice: keys in one keyspace, then spread over four (--keyspaces=4), where every
-# count must come out the same.
+# count must come out the same. The main run looks keys up one per batch (--batch_size=1, as
+# its writes go); a short second run per keyspace setting checks real batches of the multiread
+# workloads (--batch_size=64, a last batch that is not full, keys deleted before).
 #
 #   bash bench/ci-smoke.sh            # from the workspace root (or anywhere inside it)
 #
@@ -13,7 +15,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 profile="${SIFTDB_BENCH_PROFILE:-test-release}"
 num=2000
-benchmarks="fillseq,fillrandom,overwrite,readrandom,readmissing,readhot,seekrandom,readseq,readreverse,prefixscan,deleterandom,readwhilewriting,readwhilecompacting,compact,checkpoint,stats"
+benchmarks="fillseq,fillrandom,overwrite,readrandom,readmissing,multireadrandom,multireadmissing,readhot,seekrandom,readseq,readreverse,prefixscan,deleterandom,readwhilewriting,readwhilecompacting,compact,checkpoint,stats"
 
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
@@ -82,8 +84,15 @@ check("deleterandom", "entries", deletes)  # every deleted key existed
 check("readrandom", "ops", reads)
 check("readrandom", "found", reads)        # every key read was written
 check("readmissing", "found", 0)           # never-written keys are never found
-for name in ("readrandom", "readmissing", "readhot", "seekrandom", "prefixscan", "readwhilewriting",
-             "readwhilecompacting"):
+# The multiread workloads count keys as ops; with --batch_size=1 every key is a call of its own.
+for name in ("multireadrandom", "multireadmissing"):
+    check(name, "ops", reads)
+    check(name, "calls", reads)
+    check(name, "multi_get_calls", reads)
+check("multireadrandom", "found", reads)   # every key read was written
+check("multireadmissing", "found", 0)
+for name in ("readrandom", "readmissing", "multireadrandom", "multireadmissing", "readhot",
+             "seekrandom", "prefixscan", "readwhilewriting", "readwhilecompacting"):
     row = rows.get(name)
     if row is not None and row.get("found") != row.get("expected_found"):
         errors.append(f"{name}: found {row.get('found')} of {row.get('ops')}, "
@@ -138,6 +147,70 @@ for name in names:
     print(f"  {name:<16} ops {row.get('ops', 0):>6}  found {row.get('found', '-')!s:>6}  "
           f"{row.get('micros_per_op', 0):9.3f} micros/op")
 print(f"siftdb-bench smoke: OK ({len(names)} workloads, {keyspaces} keyspaces)")
+PY
+
+# Real batches: 1000 keys in calls of 64 (15 full, the last 40) after 10% of the keys were
+# deleted, so multireadrandom must find exactly the live keys among its lookups and not all.
+multi="fillrandom,deleterandom,multireadrandom,multireadmissing"
+echo "siftdb-bench smoke: --batch_size=64 --reads=1000 --keyspaces=$keyspaces --benchmarks=$multi"
+if ! cargo run --quiet --profile "$profile" -p siftdb-bench --bin siftdb-bench -- \
+    --num="$num" --benchmarks="$multi" --batch_size=64 --reads=1000 --threads=2 \
+    --keyspaces="$keyspaces" --json >"$out"; then
+    echo "siftdb-bench smoke: FAILED: the batched run exited non-zero (--keyspaces=$keyspaces)" >&2
+    cat "$out" >&2
+    exit 1
+fi
+
+python3 - "$out" "$keyspaces" <<'PY'
+import json
+import sys
+
+path, keyspaces = sys.argv[1], int(sys.argv[2])
+rows = {}
+with open(path) as f:
+    for line in f:
+        if line.strip():
+            row = json.loads(line)
+            rows[row.get("benchmark")] = row
+errors = []
+reads, batch = 1000, 64
+calls = -(-reads // batch)
+for name in ("multireadrandom", "multireadmissing"):
+    row = rows.get(name)
+    if row is None:
+        errors.append(f"{name}: no JSON line")
+        continue
+    for field, want in (("ops", reads), ("calls", calls), ("batch_size", batch)):
+        if row.get(field) != want:
+            errors.append(f"{name}: {field} = {row.get(field)!r}, expected {want}")
+    if row.get("found") != row.get("expected_found"):
+        errors.append(f"{name}: found {row.get('found')} of {reads} keys, expected "
+                      f"{row.get('expected_found')}")
+    if row.get("gets") != reads:
+        errors.append(f"{name}: the engine counted {row.get('gets')} lookups, not {reads}")
+    # One multi_get per keyspace a batch's keys fall in: 64 random keys hit all of 4.
+    got = row.get("multi_get_calls")
+    if keyspaces == 1 and got != calls:
+        errors.append(f"{name}: {got} multi_get calls for {calls} batches in one keyspace")
+    if keyspaces > 1 and not (calls < got <= calls * keyspaces):
+        errors.append(f"{name}: {got} multi_get calls for {calls} batches over {keyspaces} "
+                      "keyspaces: the keys were not grouped per keyspace")
+    print(f"  {name:<16} ops {row.get('ops', 0):>6}  found {row.get('found', '-')!s:>6}  "
+          f"{row.get('calls')} calls, {got} multi_get calls  "
+          f"{row.get('micros_per_op', 0):9.3f} micros/op")
+row = rows.get("multireadrandom")
+if row is not None and not (0 < row.get("found", 0) < reads):
+    errors.append(f"multireadrandom: found {row.get('found')} of {reads} after deleterandom: "
+                  "some of its keys should be gone")
+row = rows.get("multireadmissing")
+if row is not None and row.get("found") != 0:
+    errors.append(f"multireadmissing: found {row.get('found')}, expected 0")
+if errors:
+    print(f"siftdb-bench smoke: FAILED (batched, --keyspaces={keyspaces})", file=sys.stderr)
+    for e in errors:
+        print("  " + e, file=sys.stderr)
+    sys.exit(1)
+print(f"siftdb-bench smoke: OK (batched multireads, {keyspaces} keyspaces)")
 PY
 done
 

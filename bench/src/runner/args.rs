@@ -21,6 +21,12 @@ pub enum Benchmark {
     ReadRandom,
     /// Read `--reads` keys of the same range and shape that were never written.
     ReadMissing,
+    /// Read `--reads` random keys of the written range, `--batch_size` per batched lookup
+    /// (`multi_get`, RocksDB's `MultiGet`): `db_bench`'s `multireadrandom`.
+    MultiReadRandom,
+    /// `multireadrandom` with never-written keys: the batched counterpart of `readmissing`
+    /// (siftdb's own; `db_bench` has no such workload).
+    MultiReadMissing,
     /// Read `--reads` keys drawn from a hot set of `--hot_keys` keys, half of them missing.
     ReadHot,
     /// Seek to `--reads` random keys and read `--seek_nexts` entries after each.
@@ -50,12 +56,14 @@ pub enum Benchmark {
 
 impl Benchmark {
     /// Every workload, in documentation order.
-    pub const ALL: [Benchmark; 16] = [
+    pub const ALL: [Benchmark; 18] = [
         Benchmark::FillSeq,
         Benchmark::FillRandom,
         Benchmark::Overwrite,
         Benchmark::ReadRandom,
         Benchmark::ReadMissing,
+        Benchmark::MultiReadRandom,
+        Benchmark::MultiReadMissing,
         Benchmark::ReadHot,
         Benchmark::SeekRandom,
         Benchmark::ReadSeq,
@@ -77,6 +85,8 @@ impl Benchmark {
             Benchmark::Overwrite => "overwrite",
             Benchmark::ReadRandom => "readrandom",
             Benchmark::ReadMissing => "readmissing",
+            Benchmark::MultiReadRandom => "multireadrandom",
+            Benchmark::MultiReadMissing => "multireadmissing",
             Benchmark::ReadHot => "readhot",
             Benchmark::SeekRandom => "seekrandom",
             Benchmark::ReadSeq => "readseq",
@@ -113,6 +123,15 @@ impl Benchmark {
                 | Benchmark::Overwrite
                 | Benchmark::DeleteRandom
                 | Benchmark::ReadWhileWriting
+        )
+    }
+
+    /// Whether the workload looks its keys up `--batch_size` at a time, one batched call each
+    /// (`multireadrandom`, `multireadmissing`).
+    pub fn is_multi_read(self) -> bool {
+        matches!(
+            self,
+            Benchmark::MultiReadRandom | Benchmark::MultiReadMissing
         )
     }
 
@@ -160,8 +179,8 @@ pub enum AllocationArg {
 #[command(name = "siftdb-bench", version)]
 pub struct Args {
     /// Workloads to run, in order (comma separated): fillseq, fillrandom, overwrite, readrandom,
-    /// readmissing, readhot, seekrandom, readseq, readreverse, prefixscan, deleterandom,
-    /// readwhilewriting, readwhilecompacting, compact, checkpoint, stats.
+    /// readmissing, multireadrandom, multireadmissing, readhot, seekrandom, readseq, readreverse,
+    /// prefixscan, deleterandom, readwhilewriting, readwhilecompacting, compact, checkpoint, stats.
     #[arg(
         long = "benchmarks",
         value_delimiter = ',',
@@ -172,7 +191,8 @@ pub struct Args {
     /// Number of keys (the key range of every workload; writes per fill/overwrite).
     #[arg(long = "num", default_value_t = 1_000_000)]
     pub num: u64,
-    /// Operations of the read workloads [default: min(num, 200000)].
+    /// Operations of the read workloads; of multireadrandom and multireadmissing, keys looked up
+    /// in all (`reads / batch_size` batched calls) [default: min(num, 200000)].
     #[arg(long = "reads")]
     pub reads: Option<u64>,
     /// Keys removed by deleterandom (distinct keys) [default: num / 10].
@@ -200,7 +220,8 @@ pub struct Args {
     /// one writer). Fills and deleterandom use one thread.
     #[arg(long = "threads", default_value_t = 1)]
     pub threads: usize,
-    /// Entries per write batch of the write workloads.
+    /// Entries per write batch of the write workloads; keys per batched lookup of
+    /// multireadrandom and multireadmissing (as `db_bench`'s MultiGet).
     #[arg(long = "batch_size", default_value_t = 1)]
     pub batch_size: usize,
     /// Keyspaces the keys are spread over (siftdb): key index i lives in keyspace i % N
@@ -324,7 +345,7 @@ pub struct Config {
     pub benchmarks: Vec<Benchmark>,
     /// Key range.
     pub num: u64,
-    /// Operations of read workloads.
+    /// Operations of read workloads (keys, for the multiread workloads).
     pub reads: u64,
     /// Keys deleted by deleterandom.
     pub deletes: u64,
@@ -342,7 +363,7 @@ pub struct Config {
     pub seek_nexts: usize,
     /// Threads of read workloads.
     pub threads: usize,
-    /// Entries per write batch.
+    /// Entries per write batch; keys per batched lookup.
     pub batch_size: usize,
     /// Keyspaces the keys are spread over (key index `i` in keyspace `i % keyspaces`).
     pub keyspaces: usize,

@@ -51,6 +51,11 @@ pub trait Engine: Send + Sync {
     fn put(&self, ks: usize, key: &[u8], value: &[u8]) -> Result<()>;
     /// Looks `key` up in keyspace `ks` into `buf`; returns whether it was found.
     fn get(&self, ks: usize, key: &[u8], buf: &mut Vec<u8>) -> Result<bool>;
+    /// Looks up every key of `keys`, all of keyspace `ks`, in one batched call where the engine
+    /// has one (siftdb's `multi_get`, RocksDB's `MultiGet`); returns how many were found. Only
+    /// the count comes back: the workloads check found counts, so no value is copied out for
+    /// them (an engine that hands values back has them dropped unread).
+    fn multi_get(&self, ks: usize, keys: &[&[u8]]) -> Result<u64>;
     /// Removes `key` from keyspace `ks`.
     fn delete(&self, ks: usize, key: &[u8]) -> Result<()>;
     /// Applies `ops` atomically.
@@ -417,6 +422,16 @@ impl Engine for SiftEngine {
         Ok(self.keyspace(ks)?.get_into(key, buf)?)
     }
 
+    fn multi_get(&self, ks: usize, keys: &[&[u8]]) -> Result<u64> {
+        // One view for all keys. Each found value comes back as its own `Vec` (there is no
+        // variant that reuses buffers or only reports found): counted and dropped.
+        let mut found = 0;
+        for answer in self.keyspace(ks)?.multi_get(keys) {
+            found += u64::from(answer?.is_some());
+        }
+        Ok(found)
+    }
+
     fn delete(&self, ks: usize, key: &[u8]) -> Result<()> {
         let mut batch = WriteBatch::new();
         self.add_delete(&mut batch, ks, key)?;
@@ -582,6 +597,11 @@ mod tests {
             .unwrap();
         let mut buf = Vec::new();
         assert!(engine.get(2, b"b", &mut buf).unwrap() && buf == b"2");
+        // A batch reads its own keyspace only: "b" is in ks2, "a" in default, "x" nowhere.
+        let keys: [&[u8]; 4] = [b"b", b"a", b"d", b"x"];
+        assert_eq!(engine.multi_get(2, &keys).unwrap(), 2);
+        assert_eq!(engine.multi_get(0, &keys[..2]).unwrap(), 1);
+        assert_eq!(engine.multi_get(1, &[]).unwrap(), 0);
         assert!(!engine.get(0, b"b", &mut buf).unwrap());
         assert_eq!(engine.db().get("b").unwrap(), None);
         assert_eq!(engine.scan(true).unwrap(), 4);

@@ -22,8 +22,10 @@ pub struct ThreadCtx {
     pub rng: Rng,
     /// A key buffer.
     pub key: Vec<u8>,
-    /// A read buffer (values).
+    /// A read buffer (values; the keys of a batched lookup).
     pub buf: Vec<u8>,
+    /// The key indexes of a batched lookup.
+    pub indexes: Vec<u64>,
 }
 
 /// What one step did.
@@ -39,6 +41,10 @@ pub struct Outcome {
     pub entries: u64,
     /// Entries scans should have read according to the key model.
     pub expected_entries: u64,
+    /// Batched lookups (multiread workloads: one per step, `--batch_size` keys each).
+    pub batches: u64,
+    /// The engine's `multi_get` calls those made: one per keyspace a batch's keys fall in.
+    pub calls: u64,
 }
 
 impl Outcome {
@@ -48,6 +54,8 @@ impl Outcome {
         self.expected += other.expected;
         self.entries += other.entries;
         self.expected_entries += other.expected_entries;
+        self.batches += other.batches;
+        self.calls += other.calls;
     }
 }
 
@@ -73,6 +81,15 @@ impl Measured {
             0.0
         } else {
             self.thread_time.as_secs_f64() * 1e6 / self.totals.ops as f64
+        }
+    }
+
+    /// Microseconds per batched lookup (the threads' summed time per batch); 0 without batches.
+    pub fn micros_per_batch(&self) -> f64 {
+        if self.totals.batches == 0 {
+            0.0
+        } else {
+            self.thread_time.as_secs_f64() * 1e6 / self.totals.batches as f64
         }
     }
 
@@ -147,6 +164,7 @@ where
                         rng: Rng::new(seed, stream.wrapping_mul(1 << 20) + t as u64),
                         key: vec![0; key_size],
                         buf: Vec::new(),
+                        indexes: Vec::new(),
                     };
                     let mut latency = new_histogram()?;
                     let mut totals = Outcome::default();

@@ -1,7 +1,8 @@
 //! `siftdb-bench`: a `db_bench`-style workload runner.
 //!
-//! The workloads (`fillseq`, `fillrandom`, `overwrite`, `readrandom`, `readmissing`, `readhot`,
-//! `seekrandom`, `prefixscan`, `deleterandom`, `readwhilewriting`, `checkpoint`, `stats`, ...)
+//! The workloads (`fillseq`, `fillrandom`, `overwrite`, `readrandom`, `readmissing`,
+//! `multireadrandom`, `multireadmissing`, `readhot`, `seekrandom`, `prefixscan`, `deleterandom`,
+//! `readwhilewriting`, `checkpoint`, `stats`, ...)
 //! run in the order of `--benchmarks` on one database, a fresh temporary directory by default,
 //! its keys spread over `--keyspaces` keyspaces (siftdb). Each prints one line in
 //! `db_bench`'s shape (`micros/op`, `ops/sec`, found counts) followed by the engine statistics of

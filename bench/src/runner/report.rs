@@ -248,6 +248,8 @@ fn is_point_read(b: Benchmark) -> bool {
         b,
         Benchmark::ReadRandom
             | Benchmark::ReadMissing
+            | Benchmark::MultiReadRandom
+            | Benchmark::MultiReadMissing
             | Benchmark::ReadHot
             | Benchmark::ReadWhileWriting
             | Benchmark::ReadWhileCompacting
@@ -297,6 +299,13 @@ pub fn text(result: &PhaseResult, config: &Config) -> String {
             t.ops
         ),
         Benchmark::DeleteRandom => format!(" (deleted {} existing keys of {})", t.entries, t.ops),
+        Benchmark::MultiReadRandom | Benchmark::MultiReadMissing => format!(
+            " (found {} of {} keys; {}){}",
+            t.found,
+            t.ops,
+            batches_text(m, config.batch_size as u64),
+            mismatch(t.found, t.expected, "found")
+        ),
         Benchmark::ReadWhileWriting => format!(
             " (found {} of {}){} (writer: {} puts)",
             t.found,
@@ -354,9 +363,15 @@ pub fn text(result: &PhaseResult, config: &Config) -> String {
         m.ops_per_sec().round() as u64
     );
     if config.histogram {
+        // A step of a multiread workload is a whole batch: its latencies are per call.
+        let samples = if result.benchmark.is_multi_read() {
+            "calls"
+        } else {
+            "samples"
+        };
         let _ = writeln!(
             out,
-            "  latency us   : P50 {:.3}  P95 {:.3}  P99 {:.3}  P99.9 {:.3}  max {:.3}  ({} samples, {} threads)",
+            "  latency us   : P50 {:.3}  P95 {:.3}  P99 {:.3}  P99.9 {:.3}  max {:.3}  ({} {samples}, {} threads)",
             m.quantile_micros(0.50),
             m.quantile_micros(0.95),
             m.quantile_micros(0.99),
@@ -382,6 +397,35 @@ pub fn text(result: &PhaseResult, config: &Config) -> String {
             out.push_str(&scans_text(stats, t.ops));
             out.push_str(&cache_text(stats));
         }
+    }
+    out
+}
+
+/// The batches of a multiread workload: `313 calls of 64 keys (the last 32), 75.1 micros/call`,
+/// and with keys over several keyspaces how many `multi_get` calls those took (one per keyspace
+/// of a batch).
+fn batches_text(m: &Measured, batch_size: u64) -> String {
+    let t = &m.totals;
+    let mut out = if t.batches == 1 {
+        format!("1 call of {} keys", t.ops)
+    } else {
+        format!("{} calls of {batch_size} keys", t.batches)
+    };
+    // `--reads` need not be a multiple of `--batch_size`: the last batch takes the rest.
+    let last = t
+        .ops
+        .saturating_sub(t.batches.saturating_sub(1) * batch_size);
+    if t.batches > 1 && last != batch_size {
+        let _ = write!(out, " (the last {last})");
+    }
+    let _ = write!(out, ", {:.3} micros/call", m.micros_per_batch());
+    if t.calls != t.batches {
+        let _ = write!(
+            out,
+            "; keys grouped per keyspace: {} multi_get calls, {:.1} keys each",
+            t.calls,
+            ratio(t.ops, t.calls)
+        );
     }
     out
 }
@@ -754,6 +798,12 @@ pub fn json(result: &PhaseResult, config: &Config, engine: &str) -> Value {
             map.insert("p99_us".into(), json!(m.quantile_micros(0.99)));
             map.insert("p999_us".into(), json!(m.quantile_micros(0.999)));
             map.insert("max_us".into(), json!(m.max_micros()));
+            if result.benchmark.is_multi_read() {
+                map.insert("batch_size".into(), json!(config.batch_size));
+                map.insert("calls".into(), json!(t.batches));
+                map.insert("micros_per_call".into(), json!(m.micros_per_batch()));
+                map.insert("multi_get_calls".into(), json!(t.calls));
+            }
             if let Some(w) = result.writer_ops {
                 map.insert("writer_ops".into(), json!(w));
             }
@@ -793,6 +843,36 @@ mod tests {
         assert_eq!(
             keyspaces_text(4),
             "4 (key i in keyspace i % 4: default, ks1..ks3; the same options each)"
+        );
+    }
+
+    #[test]
+    fn batches_read_as_calls() {
+        use super::super::measure::{new_histogram, Outcome};
+        let measured = |ops, batches, calls| Measured {
+            totals: Outcome {
+                ops,
+                batches,
+                calls,
+                ..Outcome::default()
+            },
+            wall: std::time::Duration::from_millis(2),
+            thread_time: std::time::Duration::from_millis(2),
+            threads: 1,
+            latency: new_histogram().unwrap(),
+        };
+        assert_eq!(
+            batches_text(&measured(1000, 16, 16), 64),
+            "16 calls of 64 keys (the last 40), 125.000 micros/call"
+        );
+        assert_eq!(
+            batches_text(&measured(1024, 16, 64), 64),
+            "16 calls of 64 keys, 125.000 micros/call; keys grouped per keyspace: 64 multi_get \
+             calls, 16.0 keys each"
+        );
+        assert_eq!(
+            batches_text(&measured(10, 1, 1), 64),
+            "1 call of 10 keys, 2000.000 micros/call"
         );
     }
 

@@ -232,6 +232,8 @@ impl<'a> Workbench<'a> {
                     ..Outcome::default()
                 })
             })?,
+            Benchmark::MultiReadRandom => self.multi_reads(benchmark, stream, Variant::Written)?,
+            Benchmark::MultiReadMissing => self.multi_reads(benchmark, stream, Variant::Missing)?,
             Benchmark::ReadHot => self.read_hot(stream, phase)?,
             Benchmark::SeekRandom => self.reads(benchmark, stream, |w, ctx| {
                 let index = ctx.rng.below(w.config.num);
@@ -264,6 +266,7 @@ impl<'a> Workbench<'a> {
                             expected: live,
                             entries,
                             expected_entries: live,
+                            ..Outcome::default()
                         })
                     },
                 )?
@@ -284,6 +287,7 @@ impl<'a> Workbench<'a> {
                     expected: u64::from(expected_entries > 0),
                     entries,
                     expected_entries,
+                    ..Outcome::default()
                 })
             })?,
             Benchmark::ReadWhileWriting => {
@@ -564,6 +568,71 @@ impl<'a> Workbench<'a> {
         })
     }
 
+    /// multireadrandom / multireadmissing: `--reads` random keys of `variant` on `--threads`
+    /// threads, `--batch_size` per step, each step one batched lookup (`db_bench`'s
+    /// multireadrandom). Operations are keys, as `db_bench` counts them, so micros/op is per
+    /// key and compares with readrandom's per lookup.
+    fn multi_reads(&self, benchmark: Benchmark, stream: u64, variant: Variant) -> Result<Measured> {
+        let reads = self.config.reads;
+        let (steps, batch) = self.batches(reads);
+        self.timed(
+            benchmark,
+            self.config.threads,
+            steps,
+            reads,
+            stream,
+            |ctx, step| {
+                let (_, count) = batch(step);
+                self.multi_read(ctx, count as usize, variant)
+            },
+        )
+    }
+
+    /// One batched lookup of `count` random keys of `variant`. An engine's `multi_get` reads one
+    /// keyspace, so with `--keyspaces` above 1 the batch is grouped by keyspace and each group
+    /// is one call (a batch of 64 keys over 4 keyspaces: 4 calls of about 16); with one
+    /// keyspace the whole batch is one call, its keys in the order drawn. The key bytes and
+    /// indexes live in the thread's buffers; only the list of key slices is new per batch.
+    fn multi_read(&self, ctx: &mut ThreadCtx, count: usize, variant: Variant) -> Result<Outcome> {
+        let (num, keys) = (self.config.num, &self.keys);
+        let rng = &mut ctx.rng;
+        ctx.indexes.clear();
+        ctx.indexes.extend((0..count).map(|_| rng.below(num)));
+        if self.config.keyspaces > 1 {
+            // Keys of one keyspace together; their order within the group is the engine's
+            // business (siftdb's multi_get sorts its keys itself).
+            ctx.indexes.sort_unstable_by_key(|&i| keys.keyspace(i));
+        }
+        let width = keys.key_size();
+        ctx.buf.resize(count * width, 0);
+        for (key, &index) in ctx.buf.chunks_exact_mut(width).zip(&ctx.indexes) {
+            keys.encode(index, variant, key);
+        }
+        let slices: Vec<&[u8]> = ctx.buf.chunks_exact(width).collect();
+        let mut outcome = Outcome {
+            ops: count as u64,
+            batches: 1,
+            ..Outcome::default()
+        };
+        let mut start = 0;
+        for group in ctx
+            .indexes
+            .chunk_by(|&a, &b| keys.keyspace(a) == keys.keyspace(b))
+        {
+            let end = start + group.len();
+            outcome.found += self
+                .engine
+                .multi_get(keys.keyspace(group[0]), &slices[start..end])?;
+            outcome.calls += 1;
+            start = end;
+        }
+        if variant == Variant::Written {
+            let live = ctx.indexes.iter().filter(|&&i| self.model.is_live(i));
+            outcome.expected = live.count() as u64;
+        }
+        Ok(outcome)
+    }
+
     /// readhot: lookups drawn from `--hot_keys` keys, half written and half never written.
     fn read_hot(&self, stream: u64, phase: u64) -> Result<Measured> {
         let num = self.config.num;
@@ -759,11 +828,14 @@ mod tests {
             Benchmark::FillRandom,
             Benchmark::ReadRandom,
             Benchmark::ReadMissing,
+            Benchmark::MultiReadRandom,
             Benchmark::SeekRandom,
             Benchmark::PrefixScan,
             Benchmark::ReadSeq,
             Benchmark::DeleteRandom,
             Benchmark::ReadHot,
+            Benchmark::MultiReadRandom,
+            Benchmark::MultiReadMissing,
             Benchmark::Checkpoint,
         ];
         for (phase, benchmark) in benchmarks.into_iter().enumerate() {
@@ -775,6 +847,19 @@ mod tests {
             }
             if benchmark == Benchmark::ReadRandom {
                 assert_eq!(t.found, 3000);
+            }
+            if benchmark.is_multi_read() {
+                // 3000 keys in batches of 7 (the last 4); each batch's keys grouped per keyspace,
+                // one multi_get per group: more calls than batches, at most 3 per batch.
+                assert_eq!((t.ops, t.batches), (3000, 429), "{}", benchmark.name());
+                assert!(t.calls > t.batches && t.calls <= 3 * t.batches);
+                if benchmark == Benchmark::MultiReadMissing {
+                    assert_eq!(t.found, 0);
+                } else if phase == 3 {
+                    assert_eq!(t.found, 3000, "before deleterandom every key exists");
+                } else {
+                    assert!(t.found < 3000, "after deleterandom some keys are gone");
+                }
             }
             if let Some(c) = result.checkpoint {
                 assert_eq!((c.keys, c.source_keys), (2700, 2700));
