@@ -248,7 +248,11 @@ pub(crate) fn decode(rep: &[u8]) -> Option<(u64, Vec<BatchOp<'_>>)> {
         };
         let key = get_bytes(rep, &mut pos)?;
         let value = match kind {
-            ValueKind::Put | ValueKind::ExpiringPut => get_bytes(rep, &mut pos)?,
+            ValueKind::Put => get_bytes(rep, &mut pos)?,
+            // An expiring value starts with its expiry time.
+            ValueKind::ExpiringPut => {
+                get_bytes(rep, &mut pos).filter(|v| v.len() >= crate::ttl::EXPIRY_LEN)?
+            }
             ValueKind::Delete => &[],
         };
         ops.push(BatchOp {
@@ -288,6 +292,21 @@ mod tests {
         for len in 0..rep.len() {
             assert!(decode(&rep[..len]).is_none());
         }
+    }
+
+    #[test]
+    fn an_expiring_value_shorter_than_its_expiry_does_not_decode() {
+        let mut b = WriteBatch::new();
+        b.put_expiring(None, b"k", b"v", 7);
+        let rep = b.encode(1).to_vec();
+        assert!(decode(&rep).is_some());
+        // The same op with a 7-byte value: no room for the expiry.
+        let mut short = rep[..HEADER].to_vec();
+        short.push(ValueKind::ExpiringPut as u8);
+        put_bytes(&mut short, b"k");
+        put_bytes(&mut short, &[0; 7]);
+        short[8..12].copy_from_slice(&1u32.to_le_bytes());
+        assert!(decode(&short).is_none());
     }
 
     #[test]

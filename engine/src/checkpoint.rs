@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use crate::db::DbInner;
 use crate::error::{Error, Result};
-use crate::fs::names::{self, FileKind};
+use crate::fs::names;
 use crate::manifest::Manifest;
 use crate::options_file::{write_options_file, RecordedOptions};
 use crate::tree::Tree;
@@ -31,6 +31,8 @@ struct Point {
     sequence: u64,
     /// The WAL being appended and its length at the point.
     wal: (u64, u64),
+    /// Every WAL the keyspaces need, oldest first (the active one last).
+    wals: Vec<u64>,
     /// Per keyspace: its version and the oldest WAL its memtables need.
     trees: Vec<(Arc<Tree>, Arc<Version>, u64)>,
 }
@@ -40,6 +42,8 @@ struct DeletionsPaused<'a>(&'a DbInner);
 
 impl<'a> DeletionsPaused<'a> {
     fn new(db: &'a DbInner) -> Self {
+        // A cleanup that passed its pause check before this finishes first.
+        let _deleting = db.file_deletions.lock();
         db.file_deletions_paused.fetch_add(1, Ordering::AcqRel);
         DeletionsPaused(db)
     }
@@ -110,9 +114,17 @@ fn choose_point(db: &DbInner) -> Result<Point> {
             )
         })
         .collect();
+    let oldest = state.min_live_wal();
+    let wals = state
+        .closed_wal_sizes
+        .range(oldest..)
+        .map(|(n, _)| *n)
+        .chain(std::iter::once(state.wal_number))
+        .collect();
     Ok(Point {
         sequence,
         wal: (state.wal_number, wal_size),
+        wals,
         trees,
     })
 }
@@ -153,21 +165,12 @@ fn copy_prefix(db: &DbInner, source: &Path, dest: &Path, len: Option<u64>) -> Re
 
 /// Copies the WALs the checkpoint's keyspaces need: from the oldest one on, the active one cut
 /// at the point's length.
+/// A WAL that is missing fails the checkpoint (deletions are paused, so it never should be).
 fn copy_wals(db: &DbInner, point: &Point, target: &Path) -> Result<()> {
-    let oldest = point
-        .trees
-        .iter()
-        .map(|(_, _, wal)| *wal)
-        .min()
-        .unwrap_or(point.wal.0);
     let (active, active_len) = point.wal;
-    for entry in db.fs.list(&db.dir)? {
-        if let FileKind::Wal(n) = names::parse(&entry) {
-            if (oldest..=active).contains(&n) {
-                let len = (n == active).then_some(active_len);
-                copy_prefix(db, &names::wal(&db.dir, n), &names::wal(target, n), len)?;
-            }
-        }
+    for &n in &point.wals {
+        let len = (n == active).then_some(active_len);
+        copy_prefix(db, &names::wal(&db.dir, n), &names::wal(target, n), len)?;
     }
     Ok(())
 }

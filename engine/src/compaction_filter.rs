@@ -65,6 +65,8 @@ pub(crate) struct JobFilter {
     now: u64,
     /// Why the filter failed (its panic, and the key), once it has.
     failure: Mutex<Option<String>>,
+    /// Whether the user's filter removed or changed anything.
+    user_acted: std::sync::atomic::AtomicBool,
 }
 
 impl JobFilter {
@@ -78,7 +80,13 @@ impl JobFilter {
             level,
             now,
             failure: Mutex::new(None),
+            user_acted: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Whether the user's filter removed or changed any value.
+    pub(crate) fn user_acted(&self) -> bool {
+        self.user_acted.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Why the filter failed, if it did.
@@ -97,11 +105,13 @@ impl EntryFilter for JobFilter {
         if kind != ValueKind::ExpiringPut {
             return self.ask_user(user_key, value);
         }
-        let (expiry, inner) = crate::ttl::decode(value).ok_or_else(|| {
-            SstError::InvalidArgument(format!(
+        let (expiry, inner) = crate::ttl::decode(value).ok_or_else(|| SstError::Corruption {
+            file: "compaction input".to_string(),
+            offset: 0,
+            reason: format!(
                 "expiring value of key {:?} is shorter than its expiry time",
                 String::from_utf8_lossy(user_key)
-            ))
+            ),
         })?;
         if self.now >= expiry {
             return Ok(FilterDecision::Remove);
@@ -125,6 +135,13 @@ impl JobFilter {
         let decided = catch_unwind(AssertUnwindSafe(|| {
             filter.filter(self.level, user_key, value)
         }));
+        if matches!(
+            decided,
+            Ok(CompactionDecision::Remove | CompactionDecision::ChangeValue(_))
+        ) {
+            self.user_acted
+                .store(true, std::sync::atomic::Ordering::Release);
+        }
         match decided {
             Ok(CompactionDecision::Keep) => Ok(FilterDecision::Keep),
             Ok(CompactionDecision::Remove) => Ok(FilterDecision::Remove),

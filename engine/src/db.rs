@@ -130,6 +130,13 @@ pub(crate) struct DbInner {
     /// Why the last background compaction was abandoned in the compaction filter (cleared by
     /// the next that succeeds); `wait_for_compaction` reports it instead of waiting forever.
     pub compaction_filter_failure: Mutex<Option<String>>,
+    /// New snapshots are registered under it shared; a compaction whose filter changed values
+    /// holds it exclusively while it checks that no snapshot appeared during its merge and
+    /// installs.
+    pub snapshot_gate: parking_lot::RwLock<()>,
+    /// Held by `delete_obsolete_files` from its pause check to its last deletion, and by a
+    /// checkpoint while it pauses deletions.
+    pub file_deletions: Mutex<()>,
     /// While above zero (a checkpoint is copying files), no file is deleted.
     pub file_deletions_paused: std::sync::atomic::AtomicUsize,
     /// Signalled when memtables are flushed or a background error occurs.

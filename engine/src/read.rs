@@ -334,7 +334,12 @@ pub(crate) fn raw_iterator(
         read: &ReadOptions::default(),
     };
     match merge_for(tree, &view, &spec) {
-        Ok(merge) => RawIterator::new(Arc::clone(db), merge, seq),
+        Ok(merge) => RawIterator::new(
+            Arc::clone(db),
+            merge,
+            seq,
+            crate::ttl::millis(db.options.clock.now()),
+        ),
         Err(e) => RawIterator::failed(Arc::clone(db), seq, e),
     }
 }

@@ -66,9 +66,13 @@ impl std::fmt::Debug for Snapshot {
 impl Snapshot {
     /// A snapshot at the sequence visible now, registered before any compaction can miss it.
     pub(crate) fn new(db: Arc<DbInner>) -> Snapshot {
+        // Waits while a compaction whose filter changed values installs them (see
+        // `CompactionJob::run`).
+        let gate = db.snapshot_gate.read();
         let sequence = db
             .snapshots
             .acquire_current(|| db.visible_sequence.load(Ordering::Acquire));
+        drop(gate);
         crate::sync_point::sync_point!(db, crate::sync_point::SNAPSHOT_SEQUENCE_CHOSEN);
         Snapshot { db, sequence }
     }

@@ -120,8 +120,6 @@ impl DbInner {
             touched.sort_unstable();
             touched.dedup();
             self.make_room(&mut state, &touched)?;
-            // A stall may have let a drop in: batches naming the dropped keyspace fail alone.
-            reject_dropped(&state, group, rejected);
             if group.is_empty() {
                 return Ok(());
             }
@@ -224,6 +222,11 @@ impl DbInner {
             }
             let room = room_for(state, ids);
             if room == Room::Stall {
+                // The compactions that would end the stall keep failing in the user's filter:
+                // waiting would never end.
+                if let Some(why) = self.compaction_filter_failure.lock().clone() {
+                    break Err(Error::CompactionFilter(why));
+                }
                 // Too many overlapping L0 files (every lookup would probe each of them), or
                 // too many memtables waiting: wait for the background work to catch up.
                 stalled.get_or_insert_with(Instant::now);

@@ -168,3 +168,104 @@ fn a_panicking_filter_fails_the_compaction_cleanly_and_it_is_retried() {
         );
     }
 }
+
+/// Holds the first call of the filter until the test lets it go.
+struct HeldFilter {
+    entered: std::sync::Barrier,
+    release: std::sync::Barrier,
+    first: AtomicBool,
+}
+
+impl CompactionFilter for HeldFilter {
+    fn name(&self) -> &str {
+        "held-filter"
+    }
+
+    fn filter(&self, _level: usize, _key: &[u8], value: &[u8]) -> CompactionDecision {
+        if self.first.swap(false, Ordering::SeqCst) {
+            self.entered.wait();
+            self.release.wait();
+        }
+        if value.starts_with(b"tmp:") {
+            CompactionDecision::Remove
+        } else {
+            CompactionDecision::Keep
+        }
+    }
+}
+
+#[test]
+fn a_snapshot_taken_while_the_filter_runs_keeps_its_view() {
+    let dir = siftdb_tests::temp_dir();
+    let filter = Arc::new(HeldFilter {
+        entered: std::sync::Barrier::new(2),
+        release: std::sync::Barrier::new(2),
+        first: AtomicBool::new(true),
+    });
+    let db = Db::open(
+        dir.path(),
+        Options {
+            compaction_filter: Some(filter.clone()),
+            ..Options::default()
+        },
+    )
+    .expect("open");
+    db.put("a", "keep").expect("put");
+    db.put("k", "tmp:x").expect("put");
+    let compacting = {
+        let db = db.clone();
+        std::thread::spawn(move || db.compact_range(None, None))
+    };
+    // The merge is under way (its snapshot list fixed) when this snapshot is taken.
+    filter.entered.wait();
+    let snapshot = db.snapshot();
+    assert_eq!(snapshot.get("k").expect("get"), Some(b"tmp:x".to_vec()));
+    filter.release.wait();
+    compacting
+        .join()
+        .expect("compaction thread")
+        .expect("compact");
+    // The compaction saw the new snapshot before installing and merged again: the snapshot's
+    // answer has not changed.
+    assert_eq!(snapshot.get("k").expect("get"), Some(b"tmp:x".to_vec()));
+    drop(snapshot);
+    db.compact_range(None, None).expect("compact");
+    assert_eq!(db.get("k").expect("get"), None);
+    assert_eq!(db.get("a").expect("get"), Some(b"keep".to_vec()));
+}
+
+#[test]
+fn writes_stalled_behind_a_failing_filter_get_its_error_instead_of_waiting_forever() {
+    let dir = siftdb_tests::temp_dir();
+    let filter = Arc::new(TestFilter::default());
+    filter.panicking.store(true, Ordering::Relaxed);
+    let db = Db::open(
+        dir.path(),
+        Options {
+            compaction_filter: Some(filter.clone()),
+            write_buffer_size: 4 << 10,
+            level0_file_num_compaction_trigger: 2,
+            level0_stop_writes_trigger: 2,
+            ..Options::default()
+        },
+    )
+    .expect("open");
+    let mut refused = None;
+    for i in 0..20_000u32 {
+        match db.put(format!("k{i:05}"), [b'v'; 100]) {
+            Ok(()) => {}
+            Err(e) => {
+                refused = Some((i, e));
+                break;
+            }
+        }
+    }
+    match refused {
+        Some((_, Error::CompactionFilter(why))) => assert!(why.contains("test-filter"), "{why}"),
+        other => panic!("writes were not refused with the filter's error: {other:?}"),
+    }
+    // Once the filter works, compactions catch up and writes go on.
+    filter.panicking.store(false, Ordering::Relaxed);
+    db.compact_range(None, None).expect("compact");
+    db.put("after", "v").expect("put after recovery");
+}

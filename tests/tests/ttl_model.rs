@@ -204,6 +204,23 @@ fn compaction_removes_expired_values_from_disk() {
     assert_eq!(entries, 250, "the expired values are gone from the tables");
 }
 
+#[test]
+fn both_ends_of_one_iterator_judge_expiry_at_its_creation() {
+    let dir = siftdb_tests::temp_dir();
+    let clock = Arc::new(ManualClock(AtomicU64::new(1_000_000)));
+    let db = Db::open(dir.path(), options(&clock)).expect("open");
+    db.put("a", "1").expect("put");
+    db.put_with_ttl(b"z", b"26", Duration::from_millis(5))
+        .expect("put");
+    let mut it = db.iter();
+    assert_eq!(it.next().expect("front").expect("ok").0, b"a");
+    // The back end makes its cursor only now; it must still see the state of the iterator's
+    // creation, when "z" was live.
+    clock.0.fetch_add(10, Ordering::SeqCst);
+    assert_eq!(it.next_back().expect("back").expect("ok").0, b"z");
+    assert_eq!(db.iter().count(), 1, "a new iterator sees z expired");
+}
+
 fn cases() -> u32 {
     siftdb_tests::env_count("SIFTDB_MODEL_CASES", 128) as u32
 }

@@ -53,6 +53,19 @@ impl Drop for CompactionJob<'_> {
     }
 }
 
+/// How often a job merges with the user's compaction filter when snapshots keep appearing
+/// during the merge (see [`CompactionJob::run`]); the last merge then runs without it.
+const FILTERED_MERGE_ATTEMPTS: u32 = 3;
+
+/// What one merge of a job wrote.
+struct Written {
+    outputs: Vec<Arc<TableFile>>,
+    /// The live snapshots the merge's garbage collection respected.
+    snapshots: Vec<u64>,
+    /// Whether the user's compaction filter removed or changed any value.
+    user_acted: bool,
+}
+
 /// Under Uniform allocation, how much richer (in bits/key) than its new level's plan a filter
 /// planned for another level may be for its table to move down unchanged (plans drift with the
 /// budget correction).
@@ -112,13 +125,35 @@ impl<'a> CompactionJob<'a> {
     }
 
     /// Runs the job to its end: moved or written, and installed.
+    ///
+    /// A value the user's compaction filter removed or changed must stay invisible to every
+    /// snapshot, but the filter was told of the snapshots of when the merge began: one taken
+    /// during the merge reads at a sequence number that sees the filtered values. So when the
+    /// filter acted, new snapshots wait at a gate while the job checks that none appeared and
+    /// installs; if one did, the merge runs again with it known (at most
+    /// [`FILTERED_MERGE_ATTEMPTS`] times, then once without the user's filter).
     pub(crate) fn run(mut self) -> Result<()> {
         if self.is_trivial_move() {
-            self.install_move()
-        } else {
-            let outputs = self.write()?;
-            self.install(outputs)
+            return self.install_move();
         }
+        for attempt in 1.. {
+            let written = self.write(attempt <= FILTERED_MERGE_ATTEMPTS)?;
+            if !written.user_acted {
+                return self.install(written.outputs);
+            }
+            let gate = self.db.snapshot_gate.write();
+            let current = self.db.snapshots.sequences();
+            if current.iter().all(|s| written.snapshots.contains(s)) {
+                let installed = self.install(written.outputs);
+                drop(gate);
+                return installed;
+            }
+            drop(gate);
+            // Give this merge's outputs back (they become orphans) and merge again.
+            self.db.versions.release_outputs(&self.uninstalled);
+            self.uninstalled.clear();
+        }
+        Ok(())
     }
 
     /// The smallest and largest user keys of the inputs.
@@ -249,15 +284,21 @@ impl<'a> CompactionJob<'a> {
     /// Merges the inputs into new tables (synced, their directory entries durable) and opens
     /// them. Input blocks are read without filling the block cache and counted apart from user
     /// reads (`Stats::compaction_blocks_read`).
-    fn write(&mut self) -> Result<Vec<Arc<TableFile>>> {
+    /// With `ask_user`, the user's compaction filter is consulted.
+    fn write(&mut self, ask_user: bool) -> Result<Written> {
         let db = self.db;
         // Always there: expired values go even without a user's filter.
         let filter = Arc::new(JobFilter::new(
-            self.tree.options.compaction_filter.clone(),
+            self.tree
+                .options
+                .compaction_filter
+                .clone()
+                .filter(|_| ask_user),
             self.output_level,
             crate::ttl::millis(self.tree.options.clock.now()),
         ));
         let rules = self.gc_rules(Arc::clone(&filter));
+        let snapshots = rules.snapshots.clone();
         let options = self
             .tree
             .options
@@ -331,10 +372,15 @@ impl<'a> CompactionJob<'a> {
         db.counters
             .compaction_bytes_written
             .fetch_add(bytes_written, Ordering::Relaxed);
-        outputs
+        let outputs = outputs
             .iter()
             .map(|m| crate::flush::open_table(db, &self.tree.options, self.output_level, m))
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Written {
+            outputs,
+            snapshots,
+            user_acted: filter.user_acted(),
+        })
     }
 
     /// One manifest edit removes the inputs and adds the outputs; then the inputs' cached blocks

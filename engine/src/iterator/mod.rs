@@ -34,6 +34,9 @@ struct Scan {
     bounds: KeyBounds,
     prefix: Option<Vec<u8>>,
     read: ReadOptions,
+    /// The time expiring values are judged by, read once when the iterator was made: both ends
+    /// (each a cursor of its own, made when first used) see one state.
+    now: u64,
 }
 
 impl Scan {
@@ -44,7 +47,7 @@ impl Scan {
             read: &self.read,
         };
         match merge_for(&self.tree, &self.view, &spec) {
-            Ok(merge) => RawIterator::new(Arc::clone(&self.db), merge, self.sequence),
+            Ok(merge) => RawIterator::new(Arc::clone(&self.db), merge, self.sequence, self.now),
             Err(e) => RawIterator::failed(Arc::clone(&self.db), self.sequence, e),
         }
     }
@@ -160,6 +163,7 @@ impl DbIterator {
     ) -> DbIterator {
         DbIterator {
             scan: Scan {
+                now: crate::ttl::millis(db.options.clock.now()),
                 db: Arc::clone(db),
                 tree: Arc::clone(tree),
                 view,

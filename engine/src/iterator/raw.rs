@@ -73,8 +73,13 @@ impl std::fmt::Debug for RawIterator {
 }
 
 impl RawIterator {
-    pub(crate) fn new(db: Arc<DbInner>, merge: MergingIterator, sequence: u64) -> RawIterator {
-        let now = crate::ttl::millis(db.options.clock.now());
+    /// A cursor over `merge` as of `sequence`, judging expiring values at `now` (milliseconds).
+    pub(crate) fn new(
+        db: Arc<DbInner>,
+        merge: MergingIterator,
+        sequence: u64,
+        now: u64,
+    ) -> RawIterator {
         RawIterator {
             _db: db,
             value_offset: 0,
@@ -91,7 +96,7 @@ impl RawIterator {
 
     /// A cursor that only reports `error`.
     pub(crate) fn failed(db: Arc<DbInner>, sequence: u64, error: Error) -> RawIterator {
-        let mut it = RawIterator::new(db, MergingIterator::new(Vec::new()), sequence);
+        let mut it = RawIterator::new(db, MergingIterator::new(Vec::new()), sequence, 0);
         it.error = Some(error);
         it
     }

@@ -234,9 +234,14 @@ fn tree_options(options: &Options, id: u32, name: &str, recorded: Option<&str>) 
     if let Some((_, given)) = options.keyspaces.iter().find(|(n, _)| n == name) {
         return Ok(given.apply_to(options));
     }
-    let parsed = parse_options_text(recorded.unwrap_or(""))
-        .map_err(|e| Error::corruption(format!("recorded options of keyspace {name:?}: {e}")))?;
-    Ok(parsed.apply_to(options))
+    let damaged =
+        |e: String| Error::corruption(format!("recorded options of keyspace {name:?}: {e}"));
+    let tree = parse_options_text(recorded.unwrap_or(""))
+        .map_err(damaged)?
+        .apply_to(options);
+    // Recorded options were valid when written: options that cannot work are damage.
+    tree.validate().map_err(|e| damaged(e.to_string()))?;
+    Ok(tree)
 }
 
 /// The shared state of the database being opened, with every keyspace of `manifest` as an empty
@@ -303,6 +308,8 @@ fn new_inner(
         instance: NEXT_INSTANCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         read_only,
         file_deletions_paused: AtomicUsize::new(0),
+        file_deletions: Mutex::new(()),
+        snapshot_gate: parking_lot::RwLock::new(()),
         compaction_filter_failure: Mutex::new(None),
         state_changed: Condvar::new(),
         work_available: Condvar::new(),
@@ -458,13 +465,18 @@ pub(crate) fn delete_obsolete_files(db: &DbInner) {
     // and every file in it was numbered before the state is read, so it is live, pending (being
     // written by a flush or compaction) or truly obsolete. The other order would delete outputs
     // created between the two steps.
-    if db.read_only
-        || db
-            .file_deletions_paused
-            .load(std::sync::atomic::Ordering::Acquire)
-            > 0
+    if db.read_only {
+        return; // a read-only open changes no file
+    }
+    // Held from the pause check to the last deletion: a checkpoint that pauses deletions waits
+    // for a cleanup under way, which could otherwise delete what the checkpoint then names.
+    let _deleting = db.file_deletions.lock();
+    if db
+        .file_deletions_paused
+        .load(std::sync::atomic::Ordering::Acquire)
+        > 0
     {
-        return; // a read-only open changes no file; a checkpoint is linking them
+        return; // a checkpoint is linking and copying the files
     }
     let Ok(entries) = db.fs.list(&db.dir) else {
         return;
