@@ -239,7 +239,7 @@ impl DbInner {
                 _ => {
                     let mut full = self.keyspaces_holding_old_wals(state);
                     if full.is_empty() {
-                        full.extend(self.largest_memtable_over_budget(state));
+                        full = self.largest_memtables_over_budget(state);
                     }
                     full
                 }
@@ -300,38 +300,49 @@ impl DbInner {
             .collect()
     }
 
-    /// With all memtables together over `Options::db_write_buffer_size`, the keyspace whose
-    /// active memtable is largest (switched, it is flushed and its memory freed), if it may
-    /// switch (its immutable memtables leave room); none otherwise.
-    fn largest_memtable_over_budget(&self, state: &DbState) -> Option<u32> {
+    /// With all memtables together over `Options::db_write_buffer_size`, the keyspaces whose
+    /// active memtables, largest first, must be switched (and flushed, freeing their memory) to
+    /// bring the active ones back under the budget — all in one switch, with one new WAL; only
+    /// those that may switch (their immutable memtables leave room). None otherwise.
+    fn largest_memtables_over_budget(&self, state: &DbState) -> Vec<u32> {
         let budget = self.options.db_write_buffer_size;
-
         if budget == 0 {
-            return None;
+            return Vec::new();
         }
         // RocksDB's rule (`WriteBufferManager::ShouldFlush`): count the active memtables
         // (memtables being flushed free their memory soon, and switching more for them would
         // only make tiny tables), against 7/8 of the budget — or against half of it once all
         // memtables together reach the budget.
-        let active: usize = state.trees.values().map(|t| t.mem.approximate_size()).sum();
+        let mut active: usize = state.trees.values().map(|t| t.mem.approximate_size()).sum();
         let frozen: usize = state
             .trees
             .values()
             .flat_map(|t| &t.imm)
             .map(|m| m.approximate_size())
             .sum();
-        let over = active > budget / 8 * 7 || (active + frozen >= budget && active >= budget / 2);
-        if !over {
-            return None;
-        }
-        state
+        let limit = if active + frozen >= budget {
+            budget / 2
+        } else {
+            budget / 8 * 7
+        };
+        let mut candidates: Vec<(usize, u32)> = state
             .trees
             .iter()
             .filter(|(_, t)| {
                 !t.mem.is_empty() && t.imm.len() + 1 < t.tree.options.max_write_buffer_number
             })
-            .max_by_key(|(_, t)| t.mem.approximate_size())
-            .map(|(id, _)| *id)
+            .map(|(id, t)| (t.mem.approximate_size(), *id))
+            .collect();
+        candidates.sort_unstable_by(|a, b| b.cmp(a));
+        let mut chosen = Vec::new();
+        for (size, id) in candidates {
+            if active <= limit {
+                break;
+            }
+            active -= size;
+            chosen.push(id);
+        }
+        chosen
     }
 
     /// Freezes the memtables of keyspaces `ids` and starts new ones with a new WAL.
@@ -475,10 +486,36 @@ impl WriteQueue {
         }
         queue.leader_active = true;
         drop(queue);
-        let result = f();
-        let mut queue = self.queue.lock();
+        // Hands the write path back however `f` ends (a panic included), or every later writer
+        // would wait forever.
+        let _release = ReleaseWritePath(self);
+        f()
+    }
+}
+
+/// Gives the write path back on drop (see [`WriteQueue::exclusive`]).
+struct ReleaseWritePath<'a>(&'a WriteQueue);
+
+impl Drop for ReleaseWritePath<'_> {
+    fn drop(&mut self) {
+        let mut queue = self.0.queue.lock();
         queue.leader_active = false;
-        self.changed.notify_all();
-        result
+        self.0.changed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_inside_exclusive_gives_the_write_path_back() {
+        let queue = WriteQueue::default();
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            queue.exclusive(|| panic!("inside the exclusive section"))
+        }));
+        assert!(panicked.is_err());
+        // Would wait forever if the panic had kept the write path.
+        assert_eq!(queue.exclusive(|| 7), 7);
     }
 }

@@ -95,7 +95,9 @@ pub(crate) fn open_read_only(dir: &Path, options: Options) -> Result<Arc<DbInner
 fn may_be_a_moving_writer(e: &Error) -> bool {
     match e {
         Error::Io(io) => io.kind() == std::io::ErrorKind::NotFound,
-        Error::Corruption(_) => true,
+        // A table, WAL or manifest that the state read first names but that is gone now;
+        // damaged bytes are reported at once.
+        Error::Corruption(c) => c.reason().contains("missing"),
         _ => false,
     }
 }
