@@ -43,8 +43,12 @@ pub struct WriteBatch {
     rep: Vec<u8>,
     count: u32,
     invalid: Option<String>,
-    /// The keyspaces the batch writes (each once), with their names.
-    keyspaces: Vec<(u32, String)>,
+    /// Whether the batch writes the "default" keyspace.
+    writes_default: bool,
+    /// The other keyspaces it writes (each once): a handle each, for its id and, should it be
+    /// dropped before the write, its name. Kept apart so that a batch of the default keyspace
+    /// alone allocates nothing for them.
+    named: Vec<NamedTree>,
     /// The database instance the keyspaces named belong to.
     instance: Option<u64>,
 }
@@ -62,7 +66,8 @@ impl WriteBatch {
             rep: vec![0; HEADER],
             count: 0,
             invalid: None,
-            keyspaces: Vec::new(),
+            writes_default: false,
+            named: Vec::new(),
             instance: None,
         }
     }
@@ -122,8 +127,8 @@ impl WriteBatch {
             }
             _ => self.instance = Some(ks.instance()),
         }
-        if !self.keyspaces.iter().any(|(id, _)| *id == ks.id()) {
-            self.keyspaces.push((ks.id(), ks.name().to_string()));
+        if ks.id() != 0 && !self.named.iter().any(|t| t.0.id == ks.id()) {
+            self.named.push(NamedTree(std::sync::Arc::clone(ks.tree())));
         }
     }
 
@@ -146,11 +151,8 @@ impl WriteBatch {
         key: &[u8],
         value: Option<&[u8]>,
     ) -> &mut Self {
-        if !self.keyspaces.iter().any(|(id, _)| *id == keyspace) {
-            self.keyspaces
-                .push((keyspace, crate::DEFAULT_KEYSPACE.to_string()));
-        }
         if keyspace == 0 {
+            self.writes_default = true;
             self.rep.push(kind as u8);
         } else {
             self.rep.push(kind as u8 | KEYSPACE_FLAG);
@@ -164,9 +166,20 @@ impl WriteBatch {
         self
     }
 
-    /// The keyspaces the batch writes: (id, name).
-    pub(crate) fn keyspaces(&self) -> &[(u32, String)] {
-        &self.keyspaces
+    /// The ids of the keyspaces the batch writes.
+    pub(crate) fn keyspace_ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.writes_default
+            .then_some(0)
+            .into_iter()
+            .chain(self.named.iter().map(|t| t.0.id))
+    }
+
+    /// The first keyspace the batch writes for which `is_live` says no, by name.
+    pub(crate) fn first_missing_keyspace(&self, is_live: impl Fn(u32) -> bool) -> Option<&str> {
+        self.named
+            .iter()
+            .find(|t| !is_live(t.0.id))
+            .map(|t| t.0.name.as_str())
     }
 
     /// The database instance whose keyspaces the batch names, if it names any.
@@ -219,6 +232,24 @@ impl WriteBatch {
         self.rep[..8].copy_from_slice(&sequence.to_le_bytes());
         self.rep[8..12].copy_from_slice(&self.count.to_le_bytes());
         &self.rep
+    }
+}
+
+/// A keyspace a batch names: compared by id (a batch's equality is its contents).
+#[derive(Clone)]
+struct NamedTree(std::sync::Arc<crate::tree::Tree>);
+
+impl PartialEq for NamedTree {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.id == other.0.id
+    }
+}
+
+impl Eq for NamedTree {}
+
+impl std::fmt::Debug for NamedTree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0.name)
     }
 }
 

@@ -115,7 +115,7 @@ impl DbInner {
             reject_dropped(&state, group, rejected);
             let mut touched: Vec<u32> = group
                 .iter()
-                .flat_map(|(_, b, _)| b.keyspaces().iter().map(|(id, _)| *id))
+                .flat_map(|(_, b, _)| b.keyspace_ids())
                 .collect();
             touched.sort_unstable();
             touched.dedup();
@@ -462,14 +462,10 @@ fn reject_dropped(
     rejected: &mut Vec<(u64, Error)>,
 ) {
     group.retain(|(ticket, batch, _)| {
-        let missing = batch
-            .keyspaces()
-            .iter()
-            .find(|(id, _)| !state.trees.contains_key(id));
-        match missing {
+        match batch.first_missing_keyspace(|id| state.trees.contains_key(&id)) {
             None => true,
-            Some((_, name)) => {
-                rejected.push((*ticket, Error::KeyspaceDropped(name.clone())));
+            Some(name) => {
+                rejected.push((*ticket, Error::KeyspaceDropped(name.to_string())));
                 false
             }
         }

@@ -3,7 +3,7 @@
 //! a clean point-in-time recovery. Never a wrong value, never a panic. The database has two
 //! keyspaces (a quarter of the keys in "second", written in cross-keyspace batches), so flips land
 //! in keyspace records of the WAL and the manifest too; a key found in the wrong keyspace, or a
-//! keyspace that vanished, counts as wrong.
+//! keyspace that vanished, counts as wrong. A tenth of the values expire (in an hour).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -47,8 +47,20 @@ fn base() -> FaultFs {
     let fs = FaultFs::new();
     let db = Db::open("/db", options(&fs)).unwrap();
     let second = db.keyspace("second").unwrap();
-    // Pairs of consecutive keys in one batch, often one in each keyspace.
+    // Pairs of consecutive keys in one batch, often one in each keyspace; every fifth pair as
+    // expiring values (an hour: live during the sweep), so flips land in expiry times too.
+    let hour = std::time::Duration::from_secs(3600);
     for pair in (0..KEYS).step_by(2) {
+        if pair % 10 == 0 {
+            for i in pair..(pair + 2).min(KEYS) {
+                if in_second(i) {
+                    second.put_with_ttl(&key(i), &value(i), hour).unwrap();
+                } else {
+                    db.put_with_ttl(&key(i), &value(i), hour).unwrap();
+                }
+            }
+            continue;
+        }
         let mut batch = siftdb::WriteBatch::new();
         for i in pair..(pair + 2).min(KEYS) {
             if in_second(i) {

@@ -41,6 +41,9 @@ enum Op {
     Reopen,
     /// Power loss, keeping this many bytes of torn writes (power-loss variant only).
     Crash(usize),
+    /// `put_with_ttl` (an hour: it does not expire during the test) in an existing keyspace:
+    /// an expiring value through the WAL, flushes, compactions and power loss.
+    PutTtl(usize, Vec<u8>, Vec<u8>),
 }
 
 fn key() -> impl Strategy<Value = Vec<u8>> {
@@ -67,6 +70,7 @@ fn write() -> impl Strategy<Value = Op> {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         12 => write(),
+        2 => (ks(), key(), proptest::collection::vec(any::<u8>(), 0..100)).prop_map(|(i, k, v)| Op::PutTtl(i, k, v)),
         4 => (ks(), key()).prop_map(|(i, k)| Op::Get(i, k)),
         2 => (ks(), proptest::collection::vec(key(), 0..12)).prop_map(|(i, k)| Op::MultiGet(i, k)),
         1 => ks().prop_map(Op::Iter),
@@ -85,6 +89,7 @@ fn op() -> impl Strategy<Value = Op> {
 fn crash_op() -> impl Strategy<Value = Op> {
     prop_oneof![
         12 => write(),
+        2 => (ks(), key(), proptest::collection::vec(any::<u8>(), 0..100)).prop_map(|(i, k, v)| Op::PutTtl(i, k, v)),
         3 => (ks(), key()).prop_map(|(i, k)| Op::Get(i, k)),
         1 => ks().prop_map(Op::Flush),
         1 => ks().prop_map(Op::Compact),
@@ -240,6 +245,17 @@ fn apply_write(h: &mut Harness, state: &mut State, entries: &[BatchEntry], sync:
         .expect("write");
 }
 
+/// Writes an expiring value (an hour) to keyspace `i` if it exists; returns whether it did.
+fn apply_put_ttl(h: &Harness, state: &mut State, i: usize, k: &[u8], v: &[u8]) -> bool {
+    let (Some(ks), Some(model)) = (&h.handles[i], state[i].as_mut()) else {
+        return false;
+    };
+    ks.put_with_ttl(k, v, std::time::Duration::from_secs(3600))
+        .expect("put_with_ttl");
+    model.insert(k.to_vec(), v.to_vec());
+    true
+}
+
 /// Drops keyspace `i` if it exists (its handle must fail afterwards).
 fn apply_drop(h: &mut Harness, state: &mut State, i: usize) {
     let Some(ks) = h.handles[i].take() else {
@@ -260,6 +276,9 @@ fn run(ops: &[Op]) {
     for op in ops {
         match op {
             Op::Write(entries, sync) => apply_write(&mut h, &mut state, entries, *sync),
+            Op::PutTtl(i, k, v) => {
+                apply_put_ttl(&h, &mut state, *i, k, v);
+            }
             Op::Get(i, k) => {
                 let ks = h.ensure(*i, &mut state);
                 let want = state[*i].as_ref().and_then(|m| m.get(k).cloned());
@@ -382,6 +401,11 @@ fn run_with_power_loss(ops: &[Op]) {
                     candidates.push(created_only);
                 }
                 candidates.push(state.clone());
+            }
+            Op::PutTtl(i, k, v) => {
+                if apply_put_ttl(&h, &mut state, *i, k, v) {
+                    candidates.push(state.clone()); // unsynced: it may be lost
+                }
             }
             Op::Get(i, k) => {
                 if let Some(ks) = &h.handles[*i] {

@@ -638,3 +638,14 @@ mod compression_text_tests {
         );
     }
 }
+
+/// The shared memtable budget as the settings lines print it (`--db_write_buffer_size`).
+pub fn db_write_buffer_text(bytes: usize) -> String {
+    match bytes {
+        0 => "no shared memtable budget".to_string(),
+        n => format!(
+            "all memtables at most {}",
+            crate::runner::report::human_bytes(n as u64)
+        ),
+    }
+}

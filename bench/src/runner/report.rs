@@ -127,16 +127,10 @@ pub fn header(
     );
     let _ = writeln!(
         out,
-        "Write buffer: {} (x{} memtables){}",
+        "Write buffer: {} (x{} memtables; {})",
         human_bytes(options.write_buffer_size as u64),
         options.max_write_buffer_number,
-        match options.db_write_buffer_size {
-            0 => String::new(),
-            n => format!(
-                "; all keyspaces' memtables together at most {}",
-                human_bytes(n as u64)
-            ),
-        }
+        super::engine::db_write_buffer_text(options.db_write_buffer_size)
     );
     let _ = writeln!(
         out,

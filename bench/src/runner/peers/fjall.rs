@@ -108,7 +108,7 @@ impl FjallEngine {
             .map_err(fjall_error)?;
         let settings = format!(
             "bloom {bits} bits/key on every level (no ribbon, no Monkey); no prefix extractor; \
-             {} block cache (fjall pins L0 filters, L0/L1 indexes); memtable {}; leveled: L0 \
+             {} block cache (fjall pins L0 filters, L0/L1 indexes); memtable {} ({}); leveled: L0 \
              trigger {l0_trigger}, target file {}, multiplier {}, L1 = target x trigger = {}; \
              {compression} (index blocks too); fjall's own index and filter partitioning \
              (--partition_index_and_filters not mapped); {} worker threads; multiread \
@@ -116,6 +116,7 @@ impl FjallEngine {
              call)",
             human_bytes(sift.block_cache_capacity as u64),
             human_bytes(write_buffer),
+            super::super::engine::db_write_buffer_text(sift.db_write_buffer_size),
             human_bytes(sift.target_file_size_base),
             sift.max_bytes_for_level_multiplier,
             human_bytes(sift.target_file_size_base * u64::from(l0_trigger)),

@@ -144,7 +144,7 @@ impl RocksEngine {
         write_options.set_sync(config.sync);
         let settings = format!(
             "{filter}; filter+index blocks in a {} LRU block cache (L0 pinned); fixed:{} prefix \
-             extractor; write buffer {} x{}; target file {}, L1 {}, multiplier {}, L0 trigger {}, \
+             extractor; write buffer {} x{} ({}); target file {}, L1 {}, multiplier {}, L0 trigger {}, \
              dynamic level bytes off; {compression} (index blocks too); {partitioning}; {} \
              background jobs; multiread workloads: batched MultiGet, keys unsorted \
              (sorted_input=false, as db_bench)",
@@ -152,6 +152,7 @@ impl RocksEngine {
             config.prefix_size,
             super::super::report::human_bytes(sift.write_buffer_size as u64),
             sift.max_write_buffer_number,
+            super::super::engine::db_write_buffer_text(sift.db_write_buffer_size),
             super::super::report::human_bytes(sift.target_file_size_base),
             super::super::report::human_bytes(sift.max_bytes_for_level_base),
             sift.max_bytes_for_level_multiplier,
