@@ -16,7 +16,9 @@ pub mod picker;
 mod vec_iter;
 
 pub use iter::InternalIterator;
-pub use job::{merge_into, CompactionSink, EntryFilter, FilterDecision, GcRules, MergeStats};
+pub use job::{
+    merge_into, CompactionSink, EntryFilter, FilterDecision, GcRules, MergeStats, OperandMerger,
+};
 pub use merge::MergingIterator;
 pub use picker::{LevelFile, Pick, PickerConfig};
 pub use vec_iter::VecIter;

@@ -4,7 +4,9 @@
 //! batch  := sequence u64 LE | count u32 LE | op*
 //! op     := tag | [varint keyspace_id] | varint key_len | key | [varint value_len | value]
 //! tag    := kind | 0x80 if a keyspace id follows (without it: keyspace 0, "default")
-//! kind   := 1 put (a value follows) | 0 delete
+//! kind   := 1 put (a value follows) | 0 delete | 2 expiring put (a value follows: expiry u64
+//!           LE, then the value) | 3 merge operand (the operand follows) | 4 range delete (the
+//!           key is the range's start; its exclusive end follows as the value)
 //! ```
 //! The batch's ops get consecutive sequence numbers starting at `sequence`. The ops of the
 //! default keyspace are encoded as before keyspaces existed, so older WALs read unchanged.
@@ -51,6 +53,8 @@ pub struct WriteBatch {
     named: Vec<NamedTree>,
     /// The database instance the keyspaces named belong to.
     instance: Option<u64>,
+    /// Whether the batch holds merge operands (refused without a merge operator).
+    has_merges: bool,
 }
 
 impl Default for WriteBatch {
@@ -69,6 +73,7 @@ impl WriteBatch {
             writes_default: false,
             named: Vec::new(),
             instance: None,
+            has_merges: false,
         }
     }
 
@@ -94,6 +99,56 @@ impl WriteBatch {
     pub fn delete_in(&mut self, ks: &Keyspace, key: &[u8]) -> &mut Self {
         self.name_keyspace(ks);
         self.add(ks.id(), ValueKind::Delete, key, None)
+    }
+
+    /// Adds a merge operand for `key` in the "default" keyspace: combined with the key's older
+    /// value by the database's merge operator (`Options::merge_operator`; a batch with merges
+    /// is refused with [`Error::InvalidArgument`] without one).
+    pub fn merge(&mut self, key: &[u8], operand: &[u8]) -> &mut Self {
+        self.has_merges = true;
+        self.add(0, ValueKind::Merge, key, Some(operand))
+    }
+
+    /// Adds a merge operand for `key` in keyspace `ks`.
+    pub fn merge_in(&mut self, ks: &Keyspace, key: &[u8], operand: &[u8]) -> &mut Self {
+        self.name_keyspace(ks);
+        self.has_merges = true;
+        self.add(ks.id(), ValueKind::Merge, key, Some(operand))
+    }
+
+    /// Adds the removal of every key in `[start, end)` of the "default" keyspace: one entry,
+    /// however many keys the range holds. An empty range (`start == end`) adds nothing;
+    /// `start > end` makes the whole batch fail at write time with
+    /// [`Error::InvalidArgument`].
+    pub fn delete_range(&mut self, start: &[u8], end: &[u8]) -> &mut Self {
+        self.add_range(0, start, end)
+    }
+
+    /// Adds the removal of every key in `[start, end)` of keyspace `ks`.
+    pub fn delete_range_in(&mut self, ks: &Keyspace, start: &[u8], end: &[u8]) -> &mut Self {
+        self.name_keyspace(ks);
+        self.add_range(ks.id(), start, end)
+    }
+
+    fn add_range(&mut self, keyspace: u32, start: &[u8], end: &[u8]) -> &mut Self {
+        if start > end && self.invalid.is_none() {
+            self.invalid = Some(format!(
+                "delete_range start {} is after its end {}",
+                crate::error::printable_key(start),
+                crate::error::printable_key(end)
+            ));
+        }
+        if start >= end {
+            return self;
+        }
+        // Both bounds are keys: the key limit applies to each.
+        self.check(end, None);
+        self.add(keyspace, ValueKind::RangeDelete, start, Some(end))
+    }
+
+    /// Whether the batch holds merge operands.
+    pub(crate) fn has_merges(&self) -> bool {
+        self.has_merges
     }
 
     /// Adds a put of `value` expiring at `expiry` (milliseconds since the Unix epoch) to
@@ -284,6 +339,9 @@ pub(crate) fn decode(rep: &[u8]) -> Option<(u64, Vec<BatchOp<'_>>)> {
             ValueKind::ExpiringPut => {
                 get_bytes(rep, &mut pos).filter(|v| v.len() >= crate::ttl::EXPIRY_LEN)?
             }
+            ValueKind::Merge => get_bytes(rep, &mut pos)?,
+            // A range's end, after its start.
+            ValueKind::RangeDelete => get_bytes(rep, &mut pos).filter(|end| *end > key)?,
             ValueKind::Delete => &[],
         };
         ops.push(BatchOp {
@@ -338,6 +396,36 @@ mod tests {
         put_bytes(&mut short, &[0; 7]);
         short[8..12].copy_from_slice(&1u32.to_le_bytes());
         assert!(decode(&short).is_none());
+    }
+
+    #[test]
+    fn merges_and_range_deletes_round_trip() {
+        let mut b = WriteBatch::new();
+        b.merge(b"m", b"op")
+            .delete_range(b"a", b"c")
+            .delete_range(b"x", b"x");
+        assert_eq!(b.len(), 2, "an empty range adds nothing");
+        assert!(b.has_merges() && b.validate().is_ok());
+        let rep = b.encode(7).to_vec();
+        let (_, ops) = decode(&rep).unwrap();
+        assert_eq!((ops[0].kind, ops[0].value), (ValueKind::Merge, &b"op"[..]));
+        assert_eq!(
+            (ops[1].kind, ops[1].key, ops[1].value),
+            (ValueKind::RangeDelete, &b"a"[..], &b"c"[..])
+        );
+        let mut backwards = WriteBatch::new();
+        backwards.delete_range(b"c", b"a");
+        assert!(matches!(
+            backwards.validate(),
+            Err(Error::InvalidArgument(_))
+        ));
+        // A stored range whose end is not after its start does not decode.
+        let mut bad = rep[..HEADER].to_vec();
+        bad.push(ValueKind::RangeDelete as u8);
+        put_bytes(&mut bad, b"c");
+        put_bytes(&mut bad, b"a");
+        bad[8..12].copy_from_slice(&1u32.to_le_bytes());
+        assert!(decode(&bad).is_none());
     }
 
     #[test]

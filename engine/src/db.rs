@@ -322,6 +322,50 @@ impl Db {
         self.write(batch)
     }
 
+    /// Removes every key in `[start, end)` with one record (a range tombstone), however many
+    /// keys the range holds; compaction reclaims their space later. `start == end` removes
+    /// nothing; `start > end` is [`Error::InvalidArgument`].
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+    /// for i in 0..100u32 {
+    ///     db.put(format!("log:{i:03}"), b"entry")?;
+    /// }
+    /// db.delete_range(b"log:000", b"log:090")?; // purge all but the last ten
+    /// assert_eq!(db.get(b"log:089")?, None);
+    /// assert_eq!(db.prefix_iter(b"log:").count(), 10);
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.delete_range(start, end);
+        self.write(batch)
+    }
+
+    /// Stores a merge operand for `key`: the database's merge operator
+    /// (`Options::merge_operator`) combines it with the key's older value when the key is read
+    /// or compacted. Without an operator: [`Error::InvalidArgument`].
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let options = siftdb::Options {
+    ///     merge_operator: Some(std::sync::Arc::new(siftdb::merge::U64Add)),
+    ///     ..Default::default()
+    /// };
+    /// let db = siftdb::Db::open(dir.path(), options)?;
+    /// for _ in 0..3 {
+    ///     db.merge(b"hits", &1u64.to_le_bytes())?;
+    /// }
+    /// assert_eq!(db.get(b"hits")?, Some(3u64.to_le_bytes().to_vec()));
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn merge(&self, key: &[u8], operand: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.merge(key, operand);
+        self.write(batch)
+    }
+
     /// Applies a batch atomically (in one keyspace or several): after a crash either all of it
     /// is there or none.
     pub fn write(&self, batch: WriteBatch) -> Result<()> {

@@ -142,6 +142,13 @@ impl std::error::Error for Corruption {
     }
 }
 
+/// A user key for an error message: escaped, the first 64 bytes at most.
+pub(crate) fn printable_key(key: &[u8]) -> String {
+    let shown = &key[..key.len().min(64)];
+    let more = if key.len() > shown.len() { "…" } else { "" };
+    format!("\"{}{more}\"", shown.escape_ascii())
+}
+
 impl Error {
     /// Whether this error reports damaged bytes on disk.
     pub fn is_corruption(&self) -> bool {

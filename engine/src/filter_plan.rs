@@ -54,7 +54,9 @@ pub(crate) fn for_flush(options: &Options, version: &Version, mem: &Memtable) ->
     let mut level_keys = version.level_keys();
     // An empty tree has no bottom yet: its first table is planned as what it is, an L0 run.
     let bottom = level_keys.iter().rposition(|&k| k > 0);
+    // (A range tombstone reaches over tables by design: never sequential.)
     let sequential = bottom.is_some()
+        && mem.range_tombstones().is_none()
         && mem
             .user_key_range()
             .is_some_and(|(smallest, largest)| !version.overlaps(&smallest, &largest));

@@ -239,6 +239,9 @@ pub(crate) fn write_l0_table(
     for (key, value) in mem.entries() {
         builder.add(key.encoded(), &value)?;
     }
+    if let Some(tombstones) = mem.range_tombstones() {
+        builder.set_range_tombstones((*tombstones).clone());
+    }
     let meta = builder.finish()?;
     file.sync()?;
     drop(file);

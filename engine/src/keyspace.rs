@@ -101,6 +101,22 @@ impl Keyspace {
         self.db.write(batch)
     }
 
+    /// Removes every key in `[start, end)` of this keyspace with one record (see
+    /// [`Db::delete_range`](crate::Db::delete_range)).
+    pub fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.delete_range_in(self, start, end);
+        self.db.write(batch)
+    }
+
+    /// Stores a merge operand for `key` in this keyspace (see
+    /// [`Db::merge`](crate::Db::merge)).
+    pub fn merge(&self, key: &[u8], operand: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.merge_in(self, key, operand);
+        self.db.write(batch)
+    }
+
     /// The value of `key`, or `None`.
     pub fn get<K: AsRef<[u8]>>(&self, key: K) -> Result<Option<Vec<u8>>> {
         self.get_opt(key, &ReadOptions::default())

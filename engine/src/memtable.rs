@@ -1,12 +1,13 @@
 //! The memtable: a concurrent skiplist of internal keys, flushed to an L0 table when full.
 
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crossbeam_skiplist::map::Entry;
 use crossbeam_skiplist::SkipMap;
-use siftdb_sstable::{InternalKey, Lookup, ValueKind};
+use parking_lot::Mutex;
+use siftdb_sstable::{FragmentedRangeTombstones, InternalKey, Lookup, RangeTombstone, ValueKind};
 
 use crate::key_head::KeyHead;
 
@@ -67,6 +68,20 @@ pub struct Memtable {
     /// The oldest WAL that may hold this memtable's writes (moved forward while the memtable is
     /// empty, so an idle keyspace does not keep old WALs alive).
     wal_number: AtomicU64,
+    /// Range tombstones, kept apart from the point entries (RocksDB's range-del memtable).
+    range_dels: Mutex<RangeDels>,
+    /// Whether `range_dels` holds any: readers of a memtable without them never lock it.
+    has_range_dels: AtomicBool,
+    /// Merge operands inserted.
+    merge_operands: AtomicU64,
+}
+
+/// A memtable's range tombstones as written, and their fragmented form, built by the first
+/// reader after a change and shared until the next (fragmenting is O(n log n); reads are many).
+#[derive(Debug, Default)]
+struct RangeDels {
+    written: Vec<RangeTombstone>,
+    fragmented: Option<Arc<FragmentedRangeTombstones>>,
 }
 
 impl Memtable {
@@ -76,13 +91,31 @@ impl Memtable {
             map: SkipMap::new(),
             size: AtomicUsize::new(0),
             wal_number: AtomicU64::new(wal_number),
+            range_dels: Mutex::new(RangeDels::default()),
+            has_range_dels: AtomicBool::new(false),
+            merge_operands: AtomicU64::new(0),
         }
     }
 
-    /// Inserts one entry.
+    /// Inserts one entry. A [`ValueKind::RangeDelete`] is a range tombstone: `key` is its start
+    /// and `value` its end.
     pub fn insert(&self, key: &[u8], sequence: u64, kind: ValueKind, value: &[u8]) {
         self.size
             .fetch_add(key.len() + value.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
+        if kind == ValueKind::RangeDelete {
+            let mut dels = self.range_dels.lock();
+            dels.written.push(RangeTombstone {
+                start: key.to_vec(),
+                end: value.to_vec(),
+                sequence,
+            });
+            dels.fragmented = None;
+            self.has_range_dels.store(true, Ordering::Release);
+            return;
+        }
+        if kind == ValueKind::Merge {
+            self.merge_operands.fetch_add(1, Ordering::Relaxed);
+        }
         self.map.insert(
             MemKey::new(InternalKey::new(key, sequence, kind)),
             value.to_vec(),
@@ -94,14 +127,39 @@ impl Memtable {
         self.size.load(Ordering::Relaxed)
     }
 
-    /// Entries.
+    /// Point entries (range tombstones not counted).
     pub fn len(&self) -> usize {
         self.map.len()
     }
 
-    /// Whether the memtable holds nothing.
+    /// Merge operands inserted.
+    pub fn merge_operands(&self) -> u64 {
+        self.merge_operands.load(Ordering::Relaxed)
+    }
+
+    /// Whether the memtable holds nothing: no point entry and no range tombstone.
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.map.is_empty() && !self.has_range_dels.load(Ordering::Acquire)
+    }
+
+    /// The range tombstones, fragmented (`None` when there are none: the common case costs one
+    /// atomic load).
+    pub fn range_tombstones(&self) -> Option<Arc<FragmentedRangeTombstones>> {
+        if !self.has_range_dels.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut dels = self.range_dels.lock();
+        let dels = &mut *dels;
+        let fragmented = dels.fragmented.get_or_insert_with(|| {
+            Arc::new(FragmentedRangeTombstones::new(dels.written.iter().cloned()))
+        });
+        Some(Arc::clone(fragmented))
+    }
+
+    /// The sequence number of the newest range tombstone visible at `snapshot` that covers
+    /// `key`, if any.
+    pub fn covering_tombstone(&self, key: &[u8], snapshot: u64) -> Option<u64> {
+        self.range_tombstones()?.max_covering(key, snapshot)
     }
 
     /// The oldest WAL that may hold this memtable's writes.
@@ -123,7 +181,7 @@ impl Memtable {
         let mut value = Vec::new();
         match self.get_into(key, snapshot, &mut value) {
             // The benchmarks' and tests' view: an expiring value as stored (expiry first).
-            Lookup::Found | Lookup::FoundExpiring => MemGet::Found(value),
+            Lookup::Found | Lookup::FoundExpiring | Lookup::Merge => MemGet::Found(value),
             Lookup::Deleted => MemGet::Deleted,
             Lookup::NotFound => MemGet::NotFound,
         }
@@ -131,16 +189,23 @@ impl Memtable {
 
     /// [`Memtable::get`] copying a found value into `value` (cleared first; untouched unless
     /// the result is [`Lookup::Found`]).
+    #[cfg(any(test, feature = "internals"))]
     pub fn get_into(&self, key: &[u8], snapshot: u64, value: &mut Vec<u8>) -> Lookup {
+        self.get_versioned(key, snapshot, value).0
+    }
+
+    /// [`Memtable::get_into`], with the sequence number of the version found (0 when none).
+    /// Range tombstones are not consulted (see [`Memtable::covering_tombstone`]).
+    pub fn get_versioned(&self, key: &[u8], snapshot: u64, value: &mut Vec<u8>) -> (Lookup, u64) {
         let target = MemKey::new(InternalKey::for_lookup(key, snapshot));
         let Some(entry) = self.map.range(target..).next() else {
-            return Lookup::NotFound;
+            return (Lookup::NotFound, 0);
         };
         let parsed = entry.key().key.parsed();
         if parsed.user_key != key {
-            return Lookup::NotFound;
+            return (Lookup::NotFound, 0);
         }
-        match parsed.kind {
+        let found = match parsed.kind {
             ValueKind::Put => {
                 value.clear();
                 value.extend_from_slice(entry.value());
@@ -151,11 +216,17 @@ impl Memtable {
                 value.extend_from_slice(entry.value());
                 Lookup::FoundExpiring
             }
-            ValueKind::Delete => Lookup::Deleted,
-        }
+            ValueKind::Merge => {
+                value.clear();
+                value.extend_from_slice(entry.value());
+                Lookup::Merge
+            }
+            ValueKind::Delete | ValueKind::RangeDelete => Lookup::Deleted,
+        };
+        (found, parsed.sequence)
     }
 
-    /// The smallest and largest user keys, or `None` when empty.
+    /// The smallest and largest user keys of the point entries, or `None` when there are none.
     pub fn user_key_range(&self) -> Option<(Vec<u8>, Vec<u8>)> {
         let first = self.map.front()?;
         let last = self.map.back()?;

@@ -112,6 +112,11 @@ pub struct Options {
     /// Asked about values as compactions rewrite them: keep, remove or change (see
     /// [`CompactionFilter`](crate::CompactionFilter)). Applies to every keyspace.
     pub compaction_filter: Option<Arc<dyn crate::CompactionFilter>>,
+    /// Combines the operands [`Db::merge`](crate::Db::merge) stores with the values they apply
+    /// to (see [`MergeOperator`](crate::MergeOperator); ready ones in [`crate::merge`]). Applies
+    /// to every keyspace; `merge` without one is [`Error::InvalidArgument`]. Its name is
+    /// recorded in `OPTIONS`: a database holding operands refuses to open under another.
+    pub merge_operator: Option<Arc<dyn crate::MergeOperator>>,
     /// The clock expiring values (`Db::put_with_ttl`) are written and judged by
     /// ([`SystemClock`](crate::SystemClock) by default; tests move one by hand).
     pub clock: Arc<dyn crate::Clock>,
@@ -136,6 +141,10 @@ impl std::fmt::Debug for Options {
                     .compaction_filter
                     .as_ref()
                     .map(|f| f.name().to_string()),
+            )
+            .field(
+                "merge_operator",
+                &self.merge_operator.as_ref().map(|m| m.name().to_string()),
             )
             .finish_non_exhaustive()
     }
@@ -175,6 +184,7 @@ impl Default for Options {
             max_total_wal_size: 0,
             db_write_buffer_size: 0,
             compaction_filter: None,
+            merge_operator: None,
             clock: Arc::new(crate::SystemClock),
         }
     }

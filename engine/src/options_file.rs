@@ -19,10 +19,12 @@ use crate::options::Options;
 /// The database format version this build writes and reads: 2 adds field 6 of manifest edits
 /// (the level a trivially moved table's filter was planned for); 3 writes tables of table
 /// format 2 (compressed blocks, partitioned index and filters); 4 adds keyspaces (WAL ops
-/// tagged with a keyspace id, manifest fields 7-11). Older databases open and are upgraded
+/// tagged with a keyspace id, manifest fields 7-11); 5 adds merge operands and range
+/// tombstones (WAL op kinds 3 and 4, tables of table format 3 with a range tombstone block, the
+/// merge operator's name in `OPTIONS`). Older databases open and are upgraded
 /// (their tables are read as they are and rewritten by compactions; everything they hold is
 /// the "default" keyspace).
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 
 /// What `OPTIONS` records: the settings that shape on-disk data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +33,9 @@ pub(crate) struct RecordedOptions {
     pub filter_hash: String,
     pub filter_seed_tag: u64,
     pub prefix_extractor: String,
+    /// The merge operator's name, `none` without one (and for databases of format 4 or older,
+    /// which cannot hold merge operands).
+    pub merge_operator: String,
 }
 
 impl RecordedOptions {
@@ -43,13 +48,21 @@ impl RecordedOptions {
                 .prefix_extractor
                 .as_ref()
                 .map_or_else(|| "none".to_string(), |p| p.name()),
+            merge_operator: options
+                .merge_operator
+                .as_ref()
+                .map_or_else(|| "none".to_string(), |m| m.name().to_string()),
         }
     }
 
     fn encode(&self) -> String {
         format!(
-            "# siftdb options that shape on-disk data\nformat_version={}\nfilter_hash={}\nfilter_seed_tag={}\nprefix_extractor={}\n",
-            self.format_version, self.filter_hash, self.filter_seed_tag, self.prefix_extractor
+            "# siftdb options that shape on-disk data\nformat_version={}\nfilter_hash={}\nfilter_seed_tag={}\nprefix_extractor={}\nmerge_operator={}\n",
+            self.format_version,
+            self.filter_hash,
+            self.filter_seed_tag,
+            self.prefix_extractor,
+            self.merge_operator
         )
     }
 
@@ -59,6 +72,7 @@ impl RecordedOptions {
             filter_hash: String::new(),
             filter_seed_tag: 0,
             prefix_extractor: String::new(),
+            merge_operator: "none".to_string(),
         };
         for line in text
             .lines()
@@ -70,6 +84,7 @@ impl RecordedOptions {
                 "filter_hash" => r.filter_hash = v.to_string(),
                 "filter_seed_tag" => r.filter_seed_tag = v.parse().ok()?,
                 "prefix_extractor" => r.prefix_extractor = v.to_string(),
+                "merge_operator" => r.merge_operator = v.to_string(),
                 _ => {} // written by a newer build; the version check decides
             }
         }
@@ -120,6 +135,33 @@ pub(crate) fn check(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Resul
         )));
     }
     Ok(recorded)
+}
+
+/// Refuses to open a database whose merge operands were written under another merge operator
+/// (by name) than `options` has, or under one when `options` has none: reads would combine them
+/// wrongly, or not at all. `holds_operands` says whether any memtable or table holds one (asked
+/// only when the names differ).
+pub(crate) fn check_merge_operator(
+    recorded: &RecordedOptions,
+    options: &Options,
+    holds_operands: impl FnOnce() -> bool,
+) -> Result<()> {
+    let wanted = RecordedOptions::of(options);
+    if recorded.merge_operator == wanted.merge_operator
+        || recorded.merge_operator == "none"
+        || !holds_operands()
+    {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument(format!(
+        "the database holds merge operands written under merge operator {:?}; it was opened with {}",
+        recorded.merge_operator,
+        if wanted.merge_operator == "none" {
+            "none".to_string()
+        } else {
+            format!("{:?}", wanted.merge_operator)
+        }
+    )))
 }
 
 /// Writes `OPTIONS` for a new database, or rewrites it when the recorded settings differ from

@@ -8,7 +8,7 @@ use siftdb_sstable::{GetTrace, Lookup, PreparedGet};
 
 use crate::db::{DbInner, ReadView};
 use crate::error::Result;
-use crate::iterator::{merge_for, DbIterator, KeyBounds, RawIterator, ScanSpec};
+use crate::iterator::{merge_for, visibility, DbIterator, KeyBounds, RawIterator, ScanSpec};
 use crate::key_head::KeyHead;
 use crate::options::ReadOptions;
 use crate::tree::Tree;
@@ -62,40 +62,55 @@ impl DbInner {
         use std::sync::atomic::Ordering::Relaxed;
         self.check_open()?;
         self.counters.gets.fetch_add(1, Relaxed);
-        if let Some(found) = self.get_from_memtables(view, key, seq, value)? {
-            return Ok(found);
-        }
-        let got = self.get_from_tables(tree, &view.version, key, seq, opts.fill_cache, value)?;
-        let found = self.is_live(got, value)?;
+        let got = match self.get_from_memtables(view, key, seq, value) {
+            Some(got) => got,
+            None => self.get_from_tables(tree, &view.version, key, seq, opts.fill_cache, value)?,
+        };
+        let found = self.resolve(tree, view, key, seq, got, value)?;
         if found {
             self.counters.gets_found.fetch_add(1, Relaxed);
         }
         Ok(found)
     }
 
-    /// The memtables' answer for `key` (newest first): `Some(found)` once one holds a version,
-    /// `None` if none does.
+    /// The memtables' answer for `key` (newest first), once one holds a version of it or a
+    /// range tombstone over it; `None` if none does.
     fn get_from_memtables(
         &self,
         view: &ReadView,
         key: &[u8],
         seq: u64,
         value: &mut Vec<u8>,
-    ) -> Result<Option<bool>> {
+    ) -> Option<Lookup> {
         use std::sync::atomic::Ordering::Relaxed;
         for mem in std::iter::once(&view.mem).chain(view.imm.iter()) {
-            let got = mem.get_into(key, seq, value);
-            if got == Lookup::NotFound {
+            let (got, version) = mem.get_versioned(key, seq, value);
+            let covered = mem.covering_tombstone(key, seq);
+            if got == Lookup::NotFound && covered.is_none() {
                 continue;
             }
             self.counters.memtable_hits.fetch_add(1, Relaxed);
-            let found = self.is_live(got, value)?;
-            if found {
-                self.counters.gets_found.fetch_add(1, Relaxed);
-            }
-            return Ok(Some(found));
+            return Some(hidden_by(covered, got, version));
         }
-        Ok(None)
+        None
+    }
+
+    /// Whether a lookup's answer is a live value (then in `value`): a value, an expiring value
+    /// that has not expired by the clock now (its expiry removed from `value`), or merge
+    /// operands, resolved with everything below them.
+    fn resolve(
+        &self,
+        tree: &Tree,
+        view: &ReadView,
+        key: &[u8],
+        seq: u64,
+        got: Lookup,
+        value: &mut Vec<u8>,
+    ) -> Result<bool> {
+        match got {
+            Lookup::Merge => self.get_merged(tree, view, key, seq, value),
+            got => self.is_live(got, value),
+        }
     }
 
     /// Whether a lookup's answer is a live value (then in `value`): a value, or an expiring
@@ -107,8 +122,38 @@ impl DbInner {
                 let now = crate::ttl::millis(self.options.clock.now());
                 crate::ttl::resolve_in_place(value, now)
             }
-            Lookup::Deleted | Lookup::NotFound => Ok(false),
+            Lookup::Deleted | Lookup::NotFound | Lookup::Merge => Ok(false),
         }
+    }
+
+    /// The value of `key` whose newest visible version is a merge operand: a cursor over the
+    /// tables that may hold the key gathers the operands down to their base and merges them
+    /// (the cost of a seek, paid only by keys with operands).
+    fn get_merged(
+        &self,
+        tree: &Tree,
+        view: &ReadView,
+        key: &[u8],
+        seq: u64,
+        value: &mut Vec<u8>,
+    ) -> Result<bool> {
+        let bounds = KeyBounds::of(&(key..=key));
+        let spec = ScanSpec {
+            bounds: &bounds,
+            prefix: None,
+            read: &ReadOptions::default(),
+        };
+        let now = crate::ttl::millis(self.options.clock.now());
+        let merge = merge_for(tree, view, &spec)?;
+        let mut cursor = RawIterator::new(None, merge, visibility(tree, view, seq, now));
+        cursor.seek(key);
+        cursor.status()?;
+        if cursor.valid() && cursor.key() == key {
+            value.clear();
+            value.extend_from_slice(cursor.value());
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     /// The tables that may hold the key, in the order that finds its newest version (L0 newest
@@ -154,11 +199,27 @@ impl DbInner {
                 .table
                 .get_prepared_into(key, seq, prepared?, &mut trace, value)?;
             tree.levels[level].record(&trace);
-            if got != Lookup::NotFound {
-                return Ok(got);
+            // A table without range tombstones costs one `None` check here.
+            let covered = file
+                .table
+                .range_tombstones()
+                .and_then(|t| t.max_covering(key, seq));
+            if got != Lookup::NotFound || covered.is_some() {
+                return Ok(hidden_by(covered, got, trace.sequence));
             }
         }
         Ok(Lookup::NotFound)
+    }
+}
+
+/// The answer of one memtable or table that holds a version of the key (`got`, at sequence
+/// `version`) or a range tombstone over it (the newest visible at `covered`): the version,
+/// unless the range tombstone is newer. Everything in later memtables and tables is older than
+/// both, so this answer decides.
+fn hidden_by(covered: Option<u64>, got: Lookup, version: u64) -> Lookup {
+    match covered {
+        Some(tombstone) if got == Lookup::NotFound || tombstone > version => Lookup::Deleted,
+        _ => got,
     }
 }
 
@@ -197,10 +258,10 @@ impl DbInner {
         for (index, key) in keys.iter().enumerate() {
             value.clear();
             match self.get_from_memtables(&view, key, seq, &mut value) {
-                Ok(Some(true)) => answers[index] = Some(Ok(Some(std::mem::take(&mut value)))),
-                Ok(Some(false)) => answers[index] = Some(Ok(None)),
-                Err(e) => answers[index] = Some(Err(e)),
-                Ok(None) => probes.push(Probe {
+                Some(got) => {
+                    answers[index] = Some(self.answer(tree, &view, key, seq, got, &mut value));
+                }
+                None => probes.push(Probe {
                     index,
                     key,
                     head: KeyHead::of(key),
@@ -218,7 +279,7 @@ impl DbInner {
                 })
                 .map(|p| (file, p))
                 .collect();
-            self.probe_tables(tree, 0, &batch, seq, &mut answers);
+            self.probe_tables(tree, &view, 0, &batch, seq, &mut answers);
         }
         for level in 1..version.num_levels() {
             let batch: Vec<(&Arc<TableFile>, &Probe)> = probes
@@ -226,7 +287,7 @@ impl DbInner {
                 .filter(|p| answers[p.index].is_none())
                 .filter_map(|p| version.find_with_head(level, p.key, p.head).map(|f| (f, p)))
                 .collect();
-            self.probe_tables(tree, level, &batch, seq, &mut answers);
+            self.probe_tables(tree, &view, level, &batch, seq, &mut answers);
         }
         answers.into_iter().map(|a| a.unwrap_or(Ok(None))).collect()
     }
@@ -236,12 +297,12 @@ impl DbInner {
     fn probe_tables(
         &self,
         tree: &Tree,
+        view: &ReadView,
         level: usize,
         batch: &[(&Arc<TableFile>, &Probe)],
         seq: u64,
         answers: &mut Answers,
     ) {
-        use std::sync::atomic::Ordering::Relaxed;
         let prepared: Vec<siftdb_sstable::Result<PreparedGet>> = batch
             .iter()
             .map(|(file, p)| file.table.prepare_get_hashed(p.key, p.hash))
@@ -255,19 +316,37 @@ impl DbInner {
                     .get_prepared_into(probe.key, seq, prepared, &mut trace, &mut value)
             });
             tree.levels[level].record(&trace);
+            let covered = file
+                .table
+                .range_tombstones()
+                .and_then(|t| t.max_covering(probe.key, seq));
             answers[probe.index] = match got {
-                Ok(Lookup::NotFound) => continue,
-                Ok(got) => match self.is_live(got, &mut value) {
-                    Ok(true) => {
-                        self.counters.gets_found.fetch_add(1, Relaxed);
-                        Some(Ok(Some(std::mem::take(&mut value))))
-                    }
-                    Ok(false) => Some(Ok(None)),
-                    Err(e) => Some(Err(e)),
-                },
+                Ok(Lookup::NotFound) if covered.is_none() => continue,
+                Ok(got) => {
+                    let got = hidden_by(covered, got, trace.sequence);
+                    Some(self.answer(tree, view, probe.key, seq, got, &mut value))
+                }
                 Err(e) => Some(Err(e.into())),
             };
         }
+    }
+
+    /// A `multi_get` key's answer from the lookup result `got` (the value in `value`).
+    fn answer(
+        &self,
+        tree: &Tree,
+        view: &ReadView,
+        key: &[u8],
+        seq: u64,
+        got: Lookup,
+        value: &mut Vec<u8>,
+    ) -> Result<Option<Vec<u8>>> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let found = self.resolve(tree, view, key, seq, got, value)?;
+        if found {
+            self.counters.gets_found.fetch_add(1, Relaxed);
+        }
+        Ok(found.then(|| std::mem::take(value)))
     }
 }
 
@@ -333,12 +412,12 @@ pub(crate) fn raw_iterator(
         prefix: None,
         read: &ReadOptions::default(),
     };
+    let now = crate::ttl::millis(db.options.clock.now());
     match merge_for(tree, &view, &spec) {
         Ok(merge) => RawIterator::new(
-            Arc::clone(db),
+            Some(Arc::clone(db)),
             merge,
-            seq,
-            crate::ttl::millis(db.options.clock.now()),
+            visibility(tree, &view, seq, now),
         ),
         Err(e) => RawIterator::failed(Arc::clone(db), seq, e),
     }

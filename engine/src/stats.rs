@@ -37,6 +37,9 @@ pub(crate) struct EngineCounters {
     pub compaction_filter_removed: AtomicU64,
     pub compaction_filter_changed: AtomicU64,
     pub compaction_filter_failures: AtomicU64,
+    pub range_deleted_dropped: AtomicU64,
+    pub range_tombstones_dropped: AtomicU64,
+    pub merges_in_compaction: AtomicU64,
 }
 
 /// Filter tickers of one level.
@@ -140,6 +143,13 @@ pub struct Stats {
     pub compaction_filter_changed: u64,
     /// Compactions abandoned because the compaction filter panicked (each retried later).
     pub compaction_filter_failures: u64,
+    /// Entries compactions dropped because a range tombstone deleted them.
+    pub range_deleted_dropped: u64,
+    /// Range tombstone pieces compactions dropped (superseded within a snapshot stripe, or at
+    /// the bottom once nothing is left for them to delete).
+    pub range_tombstones_dropped: u64,
+    /// Runs of merge operands compactions combined (into a value or one operand).
+    pub merges_in_compaction: u64,
     /// The block cache's counters.
     pub cache: CacheStats,
 }
@@ -241,6 +251,9 @@ impl EngineCounters {
             compaction_filter_removed: self.compaction_filter_removed.load(Relaxed),
             compaction_filter_changed: self.compaction_filter_changed.load(Relaxed),
             compaction_filter_failures: self.compaction_filter_failures.load(Relaxed),
+            range_deleted_dropped: self.range_deleted_dropped.load(Relaxed),
+            range_tombstones_dropped: self.range_tombstones_dropped.load(Relaxed),
+            merges_in_compaction: self.merges_in_compaction.load(Relaxed),
             cache,
         }
     }

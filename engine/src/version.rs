@@ -1,8 +1,8 @@
 //! Versions: the set of live tables per level, replaced (never mutated) by each edit.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use siftdb_sstable::Table;
+use siftdb_sstable::{FragmentedRangeTombstones, Table};
 
 use crate::error::{Error, Result};
 use crate::key_head::KeyHead;
@@ -19,6 +19,9 @@ pub struct TableFile {
     /// The heads of the smallest and largest user keys ([`KeyHead`]): most range checks of a
     /// lookup are decided by them without a `memcmp`.
     heads: (KeyHead, KeyHead),
+    /// The largest key is a range tombstone's end sentinel: the table's range ends just before
+    /// its user key (which may be the next table's smallest).
+    largest_exclusive: bool,
 }
 
 impl TableFile {
@@ -28,7 +31,13 @@ impl TableFile {
             KeyHead::of(meta.smallest.user_key()),
             KeyHead::of(meta.largest.user_key()),
         );
-        TableFile { meta, table, heads }
+        let largest_exclusive = meta.largest.is_range_end_sentinel();
+        TableFile {
+            meta,
+            table,
+            heads,
+            largest_exclusive,
+        }
     }
 
     /// Smallest user key.
@@ -61,6 +70,10 @@ pub struct Version {
     /// binary search over a level reads this contiguous array and touches a table's own
     /// (separately allocated, likely uncached) metadata only on a head tie.
     heads: Vec<Vec<(KeyHead, KeyHead)>>,
+    /// The range tombstones of the tables that have any.
+    tombstone_lists: Vec<Arc<FragmentedRangeTombstones>>,
+    /// All of them fragmented together, built by the first iterator that needs them.
+    tombstones: OnceLock<Option<Arc<FragmentedRangeTombstones>>>,
 }
 
 impl Version {
@@ -74,7 +87,31 @@ impl Version {
             .iter()
             .map(|files| files.iter().map(|f| f.heads).collect())
             .collect();
-        Version { levels, heads }
+        let tombstone_lists = levels
+            .iter()
+            .flatten()
+            .filter_map(|f| f.table.range_tombstones().cloned())
+            .collect();
+        Version {
+            levels,
+            heads,
+            tombstone_lists,
+            tombstones: OnceLock::new(),
+        }
+    }
+
+    /// The range tombstones of every table, fragmented together (`None` if no table has any):
+    /// what an iterator checks each key against.
+    pub(crate) fn range_tombstones(&self) -> Option<Arc<FragmentedRangeTombstones>> {
+        self.tombstones
+            .get_or_init(|| match self.tombstone_lists.as_slice() {
+                [] => None,
+                [one] => Some(Arc::clone(one)),
+                lists => Some(Arc::new(FragmentedRangeTombstones::new(
+                    lists.iter().flat_map(|l| l.tombstones()),
+                ))),
+            })
+            .clone()
     }
 
     /// Tables of `level`.
@@ -102,7 +139,7 @@ impl Version {
         user_key: &[u8],
         head: KeyHead,
     ) -> Option<&Arc<TableFile>> {
-        use std::cmp::Ordering::{Greater, Less};
+        use std::cmp::Ordering::{Equal, Greater, Less};
         let files = self.level(level);
         let heads = self.heads.get(level).map_or(&[][..], Vec::as_slice);
         // `heads[i]` belongs to `files[i]` (built together in `from_levels`). Binary search for
@@ -110,10 +147,15 @@ impl Version {
         let (mut lo, mut hi) = (0, files.len().min(heads.len()));
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let below = heads[mid]
+            let below = match heads[mid]
                 .1
                 .cmp_then(head, || files[mid].largest_user_key().cmp(user_key))
-                == Less;
+            {
+                Less => true,
+                // A table ending just before the key (a range tombstone's end) does not hold it.
+                Equal => files[mid].largest_exclusive,
+                Greater => false,
+            };
             if below {
                 lo = mid + 1;
             } else {

@@ -49,6 +49,11 @@ impl DbInner {
         self.check_open()?;
         self.check_writable()?;
         batch.validate()?;
+        if batch.has_merges() && self.options.merge_operator.is_none() {
+            return Err(Error::InvalidArgument(
+                "merge needs a merge operator (Options::merge_operator)".to_string(),
+            ));
+        }
         if batch.instance().is_some_and(|i| i != self.instance) {
             return Err(Error::InvalidArgument(
                 "the batch names a keyspace of another database".to_string(),

@@ -1,4 +1,4 @@
-//! Writes a table: data blocks, filter blocks, properties, index, footer.
+//! Writes a table: data blocks, filter blocks, range tombstones, properties, index, footer.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -9,9 +9,10 @@ use crate::block::BlockBuilder;
 use crate::compression::Compression;
 use crate::error::{Result, SstError};
 use crate::format::{block_trailer, BlockHandle, Footer, TABLE_FORMAT_VERSION};
-use crate::internal_key::{compare_internal, ParsedKey, ValueKind};
+use crate::internal_key::{compare_internal, InternalKey, ParsedKey, ValueKind};
 use crate::prefix::PrefixExtractor;
 use crate::properties::TableProperties;
+use crate::range_tombstones::FragmentedRangeTombstones;
 
 /// The whole-key filter a table gets.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -96,6 +97,40 @@ pub struct TableMeta {
     pub properties: TableProperties,
 }
 
+/// Range tombstones waiting for [`TableBuilder::finish`]: their block, and what they add to the
+/// table's boundaries and sequence range.
+#[derive(Debug)]
+struct PendingTombstones {
+    encoded: Vec<u8>,
+    count: u64,
+    /// `(first fragment's start, its newest sequence, RangeDelete)`.
+    smallest: InternalKey,
+    /// The end sentinel of the last fragment's end.
+    largest: InternalKey,
+    min_sequence: u64,
+    max_sequence: u64,
+}
+
+impl PendingTombstones {
+    fn of(tombstones: &FragmentedRangeTombstones) -> Option<PendingTombstones> {
+        let (first_start, first_seqs) = tombstones.fragments().next().map(|(s, _, q)| (s, q))?;
+        let (_, last_end) = tombstones.bounds()?;
+        let (min_sequence, max_sequence) = tombstones.sequence_range()?;
+        Some(PendingTombstones {
+            encoded: tombstones.encode(),
+            count: tombstones.tombstone_count() as u64,
+            smallest: InternalKey::new(
+                first_start,
+                first_seqs.first().copied()?,
+                ValueKind::RangeDelete,
+            ),
+            largest: InternalKey::range_end_sentinel(last_end),
+            min_sequence,
+            max_sequence,
+        })
+    }
+}
+
 /// Builds a table into `W`. Keys are encoded internal keys and must arrive in strictly
 /// increasing internal-key order; a key out of order is refused with [`SstError::OutOfOrder`]
 /// and leaves the builder as it was.
@@ -128,6 +163,7 @@ pub struct TableBuilder<W: Write> {
     last_key: Vec<u8>,
     last_prefix: Option<Vec<u8>>,
     props: TableProperties,
+    range_tombstones: Option<PendingTombstones>,
 }
 
 impl<W: Write> TableBuilder<W> {
@@ -166,7 +202,18 @@ impl<W: Write> TableBuilder<W> {
             last_key: Vec::new(),
             last_prefix: None,
             props,
+            range_tombstones: None,
         }
+    }
+
+    /// Gives the table these range tombstones (replacing any set before; empty: none). Callable
+    /// any time before [`TableBuilder::finish`], which writes them as their own block (never
+    /// compressed) and widens the table's boundary keys and sequence range to cover them:
+    /// smallest key ≤ `(first fragment's start, its newest sequence, RangeDelete)`, largest key ≥
+    /// [`InternalKey::range_end_sentinel`] of the last fragment's end. A table may hold range
+    /// tombstones and no point entry at all.
+    pub fn set_range_tombstones(&mut self, tombstones: FragmentedRangeTombstones) {
+        self.range_tombstones = PendingTombstones::of(&tombstones);
     }
 
     /// Entries added so far.
@@ -174,17 +221,28 @@ impl<W: Write> TableBuilder<W> {
         self.props.entries
     }
 
-    /// Bytes the table would have if finished now (approximately: filters not counted).
+    /// Bytes the table would have if finished now (approximately: filters not counted; range
+    /// tombstones are).
     pub fn estimated_size(&self) -> u64 {
-        self.offset + self.data_block.estimated_size() as u64
+        let tombstones = self
+            .range_tombstones
+            .as_ref()
+            .map_or(0, |t| t.encoded.len() as u64);
+        self.offset + self.data_block.estimated_size() as u64 + tombstones
     }
 
     /// Adds an entry (an encoded internal key and its value; a tombstone's value is ignored
-    /// by readers and may be empty).
+    /// by readers and may be empty). Range tombstones are not entries: a key of kind
+    /// [`ValueKind::RangeDelete`] is refused (see [`TableBuilder::set_range_tombstones`]).
     pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         let parsed = ParsedKey::parse(key).ok_or_else(|| {
             SstError::InvalidArgument("key is not an encoded internal key".to_string())
         })?;
+        if parsed.kind == ValueKind::RangeDelete {
+            return Err(SstError::InvalidArgument(
+                "range tombstones go to set_range_tombstones, not among point entries".to_string(),
+            ));
+        }
         let first = self.props.entries == 0;
         if !first && compare_internal(&self.last_key, key) != std::cmp::Ordering::Less {
             return Err(SstError::OutOfOrder(format!(
@@ -226,8 +284,10 @@ impl<W: Write> TableBuilder<W> {
             self.props.smallest_key = key.to_vec();
         }
         self.props.entries += 1;
-        if parsed.kind == ValueKind::Delete {
-            self.props.deletions += 1;
+        match parsed.kind {
+            ValueKind::Delete => self.props.deletions += 1,
+            ValueKind::Merge => self.props.merge_operands += 1,
+            _ => {}
         }
         self.props.raw_key_bytes += key.len() as u64;
         self.props.raw_value_bytes += value.len() as u64;
@@ -453,10 +513,24 @@ impl<W: Write> TableBuilder<W> {
     /// [`TableBuilder::finish`], also handing back the writer (to sync and close it).
     pub fn finish_into(mut self) -> Result<(TableMeta, W)> {
         self.flush_data_block()?;
-        if self.props.entries == 0 {
+        self.props.largest_key = self.last_key.clone();
+        let tombstones = self.range_tombstones.take();
+        if let Some(t) = &tombstones {
+            let points = self.props.entries > 0;
+            let smallest = t.smallest.encoded();
+            if !points || compare_internal(smallest, &self.props.smallest_key).is_lt() {
+                self.props.smallest_key = smallest.to_vec();
+            }
+            let largest = t.largest.encoded();
+            if !points || compare_internal(largest, &self.props.largest_key).is_gt() {
+                self.props.largest_key = largest.to_vec();
+            }
+            self.props.min_sequence = self.props.min_sequence.min(t.min_sequence);
+            self.props.max_sequence = self.props.max_sequence.max(t.max_sequence);
+        }
+        if self.props.entries == 0 && tombstones.is_none() {
             self.props.min_sequence = 0;
         }
-        self.props.largest_key = self.last_key.clone();
         self.props.filter_expected_fpr = 1.0;
         let (index, filter_handle) = if self.should_partition() {
             self.write_partitioned_index_and_filter()?
@@ -464,6 +538,10 @@ impl<W: Write> TableBuilder<W> {
             self.write_whole_index_and_filter()?
         };
         let prefix_handle = self.write_prefix_filter()?;
+        if let Some(t) = tombstones {
+            self.props.range_del_handle = Some(self.write_block(&t.encoded)?);
+            self.props.range_deletions = t.count;
+        }
         let properties = self.write_block(&self.props.encode())?;
         let footer = Footer {
             index,

@@ -5,9 +5,12 @@ use crate::coding::{read_u32, read_u64};
 /// Last eight bytes of every table.
 pub const TABLE_MAGIC: u64 = 0x5349_4654_5342_4c31; // "SIFTSBL1"
 /// The table format version this build writes: 2 adds compressed blocks and partitioned index
-/// and filters. Version 1 tables (every block uncompressed, one index and one filter block) are
-/// still read.
-pub const TABLE_FORMAT_VERSION: u32 = 2;
+/// and filters; 3 adds the range tombstone block (so a build that cannot read range tombstones
+/// refuses the table rather than resurrect the keys they delete). Version 1 tables (every block
+/// uncompressed, one index and one filter block) and version 2 tables are still read.
+pub const TABLE_FORMAT_VERSION: u32 = 3;
+/// The first table format version that may have a range tombstone block.
+pub const RANGE_TOMBSTONES_SINCE_VERSION: u32 = 3;
 /// The oldest table format version this build reads.
 pub const OLDEST_TABLE_FORMAT_VERSION: u32 = 1;
 /// Bytes after every block: compression type (u8) and CRC32 (u32 LE).

@@ -28,6 +28,14 @@ pub enum ValueKind {
     /// A value that expires: its first 8 bytes are the expiry time (milliseconds since the Unix
     /// epoch, little-endian), the rest is the value (`Db::put_with_ttl`). Database format 4.
     ExpiringPut = 2,
+    /// A merge operand (`Db::merge`): combined with the older versions of its key by the
+    /// database's merge operator when read or compacted. Database format 5.
+    Merge = 3,
+    /// A range tombstone (`Db::delete_range`): the user key is the range's start, the value its
+    /// (exclusive) end. Range tombstones live in the memtable's and the table's own lists, never
+    /// among point entries; the kind also marks the *range end sentinel*, a table boundary that
+    /// is exclusive (see [`InternalKey::range_end_sentinel`]). Database format 5.
+    RangeDelete = 4,
 }
 
 impl ValueKind {
@@ -37,12 +45,14 @@ impl ValueKind {
             0 => Some(ValueKind::Delete),
             1 => Some(ValueKind::Put),
             2 => Some(ValueKind::ExpiringPut),
+            3 => Some(ValueKind::Merge),
+            4 => Some(ValueKind::RangeDelete),
             _ => None,
         }
     }
 
     /// The kind with the largest discriminant: seeking with it finds every entry of a sequence.
-    pub const MAX: ValueKind = ValueKind::ExpiringPut;
+    pub const MAX: ValueKind = ValueKind::RangeDelete;
 
     /// Whether the entry holds a value (as opposed to a tombstone).
     pub fn is_value(self) -> bool {
@@ -84,6 +94,21 @@ impl InternalKey {
     /// visible at `snapshot` and after every newer one.
     pub fn for_lookup(user_key: &[u8], snapshot: u64) -> InternalKey {
         InternalKey::new(user_key, snapshot.min(MAX_SEQUENCE), ValueKind::MAX)
+    }
+
+    /// The exclusive upper boundary of a table whose range tombstones extend past its last
+    /// point key, up to (not including) `user_key`: it sorts before every real version of
+    /// `user_key` (the largest sequence number), and its kind marks it as exclusive (RocksDB's
+    /// range tombstone end sentinel).
+    pub fn range_end_sentinel(user_key: &[u8]) -> InternalKey {
+        InternalKey::new(user_key, MAX_SEQUENCE, ValueKind::RangeDelete)
+    }
+
+    /// Whether this key is a [`InternalKey::range_end_sentinel`]: as a table's largest key, the
+    /// table's range ends just before its user key.
+    pub fn is_range_end_sentinel(&self) -> bool {
+        let p = self.parsed();
+        p.sequence == MAX_SEQUENCE && p.kind == ValueKind::RangeDelete
     }
 
     /// Wraps encoded bytes, checking they parse.

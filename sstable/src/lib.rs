@@ -5,6 +5,8 @@
 //!   count at `finish`), properties, index and footer.
 //! * [`Table`] — reads a table; [`Table::get`] checks the filter first, so a "no" reads no index
 //!   and no data block; blocks come through the shared [`TableCache`].
+//! * [`FragmentedRangeTombstones`] — a table's range tombstones (`Db::delete_range`), cut into
+//!   non-overlapping fragments for O(log n) coverage checks; held by the open [`Table`].
 //!
 //! The byte layout is written down in `docs/FORMAT.md`. Every block carries a CRC32 verified on
 //! every read from disk; damage is a typed error ([`SstError::Corruption`] and friends), never a
@@ -22,6 +24,7 @@ pub mod format;
 mod internal_key;
 mod prefix;
 mod properties;
+mod range_tombstones;
 mod stats;
 mod table;
 
@@ -36,6 +39,7 @@ pub use internal_key::{
 };
 pub use prefix::{FixedPrefix, PrefixExtractor};
 pub use properties::TableProperties;
+pub use range_tombstones::{FragmentedRangeTombstones, RangeTombstone};
 pub use stats::{BlockAccess, FilterOutcome, GetTrace, ReadStatistics};
 pub use table::{
     CachedBlock, Lookup, PreparedGet, Table, TableCache, TableGet, TableIter, TableIterOptions,

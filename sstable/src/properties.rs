@@ -1,20 +1,22 @@
 //! The properties block: what a table says about itself.
 //!
 //! Encoded as a block (see [`crate::block`]) of `name → value` entries sorted by name; numbers
-//! are u64 LE, floats f64 LE bits, strings raw bytes. Unknown names are ignored (a newer writer
-//! may add some); a missing required one is corruption.
+//! are u64 LE, floats f64 LE bits, strings raw bytes, block handles their 16-byte encoding.
+//! Unknown names are ignored (a newer writer may add some); a missing required one is corruption,
+//! a missing optional one reads as absent (what a table of an older format is).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::block::{Block, BlockBuilder};
+use crate::format::BlockHandle;
 
 /// Properties of one table.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TableProperties {
-    /// Entries (all versions, tombstones included).
+    /// Point entries (all versions, point tombstones included; range tombstones are not entries).
     pub entries: u64,
-    /// Tombstones.
+    /// Point tombstones.
     pub deletions: u64,
     /// Distinct user keys (the whole-key filter's key count).
     pub distinct_keys: u64,
@@ -36,13 +38,16 @@ pub struct TableProperties {
     pub prefix_extractor: String,
     /// Distinct prefixes in the prefix filter.
     pub distinct_prefixes: u64,
-    /// Smallest internal key (encoded).
+    /// Smallest internal key (encoded): of the point entries and the range tombstones (a range
+    /// tombstone counts as `(start, sequence, RangeDelete)`).
     pub smallest_key: Vec<u8>,
-    /// Largest internal key (encoded).
+    /// Largest internal key (encoded): of the point entries and the range tombstones (a range
+    /// tombstone counts as [`InternalKey::range_end_sentinel`](crate::InternalKey) of its end,
+    /// an exclusive bound).
     pub largest_key: Vec<u8>,
-    /// Smallest sequence number in the table.
+    /// Smallest sequence number in the table (point entries and range tombstones).
     pub min_sequence: u64,
-    /// Largest sequence number in the table.
+    /// Largest sequence number in the table (point entries and range tombstones).
     pub max_sequence: u64,
     /// Codec of the data blocks (`none`, `lz4`, `zstd`; `none` for tables of format 1, which
     /// lack the field).
@@ -51,10 +56,26 @@ pub struct TableProperties {
     pub index_partitions: u64,
     /// Filter partitions (0: one filter block). Format 2 only.
     pub filter_partitions: u64,
+    /// Range tombstones: the (fragment, sequence) pairs of the range tombstone block
+    /// ([`FragmentedRangeTombstones::tombstone_count`](crate::FragmentedRangeTombstones)); 0
+    /// without one. Format 3; written only when non-zero.
+    pub range_deletions: u64,
+    /// The range tombstone block, `None` when the table has none. Format 3; written only when
+    /// present.
+    pub range_del_handle: Option<BlockHandle>,
+    /// Merge operands among the entries (`ValueKind::Merge`). Format 3; written only when
+    /// non-zero (the engine refuses to open a database holding operands under another merge
+    /// operator).
+    pub merge_operands: u64,
 }
 
-/// Fields tables of format 1 lack: read as 0 when missing.
-const OPTIONAL_U64_FIELDS: [&str; 2] = ["filter_partitions", "index_partitions"];
+/// Fields tables of older formats (or without range tombstones) lack: read as 0 when missing.
+const OPTIONAL_U64_FIELDS: [&str; 4] = [
+    "filter_partitions",
+    "index_partitions",
+    "merge_operands",
+    "range_deletions",
+];
 
 const U64_FIELDS: [&str; 10] = [
     "data_blocks",
@@ -118,6 +139,18 @@ impl TableProperties {
             self.filter_partitions.to_le_bytes().to_vec(),
         );
         fields.insert("largest_key", self.largest_key.clone());
+        if self.merge_operands != 0 {
+            fields.insert("merge_operands", self.merge_operands.to_le_bytes().to_vec());
+        }
+        if self.range_deletions != 0 {
+            fields.insert(
+                "range_deletions",
+                self.range_deletions.to_le_bytes().to_vec(),
+            );
+        }
+        if let Some(handle) = self.range_del_handle {
+            fields.insert("range_del_handle", handle.encode().to_vec());
+        }
         let mut b = BlockBuilder::new(1);
         for (name, value) in &fields {
             b.add(name.as_bytes(), value);
@@ -165,7 +198,9 @@ impl TableProperties {
                 let v = u64::from_le_bytes(fixed8(name)?);
                 match name {
                     "index_partitions" => p.index_partitions = v,
-                    _ => p.filter_partitions = v,
+                    "filter_partitions" => p.filter_partitions = v,
+                    "merge_operands" => p.merge_operands = v,
+                    _ => p.range_deletions = v,
                 }
             }
         }
@@ -186,6 +221,28 @@ impl TableProperties {
             .get("largest_key")
             .cloned()
             .ok_or("property largest_key missing")?;
+        // Optional: tables of format 1 and 2, and tables without range tombstones, lack it.
+        p.range_del_handle = match seen.get("range_del_handle") {
+            Some(v) => Some(BlockHandle::decode(v).ok_or_else(|| {
+                format!(
+                    "property range_del_handle has {} bytes, expected {}",
+                    v.len(),
+                    BlockHandle::ENCODED_LEN
+                )
+            })?),
+            None => None,
+        };
+        if p.range_del_handle.is_some() != (p.range_deletions > 0) {
+            return Err(format!(
+                "properties range_del_handle ({}) and range_deletions ({}) disagree",
+                if p.range_del_handle.is_some() {
+                    "present"
+                } else {
+                    "absent"
+                },
+                p.range_deletions
+            ));
+        }
         Ok(p)
     }
 }
@@ -216,8 +273,79 @@ mod tests {
             compression: "lz4".into(),
             index_partitions: 3,
             filter_partitions: 3,
+            range_deletions: 4,
+            range_del_handle: Some(BlockHandle {
+                offset: 1234,
+                size: 56,
+            }),
+            merge_operands: 7,
         };
         assert_eq!(TableProperties::decode(p.encode()).unwrap(), p);
         assert!(TableProperties::decode(vec![0, 0, 0, 0]).is_err());
+    }
+
+    /// The properties block with `edit` applied to its fields.
+    fn encoded_with(
+        p: &TableProperties,
+        edit: impl FnOnce(&mut BTreeMap<String, Vec<u8>>),
+    ) -> Vec<u8> {
+        let block = Arc::new(Block::new(p.encode()).unwrap());
+        let mut it = block.iter();
+        it.seek_to_first();
+        let mut fields = BTreeMap::new();
+        while it.valid() {
+            fields.insert(
+                String::from_utf8(it.key().to_vec()).unwrap(),
+                it.value().to_vec(),
+            );
+            it.next();
+        }
+        edit(&mut fields);
+        let mut b = BlockBuilder::new(1);
+        for (name, value) in &fields {
+            b.add(name.as_bytes(), value);
+        }
+        b.finish()
+    }
+
+    #[test]
+    fn range_tombstone_properties_are_optional_and_consistent() {
+        // Without range tombstones neither property is written, and both read as absent.
+        let p = TableProperties {
+            filter_kind: "none".into(),
+            ..TableProperties::default()
+        };
+        let bytes = p.encode();
+        assert!(!bytes.windows(9).any(|w| w == b"range_del"));
+        let back = TableProperties::decode(bytes).unwrap();
+        assert_eq!((back.range_deletions, back.range_del_handle), (0, None));
+        let with = TableProperties {
+            range_deletions: 2,
+            range_del_handle: Some(BlockHandle { offset: 9, size: 7 }),
+            ..p.clone()
+        };
+        assert_eq!(TableProperties::decode(with.encode()).unwrap(), with);
+        // One without the other, or a handle of the wrong size, is refused.
+        let no_count = encoded_with(&with, |f| {
+            f.remove("range_deletions");
+        });
+        assert!(TableProperties::decode(no_count).is_err());
+        let no_handle = encoded_with(&with, |f| {
+            f.remove("range_del_handle");
+        });
+        assert!(TableProperties::decode(no_handle).is_err());
+        let zero_count = encoded_with(&with, |f| {
+            f.insert("range_deletions".into(), 0u64.to_le_bytes().to_vec());
+        });
+        assert!(TableProperties::decode(zero_count).is_err());
+        let short_handle = encoded_with(&with, |f| {
+            f.insert("range_del_handle".into(), vec![1; 15]);
+        });
+        assert!(TableProperties::decode(short_handle).is_err());
+        // An unknown name is still ignored.
+        let unknown = encoded_with(&with, |f| {
+            f.insert("zz_future".into(), vec![1, 2, 3]);
+        });
+        assert_eq!(TableProperties::decode(unknown).unwrap(), with);
     }
 }

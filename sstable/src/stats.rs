@@ -48,6 +48,9 @@ pub struct GetTrace {
     pub data_block: BlockAccess,
     /// Whether the key had a version in the table (value or tombstone).
     pub key_found: bool,
+    /// The sequence number of that version (when `key_found`): a range tombstone of the same
+    /// table hides it if newer.
+    pub sequence: u64,
 }
 
 impl GetTrace {

@@ -39,6 +39,14 @@ pub enum Benchmark {
     PrefixScan,
     /// Delete `--deletes` distinct random keys.
     DeleteRandom,
+    /// Write `--max_num_range_tombstones` range deletes, each over `--range_tombstone_width`
+    /// consecutive keys, spread evenly over the key range (`db_bench`'s range tombstones, all
+    /// in one phase; RocksDB's `DeleteRange`).
+    DeleteRange,
+    /// `--num` merges of the 8-byte little-endian counter 1 onto random keys (with repeats, as
+    /// overwrite), with the `U64Add` merge operator (`db_bench`'s mergerandom with
+    /// `uint64add`). Run it on its own key set: the operator fails on other values.
+    MergeRandom,
     /// `--threads` readers doing `readrandom` while one writer overwrites keys.
     ReadWhileWriting,
     /// `--threads` readers doing `readrandom` while one thread compacts the whole database over
@@ -56,7 +64,7 @@ pub enum Benchmark {
 
 impl Benchmark {
     /// Every workload, in documentation order.
-    pub const ALL: [Benchmark; 18] = [
+    pub const ALL: [Benchmark; 20] = [
         Benchmark::FillSeq,
         Benchmark::FillRandom,
         Benchmark::Overwrite,
@@ -70,6 +78,8 @@ impl Benchmark {
         Benchmark::ReadReverse,
         Benchmark::PrefixScan,
         Benchmark::DeleteRandom,
+        Benchmark::DeleteRange,
+        Benchmark::MergeRandom,
         Benchmark::ReadWhileWriting,
         Benchmark::ReadWhileCompacting,
         Benchmark::Compact,
@@ -93,6 +103,8 @@ impl Benchmark {
             Benchmark::ReadReverse => "readreverse",
             Benchmark::PrefixScan => "prefixscan",
             Benchmark::DeleteRandom => "deleterandom",
+            Benchmark::DeleteRange => "deleterange",
+            Benchmark::MergeRandom => "mergerandom",
             Benchmark::ReadWhileWriting => "readwhilewriting",
             Benchmark::ReadWhileCompacting => "readwhilecompacting",
             Benchmark::Compact => "compact",
@@ -122,6 +134,8 @@ impl Benchmark {
                 | Benchmark::FillRandom
                 | Benchmark::Overwrite
                 | Benchmark::DeleteRandom
+                | Benchmark::DeleteRange
+                | Benchmark::MergeRandom
                 | Benchmark::ReadWhileWriting
         )
     }
@@ -198,6 +212,12 @@ pub struct Args {
     /// Keys removed by deleterandom (distinct keys) [default: num / 10].
     #[arg(long = "deletes")]
     pub deletes: Option<u64>,
+    /// Range deletes written by deleterange.
+    #[arg(long = "max_num_range_tombstones", default_value_t = 1000)]
+    pub max_num_range_tombstones: u64,
+    /// Keys each range delete of deleterange covers.
+    #[arg(long = "range_tombstone_width", default_value_t = 100)]
+    pub range_tombstone_width: u64,
     /// Bytes per key.
     #[arg(long = "key_size", default_value_t = 16)]
     pub key_size: usize,
@@ -349,6 +369,10 @@ pub struct Config {
     pub reads: u64,
     /// Keys deleted by deleterandom.
     pub deletes: u64,
+    /// Range deletes of deleterange.
+    pub range_tombstones: u64,
+    /// Keys per range delete of deleterange.
+    pub range_tombstone_width: u64,
     /// Bytes per key.
     pub key_size: usize,
     /// Bytes per value.
@@ -466,6 +490,8 @@ impl Config {
             num: args.num,
             reads: args.reads.unwrap_or(args.num.min(200_000)),
             deletes: args.deletes.unwrap_or(args.num / 10).min(args.num),
+            range_tombstones: args.max_num_range_tombstones.min(args.num),
+            range_tombstone_width: args.range_tombstone_width.max(1),
             key_size: args.key_size,
             value_size: args.value_size,
             prefix_size: args.prefix_size,

@@ -60,6 +60,28 @@ pub trait Engine: Send + Sync {
     fn delete(&self, ks: usize, key: &[u8]) -> Result<()>;
     /// Applies `ops` atomically.
     fn write_batch(&self, ops: &[BatchOp<'_>]) -> Result<()>;
+    /// Whether the engine removes a key range with one operation ([`Engine::delete_range`]).
+    fn can_delete_range(&self) -> bool {
+        false
+    }
+    /// Removes the keys in `[start, end)` of keyspace `ks` (one range tombstone).
+    fn delete_range(&self, ks: usize, start: &[u8], end: &[u8]) -> Result<()> {
+        let _ = (ks, start, end);
+        Err(Error::new(format!("{} has no range deletes", self.name())))
+    }
+    /// Whether the engine has merge operators ([`Engine::merge`]).
+    fn can_merge(&self) -> bool {
+        false
+    }
+    /// Merges `operand` (an 8-byte little-endian u64) into `key` of keyspace `ks` with the
+    /// `U64Add` operator.
+    fn merge(&self, ks: usize, key: &[u8], operand: &[u8]) -> Result<()> {
+        let _ = (ks, key, operand);
+        Err(Error::new(format!(
+            "{} has no merge operators",
+            self.name()
+        )))
+    }
     /// Seeks keyspace `ks` to the first key `>= key` and reads it and up to `nexts` entries
     /// after it.
     fn seek_read(&self, ks: usize, key: &[u8], nexts: usize) -> Result<SeekOutcome>;
@@ -234,6 +256,8 @@ pub fn siftdb_options(config: &Config) -> Options {
             siftdb::ReadMode::Pread
         },
         compression_per_level: config.compression.clone(),
+        // mergerandom's counters (`db_bench`'s uint64add); RocksDB gets the same operator.
+        merge_operator: Some(std::sync::Arc::new(siftdb::merge::U64Add)),
         partition_above: match config.partition_index_and_filters {
             Some(true) => Some(0),
             Some(false) => None,
@@ -447,6 +471,32 @@ impl Engine for SiftEngine {
                 BatchOp::Delete(ks, key) => self.add_delete(&mut batch, ks, key)?,
             }
         }
+        self.write(batch)
+    }
+
+    fn can_delete_range(&self) -> bool {
+        true
+    }
+
+    fn delete_range(&self, ks: usize, start: &[u8], end: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        match ks {
+            0 => batch.delete_range(start, end),
+            _ => batch.delete_range_in(self.keyspace(ks)?, start, end),
+        };
+        self.write(batch)
+    }
+
+    fn can_merge(&self) -> bool {
+        true
+    }
+
+    fn merge(&self, ks: usize, key: &[u8], operand: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        match ks {
+            0 => batch.merge(key, operand),
+            _ => batch.merge_in(self.keyspace(ks)?, key, operand),
+        };
         self.write(batch)
     }
 

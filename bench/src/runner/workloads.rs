@@ -207,6 +207,15 @@ impl<'a> Workbench<'a> {
         if benchmark == Benchmark::Checkpoint {
             return self.checkpoint(result, stream);
         }
+        let supported = match benchmark {
+            Benchmark::DeleteRange => self.engine.can_delete_range(),
+            Benchmark::MergeRandom => self.engine.can_merge(),
+            _ => true,
+        };
+        if !supported {
+            result.skipped = Some(format!("not supported by {}", self.engine.name()));
+            return Ok(result);
+        }
         let before = self.engine.stats();
         let measured = match benchmark {
             Benchmark::FillSeq => self.fill(benchmark, stream, |_, i| i)?,
@@ -216,6 +225,8 @@ impl<'a> Workbench<'a> {
             }
             Benchmark::Overwrite => self.overwrite(stream)?,
             Benchmark::DeleteRandom => self.delete_random(stream, phase)?,
+            Benchmark::DeleteRange => self.delete_ranges(stream)?,
+            Benchmark::MergeRandom => self.merge_random(stream)?,
             Benchmark::ReadRandom => self.reads(benchmark, stream, |w, ctx| {
                 let index = ctx.rng.below(w.config.num);
                 w.read_written(ctx, index)
@@ -532,6 +543,70 @@ impl<'a> Workbench<'a> {
                 Ok(Outcome {
                     ops: count,
                     entries: removed as u64,
+                    ..Outcome::default()
+                })
+            },
+        )
+    }
+
+    /// deleterange: `--max_num_range_tombstones` range deletes on one thread, the `j`th over
+    /// the `--range_tombstone_width` key indexes from `j · num / tombstones` (so they are spread
+    /// evenly over the key range, in the keyspace of their first key).
+    fn delete_ranges(&self, stream: u64) -> Result<Measured> {
+        let tombstones = self.config.range_tombstones;
+        let num = self.config.num;
+        let width = self.config.range_tombstone_width;
+        let spacing = (num / tombstones.max(1)).max(1);
+        self.timed(
+            Benchmark::DeleteRange,
+            1,
+            tombstones,
+            tombstones,
+            stream,
+            |ctx, step| {
+                let first = step * spacing;
+                let last = (first + width).min(num);
+                let ks = self.keys.keyspace(first);
+                self.keys.encode(first, Variant::Written, &mut ctx.key);
+                // The end: the key of the index past the range (above every key at the top).
+                ctx.buf.resize(self.keys.key_size(), 0);
+                if last < num {
+                    self.keys.encode(last, Variant::Written, &mut ctx.buf);
+                } else {
+                    ctx.buf.fill(0xff);
+                }
+                self.engine.delete_range(ks, &ctx.key, &ctx.buf)?;
+                let removed = (first..last)
+                    .filter(|&i| self.keys.keyspace(i) == ks && self.model.set_dead(i))
+                    .count();
+                Ok(Outcome {
+                    ops: 1,
+                    entries: removed as u64,
+                    ..Outcome::default()
+                })
+            },
+        )
+    }
+
+    /// mergerandom: `--num` merges of the counter 1 onto random keys (with repeats), on
+    /// `--threads` threads.
+    fn merge_random(&self, stream: u64) -> Result<Measured> {
+        let num = self.config.num;
+        let operand = 1u64.to_le_bytes();
+        self.timed(
+            Benchmark::MergeRandom,
+            self.config.threads,
+            num,
+            num,
+            stream,
+            |ctx, _| {
+                let index = ctx.rng.below(num);
+                self.keys.encode(index, Variant::Written, &mut ctx.key);
+                self.engine
+                    .merge(self.keys.keyspace(index), &ctx.key, &operand)?;
+                self.model.set_live(index);
+                Ok(Outcome {
+                    ops: 1,
                     ..Outcome::default()
                 })
             },

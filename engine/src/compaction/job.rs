@@ -10,7 +10,7 @@ use std::sync::Arc;
 use siftdb_compaction::picker::Pick;
 use siftdb_compaction::{merge_into, GcRules, InternalIterator, MergingIterator};
 use siftdb_filter::FilterAllocation;
-use siftdb_sstable::{FilterSpec, TableIterOptions};
+use siftdb_sstable::{FilterSpec, FragmentedRangeTombstones, TableIterOptions};
 
 use super::sink::{TableSink, MAX_GRANDPARENT_OVERLAP_FILES};
 use crate::compaction_filter::JobFilter;
@@ -255,6 +255,27 @@ impl<'a> CompactionJob<'a> {
             snapshots: self.db.snapshots.sequences(),
             bottommost,
             filter: Some(filter),
+            merger: self.tree.options.merge_operator.clone().map(|op| {
+                Arc::new(crate::merge::CompactionMerger(op))
+                    as Arc<dyn siftdb_compaction::OperandMerger>
+            }),
+            range_tombstones: self.input_range_tombstones(),
+        }
+    }
+
+    /// The range tombstones of the inputs, fragmented together (`None` if none has any).
+    fn input_range_tombstones(&self) -> Option<Arc<FragmentedRangeTombstones>> {
+        let lists: Vec<&Arc<FragmentedRangeTombstones>> = self
+            .inputs
+            .iter()
+            .filter_map(|(_, f)| f.table.range_tombstones())
+            .collect();
+        match lists.as_slice() {
+            [] => None,
+            [one] => Some(Arc::clone(one)),
+            lists => Some(Arc::new(FragmentedRangeTombstones::new(
+                lists.iter().flat_map(|l| l.tombstones()),
+            ))),
         }
     }
 
@@ -299,6 +320,15 @@ impl<'a> CompactionJob<'a> {
         ));
         let rules = self.gc_rules(Arc::clone(&filter));
         let snapshots = rules.snapshots.clone();
+        // The tombstones the outputs keep: the newest per snapshot stripe, and at the bottom
+        // none that every snapshot sees (what they deleted is dropped from the inputs).
+        let kept_tombstones = rules.range_tombstones.as_ref().map(|t| {
+            let (kept, dropped) = t.collapsed(&snapshots, rules.bottommost);
+            db.counters
+                .range_tombstones_dropped
+                .fetch_add(dropped, Ordering::Relaxed);
+            kept
+        });
         let options = self
             .tree
             .options
@@ -347,6 +377,7 @@ impl<'a> CompactionJob<'a> {
             self.output_level,
             grandparents,
         );
+        sink.set_range_tombstones(kept_tombstones.filter(|t| !t.is_empty()));
         let filter_failure = || filter.failure();
         let merged = merge_into(&mut merge, &rules, &mut sink)
             .map_err(|e| match filter_failure() {
@@ -360,7 +391,13 @@ impl<'a> CompactionJob<'a> {
                 db.counters
                     .compaction_filter_changed
                     .fetch_add(stats.filter_changed, Ordering::Relaxed);
-                sink.finish_current()
+                db.counters
+                    .range_deleted_dropped
+                    .fetch_add(stats.range_deleted, Ordering::Relaxed);
+                db.counters
+                    .merges_in_compaction
+                    .fetch_add(stats.merges_full + stats.merges_partial, Ordering::Relaxed);
+                sink.finish()
             });
         self.uninstalled.extend_from_slice(sink.numbers());
         merged?;

@@ -2,7 +2,9 @@
 //! boundaries, and early where an output would overlap too much of the level below it.
 
 use siftdb_compaction::CompactionSink;
-use siftdb_sstable::{InternalKey, SstError, TableBuildOptions, TableBuilder};
+use siftdb_sstable::{
+    FragmentedRangeTombstones, InternalKey, SstError, TableBuildOptions, TableBuilder,
+};
 
 use crate::db::DbInner;
 use crate::error::{Error, Result};
@@ -32,6 +34,11 @@ pub(crate) struct TableSink<'a> {
     bytes_written: u64,
     /// The engine error that stopped the sink (the merge only carries table-layer errors).
     error: Option<Error>,
+    /// The range tombstones the outputs carry: each output the part within its key range.
+    range_tombstones: Option<FragmentedRangeTombstones>,
+    /// The first user key of the output being written (`None` for the first output, which
+    /// also takes the tombstones before its first key).
+    output_start: Option<Vec<u8>>,
 }
 
 impl<'a> TableSink<'a> {
@@ -55,7 +62,25 @@ impl<'a> TableSink<'a> {
             outputs: Vec::new(),
             bytes_written: 0,
             error: None,
+            range_tombstones: None,
+            output_start: None,
         }
+    }
+
+    /// Gives the outputs `tombstones`, split between them at their boundaries: the output
+    /// ending before key `k` (where the next begins) keeps the pieces below `k`, and its range
+    /// reaches to just before `k` (an exclusive end), so no two outputs of a level overlap.
+    pub(crate) fn set_range_tombstones(&mut self, tombstones: Option<FragmentedRangeTombstones>) {
+        self.range_tombstones = tombstones;
+    }
+
+    /// Finishes the last output. Tombstones with no entry left around them still get an output
+    /// of their own: they may delete keys in the levels below.
+    pub(crate) fn finish(&mut self) -> Result<()> {
+        if self.current.is_none() && self.outputs.is_empty() && self.range_tombstones.is_some() {
+            self.start_output()?;
+        }
+        self.finish_current(None)
     }
 
     /// The output numbers taken so far.
@@ -73,11 +98,19 @@ impl<'a> TableSink<'a> {
         (self.outputs, self.bytes_written)
     }
 
-    /// Finishes and syncs the output being written, if any.
-    pub(crate) fn finish_current(&mut self) -> Result<()> {
-        let Some((number, builder)) = self.current.take() else {
+    /// Finishes and syncs the output being written, if any; the next output (if one follows)
+    /// starts at `next_start`.
+    fn finish_current(&mut self, next_start: Option<&[u8]>) -> Result<()> {
+        let Some((number, mut builder)) = self.current.take() else {
             return Ok(());
         };
+        if let Some(tombstones) = &self.range_tombstones {
+            let mine = tombstones.clipped(self.output_start.as_deref(), next_start);
+            if !mine.is_empty() {
+                builder.set_range_tombstones(mine);
+            }
+        }
+        self.output_start = next_start.map(<[u8]>::to_vec);
         let (meta, mut file) = builder.finish_into()?;
         file.sync()?;
         self.bytes_written += meta.file_size;
@@ -148,7 +181,7 @@ impl CompactionSink for TableSink<'_> {
         boundary: bool,
     ) -> std::result::Result<(), SstError> {
         if boundary && self.should_cut_before(siftdb_sstable::user_key_of(key)) {
-            if let Err(e) = self.finish_current() {
+            if let Err(e) = self.finish_current(Some(siftdb_sstable::user_key_of(key))) {
                 let message = e.to_string();
                 self.error = Some(e);
                 return Err(SstError::InvalidArgument(message));

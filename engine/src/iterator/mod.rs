@@ -17,7 +17,8 @@ use std::sync::Arc;
 
 pub(crate) use bounds::KeyBounds;
 pub use raw::RawIterator;
-pub(crate) use sources::{merge_for, ScanSpec};
+pub(crate) use raw::Visibility;
+pub(crate) use sources::{merge_for, visibility, ScanSpec};
 
 use crate::db::{DbInner, ReadView};
 use crate::error::Error;
@@ -34,9 +35,10 @@ struct Scan {
     bounds: KeyBounds,
     prefix: Option<Vec<u8>>,
     read: ReadOptions,
-    /// The time expiring values are judged by, read once when the iterator was made: both ends
-    /// (each a cursor of its own, made when first used) see one state.
-    now: u64,
+    /// The sequence number, time (expiring values are judged by it) and range tombstones
+    /// fixed when the iterator was made: both ends (each a cursor of its own, made when first
+    /// used) see one state.
+    seen: Visibility,
 }
 
 impl Scan {
@@ -47,7 +49,7 @@ impl Scan {
             read: &self.read,
         };
         match merge_for(&self.tree, &self.view, &spec) {
-            Ok(merge) => RawIterator::new(Arc::clone(&self.db), merge, self.sequence, self.now),
+            Ok(merge) => RawIterator::new(Some(Arc::clone(&self.db)), merge, self.seen.clone()),
             Err(e) => RawIterator::failed(Arc::clone(&self.db), self.sequence, e),
         }
     }
@@ -161,9 +163,10 @@ impl DbIterator {
         prefix: Option<Vec<u8>>,
         read: ReadOptions,
     ) -> DbIterator {
+        let now = crate::ttl::millis(db.options.clock.now());
         DbIterator {
             scan: Scan {
-                now: crate::ttl::millis(db.options.clock.now()),
+                seen: visibility(tree, &view, sequence, now),
                 db: Arc::clone(db),
                 tree: Arc::clone(tree),
                 view,

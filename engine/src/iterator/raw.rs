@@ -6,14 +6,45 @@
 //! versions of a key arrive oldest first, so the cursor walks past all of them to learn which is
 //! the newest visible one: it then sits *before* the current key's entries and keeps copies of the
 //! key and value (as RocksDB's `DBIter` does in reverse).
+//!
+//! Two things make the newest visible entry of a key more than "the answer": a range tombstone
+//! newer than it (of any memtable or table: the [`Visibility`] holds them all) deletes it, and a
+//! merge operand stacks on the versions below it — the cursor gathers the operands down to their
+//! base and combines them with the merge operator, leaving the result in its own buffers.
 
 use std::sync::Arc;
 
 use siftdb_compaction::{InternalIterator, MergingIterator};
-use siftdb_sstable::{InternalKey, ParsedKey, ValueKind};
+use siftdb_sstable::{FragmentedRangeTombstones, InternalKey, ParsedKey, ValueKind};
 
 use crate::db::DbInner;
 use crate::error::{Error, Result};
+use crate::merge::MergeOperator;
+
+/// What decides which entries a read sees, fixed when the cursor is made: its sequence number,
+/// the time expiring values are judged by, the range tombstones of everything it reads, and the
+/// merge operator.
+#[derive(Clone, Default)]
+pub(crate) struct Visibility {
+    pub sequence: u64,
+    /// Milliseconds since the Unix epoch.
+    pub now: u64,
+    /// The range tombstones of the memtables and tables read (each list fragmented).
+    pub tombstones: Vec<Arc<FragmentedRangeTombstones>>,
+    pub merge_operator: Option<Arc<dyn MergeOperator>>,
+}
+
+impl Visibility {
+    /// The sequence number of the newest range tombstone visible to the read that covers `key`
+    /// (0: none; every entry has a sequence number ≥ 1, so none is below it).
+    fn covering(&self, key: &[u8]) -> u64 {
+        self.tombstones
+            .iter()
+            .filter_map(|t| t.max_covering(key, self.sequence))
+            .max()
+            .unwrap_or(0)
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -44,59 +75,64 @@ enum Direction {
 /// # Ok::<(), siftdb::Error>(())
 /// ```
 pub struct RawIterator {
-    /// Keeps the database's shared state alive for as long as the cursor reads from it.
-    _db: Arc<DbInner>,
+    /// Keeps the database's shared state alive for as long as the cursor reads from it (`None`
+    /// for a cursor inside a call that holds it).
+    _db: Option<Arc<DbInner>>,
     merge: MergingIterator,
-    sequence: u64,
+    /// Sequence number, clock and range tombstones: one cursor sees one state.
+    seen: Visibility,
     direction: Direction,
     valid: bool,
-    /// Going forward, scratch space for skipping the current key's older versions; going
-    /// backward, the current key.
+    /// Going forward, scratch space for skipping the current key's older versions (and the
+    /// current key when `resolved`); going backward, the current key.
     saved_key: Vec<u8>,
-    /// Going backward, the current value.
+    /// Going backward (or forward when `resolved`), the current value.
     saved_value: Vec<u8>,
+    /// Going forward: the current value is a merge result, in `saved_key`/`saved_value`, and
+    /// the merge sits past the operands it used.
+    resolved: bool,
     /// Going forward, where the current value starts in the merge's (past an expiry time).
     value_offset: usize,
-    /// The time expiring values are judged by (milliseconds), fixed when the cursor is made:
-    /// one cursor sees one state.
-    now: u64,
     error: Option<Error>,
 }
 
 impl std::fmt::Debug for RawIterator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RawIterator")
-            .field("sequence", &self.sequence)
+            .field("sequence", &self.seen.sequence)
             .field("valid", &self.valid)
             .finish()
     }
 }
 
 impl RawIterator {
-    /// A cursor over `merge` as of `sequence`, judging expiring values at `now` (milliseconds).
+    /// A cursor over `merge` that sees what `seen` says.
     pub(crate) fn new(
-        db: Arc<DbInner>,
+        db: Option<Arc<DbInner>>,
         merge: MergingIterator,
-        sequence: u64,
-        now: u64,
+        seen: Visibility,
     ) -> RawIterator {
         RawIterator {
             _db: db,
             value_offset: 0,
-            now,
             merge,
-            sequence,
+            seen,
             direction: Direction::Forward,
             valid: false,
             saved_key: Vec::new(),
             saved_value: Vec::new(),
+            resolved: false,
             error: None,
         }
     }
 
     /// A cursor that only reports `error`.
     pub(crate) fn failed(db: Arc<DbInner>, sequence: u64, error: Error) -> RawIterator {
-        let mut it = RawIterator::new(db, MergingIterator::new(Vec::new()), sequence, 0);
+        let seen = Visibility {
+            sequence,
+            ..Visibility::default()
+        };
+        let mut it = RawIterator::new(Some(db), MergingIterator::new(Vec::new()), seen);
         it.error = Some(error);
         it
     }
@@ -112,8 +148,8 @@ impl RawIterator {
             return &[];
         }
         match self.direction {
-            Direction::Forward => siftdb_sstable::user_key_of(self.merge.key()),
-            Direction::Reverse => &self.saved_key,
+            Direction::Forward if !self.resolved => siftdb_sstable::user_key_of(self.merge.key()),
+            _ => &self.saved_key,
         }
     }
 
@@ -123,8 +159,10 @@ impl RawIterator {
             return &[];
         }
         match self.direction {
-            Direction::Forward => self.merge.value().get(self.value_offset..).unwrap_or(&[]),
-            Direction::Reverse => &self.saved_value,
+            Direction::Forward if !self.resolved => {
+                self.merge.value().get(self.value_offset..).unwrap_or(&[])
+            }
+            _ => &self.saved_value,
         }
     }
 
@@ -159,7 +197,7 @@ impl RawIterator {
     pub fn seek(&mut self, key: &[u8]) {
         self.restart(Direction::Forward);
         self.merge
-            .seek(InternalKey::for_lookup(key, self.sequence).encoded());
+            .seek(InternalKey::for_lookup(key, self.seen.sequence).encoded());
         self.find_next_entry(false);
     }
 
@@ -187,12 +225,14 @@ impl RawIterator {
             } else {
                 self.merge.seek_to_first();
             }
-        } else {
+        } else if !self.resolved {
             self.saved_key.clear();
             self.saved_key
                 .extend_from_slice(siftdb_sstable::user_key_of(self.merge.key()));
             self.merge.next();
         }
+        // (When `resolved`, `saved_key` is the current key and the merge is already past the
+        // entries the merge result used: the skip below passes the rest of the key.)
         self.find_next_entry(true);
     }
 
@@ -204,11 +244,15 @@ impl RawIterator {
         if self.direction == Direction::Forward {
             // Walk back past every entry of the current key: the merge then sits on the last
             // entry of an earlier key, where a backward search starts.
-            self.saved_key.clear();
-            self.saved_key
-                .extend_from_slice(siftdb_sstable::user_key_of(self.merge.key()));
+            if !self.resolved {
+                self.saved_key.clear();
+                self.saved_key
+                    .extend_from_slice(siftdb_sstable::user_key_of(self.merge.key()));
+            } else if !self.merge.valid() {
+                // A merge result's operands reached the end of the data.
+                self.merge.seek_to_last();
+            }
             loop {
-                self.merge.prev();
                 if !self.merge.valid() {
                     self.end();
                     return;
@@ -216,8 +260,10 @@ impl RawIterator {
                 if siftdb_sstable::user_key_of(self.merge.key()) < self.saved_key.as_slice() {
                     break;
                 }
+                self.merge.prev();
             }
             self.direction = Direction::Reverse;
+            self.resolved = false;
         }
         self.find_prev_entry();
     }
@@ -228,16 +274,19 @@ impl RawIterator {
     fn expiring_offset(&self, kind: ValueKind) -> std::result::Result<Option<usize>, ()> {
         match kind {
             ValueKind::Delete => Ok(None),
-            ValueKind::Put => Ok(Some(0)),
+            ValueKind::Put | ValueKind::Merge => Ok(Some(0)),
             ValueKind::ExpiringPut => {
                 let (expiry, _) = crate::ttl::decode(self.merge.value()).ok_or(())?;
-                Ok((self.now < expiry).then_some(crate::ttl::EXPIRY_LEN))
+                Ok((self.seen.now < expiry).then_some(crate::ttl::EXPIRY_LEN))
             }
+            // Range tombstones are never point entries.
+            ValueKind::RangeDelete => Err(()),
         }
     }
 
     fn restart(&mut self, direction: Direction) {
         self.direction = direction;
+        self.resolved = false;
         self.error = None;
         self.saved_key.clear();
         self.saved_value.clear();
@@ -259,33 +308,34 @@ impl RawIterator {
     }
 
     /// From the merge's position forward: the first entry that is the newest visible version of
-    /// its key and not a tombstone. With `skipping`, versions of `saved_key` are passed over.
+    /// its key and not deleted (by a tombstone, a newer range tombstone, or expiry); a merge
+    /// operand is resolved there. With `skipping`, versions of `saved_key` are passed over.
     fn find_next_entry(&mut self, mut skipping: bool) {
+        self.resolved = false;
         while self.merge.valid() {
             let Some(parsed) = ParsedKey::parse(self.merge.key()) else {
                 return self.corrupt();
             };
-            if parsed.sequence <= self.sequence {
-                let hidden = skipping && parsed.user_key <= self.saved_key.as_slice();
-                let live = match self.expiring_offset(parsed.kind) {
-                    _ if hidden => None,
-                    Ok(offset) => Some(offset),
-                    Err(()) => return self.corrupt(),
-                };
-                match live {
-                    // The newest visible version is a value: the answer.
-                    Some(Some(offset)) => {
+            let hidden = skipping && parsed.user_key <= self.saved_key.as_slice();
+            if parsed.sequence <= self.seen.sequence && !hidden {
+                // The newest visible version of its key.
+                let covered = parsed.sequence < self.seen.covering(parsed.user_key);
+                if !covered && parsed.kind == ValueKind::Merge {
+                    return self.resolve_forward();
+                }
+                match self.expiring_offset(parsed.kind) {
+                    Ok(Some(offset)) if !covered => {
                         self.value_offset = offset;
                         self.valid = true;
                         return;
                     }
-                    // A tombstone, or an expired value: everything older of this key is gone.
-                    Some(None) => {
+                    // Deleted: everything older of this key is gone.
+                    Ok(_) => {
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(parsed.user_key);
                         skipping = true;
                     }
-                    None => {}
+                    Err(()) => return self.corrupt(),
                 }
             }
             self.merge.next();
@@ -293,45 +343,146 @@ impl RawIterator {
         self.end();
     }
 
-    /// From the merge's position backward: the previous key whose newest visible version is a
-    /// value, its key and value copied; the merge is left before that key's entries.
-    fn find_prev_entry(&mut self) {
-        let mut found = false;
+    /// The merge is on a merge operand, the newest visible version of its key: gathers the
+    /// operands below it down to their base (a value; or nothing, at a tombstone, a range
+    /// tombstone's cover, an expired value or the key's end) and combines them. The result goes
+    /// to `saved_key`/`saved_value`; the merge is left on the first entry not used.
+    fn resolve_forward(&mut self) {
+        let key = siftdb_sstable::user_key_of(self.merge.key()).to_vec();
+        let cover = self.seen.covering(&key);
+        let mut operands = vec![self.merge.value().to_vec()];
+        let mut base: Option<Vec<u8>> = None;
+        self.merge.next();
         while self.merge.valid() {
             let Some(parsed) = ParsedKey::parse(self.merge.key()) else {
                 return self.corrupt();
             };
-            if parsed.sequence <= self.sequence {
-                if found && parsed.user_key < self.saved_key.as_slice() {
-                    // Past every version of the key found: it is the answer.
+            if parsed.user_key != key.as_slice() || parsed.sequence < cover {
+                break;
+            }
+            let value = self.merge.value();
+            match parsed.kind {
+                ValueKind::Merge => operands.push(value.to_vec()),
+                ValueKind::Delete => break,
+                kind => {
+                    let Ok(offset) = self.expiring_offset(kind) else {
+                        return self.corrupt();
+                    };
+                    base = offset.map(|o| value.get(o..).unwrap_or(&[]).to_vec());
                     break;
                 }
-                self.saved_key.clear();
-                self.saved_key.extend_from_slice(parsed.user_key);
-                self.saved_value.clear();
-                let Ok(offset) = self.expiring_offset(parsed.kind) else {
-                    return self.corrupt();
+            }
+            self.merge.next();
+        }
+        if !self.merge.valid() {
+            if let Some(e) = self.merge.take_error() {
+                self.valid = false;
+                self.error = Some(Error::from(e));
+                return;
+            }
+        }
+        let oldest_first: Vec<&[u8]> = operands.iter().rev().map(Vec::as_slice).collect();
+        let merged = crate::merge::full_merge_for_read(
+            self.seen.merge_operator.as_ref(),
+            &key,
+            base.as_deref(),
+            &oldest_first,
+        );
+        match merged {
+            Ok(value) => {
+                self.saved_key = key;
+                self.saved_value = value;
+                self.resolved = true;
+                self.valid = true;
+            }
+            Err(e) => {
+                self.valid = false;
+                self.error = Some(e);
+            }
+        }
+    }
+
+    /// From the merge's position backward: the previous key whose newest visible version is a
+    /// value (or merge operands), its key and value copied; the merge is left before that key's
+    /// entries. A key's versions arrive oldest first, so its state is built up: a value replaces
+    /// the state, a tombstone (or a newer range tombstone's cover, or expiry) clears it, an
+    /// operand stacks on it.
+    fn find_prev_entry(&mut self) {
+        self.resolved = false;
+        let mut have_key = false;
+        let mut cover = 0;
+        // The key's state so far: a base value (in `saved_value`) and operands above it.
+        let mut has_base = false;
+        let mut operands: Vec<Vec<u8>> = Vec::new();
+        while self.merge.valid() {
+            let Some(parsed) = ParsedKey::parse(self.merge.key()) else {
+                return self.corrupt();
+            };
+            if parsed.sequence <= self.seen.sequence {
+                let same_key = have_key && parsed.user_key == self.saved_key.as_slice();
+                if !same_key {
+                    if has_base || !operands.is_empty() {
+                        // Past every version of the key found: it is the answer.
+                        break;
+                    }
+                    have_key = true;
+                    self.saved_key.clear();
+                    self.saved_key.extend_from_slice(parsed.user_key);
+                    cover = self.seen.covering(parsed.user_key);
+                }
+                let offset = match self.expiring_offset(parsed.kind) {
+                    _ if parsed.sequence < cover => None,
+                    Ok(offset) => offset,
+                    Err(()) => return self.corrupt(),
                 };
-                found = offset.is_some();
-                if let Some(offset) = offset {
-                    let value = self.merge.value();
-                    self.saved_value
-                        .extend_from_slice(value.get(offset..).unwrap_or(&[]));
+                let value = self.merge.value();
+                match (parsed.kind, offset) {
+                    (ValueKind::Merge, Some(_)) if parsed.sequence >= cover => {
+                        operands.push(value.to_vec());
+                    }
+                    (_, Some(offset)) => {
+                        self.saved_value.clear();
+                        self.saved_value
+                            .extend_from_slice(value.get(offset..).unwrap_or(&[]));
+                        has_base = true;
+                        operands.clear();
+                    }
+                    (_, None) => {
+                        has_base = false;
+                        operands.clear();
+                    }
                 }
             }
             self.merge.prev();
         }
-        if found {
-            self.valid = true;
-            if !self.merge.valid() {
-                if let Some(e) = self.merge.take_error() {
-                    self.valid = false;
-                    self.error = Some(Error::from(e));
-                }
-            }
-        } else {
+        if !(has_base || !operands.is_empty()) {
             self.end();
             self.direction = Direction::Forward;
+            return;
+        }
+        self.valid = true;
+        if !self.merge.valid() {
+            if let Some(e) = self.merge.take_error() {
+                self.valid = false;
+                self.error = Some(Error::from(e));
+                return;
+            }
+        }
+        if !operands.is_empty() {
+            let ops: Vec<&[u8]> = operands.iter().map(Vec::as_slice).collect();
+            let base = has_base.then_some(self.saved_value.as_slice());
+            match crate::merge::full_merge_for_read(
+                self.seen.merge_operator.as_ref(),
+                &self.saved_key,
+                base,
+                &ops,
+            ) {
+                Ok(value) => self.saved_value = value,
+                Err(e) => {
+                    self.valid = false;
+                    self.error = Some(e);
+                }
+            }
         }
     }
 }

@@ -9,6 +9,7 @@ use siftdb_sstable::{SstError, TableIterOptions};
 
 use super::bounds::KeyBounds;
 use super::level::LevelIterator;
+use super::raw::Visibility;
 use crate::db::ReadView;
 use crate::error::Result;
 use crate::memtable::MemtableIter;
@@ -70,6 +71,23 @@ fn overlapping(files: &[Arc<TableFile>], bounds: &KeyBounds) -> std::ops::Range<
     let start = files.partition_point(|f| !bounds.above_lower(f.largest_user_key()));
     let end = start + files[start..].partition_point(|f| bounds.below_upper(f.smallest_user_key()));
     start..end
+}
+
+/// What a read of `view` at `sequence` sees (expiring values judged at `now`): the range
+/// tombstones of its memtables and of its version's tables (fragmented together once per
+/// version), and the merge operator.
+pub(crate) fn visibility(tree: &Tree, view: &ReadView, sequence: u64, now: u64) -> Visibility {
+    let tombstones = std::iter::once(&view.mem)
+        .chain(view.imm.iter())
+        .filter_map(|m| m.range_tombstones())
+        .chain(view.version.range_tombstones())
+        .collect();
+    Visibility {
+        sequence,
+        now,
+        tombstones,
+        merge_operator: tree.options.merge_operator.clone(),
+    }
 }
 
 /// The merge of everything in `view` that `spec` may need. Fails if a table's prefix filter

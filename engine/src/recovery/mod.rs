@@ -44,7 +44,6 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
         None
     };
     let lock = lock_directory(fs.as_ref(), dir)?;
-    options_file::update(fs.as_ref(), dir, recorded.as_ref(), &options)?;
     let manifest = if exists {
         ManifestState::read(fs.as_ref(), dir)?
     } else {
@@ -65,9 +64,25 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
         )));
     }
     let recovered = replay_wals(&inner, &wals, &manifest)?;
+    if let Some(recorded) = &recorded {
+        options_file::check_merge_operator(recorded, &inner.options, || {
+            holds_merge_operands(&versions, &recovered)
+        })?;
+    }
+    // Rewritten only now: a refused open leaves `OPTIONS` as it was.
+    options_file::update(fs.as_ref(), dir, recorded.as_ref(), &inner.options)?;
     commit(&inner, versions, recovered, wal_number)?;
     delete_obsolete_files(&inner);
     Ok(inner)
+}
+
+/// Whether any table or recovered memtable holds a merge operand.
+fn holds_merge_operands(versions: &[(Arc<Tree>, Version)], recovered: &Recovered) -> bool {
+    recovered.mems.values().any(|m| m.merge_operands() > 0)
+        || versions.iter().any(|(_, v)| {
+            v.all()
+                .any(|(_, f)| f.table.properties().merge_operands > 0)
+        })
 }
 
 /// How often a read-only open starts over when a file it was about to read went away (a
@@ -110,7 +125,7 @@ fn try_open_read_only(dir: &Path, options: &Options) -> Result<Arc<DbInner>> {
             dir.display()
         )));
     }
-    options_file::check(fs.as_ref(), dir, options)?;
+    let recorded = options_file::check(fs.as_ref(), dir, options)?;
     // The manifest first, then the listing: every WAL the manifest's log numbers need is then
     // in the listing, unless a writer deleted it meanwhile (then this attempt fails).
     let manifest = ManifestState::read(fs.as_ref(), dir)?;
@@ -125,6 +140,9 @@ fn try_open_read_only(dir: &Path, options: &Options) -> Result<Arc<DbInner>> {
         )));
     }
     let recovered = replay_wals(&inner, &wals, &manifest)?;
+    options_file::check_merge_operator(&recorded, options, || {
+        holds_merge_operands(&versions, &recovered)
+    })?;
     let last = recovered.last_sequence;
     inner.versions.set_last_sequence(last);
     let mut mems = recovered.mems;

@@ -131,7 +131,7 @@ impl Table {
         let mut value = Vec::new();
         Ok(
             match self.get_prepared_into(user_key, snapshot, prepared, trace, &mut value)? {
-                Lookup::Found | Lookup::FoundExpiring => TableGet::Found(value),
+                Lookup::Found | Lookup::FoundExpiring | Lookup::Merge => TableGet::Found(value),
                 Lookup::Deleted => TableGet::Deleted,
                 Lookup::NotFound => TableGet::NotFound,
             },
@@ -183,6 +183,7 @@ impl Table {
             return Ok(Lookup::NotFound);
         }
         trace.key_found = true;
+        trace.sequence = parsed.sequence;
         Ok(match parsed.kind {
             ValueKind::Put => {
                 value.clear();
@@ -194,7 +195,13 @@ impl Table {
                 value.extend_from_slice(it.value());
                 Lookup::FoundExpiring
             }
-            ValueKind::Delete => Lookup::Deleted,
+            ValueKind::Merge => {
+                value.clear();
+                value.extend_from_slice(it.value());
+                Lookup::Merge
+            }
+            // Range tombstones are never point entries; one in a data block is damage.
+            ValueKind::Delete | ValueKind::RangeDelete => Lookup::Deleted,
         })
     }
 

@@ -1,6 +1,7 @@
 //! Reads a table. One job per file:
 //!
-//! * here — opening a table (footer, properties, the blocks every lookup needs) and pinning;
+//! * here — opening a table (footer, properties, range tombstones, the blocks every lookup
+//!   needs) and pinning;
 //! * `blocks.rs` — reading, checking, decompressing and caching blocks;
 //! * `get.rs` — point lookups (filter first) and prefix checks;
 //! * `iter.rs` — the cursor over a table's entries, both ways.
@@ -26,9 +27,10 @@ pub use iter::TableIter;
 use crate::block::Block;
 use crate::error::{Result, SstError};
 use crate::file::RandomAccessFile;
-use crate::format::{BlockHandle, Footer, FooterError, FOOTER_LEN};
+use crate::format::{BlockHandle, Footer, FooterError, FOOTER_LEN, RANGE_TOMBSTONES_SINCE_VERSION};
 use crate::prefix::PrefixExtractor;
 use crate::properties::TableProperties;
+use crate::range_tombstones::FragmentedRangeTombstones;
 use crate::stats::ReadStatistics;
 use partitions::PartitionIndex;
 
@@ -76,9 +78,13 @@ pub enum TableGet {
 pub enum Lookup {
     /// The newest visible version is a value, now in the caller's buffer.
     Found,
-    /// The newest visible version is an expiring value ([`ValueKind::ExpiringPut`]): the
-    /// caller's buffer holds its expiry time (8 bytes) followed by the value.
+    /// The newest visible version is an expiring value
+    /// ([`ValueKind::ExpiringPut`](crate::ValueKind::ExpiringPut)): the caller's buffer holds its
+    /// expiry time (8 bytes) followed by the value.
     FoundExpiring,
+    /// The newest visible version is a merge operand ([`ValueKind::Merge`](crate::ValueKind)),
+    /// now in the caller's buffer: the answer needs the older versions too.
+    Merge,
     /// The newest visible version is a tombstone.
     Deleted,
     /// The table has no visible version of the key.
@@ -157,6 +163,8 @@ pub struct Table {
     footer: Footer,
     properties: TableProperties,
     prefix_filter_usable: bool,
+    /// The range tombstone block, decoded at open; `None` when the table has none.
+    range_tombstones: Option<Arc<FragmentedRangeTombstones>>,
     held: RwLock<Option<Held>>,
 }
 
@@ -166,14 +174,16 @@ impl std::fmt::Debug for Table {
             .field("id", &self.id)
             .field("name", &self.name)
             .field("entries", &self.properties.entries)
+            .field("range_deletions", &self.properties.range_deletions)
             .finish()
     }
 }
 
 impl Table {
-    /// Opens a table: reads and verifies the footer and properties, and loads the index and
-    /// filter blocks through the cache (pinned if the options say so, and always the top levels
-    /// of a partitioned table). Any damage is a typed error naming the file and offset.
+    /// Opens a table: reads and verifies the footer and properties, reads and decodes the range
+    /// tombstone block if there is one, and loads the index and filter blocks through the cache
+    /// (pinned if the options say so, and always the top levels of a partitioned table). Any
+    /// damage is a typed error naming the file and offset.
     pub fn open(
         file: Box<dyn RandomAccessFile>,
         table_id: u64,
@@ -192,11 +202,15 @@ impl Table {
             footer,
             properties: TableProperties::default(),
             prefix_filter_usable: false,
+            range_tombstones: None,
             held: RwLock::new(None),
         };
         let props_raw = table.read_block_contents(footer.properties, BlockKind::Properties)?;
         table.properties = TableProperties::decode(props_raw)
             .map_err(|reason| table.corruption(footer.properties.offset, reason))?;
+        if let Some(handle) = table.properties.range_del_handle {
+            table.range_tombstones = Some(Arc::new(table.read_range_tombstones(handle)?));
+        }
         table.prefix_filter_usable = !footer.prefix_filter.is_absent()
             && table
                 .options
@@ -231,6 +245,42 @@ impl Table {
     /// The table's properties.
     pub fn properties(&self) -> &TableProperties {
         &self.properties
+    }
+
+    /// The table's range tombstones, `None` when it has none (every table of format 1 or 2).
+    /// Held for the table's life: a lookup reaching the table checks them with
+    /// [`FragmentedRangeTombstones::max_covering`], no I/O.
+    pub fn range_tombstones(&self) -> Option<&Arc<FragmentedRangeTombstones>> {
+        self.range_tombstones.as_ref()
+    }
+
+    /// Reads and decodes the range tombstone block at `handle` (named by the properties). A
+    /// table of a format before range tombstones, a block that does not decode, an empty one
+    /// or one holding another count than `range_deletions` says is corruption.
+    fn read_range_tombstones(&self, handle: BlockHandle) -> Result<FragmentedRangeTombstones> {
+        if self.footer.version < RANGE_TOMBSTONES_SINCE_VERSION {
+            return Err(self.corruption(
+                self.footer.properties.offset,
+                format!(
+                    "a table of format {} names a range tombstone block",
+                    self.footer.version
+                ),
+            ));
+        }
+        let contents = self.read_block_contents(handle, BlockKind::Properties)?;
+        let tombstones = FragmentedRangeTombstones::decode(&contents)
+            .ok_or_else(|| self.corruption(handle.offset, "undecodable range tombstone block"))?;
+        let count = tombstones.tombstone_count() as u64;
+        if count == 0 || count != self.properties.range_deletions {
+            return Err(self.corruption(
+                handle.offset,
+                format!(
+                    "range tombstone block holds {count} tombstones, the properties say {}",
+                    self.properties.range_deletions
+                ),
+            ));
+        }
+        Ok(tombstones)
     }
 
     /// File size in bytes.

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use siftdb_cache::CacheOptions;
 use siftdb_sstable::{
-    open_random_access, InternalKey, ReadMode, ReadStatistics, Table, TableBuildOptions,
-    TableBuilder, TableCache, TableMeta, TableReadOptions, ValueKind,
+    open_random_access, FragmentedRangeTombstones, InternalKey, ReadMode, ReadStatistics, Table,
+    TableBuildOptions, TableBuilder, TableCache, TableMeta, TableReadOptions, ValueKind,
 };
 
 /// A model of a table's contents: (user key, sequence) → Some(value) for a put, None for a delete.
@@ -29,10 +29,28 @@ pub fn sorted_entries(model: &Model) -> Vec<(InternalKey, Vec<u8>)> {
 
 /// Builds a table image in memory.
 pub fn build_bytes(model: &Model, options: TableBuildOptions) -> (Vec<u8>, TableMeta) {
+    build_bytes_with_tombstones(model, FragmentedRangeTombstones::default(), options)
+}
+
+/// Builds a table image in memory with range tombstones (set halfway through the entries).
+pub fn build_bytes_with_tombstones(
+    model: &Model,
+    tombstones: FragmentedRangeTombstones,
+    options: TableBuildOptions,
+) -> (Vec<u8>, TableMeta) {
     let mut bytes = Vec::new();
     let mut b = TableBuilder::new(&mut bytes, options);
-    for (k, v) in sorted_entries(model) {
+    let entries = sorted_entries(model);
+    let half = entries.len() / 2;
+    let mut tombstones = Some(tombstones);
+    for (i, (k, v)) in entries.into_iter().enumerate() {
+        if i == half {
+            b.set_range_tombstones(tombstones.take().unwrap());
+        }
         b.add(k.encoded(), &v).unwrap();
+    }
+    if let Some(t) = tombstones {
+        b.set_range_tombstones(t);
     }
     let meta = b.finish().unwrap();
     (bytes, meta)

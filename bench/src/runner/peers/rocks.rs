@@ -134,6 +134,8 @@ impl RocksEngine {
         options.set_level_compaction_dynamic_level_bytes(false);
         options.set_max_background_jobs(1 + sift.max_background_compactions.max(1) as i32);
         options.enable_statistics();
+        // mergerandom's counters, as siftdb's `U64Add` (same name, same arithmetic).
+        options.set_merge_operator_associative("siftdb.u64add", u64_add);
 
         // The default column family named at open, with the same options, so that the
         // database keeps a handle of it: `batched_multi_get_cf` takes one, and `DB::open` keeps
@@ -251,6 +253,26 @@ impl Engine for RocksEngine {
         }
         self.db
             .write_opt(batch, &self.write_options)
+            .map_err(rocks_error)
+    }
+
+    fn can_delete_range(&self) -> bool {
+        true
+    }
+
+    fn delete_range(&self, _ks: usize, start: &[u8], end: &[u8]) -> Result<()> {
+        self.db
+            .delete_range_cf_opt(self.default_cf()?, start, end, &self.write_options)
+            .map_err(rocks_error)
+    }
+
+    fn can_merge(&self) -> bool {
+        true
+    }
+
+    fn merge(&self, _ks: usize, key: &[u8], operand: &[u8]) -> Result<()> {
+        self.db
+            .merge_opt(key, operand, &self.write_options)
             .map_err(rocks_error)
     }
 
@@ -424,4 +446,19 @@ impl Engine for RocksEngine {
         self.db.cancel_all_background_work(true);
         Ok(())
     }
+}
+
+/// siftdb's `U64Add` for RocksDB: little-endian u64s added (wrapping); a value or operand of
+/// another width fails the merge, as in siftdb.
+fn u64_add(
+    _key: &[u8],
+    existing: Option<&[u8]>,
+    operands: &rocksdb::MergeOperands,
+) -> Option<Vec<u8>> {
+    let read = |bytes: &[u8]| -> Option<u64> { bytes.try_into().ok().map(u64::from_le_bytes) };
+    let mut sum = existing.map_or(Some(0), read)?;
+    for operand in operands {
+        sum = sum.wrapping_add(read(operand)?);
+    }
+    Some(sum.to_le_bytes().to_vec())
 }
