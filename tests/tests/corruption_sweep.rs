@@ -3,7 +3,10 @@
 //! a clean point-in-time recovery. Never a wrong value, never a panic. The database has two
 //! keyspaces (a quarter of the keys in "second", written in cross-keyspace batches), so flips land
 //! in keyspace records of the WAL and the manifest too; a key found in the wrong keyspace, or a
-//! keyspace that vanished, counts as wrong. A tenth of the values expire (in an hour).
+//! keyspace that vanished, counts as wrong. A tenth of the values expire (in an hour). Before
+//! them, *ghost* keys are written and removed by range deletes, and *counters* are built from
+//! merge operands (`U64Add`), all flushed to tables: a ghost that reappears, or a counter with
+//! another value, counts as wrong.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -24,8 +27,55 @@ fn options(fs: &FaultFs) -> Options {
         // And partitioned indexes and filters.
         partition_above: Some(1024),
         metadata_block_size: 256,
+        merge_operator: Some(Arc::new(siftdb::merge::U64Add)),
         ..Options::default()
     }
+}
+
+/// Ghost keys: written, then removed by range deletes (never readable).
+const GHOSTS: u32 = 400;
+/// Counters, each the sum of `COUNTER_MERGES` operands of 1.
+const COUNTERS: u32 = 40;
+const COUNTER_MERGES: u64 = 5;
+
+/// Ghost `i`: between the sweep's keys, so the range deletes span the tables written after them
+/// (which are then compacted with them, not moved down unchanged).
+fn ghost(i: u32) -> Vec<u8> {
+    format!("key{:06}g", i * (KEYS / GHOSTS)).into_bytes()
+}
+
+fn counter(i: u32) -> Vec<u8> {
+    format!("count{i:04}").into_bytes()
+}
+
+/// Writes the ghosts (then range-deletes them, in several ranges, which also span sweep keys
+/// written later — newer, so not deleted) and the counters, and flushes: they are in tables
+/// before the sweep's keys are written, so a WAL's point-in-time recovery never takes them back.
+fn write_ghosts_and_counters(db: &Db) {
+    for i in 0..GHOSTS {
+        db.put(ghost(i), value(i)).unwrap();
+    }
+    db.flush().unwrap();
+    for round in 0..COUNTER_MERGES {
+        for i in 0..COUNTERS {
+            db.merge(&counter(i), &1u64.to_le_bytes()).unwrap();
+        }
+        if round == 2 {
+            db.flush().unwrap();
+        }
+    }
+    for part in 0..4 {
+        let (a, b) = (part * GHOSTS / 4, (part + 1) * GHOSTS / 4);
+        db.delete_range(&ghost(a), &ghost(b)).unwrap();
+    }
+    db.flush().unwrap();
+}
+
+/// Whether an entry of a scan of the default keyspace is a counter with its right value (true),
+/// a counter with another (false), or not a counter (`None`).
+fn counter_entry(k: &[u8], v: &[u8]) -> Option<bool> {
+    k.starts_with(b"count")
+        .then(|| v == COUNTER_MERGES.to_le_bytes().as_slice())
 }
 
 fn value(i: u32) -> Vec<u8> {
@@ -46,6 +96,7 @@ fn in_second(i: u32) -> bool {
 fn base() -> FaultFs {
     let fs = FaultFs::new();
     let db = Db::open("/db", options(&fs)).unwrap();
+    write_ghosts_and_counters(&db);
     let second = db.keyspace("second").unwrap();
     // Pairs of consecutive keys in one batch, often one in each keyspace; every fifth pair as
     // expiring values (an hour: live during the sweep), so flips land in expiry times too.
@@ -79,7 +130,8 @@ fn base() -> FaultFs {
     );
     assert!(
         db.level_info().iter().any(|l| l.partitioned_tables > 0),
-        "no table of the sweep is partitioned"
+        "no table of the sweep is partitioned: {}",
+        db.property("siftdb.levels").unwrap_or_default()
     );
     drop(db);
     fs
@@ -138,6 +190,27 @@ fn check(fs: &FaultFs, damaged_wal: bool, tally: &mut Tally) {
             }
         }
     }
+    // Ghosts stay gone; counters read their sum (or an error).
+    for i in 0..GHOSTS {
+        match db.get(ghost(i)) {
+            Ok(None) => {}
+            Ok(Some(_)) => tally.wrong += 1,
+            Err(e) => {
+                assert!(e.is_corruption(), "non-corruption error: {e}");
+                saw_error = true;
+            }
+        }
+    }
+    for i in 0..COUNTERS {
+        match db.get(counter(i)) {
+            Ok(Some(v)) if v == COUNTER_MERGES.to_le_bytes() => {}
+            Ok(_) => tally.wrong += 1,
+            Err(e) => {
+                assert!(e.is_corruption(), "non-corruption error: {e}");
+                saw_error = true;
+            }
+        }
+    }
     // multi_get over the same keys, 64 per call in each keyspace: every answer is the written
     // value, absent where the get found nothing too, or a corruption error — never another
     // value, never a key lost that a get found.
@@ -176,6 +249,12 @@ fn check(fs: &FaultFs, damaged_wal: bool, tally: &mut Tally) {
         let mut previous: Option<Vec<u8>> = None;
         for item in entries {
             match item {
+                Ok((k, v)) if !of_second && counter_entry(&k, &v).is_some() => {
+                    if counter_entry(&k, &v) == Some(false) {
+                        tally.wrong += 1;
+                    }
+                    previous = Some(k);
+                }
                 Ok((k, v)) => {
                     let i: Option<u32> = std::str::from_utf8(&k)
                         .ok()
