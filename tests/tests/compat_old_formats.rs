@@ -4,9 +4,12 @@
 //! what it holds) and is never rewritten. The test opens a copy, reads every key back —
 //! from tables and from the WAL — then writes, compacts and reopens it with this build.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use siftdb::{Db, Options};
+use siftdb::{Db, Keyspace, Options};
 
 fn copy_fixture(name: &str, to: &Path) {
     let from = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -210,5 +213,491 @@ fn a_format_3_database_opens_as_the_default_keyspace_and_upgrades() {
     assert_eq!(
         db.keyspace("added").unwrap().get("k").unwrap(),
         Some(b"v".to_vec())
+    );
+}
+
+/// When `format-v4` was written: every write of it was made at this time (ms since the Unix
+/// epoch), by a clock that did not move. Its expiring values expire this long after it.
+const V4_WRITTEN_AT: u64 = 1_700_000_000_000;
+const MINUTE: u64 = 60_000;
+const DAY: u64 = 24 * 60 * MINUTE;
+/// The TTLs of `format-v4`: expired a day later, alive for a century.
+const V4_SHORT: u64 = 10 * MINUTE;
+const V4_LONG: u64 = 100 * 365 * DAY;
+
+/// A clock that stands still.
+struct StoppedClock(u64);
+
+impl siftdb::Clock for StoppedClock {
+    fn now(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_millis(self.0)
+    }
+}
+
+/// A key's last write in a fixture: its value and expiry (ms; `None`: never), `None` if deleted.
+type Written = Option<(Vec<u8>, Option<u64>)>;
+/// What each key reads as: its value, or `None`.
+type State = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
+
+fn plain(value: String) -> Written {
+    Some((value.into_bytes(), None))
+}
+
+fn expiring(value: impl Into<Vec<u8>>, ttl: u64) -> Written {
+    Some((value.into(), Some(V4_WRITTEN_AT + ttl)))
+}
+
+/// `v4:<k>` of the "default" keyspace of `format-v4` (see its README).
+fn v4_default_key(k: u32) -> Written {
+    // 4: the WAL tail.
+    match k % 100 {
+        50 => return plain(format!("d-{k}")),
+        51 => return None,
+        52 => return expiring(format!("o-{k}"), V4_LONG),
+        53 => return expiring(format!("z-{k}"), V4_SHORT),
+        // 3: the last L0 table.
+        17 => return plain(format!("c-{k}")),
+        18 => return None,
+        19 => return expiring(format!("n-{k}"), V4_LONG),
+        _ => {}
+    }
+    // 2: deletes and overwrites.
+    if k.is_multiple_of(7) {
+        return None;
+    } else if k % 5 == 1 {
+        return plain(format!("b-{k}"));
+    } else if k % 9 == 2 {
+        return expiring(format!("y-{k}"), V4_SHORT);
+    } else if k % 11 == 4 {
+        return expiring(format!("m-{k}"), V4_LONG);
+    }
+    // 1: everything once.
+    match k % 10 {
+        3 => expiring(format!("x-{k}"), V4_SHORT),
+        7 => expiring(format!("l-{k:020}"), V4_LONG),
+        _ => plain(format!("a-{k:020}")),
+    }
+}
+
+/// `ev:<k>` of the "events" keyspace of `format-v4` (see its README).
+fn v4_events_key(k: u32) -> Written {
+    match k % 50 {
+        // 4: the WAL tail.
+        1 => return None,
+        2 => return plain(format!("e4-{k}")),
+        // 3: the last L0 table.
+        11 => return plain(format!("e3-{k}")),
+        12 => return None,
+        _ => {}
+    }
+    // 2: deletes and overwrites.
+    if k.is_multiple_of(8) {
+        return None;
+    } else if k.is_multiple_of(3) {
+        return expiring(format!("e2-{k}"), V4_LONG);
+    } else if k % 10 == 9 {
+        return expiring(format!("s2-{k}"), V4_SHORT);
+    }
+    // 1: everything once.
+    match k % 6 {
+        1 => expiring(format!("s-{k}"), V4_SHORT),
+        5 => expiring(format!("L-{k:016}"), V4_LONG),
+        _ => plain(format!("e1-{k:016}-event")),
+    }
+}
+
+/// Every key `format-v4` wrote, by keyspace ("default", "events"), and what it reads as at
+/// `now` (ms): an expiring value is absent from its expiry on.
+fn v4_state(now: u64) -> (State, State) {
+    let mut default = BTreeMap::new();
+    let mut events = BTreeMap::new();
+    for k in 0..3000u32 {
+        default.insert(format!("v4:{k:05}").into_bytes(), v4_default_key(k));
+    }
+    for i in 0..20u64 {
+        let value = (i * 1000).to_le_bytes();
+        let written = if i % 5 == 4 {
+            expiring(value, V4_SHORT)
+        } else {
+            Some((value.to_vec(), None))
+        };
+        default.insert(format!("count:{i:02}").into_bytes(), written);
+    }
+    for i in 0..40u32 {
+        let written = match i % 4 {
+            0 => plain(format!("w-{i}")),
+            1 => expiring(format!("ws-{i}"), V4_SHORT),
+            2 => expiring(format!("wl-{i}"), V4_LONG),
+            _ => expiring(format!("w0-{i}"), 0),
+        };
+        default.insert(format!("wal-only:{i:03}").into_bytes(), written);
+    }
+    for k in 0..2000u32 {
+        events.insert(format!("ev:{k:05}").into_bytes(), v4_events_key(k));
+    }
+    events.insert(b"edge:expired".to_vec(), expiring("gone", DAY));
+    events.insert(b"edge:live".to_vec(), expiring("kept", DAY + 1));
+    for i in 0..30u32 {
+        let written = match i % 3 {
+            0 => plain(format!("q-{i}")),
+            1 => expiring(format!("qs-{i}"), V4_SHORT),
+            _ => expiring(format!("ql-{i}"), V4_LONG),
+        };
+        events.insert(format!("ev-wal:{i:03}").into_bytes(), written);
+    }
+    for i in 0..10u64 {
+        let value = (i * 7).to_le_bytes();
+        let written = if i % 4 == 3 {
+            expiring(value, V4_SHORT)
+        } else {
+            Some((value.to_vec(), None))
+        };
+        events.insert(format!("ev-count:{i:02}").into_bytes(), written);
+    }
+    let at_now = |written: BTreeMap<Vec<u8>, Written>| -> State {
+        written
+            .into_iter()
+            .map(|(key, w)| {
+                let value = w.and_then(|(value, expiry)| {
+                    expiry.is_none_or(|expiry| now < expiry).then_some(value)
+                });
+                (key, value)
+            })
+            .collect()
+    };
+    (at_now(default), at_now(events))
+}
+
+/// Panics with the first difference of two lists of key-value pairs.
+fn assert_same_pairs(what: &str, got: &[(Vec<u8>, Vec<u8>)], want: &[(Vec<u8>, Vec<u8>)]) {
+    let show = |kv: Option<&(Vec<u8>, Vec<u8>)>| {
+        kv.map(|(k, v)| {
+            format!(
+                "{} = {}",
+                String::from_utf8_lossy(k),
+                String::from_utf8_lossy(v)
+            )
+        })
+    };
+    if let Some(at) = (0..got.len().max(want.len())).find(|&i| got.get(i) != want.get(i)) {
+        panic!(
+            "{what}: {} pairs, {} expected; #{at} is {:?}, expected {:?}",
+            got.len(),
+            want.len(),
+            show(got.get(at)),
+            show(want.get(at))
+        );
+    }
+}
+
+/// Reads every key of `state` from `ks` (get, multi_get) and its live keys by iterating the
+/// whole keyspace and each of `prefixes`, in both directions.
+fn check_keyspace(ks: &Keyspace, state: &State, prefixes: &[&str]) {
+    let name = ks.name().to_string();
+    for (key, value) in state {
+        assert_eq!(
+            ks.get(key).unwrap(),
+            *value,
+            "{name}: {}",
+            String::from_utf8_lossy(key)
+        );
+    }
+    let keys: Vec<&Vec<u8>> = state.keys().collect();
+    let got: Vec<Option<Vec<u8>>> = ks
+        .multi_get(&keys)
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
+    assert!(
+        got.iter().eq(state.values()),
+        "{name}: multi_get differs from get"
+    );
+    let live = |prefix: &str| -> Vec<(Vec<u8>, Vec<u8>)> {
+        state
+            .iter()
+            .filter(|(k, _)| k.starts_with(prefix.as_bytes()))
+            .filter_map(|(k, v)| Some((k.clone(), v.clone()?)))
+            .collect()
+    };
+    let forward: Vec<_> = ks.iter().map(|kv| kv.unwrap()).collect();
+    assert_same_pairs(&format!("{name} forward"), &forward, &live(""));
+    let mut backward: Vec<_> = ks.iter().rev().map(|kv| kv.unwrap()).collect();
+    backward.reverse();
+    assert_same_pairs(&format!("{name} backward"), &backward, &live(""));
+    for prefix in prefixes {
+        let forward: Vec<_> = ks.prefix_iter(prefix).map(|kv| kv.unwrap()).collect();
+        assert_same_pairs(&format!("{name} {prefix} forward"), &forward, &live(prefix));
+        let mut backward: Vec<_> = ks.prefix_iter(prefix).rev().map(|kv| kv.unwrap()).collect();
+        backward.reverse();
+        assert_same_pairs(
+            &format!("{name} {prefix} backward"),
+            &backward,
+            &live(prefix),
+        );
+    }
+}
+
+const V4_DEFAULT_PREFIXES: &[&str] = &["v4:", "count:", "wal-only:", "new:"];
+const V4_EVENTS_PREFIXES: &[&str] = &["ev:", "ev-wal:", "ev-count:", "edge:", "ev-new:"];
+
+/// Checks both keyspaces of a `format-v4` database against `(default, events)`.
+fn check_v4(db: &Db, (default, events): &(State, State)) {
+    check_keyspace(
+        &db.keyspace("default").unwrap(),
+        default,
+        V4_DEFAULT_PREFIXES,
+    );
+    check_keyspace(&db.keyspace("events").unwrap(), events, V4_EVENTS_PREFIXES);
+    // `Db`'s own methods are the "default" keyspace's.
+    let forward: Vec<_> = db.iter().map(|kv| kv.unwrap()).collect();
+    let live: Vec<_> = default
+        .iter()
+        .filter_map(|(k, v)| Some((k.clone(), v.clone()?)))
+        .collect();
+    assert_same_pairs("Db::iter", &forward, &live);
+}
+
+/// The tuning `format-v4` was written with (see its README), with the clock at `now` and a
+/// merge operator for the counters.
+fn v4_options(now: u64) -> Options {
+    use siftdb::Compression::{Lz4, Zstd};
+    Options {
+        write_buffer_size: 32 << 10,
+        target_file_size_base: 16 << 10,
+        max_bytes_for_level_base: 64 << 10,
+        level0_file_num_compaction_trigger: 8,
+        compression: Lz4,
+        compression_per_level: vec![siftdb::Compression::None, Lz4, Zstd],
+        partition_above: Some(1024),
+        metadata_block_size: 128,
+        block_size: 512,
+        clock: Arc::new(StoppedClock(now)),
+        merge_operator: Some(Arc::new(siftdb::merge::U64Add)),
+        ..Options::default()
+    }
+}
+
+/// The options `format-v4` recorded for "events", but L0 compacted only at 8 tables (as the
+/// writer's last open had it), so that the tree stays as the old build left it until compacted.
+fn v4_events_options() -> siftdb::KeyspaceOptions {
+    use siftdb::Compression::{Lz4, Zstd};
+    siftdb::KeyspaceOptions {
+        write_buffer_size: 16 << 10,
+        target_file_size_base: 8 << 10,
+        max_bytes_for_level_base: 32 << 10,
+        level0_file_num_compaction_trigger: 8,
+        compression: Zstd,
+        compression_per_level: vec![siftdb::Compression::None, Zstd, Lz4],
+        partition_above: Some(512),
+        metadata_block_size: 128,
+        block_size: 256,
+        filter_bits_per_key: 8.0,
+        prefix_extractor: Some(siftdb::FixedPrefix::shared(3)),
+        ..siftdb::KeyspaceOptions::default()
+    }
+}
+
+/// The properties of the tables in `dir`.
+fn table_properties(dir: &Path) -> Vec<siftdb_sstable::TableProperties> {
+    let cache = Arc::new(siftdb_sstable::TableCache::new(
+        siftdb_cache::CacheOptions::new(1 << 20),
+    ));
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sst"))
+        .map(|p| {
+            let file = std::fs::File::open(&p).unwrap();
+            let file = siftdb_sstable::open_random_access(file, siftdb::ReadMode::Pread).unwrap();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            let table = siftdb_sstable::Table::open(
+                file,
+                0,
+                name,
+                Arc::clone(&cache),
+                siftdb_sstable::TableReadOptions::default(),
+            )
+            .unwrap();
+            table.properties().clone()
+        })
+        .collect()
+}
+
+/// The codec bytes of the blocks stored in the tables of `dir` (0 none, 1 LZ4, 2 Zstd), found by
+/// walking each file's blocks from its start (a block is followed by its codec byte and the CRC
+/// of both) up to the first block without a trailer, if any.
+fn stored_codecs(dir: &Path) -> BTreeSet<u8> {
+    use siftdb_sstable::format::{block_trailer, BLOCK_TRAILER_LEN, FOOTER_LEN};
+    let mut codecs = BTreeSet::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|x| x != "sst") {
+            continue;
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        let end = bytes.len() - FOOTER_LEN - BLOCK_TRAILER_LEN;
+        let mut start = 0;
+        let is_trailer = |start: usize, at: usize| {
+            bytes[at] <= 2
+                && block_trailer(&bytes[start..at], bytes[at])[..]
+                    == bytes[at..at + BLOCK_TRAILER_LEN]
+        };
+        while let Some(at) = (start..=end).find(|&at| is_trailer(start, at)) {
+            codecs.insert(bytes[at]);
+            start = at + BLOCK_TRAILER_LEN;
+        }
+    }
+    codecs
+}
+
+/// A `u64` counter value.
+fn counter(n: u64) -> Option<Vec<u8>> {
+    Some(n.to_le_bytes().to_vec())
+}
+
+/// `state[key]` as a counter (absent: 0).
+fn counter_in(state: &State, key: &[u8]) -> u64 {
+    state
+        .get(key)
+        .cloned()
+        .flatten()
+        .map_or(0, |v| u64::from_le_bytes(v.try_into().unwrap()))
+}
+
+#[test]
+fn a_format_4_database_opens_with_its_keyspaces_and_upgrades() {
+    // Read a day after it was written: the short TTLs have expired, the long ones have not.
+    let now = V4_WRITTEN_AT + DAY;
+    let dir = siftdb_tests::temp_dir();
+    copy_fixture("format-v4", dir.path());
+    assert_eq!(table_versions(dir.path()), vec![2]);
+    let recorded = std::fs::read_to_string(dir.path().join("OPTIONS")).unwrap();
+    assert!(recorded.contains("format_version=4"), "{recorded}");
+    // The old tables were built with every codec, and hold blocks stored with each.
+    let properties = table_properties(dir.path());
+    let codecs: BTreeSet<&str> = properties.iter().map(|p| p.compression.as_str()).collect();
+    assert_eq!(codecs, BTreeSet::from(["lz4", "none", "zstd"]));
+    assert_eq!(stored_codecs(dir.path()), BTreeSet::from([0, 1, 2]));
+
+    let options = Options {
+        keyspaces: vec![("events".to_string(), v4_events_options())],
+        ..v4_options(now)
+    };
+    let db = Db::open(dir.path(), options.clone()).unwrap();
+    assert_eq!(db.keyspace_names(), vec!["default", "events"]);
+    let mut state = v4_state(now);
+    check_v4(&db, &state);
+    // The tree of the old build is read as it was: its two L0 tables and deeper levels in both
+    // keyspaces, with partitioned tables (recovery may add an L0 table of the WAL tail).
+    assert!(table_versions(dir.path()).contains(&2));
+    let events = db.keyspace("events").unwrap();
+    for levels in [db.level_info(), events.level_info()] {
+        assert!(levels[0].files >= 2);
+        assert!(levels[1..].iter().any(|l| l.files > 0));
+        assert!(levels.iter().any(|l| l.partitioned_tables > 0));
+    }
+    let upgraded = std::fs::read_to_string(dir.path().join("OPTIONS")).unwrap();
+    assert!(upgraded.contains("format_version=5"), "{upgraded}");
+
+    // This build's writes on the old data: range deletes over old tables and the WAL tail, merge
+    // operands on old values (expired ones count as absent), in single writes and in a batch.
+    let (default, ev_state) = &mut state;
+    db.delete_range(b"v4:01000", b"v4:01500").unwrap();
+    for k in 1000..1500u32 {
+        default.insert(format!("v4:{k:05}").into_bytes(), None);
+    }
+    for i in 0..25u64 {
+        let key = format!("count:{i:02}").into_bytes();
+        db.merge(&key, &5u64.to_le_bytes()).unwrap();
+        if i % 2 == 0 {
+            db.merge(&key, &i.to_le_bytes()).unwrap();
+        }
+        let sum = counter_in(default, &key) + 5 + if i % 2 == 0 { i } else { 0 };
+        default.insert(key, counter(sum));
+    }
+    let mut batch = siftdb::WriteBatch::new();
+    batch.delete_range_in(&events, b"ev:00100", b"ev:00300");
+    for k in 100..300u32 {
+        ev_state.insert(format!("ev:{k:05}").into_bytes(), None);
+    }
+    for i in 0..12u64 {
+        let key = format!("ev-count:{i:02}").into_bytes();
+        batch.merge_in(&events, &key, &1u64.to_le_bytes());
+        let sum = counter_in(ev_state, &key) + 1;
+        ev_state.insert(key, counter(sum));
+    }
+    batch.put("new:batch", "n");
+    default.insert(b"new:batch".to_vec(), Some(b"n".to_vec()));
+    db.write(batch).unwrap();
+    for i in 0..300u32 {
+        db.put(format!("new:{i:04}"), "n").unwrap();
+        default.insert(format!("new:{i:04}").into_bytes(), Some(b"n".to_vec()));
+    }
+    db.put("v4:01200", "revived").unwrap();
+    default.insert(b"v4:01200".to_vec(), Some(b"revived".to_vec()));
+    events.put("ev:00150", "revived").unwrap();
+    ev_state.insert(b"ev:00150".to_vec(), Some(b"revived".to_vec()));
+    events
+        .put_with_ttl(b"ev-new:minute", b"m", Duration::from_secs(60))
+        .unwrap();
+    ev_state.insert(b"ev-new:minute".to_vec(), Some(b"m".to_vec()));
+    events
+        .put_with_ttl(b"ev-new:zero", b"z", Duration::ZERO)
+        .unwrap();
+    ev_state.insert(b"ev-new:zero".to_vec(), None);
+    check_v4(&db, &state);
+
+    // A full compaction of both keyspaces rewrites every table in this build's format, folding
+    // the operands into the old values and dropping what expired.
+    db.compact_range(None, None).unwrap();
+    events.compact_range(None, None).unwrap();
+    assert_eq!(
+        table_versions(dir.path()),
+        vec![siftdb_sstable::format::TABLE_FORMAT_VERSION]
+    );
+    check_v4(&db, &state);
+    drop((db, events));
+    let db = Db::open(dir.path(), options).unwrap();
+    check_v4(&db, &state);
+    let upgraded = std::fs::read_to_string(dir.path().join("OPTIONS")).unwrap();
+    assert!(upgraded.contains("format_version=5"), "{upgraded}");
+    assert!(
+        upgraded.contains("merge_operator=siftdb.u64add"),
+        "{upgraded}"
+    );
+}
+
+#[test]
+fn a_format_4_database_opens_with_its_recorded_keyspace_options_when_every_ttl_has_expired() {
+    // Two centuries after it was written every value with a TTL has expired, also those that
+    // hid an older value.
+    let now = V4_WRITTEN_AT + 200 * 365 * DAY;
+    let dir = siftdb_tests::temp_dir();
+    copy_fixture("format-v4", dir.path());
+    // "events" opens with the options recorded by the old build (L0 compacts at 2 tables: a
+    // compaction of the old tables starts at once, beside the reads).
+    let db = Db::open(dir.path(), v4_options(now)).unwrap();
+    let state = v4_state(now);
+    check_v4(&db, &state);
+    db.wait_for_compaction().unwrap();
+    check_v4(&db, &state);
+    db.compact_range(None, None).unwrap();
+    db.keyspace("events")
+        .unwrap()
+        .compact_range(None, None)
+        .unwrap();
+    check_v4(&db, &state);
+    assert_eq!(
+        table_versions(dir.path()),
+        vec![siftdb_sstable::format::TABLE_FORMAT_VERSION]
+    );
+    // The recorded prefix extractor of "events" was rebuilt: its new tables carry its filter.
+    let extractors: BTreeSet<String> = table_properties(dir.path())
+        .into_iter()
+        .map(|p| p.prefix_extractor)
+        .collect();
+    assert_eq!(
+        extractors,
+        BTreeSet::from([String::new(), "fixed:3".to_string()])
     );
 }

@@ -455,7 +455,7 @@ impl RawIterator {
             }
             self.merge.prev();
         }
-        if !(has_base || !operands.is_empty()) {
+        if !has_base && operands.is_empty() {
             self.end();
             self.direction = Direction::Forward;
             return;
