@@ -221,6 +221,90 @@ pub(crate) fn full_merge_for_read(
     })
 }
 
+/// A point lookup's merge operands of one key, newest first, gathered source by source (a
+/// memtable or a table: each holds versions newer than every later one's) until their base.
+pub(crate) struct OperandStack {
+    /// Milliseconds: when expiring values are judged.
+    now: u64,
+    operands: Vec<Vec<u8>>,
+    base: Option<Vec<u8>>,
+}
+
+impl OperandStack {
+    pub(crate) fn new(now: u64) -> OperandStack {
+        OperandStack {
+            now,
+            operands: Vec::new(),
+            base: None,
+        }
+    }
+
+    /// Takes the versions of `key` visible at `seq` from `cursor` (over one memtable or table
+    /// whose newest range tombstone over the key is `covered`), newest first. `Ok(true)` once
+    /// the base is found (or the key was deleted): nothing older matters.
+    pub(crate) fn take_versions(
+        &mut self,
+        cursor: &mut dyn siftdb_compaction::InternalIterator,
+        key: &[u8],
+        seq: u64,
+        covered: Option<u64>,
+    ) -> Result<bool> {
+        use siftdb_sstable::{InternalKey, ParsedKey, ValueKind};
+        let cover = covered.unwrap_or(0);
+        cursor.seek(InternalKey::for_lookup(key, seq).encoded());
+        while cursor.valid() {
+            let parsed = ParsedKey::parse(cursor.key())
+                .ok_or_else(|| Error::corruption("undecodable internal key"))?;
+            if parsed.user_key != key || parsed.sequence < cover {
+                break;
+            }
+            let value = cursor.value();
+            match parsed.kind {
+                ValueKind::Merge => self.operands.push(value.to_vec()),
+                ValueKind::Put => {
+                    self.base = Some(value.to_vec());
+                    return Ok(true);
+                }
+                ValueKind::ExpiringPut => {
+                    let (expiry, live) = crate::ttl::decode(value).ok_or_else(|| {
+                        Error::corruption("an expiring value is shorter than its expiry time")
+                    })?;
+                    self.base = (self.now < expiry).then(|| live.to_vec());
+                    return Ok(true);
+                }
+                ValueKind::Delete | ValueKind::RangeDelete => return Ok(true),
+            }
+            cursor.next();
+        }
+        if let Some(e) = cursor.take_error() {
+            return Err(Error::from(e));
+        }
+        // A range tombstone of this source deletes everything older.
+        Ok(covered.is_some())
+    }
+
+    /// The merged value of `key` into `value`; `Ok(false)` if there is no operand (never the
+    /// case when called after a lookup found one).
+    pub(crate) fn merge(
+        self,
+        tree: &crate::tree::Tree,
+        key: &[u8],
+        value: &mut Vec<u8>,
+    ) -> Result<bool> {
+        if self.operands.is_empty() {
+            return Ok(false);
+        }
+        let oldest_first: Vec<&[u8]> = self.operands.iter().rev().map(Vec::as_slice).collect();
+        *value = full_merge_for_read(
+            tree.options.merge_operator.as_ref(),
+            key,
+            self.base.as_deref(),
+            &oldest_first,
+        )?;
+        Ok(true)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,8 @@ use crate::db::{DbInner, ReadView};
 use crate::error::Result;
 use crate::iterator::{merge_for, visibility, DbIterator, KeyBounds, RawIterator, ScanSpec};
 use crate::key_head::KeyHead;
+use crate::memtable::MemtableIter;
+use crate::merge::OperandStack;
 use crate::options::ReadOptions;
 use crate::tree::Tree;
 use crate::version::{TableFile, Version};
@@ -126,9 +128,11 @@ impl DbInner {
         }
     }
 
-    /// The value of `key` whose newest visible version is a merge operand: a cursor over the
-    /// tables that may hold the key gathers the operands down to their base and merges them
-    /// (the cost of a seek, paid only by keys with operands).
+    /// The value of `key` whose newest visible version is a merge operand: the point path
+    /// again (memtables, then the tables that may hold the key, filter first), now gathering in
+    /// each memtable or table that holds versions of the key all of them, newest first, down to
+    /// the operands' base — a value, or nothing at a tombstone, a newer range tombstone, an
+    /// expired value or the end — and merging them (`merge_state.rs`).
     fn get_merged(
         &self,
         tree: &Tree,
@@ -137,23 +141,46 @@ impl DbInner {
         seq: u64,
         value: &mut Vec<u8>,
     ) -> Result<bool> {
-        let bounds = KeyBounds::of(&(key..=key));
-        let spec = ScanSpec {
-            bounds: &bounds,
-            prefix: None,
-            read: &ReadOptions::default(),
-        };
         let now = crate::ttl::millis(self.options.clock.now());
-        let merge = merge_for(tree, view, &spec)?;
-        let mut cursor = RawIterator::new(None, merge, visibility(tree, view, seq, now));
-        cursor.seek(key);
-        cursor.status()?;
-        if cursor.valid() && cursor.key() == key {
-            value.clear();
-            value.extend_from_slice(cursor.value());
-            return Ok(true);
+        let mut state = OperandStack::new(now);
+        for mem in std::iter::once(&view.mem).chain(view.imm.iter()) {
+            let covered = mem.covering_tombstone(key, seq);
+            let mut cursor = MemtableIter::new(Arc::clone(mem));
+            if state.take_versions(&mut cursor, key, seq, covered)? {
+                return state.merge(tree, key, value);
+            }
         }
-        Ok(false)
+        let version = &view.version;
+        let head = KeyHead::of(key);
+        let hash = self.options.filter_hasher.hash(key);
+        let candidates = version
+            .level(0)
+            .iter()
+            .filter(|f| f.contains_key_with_head(key, head))
+            .chain((1..version.num_levels()).filter_map(|l| version.find_with_head(l, key, head)));
+        let mut trace = GetTrace::default();
+        let mut scratch = Vec::new();
+        for file in candidates {
+            let covered = file
+                .table
+                .range_tombstones()
+                .and_then(|t| t.max_covering(key, seq));
+            // Filter first: only a table that holds a version of the key is read for all of them.
+            let prepared = file.table.prepare_get_hashed(key, hash)?;
+            let got = file
+                .table
+                .get_prepared_into(key, seq, prepared, &mut trace, &mut scratch)?;
+            if got == Lookup::NotFound && covered.is_none() {
+                continue;
+            }
+            let mut cursor = file
+                .table
+                .iter_with(siftdb_sstable::TableIterOptions::default());
+            if state.take_versions(&mut cursor, key, seq, covered)? {
+                break;
+            }
+        }
+        state.merge(tree, key, value)
     }
 
     /// The tables that may hold the key, in the order that finds its newest version (L0 newest
