@@ -166,10 +166,13 @@ impl DbInner {
                 .range_tombstones()
                 .and_then(|t| t.max_covering(key, seq));
             // Filter first: only a table that holds a version of the key is read for all of them.
-            let prepared = file.table.prepare_get_hashed(key, hash)?;
-            let got = file
-                .table
-                .get_prepared_into(key, seq, prepared, &mut trace, &mut scratch)?;
+            let got = if file.meta.entries > 0 {
+                let prepared = file.table.prepare_get_hashed(key, hash)?;
+                file.table
+                    .get_prepared_into(key, seq, prepared, &mut trace, &mut scratch)?
+            } else {
+                Lookup::NotFound
+            };
             if got == Lookup::NotFound && covered.is_none() {
                 continue;
             }
@@ -214,18 +217,32 @@ impl DbInner {
             hash: u64,
             fill_cache: bool,
             (level, file): (usize, &'v Arc<TableFile>),
-        ) -> (usize, &'v TableFile, siftdb_sstable::Result<PreparedGet>) {
-            let prepared = file.table.prepare_get_hashed(key, hash);
-            (level, file, prepared.map(|p| p.filling_cache(fill_cache)))
+        ) -> (
+            usize,
+            &'v TableFile,
+            Option<siftdb_sstable::Result<PreparedGet>>,
+        ) {
+            // A table of range tombstones alone (no entries) has no point lookup to prepare.
+            let prepared = (file.meta.entries > 0).then(|| {
+                let prepared = file.table.prepare_get_hashed(key, hash);
+                prepared.map(|p| p.filling_cache(fill_cache))
+            });
+            (level, file, prepared)
         }
         let mut trace = GetTrace::default();
         let mut next = candidates.next().map(|c| prepare(key, hash, fill_cache, c));
         while let Some((level, file, prepared)) = next.take() {
             next = candidates.next().map(|c| prepare(key, hash, fill_cache, c));
-            let got = file
-                .table
-                .get_prepared_into(key, seq, prepared?, &mut trace, value)?;
-            tree.levels[level].record(&trace);
+            let got = match prepared {
+                Some(prepared) => {
+                    let got = file
+                        .table
+                        .get_prepared_into(key, seq, prepared?, &mut trace, value)?;
+                    tree.levels[level].record(&trace);
+                    got
+                }
+                None => Lookup::NotFound,
+            };
             // A table without range tombstones costs one `None` check here.
             let covered = file
                 .table
@@ -330,19 +347,28 @@ impl DbInner {
         seq: u64,
         answers: &mut Answers,
     ) {
-        let prepared: Vec<siftdb_sstable::Result<PreparedGet>> = batch
+        let prepared: Vec<Option<siftdb_sstable::Result<PreparedGet>>> = batch
             .iter()
-            .map(|(file, p)| file.table.prepare_get_hashed(p.key, p.hash))
+            .map(|(file, p)| {
+                // A table of range tombstones alone has no point lookup to prepare.
+                (file.meta.entries > 0).then(|| file.table.prepare_get_hashed(p.key, p.hash))
+            })
             .collect();
         let mut trace = GetTrace::default();
         let mut value = Vec::new();
         for ((file, probe), prepared) in batch.iter().zip(prepared) {
             value.clear();
-            let got = prepared.and_then(|prepared| {
-                file.table
-                    .get_prepared_into(probe.key, seq, prepared, &mut trace, &mut value)
-            });
-            tree.levels[level].record(&trace);
+            let got = match prepared {
+                Some(prepared) => {
+                    let got = prepared.and_then(|prepared| {
+                        file.table
+                            .get_prepared_into(probe.key, seq, prepared, &mut trace, &mut value)
+                    });
+                    tree.levels[level].record(&trace);
+                    got
+                }
+                None => Ok(Lookup::NotFound),
+            };
             let covered = file
                 .table
                 .range_tombstones()

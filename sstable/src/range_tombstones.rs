@@ -74,9 +74,21 @@ impl RangeTombstone {
     }
 }
 
+/// The first 16 bytes of `key` as a big-endian integer, zero-padded: if `head(a) < head(b)`
+/// then `a < b` (bytewise); equal heads say nothing.
+fn key_head(key: &[u8]) -> u128 {
+    let mut bytes = [0u8; 16];
+    let n = key.len().min(16);
+    bytes[..n].copy_from_slice(&key[..n]);
+    u128::from_be_bytes(bytes)
+}
+
 /// Where one fragment's parts sit in the shared buffers.
 #[derive(Debug, Clone, Copy)]
 struct Piece {
+    /// The start's first 16 bytes as a big-endian integer (zero-padded): a lookup's binary
+    /// search compares these and reads the key bytes only on a tie.
+    start_head: u128,
     start_at: usize,
     start_len: usize,
     end_at: usize,
@@ -394,9 +406,15 @@ impl FragmentedRangeTombstones {
     /// The fragment covering `user_key`: the last one starting at or before it, if it ends
     /// after it.
     fn piece_at(&self, user_key: &[u8]) -> Option<&Piece> {
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        let head = key_head(user_key);
         let after = self
             .pieces
-            .partition_point(|p| self.start_of(p) <= user_key);
+            .partition_point(|p| match p.start_head.cmp(&head) {
+                Less => true,
+                Equal => self.start_of(p) <= user_key,
+                Greater => false,
+            });
         let p = self.pieces.get(after.checked_sub(1)?)?;
         (user_key < self.end_of(p)).then_some(p)
     }
@@ -416,6 +434,7 @@ impl FragmentedRangeTombstones {
         let seq_at = self.sequences.len();
         self.sequences.extend_from_slice(seqs);
         self.pieces.push(Piece {
+            start_head: key_head(start),
             start_at,
             start_len: start.len(),
             end_at,
