@@ -288,7 +288,9 @@ impl DbInner {
     /// keys are located and their cache lines requested first, then probed, so the memory waits
     /// of the keys overlap instead of queuing (a single `get` overlaps only two tables). In key
     /// order, keys that share a data block read it one after another (the block cache then
-    /// serves the others).
+    /// serves the others), keys that share a table share its filter (one block cache lookup for
+    /// all of them, unless the filter is partitioned), and each key's table in a sorted level is
+    /// found by galloping from the previous key's.
     pub(crate) fn multi_get(&self, tree: &Tree, keys: &[&[u8]]) -> Vec<Result<Option<Vec<u8>>>> {
         use std::sync::atomic::Ordering::Relaxed;
         if let Err(e) = tree.check_live().and_then(|()| self.check_open()) {
@@ -326,10 +328,15 @@ impl DbInner {
             self.probe_tables(tree, &view, 0, &batch, seq, &mut answers);
         }
         for level in 1..version.num_levels() {
+            // The probes are sorted: each key's table is at or after the previous key's.
+            let mut from = 0;
             let batch: Vec<(&Arc<TableFile>, &Probe)> = probes
                 .iter()
                 .filter(|p| answers[p.index].is_none())
-                .filter_map(|p| version.find_with_head(level, p.key, p.head).map(|f| (f, p)))
+                .filter_map(|p| {
+                    let file = version.find_sorted_with_head(level, p.key, p.head, &mut from);
+                    file.map(|f| (f, p))
+                })
                 .collect();
             self.probe_tables(tree, &view, level, &batch, seq, &mut answers);
         }
@@ -347,11 +354,28 @@ impl DbInner {
         seq: u64,
         answers: &mut Answers,
     ) {
+        // Keys of one table are next to each other (sorted): a table whose filter is one block
+        // is prepared once and its filter reused for the others (`PreparedGet::for_hash`).
+        let mut last: Option<(&Arc<TableFile>, PreparedGet)> = None;
         let prepared: Vec<Option<siftdb_sstable::Result<PreparedGet>>> = batch
             .iter()
-            .map(|(file, p)| {
+            .map(|&(file, p)| {
                 // A table of range tombstones alone has no point lookup to prepare.
-                (file.meta.entries > 0).then(|| file.table.prepare_get_hashed(p.key, p.hash))
+                if file.meta.entries == 0 {
+                    return None;
+                }
+                let reused = last
+                    .as_ref()
+                    .filter(|(f, _)| Arc::ptr_eq(f, file))
+                    .and_then(|(_, prepared)| prepared.for_hash(p.hash));
+                if let Some(prepared) = reused {
+                    return Some(Ok(prepared));
+                }
+                let prepared = file.table.prepare_get_hashed(p.key, p.hash);
+                if let Ok(prepared) = &prepared {
+                    last = Some((file, prepared.clone()));
+                }
+                Some(prepared)
             })
             .collect();
         let mut trace = GetTrace::default();

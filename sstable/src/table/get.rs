@@ -24,6 +24,8 @@ pub struct PreparedGet {
     /// The key sorts after every key of the table (found while choosing a filter partition).
     beyond: bool,
     fill_cache: bool,
+    /// The preparation does not depend on the key (the table's filter is one block, or none).
+    whole_table: bool,
 }
 
 impl PreparedGet {
@@ -32,6 +34,25 @@ impl PreparedGet {
     pub fn filling_cache(mut self, fill_cache: bool) -> PreparedGet {
         self.fill_cache = fill_cache;
         self
+    }
+
+    /// The same preparation for another key of the same table, whose hash is `hash`, when the
+    /// preparation does not depend on the key (the table's filter is one block, or it has
+    /// none): the filter is reused without asking the block cache again, and the cache lines
+    /// `hash` probes are requested. `None` when it depends on the key (a partitioned filter).
+    /// A batched lookup prepares each table once for all its keys this way.
+    pub fn for_hash(&self, hash: u64) -> Option<PreparedGet> {
+        if !self.whole_table {
+            return None;
+        }
+        let mut prepared = self.clone();
+        if let Some((filter, access, h)) = &mut prepared.filter {
+            *h = hash;
+            // Held by the batch: no cache lookup, no I/O.
+            *access = BlockAccess::Pinned;
+            filter.prefetch_hash(hash);
+        }
+        Some(prepared)
     }
 }
 
@@ -78,6 +99,7 @@ impl Table {
             filter: None,
             beyond: false,
             fill_cache: true,
+            whole_table: false,
         };
         prepared.filter = match self.filter_partition_for(user_key) {
             // The partition holding the key's first version: if the key is in the table at all,
@@ -89,9 +111,11 @@ impl Table {
             }
             Some(Some((_, Some(held)))) => Some((held, BlockAccess::Pinned, hash)),
             Some(Some((handle, None))) => self.filter(handle)?.map(|(f, a)| (f, a, hash)),
-            None => self
-                .filter(self.footer.filter)?
-                .map(|(filter, access)| (filter, access, hash)),
+            None => {
+                prepared.whole_table = true;
+                self.filter(self.footer.filter)?
+                    .map(|(filter, access)| (filter, access, hash))
+            }
         };
         if let Some((filter, _, hash)) = &prepared.filter {
             filter.prefetch_hash(*hash);
