@@ -138,12 +138,13 @@ impl WriteBatch {
                 crate::error::printable_key(end)
             ));
         }
+        // Both bounds are keys: the key limit applies to each, even of an empty range.
+        self.check(start, None);
+        self.check(end, None);
         if start >= end {
             return self;
         }
-        // Both bounds are keys: the key limit applies to each.
-        self.check(end, None);
-        self.add(keyspace, ValueKind::RangeDelete, start, Some(end))
+        self.append(keyspace, ValueKind::RangeDelete, start, Some(end))
     }
 
     /// Whether the batch holds merge operands.

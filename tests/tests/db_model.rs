@@ -1,11 +1,35 @@
 //! Model test: random operations against the database and a `BTreeMap`, with a tiny memtable so
 //! flushes happen constantly, and reopens in between. Every read must agree with the model.
+//!
+//! The operations include range deletes and merge operands; the model runs twice, once with the
+//! `Append` merge operator (values of any length) and once with `U64Add` (every value and
+//! operand 8 bytes, so no merge fails). Snapshots must keep seeing the range deletes and merges
+//! of their time.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
+use std::sync::Arc;
 
 use proptest::prelude::*;
-use siftdb::{Db, Options, WriteBatch};
+use siftdb::{merge, Db, Error, Options, WriteBatch};
+
+/// Which merge operator the database runs with (and how the model merges).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    /// `merge::Append::new(b",")`: existing, then each operand, joined by ",".
+    Append,
+    /// `merge::U64Add`: 8-byte little-endian counters, wrapping add, missing = 0.
+    U64Add,
+}
+
+/// One operation of a batch.
+#[derive(Debug, Clone)]
+enum Entry {
+    Put(Vec<u8>, Vec<u8>),
+    Delete(Vec<u8>),
+    DeleteRange(Vec<u8>, Vec<u8>),
+    Merge(Vec<u8>, Vec<u8>),
+}
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -13,7 +37,13 @@ enum Op {
     /// Keys above every other, in order (a sequential load: its tables move down unchanged).
     Append(usize),
     Delete(Vec<u8>),
-    Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
+    /// `delete_range(a, b)`: removes `[a, b)`; `a == b` removes nothing, `a > b` is refused.
+    DeleteRange(Vec<u8>, Vec<u8>),
+    /// `merge(key, operand)`.
+    Merge(Vec<u8>, Vec<u8>),
+    /// A batch of puts, deletes, range deletes and merges, applied in order (all or nothing: a
+    /// range with `start > end` refuses the whole batch).
+    Batch(Vec<Entry>),
     Get(Vec<u8>),
     /// `multi_get` of these keys (repeats allowed), checked against the model and single gets.
     MultiGet(Vec<Vec<u8>>),
@@ -35,10 +65,17 @@ enum Op {
     SeekForPrev(Vec<u8>),
     /// A walk that mixes `next` (true) and `next_back` (false) over a range.
     Mixed(Bound<Vec<u8>>, Bound<Vec<u8>>, Vec<bool>),
-    /// A raw iterator: a seek kind, then steps (true = next, false = prev).
-    Raw(RawStart, Vec<bool>),
+    /// A raw iterator: a seek kind, then steps (next, prev, or another seek of the same
+    /// iterator).
+    Raw(RawStart, Vec<RawStep>),
     /// A prefix iterator walked backward.
     PrefixRev(Vec<u8>),
+    /// Creates an iterator and keeps it (at most 2) for `DrainIter`, however the database
+    /// changes meanwhile.
+    HoldIter,
+    /// Walks a held iterator to its end (forward, or backward when false): it must yield the
+    /// state of its creation.
+    DrainIter(usize, bool),
 }
 
 #[derive(Debug, Clone)]
@@ -62,16 +99,61 @@ fn key() -> impl Strategy<Value = Vec<u8>> {
     proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'b'), Just(b'c')], 0..5)
 }
 
-fn value() -> impl Strategy<Value = Vec<u8>> {
-    proptest::collection::vec(any::<u8>(), 0..300)
+fn value(variant: Variant) -> BoxedStrategy<Vec<u8>> {
+    match variant {
+        Variant::Append => proptest::collection::vec(any::<u8>(), 0..300).boxed(),
+        Variant::U64Add => counter().boxed(),
+    }
 }
 
-fn op() -> impl Strategy<Value = Op> {
+fn operand(variant: Variant) -> BoxedStrategy<Vec<u8>> {
+    match variant {
+        // The separator may appear inside an operand: the model does not care.
+        Variant::Append => {
+            proptest::collection::vec(prop_oneof![Just(b','), Just(b'x'), any::<u8>()], 0..24)
+                .boxed()
+        }
+        Variant::U64Add => counter().boxed(),
+    }
+}
+
+/// An 8-byte counter value or operand: small numbers, and huge ones that make the sum wrap.
+fn counter() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![0u64..1000, any::<u64>()].prop_map(|n| n.to_le_bytes().to_vec())
+}
+
+/// A bound of a range delete: mostly a key of `key()`, sometimes one among or above the
+/// appended keys (so ranges also reach the sequential tail that moved down the tree unchanged).
+fn range_key() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
-        8 => (key(), value()).prop_map(|(k, v)| Op::Put(k, v)),
+        8 => key(),
+        1 => Just(b"z".to_vec()),
+        1 => (0u64..120).prop_map(appended_key),
+        1 => Just(b"zz".to_vec()),
+    ]
+}
+
+fn entry(variant: Variant) -> impl Strategy<Value = Entry> {
+    prop_oneof![
+        4 => (key(), value(variant)).prop_map(|(k, v)| Entry::Put(k, v)),
+        2 => key().prop_map(Entry::Delete),
+        // Mostly in order; now and then reversed (the whole batch is refused then).
+        2 => (range_key(), range_key(), proptest::bool::weighted(0.1)).prop_map(|(a, b, rev)| {
+            let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+            if rev { Entry::DeleteRange(hi, lo) } else { Entry::DeleteRange(lo, hi) }
+        }),
+        4 => (key(), operand(variant)).prop_map(|(k, o)| Entry::Merge(k, o)),
+    ]
+}
+
+fn op(variant: Variant) -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => (key(), value(variant)).prop_map(|(k, v)| Op::Put(k, v)),
         1 => (10usize..40).prop_map(Op::Append),
         3 => key().prop_map(Op::Delete),
-        2 => proptest::collection::vec((key(), proptest::option::of(value())), 0..6).prop_map(Op::Batch),
+        2 => (range_key(), range_key()).prop_map(|(a, b)| Op::DeleteRange(a, b)),
+        6 => (key(), operand(variant)).prop_map(|(k, o)| Op::Merge(k, o)),
+        2 => proptest::collection::vec(entry(variant), 0..6).prop_map(Op::Batch),
         5 => key().prop_map(Op::Get),
         2 => proptest::collection::vec(key(), 0..16).prop_map(Op::MultiGet),
         1 => Just(Op::Iter),
@@ -87,9 +169,50 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (bound(), bound(), proptest::option::weighted(0.3, 0usize..4)).prop_map(|(a, b, s)| Op::Range(a, b, s)),
         1 => key().prop_map(Op::SeekForPrev),
         1 => (bound(), bound(), proptest::collection::vec(any::<bool>(), 0..20)).prop_map(|(a, b, w)| Op::Mixed(a, b, w)),
-        1 => (raw_start(), proptest::collection::vec(any::<bool>(), 0..30)).prop_map(|(s, w)| Op::Raw(s, w)),
+        1 => (raw_start(), proptest::collection::vec(raw_step(), 0..30)).prop_map(|(s, w)| Op::Raw(s, w)),
         1 => proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'b')], 0..3).prop_map(Op::PrefixRev),
+        1 => Just(Op::HoldIter),
+        1 => (0usize..2, any::<bool>()).prop_map(|(i, f)| Op::DrainIter(i, f)),
     ]
+}
+
+#[derive(Debug, Clone)]
+enum RawStep {
+    Next,
+    Prev,
+    Reseek(RawStart),
+}
+
+fn raw_step() -> impl Strategy<Value = RawStep> {
+    prop_oneof![
+        10 => Just(RawStep::Next),
+        10 => Just(RawStep::Prev),
+        2 => raw_start().prop_map(RawStep::Reseek),
+    ]
+}
+
+/// Positions `it` as `start` says; returns where the model says it is (an index into `keys`,
+/// `None` when not valid).
+fn raw_seek(it: &mut siftdb::RawIterator, keys: &[&Vec<u8>], start: &RawStart) -> Option<usize> {
+    match start {
+        RawStart::First => {
+            it.seek_to_first();
+            (!keys.is_empty()).then_some(0)
+        }
+        RawStart::Last => {
+            it.seek_to_last();
+            keys.len().checked_sub(1)
+        }
+        RawStart::Seek(k) => {
+            it.seek(k);
+            let i = keys.partition_point(|x| *x < k);
+            (i < keys.len()).then_some(i)
+        }
+        RawStart::SeekForPrev(k) => {
+            it.seek_for_prev(k);
+            keys.partition_point(|x| *x <= k).checked_sub(1)
+        }
+    }
 }
 
 fn raw_start() -> impl Strategy<Value = RawStart> {
@@ -193,37 +316,30 @@ fn check_iteration(db: &Db, snapshots: &[(siftdb::Snapshot, Model)], model: &Mod
             let keys: Vec<&Vec<u8>> = model.keys().collect();
             let mut it = db.raw_iter();
             // The model's position: an index into `keys`, or None when not valid.
-            let mut pos: Option<usize> = match start {
-                RawStart::First => {
-                    it.seek_to_first();
-                    (!keys.is_empty()).then_some(0)
-                }
-                RawStart::Last => {
-                    it.seek_to_last();
-                    keys.len().checked_sub(1)
-                }
-                RawStart::Seek(k) => {
-                    it.seek(k);
-                    let i = keys.partition_point(|x| *x < k);
-                    (i < keys.len()).then_some(i)
-                }
-                RawStart::SeekForPrev(k) => {
-                    it.seek_for_prev(k);
-                    keys.partition_point(|x| *x <= k).checked_sub(1)
-                }
-            };
-            for (step, &forward) in walk.iter().enumerate() {
+            let mut pos = raw_seek(&mut it, &keys, start);
+            for (step, s) in walk.iter().enumerate() {
                 assert_eq!(it.valid(), pos.is_some(), "raw {start:?} step {step}");
-                let Some(i) = pos else { break };
-                assert_eq!(it.key(), keys[i].as_slice(), "raw {start:?} step {step}");
-                assert_eq!(it.value(), model[keys[i]].as_slice());
-                if forward {
-                    it.next();
-                    pos = (i + 1 < keys.len()).then_some(i + 1);
-                } else {
-                    it.prev();
-                    pos = i.checked_sub(1);
+                if let Some(i) = pos {
+                    assert_eq!(it.key(), keys[i].as_slice(), "raw {start:?} step {step}");
+                    assert_eq!(it.value(), model[keys[i]].as_slice());
                 }
+                match (s, pos) {
+                    (RawStep::Reseek(to), _) => pos = raw_seek(&mut it, &keys, to),
+                    (RawStep::Next, Some(i)) => {
+                        it.next();
+                        pos = (i + 1 < keys.len()).then_some(i + 1);
+                    }
+                    (RawStep::Prev, Some(i)) => {
+                        it.prev();
+                        pos = i.checked_sub(1);
+                    }
+                    // Stepping an invalid iterator is not defined: wait for a re-seek.
+                    (RawStep::Next | RawStep::Prev, None) => {}
+                }
+            }
+            assert_eq!(it.valid(), pos.is_some(), "raw {start:?} after {walk:?}");
+            if let Some(i) = pos {
+                assert_eq!(it.key(), keys[i].as_slice(), "raw {start:?} after {walk:?}");
             }
             it.status().unwrap();
         }
@@ -244,8 +360,12 @@ fn check_iteration(db: &Db, snapshots: &[(siftdb::Snapshot, Model)], model: &Mod
 /// The model: key → value.
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-fn options() -> Options {
+fn options(variant: Variant) -> Options {
     let mut o = Options::default().with_fixed_prefix(2);
+    o.merge_operator = Some(match variant {
+        Variant::Append => Arc::new(merge::Append::new(b",")) as Arc<dyn siftdb::MergeOperator>,
+        Variant::U64Add => Arc::new(merge::U64Add),
+    });
     o.write_buffer_size = 2048;
     o.max_write_buffer_number = 3;
     o.block_size = 256;
@@ -273,11 +393,76 @@ fn appended_key(n: u64) -> Vec<u8> {
     k
 }
 
-fn run(ops: &[Op]) {
+/// The value of `Op::Append`'s keys.
+fn filler(variant: Variant) -> Vec<u8> {
+    match variant {
+        Variant::Append => vec![b'z'; 100],
+        Variant::U64Add => 7u64.to_le_bytes().to_vec(),
+    }
+}
+
+/// What the merge operator makes of `operand` on `existing`.
+fn merged(variant: Variant, existing: Option<&Vec<u8>>, operand: &[u8]) -> Vec<u8> {
+    match variant {
+        Variant::Append => match existing {
+            Some(v) => [v.as_slice(), b",", operand].concat(),
+            None => operand.to_vec(),
+        },
+        Variant::U64Add => {
+            let n = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8-byte counter"));
+            let base = existing.map_or(0, |v| n(v));
+            base.wrapping_add(n(operand)).to_le_bytes().to_vec()
+        }
+    }
+}
+
+/// Removes `[start, end)` from the model (nothing when `start >= end`).
+fn model_delete_range(model: &mut Model, start: &[u8], end: &[u8]) {
+    if start >= end {
+        return;
+    }
+    let doomed: Vec<Vec<u8>> = model
+        .range::<[u8], _>((Bound::Included(start), Bound::Excluded(end)))
+        .map(|(k, _)| k.clone())
+        .collect();
+    for k in doomed {
+        model.remove(&k);
+    }
+}
+
+/// Applies a batch to the model; `false` (and the model untouched) when the database must refuse
+/// it (a range whose start is after its end).
+fn model_batch(variant: Variant, model: &mut Model, entries: &[Entry]) -> bool {
+    if entries
+        .iter()
+        .any(|e| matches!(e, Entry::DeleteRange(a, b) if a > b))
+    {
+        return false;
+    }
+    for e in entries {
+        match e {
+            Entry::Put(k, v) => {
+                model.insert(k.clone(), v.clone());
+            }
+            Entry::Delete(k) => {
+                model.remove(k);
+            }
+            Entry::DeleteRange(a, b) => model_delete_range(model, a, b),
+            Entry::Merge(k, o) => {
+                let v = merged(variant, model.get(k), o);
+                model.insert(k.clone(), v);
+            }
+        }
+    }
+    true
+}
+
+fn run(variant: Variant, ops: &[Op]) {
     let dir = siftdb_tests::temp_dir();
-    let mut db = Db::open(dir.path(), options()).unwrap();
+    let mut db = Db::open(dir.path(), options(variant)).unwrap();
     let mut model: Model = BTreeMap::new();
     let mut snapshots: Vec<(siftdb::Snapshot, Model)> = Vec::new();
+    let mut held: Vec<(siftdb::DbIterator, Model)> = Vec::new();
     let mut appended = 0u64;
     for op in ops {
         match op {
@@ -285,8 +470,8 @@ fn run(ops: &[Op]) {
                 for _ in 0..*n {
                     let k = appended_key(appended);
                     appended += 1;
-                    db.put(&k, [b'z'; 100]).unwrap();
-                    model.insert(k, vec![b'z'; 100]);
+                    db.put(&k, filler(variant)).unwrap();
+                    model.insert(k, filler(variant));
                 }
             }
             Op::Put(k, v) => {
@@ -297,21 +482,42 @@ fn run(ops: &[Op]) {
                 db.delete(k).unwrap();
                 model.remove(k);
             }
+            Op::DeleteRange(a, b) => {
+                let got = db.delete_range(a, b);
+                if a > b {
+                    assert!(
+                        matches!(got, Err(Error::InvalidArgument(_))),
+                        "delete_range({a:?}, {b:?}) with start > end: {got:?}"
+                    );
+                } else {
+                    got.unwrap();
+                    model_delete_range(&mut model, a, b);
+                }
+            }
+            Op::Merge(k, o) => {
+                db.merge(k, o).unwrap();
+                let v = merged(variant, model.get(k), o);
+                model.insert(k.clone(), v);
+            }
             Op::Batch(entries) => {
                 let mut b = WriteBatch::new();
-                for (k, v) in entries {
-                    match v {
-                        Some(v) => {
-                            b.put(k, v);
-                            model.insert(k.clone(), v.clone());
-                        }
-                        None => {
-                            b.delete(k);
-                            model.remove(k);
-                        }
-                    }
+                for e in entries {
+                    match e {
+                        Entry::Put(k, v) => b.put(k, v),
+                        Entry::Delete(k) => b.delete(k),
+                        Entry::DeleteRange(s, e) => b.delete_range(s, e),
+                        Entry::Merge(k, o) => b.merge(k, o),
+                    };
                 }
-                db.write(b).unwrap();
+                let got = db.write(b);
+                if model_batch(variant, &mut model, entries) {
+                    got.unwrap();
+                } else {
+                    assert!(
+                        matches!(got, Err(Error::InvalidArgument(_))),
+                        "a batch with a reversed range: {got:?}"
+                    );
+                }
             }
             Op::Get(k) => assert_eq!(db.get(k).unwrap(), model.get(k).cloned(), "get {k:?}"),
             Op::MultiGet(keys) => {
@@ -376,10 +582,30 @@ fn run(ops: &[Op]) {
                     snapshots.remove(*i);
                 }
             }
+            Op::HoldIter => {
+                if held.len() < 2 {
+                    held.push((db.iter(), model.clone()));
+                }
+            }
+            Op::DrainIter(i, forward) => {
+                if *i < held.len() {
+                    let (it, seen) = held.remove(*i);
+                    let want: Vec<_> = seen.into_iter().collect();
+                    let got: Vec<_> = if *forward {
+                        it.map(|r| r.unwrap()).collect()
+                    } else {
+                        let mut back: Vec<_> = it.rev().map(|r| r.unwrap()).collect();
+                        back.reverse();
+                        back
+                    };
+                    assert_eq!(got, want, "held iterator {i} (forward: {forward})");
+                }
+            }
             Op::Reopen => {
                 snapshots.clear();
+                held.clear();
                 drop(db);
-                db = Db::open(dir.path(), options()).unwrap();
+                db = Db::open(dir.path(), options(variant)).unwrap();
             }
             Op::IterRev
             | Op::Range(..)
@@ -391,6 +617,7 @@ fn run(ops: &[Op]) {
     }
     // Final check after a full compaction and one more reopen.
     snapshots.clear();
+    held.clear();
     db.compact_range(None, None).unwrap();
     let all: Vec<_> = db.iter().map(|r| r.unwrap()).collect();
     assert_eq!(
@@ -401,7 +628,7 @@ fn run(ops: &[Op]) {
             .collect::<Vec<_>>()
     );
     drop(db);
-    let db = Db::open(dir.path(), options()).unwrap();
+    let db = Db::open(dir.path(), options(variant)).unwrap();
     let got: Vec<_> = db.iter().map(|r| r.unwrap()).collect();
     let want: Vec<_> = model.into_iter().collect();
     if got != want {
@@ -424,6 +651,7 @@ fn run(ops: &[Op]) {
     }
 }
 
+/// Cases of each of the two variants.
 fn cases() -> u32 {
     siftdb_tests::env_count("SIFTDB_MODEL_CASES", 512) as u32
 }
@@ -432,7 +660,16 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     #[test]
-    fn db_matches_btreemap_model(ops in proptest::collection::vec(op(), 1..120)) {
-        run(&ops);
+    fn db_with_append_merges_and_range_deletes_matches_btreemap_model(
+        ops in proptest::collection::vec(op(Variant::Append), 1..120)
+    ) {
+        run(Variant::Append, &ops);
+    }
+
+    #[test]
+    fn db_with_u64add_merges_and_range_deletes_matches_btreemap_model(
+        ops in proptest::collection::vec(op(Variant::U64Add), 1..120)
+    ) {
+        run(Variant::U64Add, &ops);
     }
 }

@@ -2,20 +2,34 @@
 //! and crashes on the fault-injecting file system. After each crash the database must equal the
 //! model as of some point between the last durable write and the last acknowledged one — a
 //! prefix of the write sequence, never less than what was synced.
+//!
+//! Batches mix puts, deletes, range deletes and merge operands (the `Append` operator): a
+//! batch holding both a range delete and merges is there entirely after a crash, or not at all.
 
 use std::collections::BTreeMap;
+use std::ops::Bound;
 use std::path::Path;
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use siftdb::{Db, Options, WriteBatch, WriteOptions};
+use siftdb::{merge, Db, Error, Options, WriteBatch, WriteOptions};
 use siftdb_tests::FaultFs;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
+/// One operation of a batch.
+#[derive(Debug, Clone)]
+enum Entry {
+    Put(Vec<u8>, Vec<u8>),
+    Delete(Vec<u8>),
+    /// `[start, end)`; a reversed range (start > end) refuses the whole batch.
+    DeleteRange(Vec<u8>, Vec<u8>),
+    Merge(Vec<u8>, Vec<u8>),
+}
+
 #[derive(Debug, Clone)]
 enum Op {
-    Write(Vec<(Vec<u8>, Option<Vec<u8>>)>, bool),
+    Write(Vec<Entry>, bool),
     /// Keys above every other, in order (a sequential load: its tables move down unchanged).
     Append(usize),
     Get(Vec<u8>),
@@ -28,13 +42,30 @@ fn key() -> impl Strategy<Value = Vec<u8>> {
     proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'b'), Just(b'c')], 0..5)
 }
 
-fn op() -> impl Strategy<Value = Op> {
-    let entry = (
-        key(),
-        proptest::option::weighted(0.8, proptest::collection::vec(any::<u8>(), 0..200)),
-    );
+/// A range bound: a key of `key()`, or one among or above the appended keys.
+fn range_key() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
-        10 => (proptest::collection::vec(entry, 1..4), proptest::bool::weighted(0.2)).prop_map(|(e, s)| Op::Write(e, s)),
+        8 => key(),
+        1 => Just(b"z".to_vec()),
+        1 => (0u64..120).prop_map(appended_key),
+    ]
+}
+
+fn entry() -> impl Strategy<Value = Entry> {
+    prop_oneof![
+        8 => (key(), proptest::collection::vec(any::<u8>(), 0..200)).prop_map(|(k, v)| Entry::Put(k, v)),
+        2 => key().prop_map(Entry::Delete),
+        2 => (range_key(), range_key(), proptest::bool::weighted(0.05)).prop_map(|(a, b, rev)| {
+            let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+            if rev { Entry::DeleteRange(hi, lo) } else { Entry::DeleteRange(lo, hi) }
+        }),
+        4 => (key(), proptest::collection::vec(any::<u8>(), 0..30)).prop_map(|(k, o)| Entry::Merge(k, o)),
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        10 => (proptest::collection::vec(entry(), 1..5), proptest::bool::weighted(0.2)).prop_map(|(e, s)| Op::Write(e, s)),
         3 => key().prop_map(Op::Get),
         1 => (10usize..40).prop_map(Op::Append),
         1 => Just(Op::Flush),
@@ -59,6 +90,7 @@ fn options(fs: &FaultFs) -> Options {
         partition_above: Some(256),
         metadata_block_size: 64,
         compression_per_level: vec![siftdb::Compression::Lz4],
+        merge_operator: Some(Arc::new(merge::Append::new(b","))),
         fs: Arc::new(fs.clone()),
         ..Options::default()
     }
@@ -73,6 +105,47 @@ fn appended_key(n: u64) -> Vec<u8> {
     let mut k = b"z".to_vec();
     k.extend_from_slice(&n.to_be_bytes());
     k
+}
+
+/// Applies a batch to the model (`Append` merges joined by ","); `false`, and the model
+/// untouched, when the database must refuse it (a range whose start is after its end).
+fn model_batch(model: &mut Model, entries: &[Entry]) -> bool {
+    if entries
+        .iter()
+        .any(|e| matches!(e, Entry::DeleteRange(a, b) if a > b))
+    {
+        return false;
+    }
+    for e in entries {
+        match e {
+            Entry::Put(k, v) => {
+                model.insert(k.clone(), v.clone());
+            }
+            Entry::Delete(k) => {
+                model.remove(k);
+            }
+            Entry::DeleteRange(a, b) => {
+                let doomed: Vec<Vec<u8>> = model
+                    .range::<[u8], _>((
+                        Bound::Included(a.as_slice()),
+                        Bound::Excluded(b.as_slice()),
+                    ))
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for k in doomed {
+                    model.remove(&k);
+                }
+            }
+            Entry::Merge(k, o) => {
+                let v = match model.get(k) {
+                    Some(v) => [v.as_slice(), b",", o].concat(),
+                    None => o.clone(),
+                };
+                model.insert(k.clone(), v);
+            }
+        }
+    }
+    true
 }
 
 fn run(ops: &[Op]) {
@@ -96,19 +169,25 @@ fn run(ops: &[Op]) {
             }
             Op::Write(entries, sync) => {
                 let mut b = WriteBatch::new();
-                for (k, v) in entries {
-                    match v {
-                        Some(v) => {
-                            b.put(k, v);
-                            model.insert(k.clone(), v.clone());
-                        }
-                        None => {
-                            b.delete(k);
-                            model.remove(k);
-                        }
-                    }
+                for e in entries {
+                    match e {
+                        Entry::Put(k, v) => b.put(k, v),
+                        Entry::Delete(k) => b.delete(k),
+                        Entry::DeleteRange(s, e) => b.delete_range(s, e),
+                        Entry::Merge(k, o) => b.merge(k, o),
+                    };
                 }
-                db.write_opt(b, &WriteOptions { sync: *sync }).unwrap();
+                let got = db.write_opt(b, &WriteOptions { sync: *sync });
+                if !model_batch(&mut model, entries) {
+                    assert!(
+                        matches!(got, Err(Error::InvalidArgument(_))),
+                        "a batch with a reversed range: {got:?}"
+                    );
+                    continue;
+                }
+                got.unwrap();
+                // Synced, even a batch of empty ranges only (an empty batch) makes every earlier
+                // write durable.
                 if *sync {
                     candidates.clear();
                 }
@@ -153,5 +232,36 @@ proptest! {
     #[test]
     fn db_matches_model_across_power_loss(ops in proptest::collection::vec(op(), 1..100)) {
         run(&ops);
+    }
+}
+
+/// A synced batch that writes nothing — empty, or holding only empty ranges — still makes the
+/// unsynced writes before it durable.
+#[test]
+fn a_synced_empty_batch_makes_earlier_writes_durable() {
+    for empty_range in [false, true] {
+        let fs = FaultFs::new();
+        let dir = Path::new("/db");
+        let db = Db::open(dir, options(&fs)).unwrap();
+        db.put(b"k", b"unsynced").unwrap();
+        db.merge(b"m", b"operand").unwrap();
+        let mut b = WriteBatch::new();
+        if empty_range {
+            b.delete_range(b"a", b"a");
+        }
+        assert!(b.is_empty());
+        db.write_opt(b, &WriteOptions { sync: true }).unwrap();
+        fs.crash();
+        drop(db);
+        fs.restart(0);
+        let db = Db::open(dir, options(&fs)).expect("reopen after power loss");
+        assert_eq!(
+            contents(&db),
+            Model::from([
+                (b"k".to_vec(), b"unsynced".to_vec()),
+                (b"m".to_vec(), b"operand".to_vec()),
+            ]),
+            "empty range: {empty_range}"
+        );
     }
 }
