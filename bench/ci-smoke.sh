@@ -212,6 +212,61 @@ if errors:
     sys.exit(1)
 print(f"siftdb-bench smoke: OK (batched multireads, {keyspaces} keyspaces)")
 PY
+
+# Range deletes on a filled database (50 ranges of 4 keys: 200 keys go, fewer with several
+# keyspaces, where a range stays in its first key's keyspace), then merges on a database of
+# their own (U64Add counters): every read must agree with the runner's key model.
+for run in "fillrandom,deleterange,readrandom,readseq,stats" "mergerandom,readrandom,compact,readrandom"; do
+echo "siftdb-bench smoke: --keyspaces=$keyspaces --benchmarks=$run"
+if ! cargo run --quiet --profile "$profile" -p siftdb-bench --bin siftdb-bench -- \
+    --num="$num" --benchmarks="$run" --max_num_range_tombstones=50 --range_tombstone_width=4 \
+    --threads=2 --keyspaces="$keyspaces" --json >"$out"; then
+    echo "siftdb-bench smoke: FAILED: the run exited non-zero ($run, --keyspaces=$keyspaces)" >&2
+    cat "$out" >&2
+    exit 1
+fi
+python3 - "$out" "$num" "$keyspaces" <<'PY'
+import json
+import sys
+
+path, num, keyspaces = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rows = []
+with open(path) as f:
+    rows = [json.loads(line) for line in f if line.strip()]
+errors = []
+by_name = {r.get("benchmark"): r for r in rows}
+for row in rows:
+    name = row.get("benchmark")
+    if name in ("readrandom",) and row.get("found") != row.get("expected_found"):
+        errors.append(f"{name}: found {row.get('found')}, the key model says "
+                      f"{row.get('expected_found')}")
+dr = by_name.get("deleterange")
+if dr is not None:
+    removed = dr.get("entries", 0)
+    want = 200 if keyspaces == 1 else None
+    if dr.get("ops") != 50 or (want is not None and removed != want) or removed <= 0:
+        errors.append(f"deleterange: {dr.get('ops')} ranges removed {removed} keys")
+    seq = by_name.get("readseq")
+    if seq is not None and seq.get("entries") != (num - removed) * 2:
+        errors.append(f"readseq: {seq.get('entries')} entries, expected {(num - removed) * 2}")
+    stats = by_name.get("stats")
+    if stats is not None and stats.get("live_keys") != num - removed:
+        errors.append(f"stats: {stats.get('live_keys')} live keys, expected {num - removed}")
+mr = by_name.get("mergerandom")
+if mr is not None:
+    if mr.get("ops") != num:
+        errors.append(f"mergerandom: {mr.get('ops')} merges, expected {num}")
+    if not any(r.get("benchmark") == "readrandom" and r.get("found", 0) > 0 for r in rows):
+        errors.append("mergerandom: no merged counter was found by readrandom")
+if errors:
+    print(f"siftdb-bench smoke: FAILED (--keyspaces={keyspaces})", file=sys.stderr)
+    for e in errors:
+        print("  " + e, file=sys.stderr)
+    sys.exit(1)
+print(f"siftdb-bench smoke: OK ({','.join(r.get('benchmark') for r in rows)}, "
+      f"{keyspaces} keyspaces)")
+PY
+done
 done
 
 # An engine this build does not have is a clear error, not a silent success.

@@ -293,6 +293,11 @@ pub fn text(result: &PhaseResult, config: &Config) -> String {
             t.ops
         ),
         Benchmark::DeleteRandom => format!(" (deleted {} existing keys of {})", t.entries, t.ops),
+        Benchmark::DeleteRange => format!(
+            " ({} range deletes of {} keys each removed {} existing keys)",
+            t.ops, config.range_tombstone_width, t.entries
+        ),
+        Benchmark::MergeRandom => format!(" ({} merges)", t.ops),
         Benchmark::MultiReadRandom | Benchmark::MultiReadMissing => format!(
             " (found {} of {} keys; {}){}",
             t.found,
