@@ -4,6 +4,10 @@
 //! all-or-nothing, the recovered state is a prefix of the write sequence (no holes), and new
 //! writes work. Runs with `sync = true` and `sync = false` (a process crash keeps the page cache,
 //! so unsynced acknowledged writes must survive too). `SIFTDB_CRASH_CYCLES` sets the cycle count.
+//!
+//! Each 3-key batch also adds 1 to a counter (a `U64Add` merge) and puts a ghost key that a range
+//! delete later in the same batch removes: the counter must equal the number of batches
+//! recovered, and no ghost may ever be seen.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -21,8 +25,20 @@ fn options() -> Options {
         target_file_size_base: 32 << 10,
         max_bytes_for_level_base: 128 << 10,
         level0_file_num_compaction_trigger: 2,
+        merge_operator: Some(std::sync::Arc::new(siftdb::merge::U64Add)),
         ..Options::default()
     }
+}
+
+const COUNTER: &[u8] = b"m-batches";
+
+fn ghost(i: u64) -> Vec<u8> {
+    format!("g{i:09}").into_bytes()
+}
+
+/// The numbered keys recovered ("k…"), in order.
+fn numbered(db: &Db) -> siftdb::DbIterator {
+    db.range(b"k".as_slice()..b"l".as_slice())
 }
 
 fn key(i: u64) -> Vec<u8> {
@@ -44,7 +60,7 @@ fn crash_child() {
     let sync = std::env::var(SYNC_ENV).is_ok_and(|v| v == "1");
     let db = Db::open(&dir, options()).expect("child open");
     // Continue after what is already there.
-    let mut i = db.iter().count() as u64;
+    let mut i = numbered(&db).count() as u64;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     loop {
@@ -52,6 +68,11 @@ fn crash_child() {
         let n = if i.is_multiple_of(4) { 3 } else { 1 };
         for j in i..i + n {
             b.put(key(j), value(j));
+        }
+        if n == 3 {
+            b.merge(COUNTER, &1u64.to_le_bytes());
+            b.put(ghost(i), b"never seen");
+            b.delete_range(&ghost(i), &ghost(i + 1));
         }
         db.write_opt(b, &WriteOptions { sync })
             .expect("child write");
@@ -99,8 +120,7 @@ fn run_cycles(sync: bool, cycles: usize, seed: u64) -> (usize, u64) {
 
         let db = Db::open(dir.path(), options())
             .unwrap_or_else(|e| panic!("cycle {cycle}: reopen: {e}"));
-        let keys: Vec<u64> = db
-            .iter()
+        let keys: Vec<u64> = numbered(&db)
             .map(|r| r.unwrap_or_else(|e| panic!("cycle {cycle}: iterate: {e}")))
             .map(|(k, v)| {
                 let i: u64 = std::str::from_utf8(&k[1..]).unwrap().parse().unwrap();
@@ -120,6 +140,13 @@ fn run_cycles(sync: bool, cycles: usize, seed: u64) -> (usize, u64) {
             matches!(n % 4, 0 | 3),
             "cycle {cycle}: a torn batch ({n} keys)"
         );
+        // Every committed batch counted once; every ghost deleted by its own batch.
+        let batches = db.get(COUNTER).unwrap().map_or(0, |v| {
+            u64::from_le_bytes(v.try_into().expect("an 8-byte counter"))
+        });
+        assert_eq!(batches, n.div_ceil(4), "cycle {cycle}: batches counted");
+        let ghosts = db.range(b"g".as_slice()..b"h".as_slice()).count();
+        assert_eq!(ghosts, 0, "cycle {cycle}: a range-deleted ghost reappeared");
         db.put(b"zz", b"new writes work").unwrap();
         db.delete(b"zz").unwrap();
         drop(db);
