@@ -25,8 +25,10 @@ const HEADER: usize = 12;
 /// Set in an op's tag when a keyspace id follows it.
 const KEYSPACE_FLAG: u8 = 0x80;
 
-/// A group of puts and deletes applied atomically by [`Db::write`](crate::Db::write), in one
-/// keyspace or several (`put_in`, `delete_in`): after a crash either all of it is there or none.
+/// A group of puts, deletes, range deletes and merge operands applied atomically by
+/// [`Db::write`](crate::Db::write), in one keyspace or several (`put_in`, `delete_in`,
+/// `delete_range_in`, `merge_in`): after a crash either all of it is there or none. Operations
+/// apply in the order they were added.
 ///
 /// ```
 /// # let dir = tempfile::tempdir()?;
