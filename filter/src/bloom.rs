@@ -113,6 +113,26 @@ fn probe_mask_distinct(hash: u64, num_probes: u8) -> [u64; 8] {
     mask
 }
 
+/// Sets the probe bits of every hash of `hashes` in `blocks` (not empty).
+#[inline(always)]
+fn insert_all(blocks: &mut [Block], hashes: &[u64], num_probes: u8) {
+    let num_blocks = blocks.len();
+    for &h in hashes {
+        let mask = probe_mask(h, num_probes);
+        let block = &mut blocks[block_index(h, num_blocks)].0;
+        for (word, m) in block.iter_mut().zip(mask) {
+            *word |= m;
+        }
+    }
+}
+
+/// [`insert_all`] compiled for x86-64 v3.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "bmi1,bmi2,popcnt,lzcnt,avx2")]
+fn insert_all_v3(blocks: &mut [Block], hashes: &[u64], num_probes: u8) {
+    insert_all(blocks, hashes, num_probes)
+}
+
 /// One 512-bit block, aligned so it never straddles two cache lines.
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
 #[repr(C, align(64))]
@@ -167,13 +187,14 @@ impl BlockedBloom {
         };
         let mut blocks = vec![Block::default(); num_blocks];
         if num_blocks > 0 {
-            for &h in hashes {
-                let mask = probe_mask(h, num_probes);
-                let block = &mut blocks[block_index(h, num_blocks)].0;
-                for (word, m) in block.iter_mut().zip(mask) {
-                    *word |= m;
-                }
+            #[cfg(target_arch = "x86_64")]
+            if crate::kernel::x86_v3() {
+                // SAFETY: `x86_v3()` checked at run time that this CPU has every feature
+                // `insert_all_v3` is compiled for.
+                unsafe { insert_all_v3(&mut blocks, hashes, num_probes) };
+                return Ok(BlockedBloom { blocks, num_probes });
             }
+            insert_all(&mut blocks, hashes, num_probes);
         }
         Ok(BlockedBloom { blocks, num_probes })
     }
@@ -226,8 +247,29 @@ impl BlockedBloom {
     }
 
     /// `false` means the key is certainly absent; `true` means it may be present.
+    ///
+    /// Runs the kernel for the best instruction set this CPU has ([`crate::kernel`]).
     #[inline]
     pub fn may_contain_hash(&self, hash: u64) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if crate::kernel::x86_v3() {
+            // SAFETY: `x86_v3()` checked at run time that this CPU has every feature
+            // `may_contain_v3` is compiled for.
+            return unsafe { self.may_contain_v3(hash) };
+        }
+        self.may_contain_body(hash)
+    }
+
+    /// [`BlockedBloom::may_contain_hash`] compiled for x86-64 v3 (BMI shifts and `andn`).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "bmi1,bmi2,popcnt,lzcnt,avx2")]
+    fn may_contain_v3(&self, hash: u64) -> bool {
+        self.may_contain_body(hash)
+    }
+
+    /// The query, for whichever instruction set its caller was compiled for.
+    #[inline(always)]
+    fn may_contain_body(&self, hash: u64) -> bool {
         if self.blocks.is_empty() {
             return false;
         }
@@ -466,6 +508,31 @@ mod tests {
                 let ones: u32 = mask.iter().map(|w| w.count_ones()).sum();
                 assert_eq!(ones, u32::from(k));
                 assert_eq!(mask, probe_mask_distinct(h, k));
+            }
+        }
+    }
+
+    #[test]
+    fn both_kernels_build_the_same_filter_and_answer_alike() {
+        let keys = hashes(20_000, 11);
+        let f = BlockedBloom::build(&keys, 10.0).unwrap();
+        let mut portable = vec![Block::default(); f.num_blocks()];
+        insert_all(&mut portable, &keys, f.num_probes);
+        assert!(portable == f.blocks, "the portable build differs from the chosen kernel's");
+        #[cfg(target_arch = "x86_64")]
+        if crate::kernel::x86_v3() {
+            let mut v3 = vec![Block::default(); f.num_blocks()];
+            // SAFETY: `x86_v3()` says the CPU has the features `insert_all_v3` needs.
+            unsafe { insert_all_v3(&mut v3, &keys, f.num_probes) };
+            assert!(v3 == portable);
+        }
+        for &h in keys.iter().chain(&hashes(20_000, 12)) {
+            let answer = f.may_contain_body(h);
+            assert_eq!(f.may_contain_hash(h), answer);
+            #[cfg(target_arch = "x86_64")]
+            if crate::kernel::x86_v3() {
+                // SAFETY: `x86_v3()` says the CPU has the features `may_contain_v3` needs.
+                assert_eq!(unsafe { f.may_contain_v3(h) }, answer);
             }
         }
     }

@@ -357,8 +357,45 @@ impl Geometry {
 /// number of buckets (the scatter fan-out of the sort) stays small.
 const BUCKET_SHIFT: u32 = 11;
 
+/// [`band`] on the best instruction set this CPU has ([`crate::kernel`]).
+fn band_kernel(hashes: &[u64], geo: Geometry, seed: u32, scratch: &mut Scratch) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if crate::kernel::x86_v3() {
+        // SAFETY: `x86_v3()` checked at run time that this CPU has every feature `band_v3` is
+        // compiled for.
+        return unsafe { band_v3(hashes, geo, seed, scratch) };
+    }
+    band(hashes, geo, seed, scratch)
+}
+
+/// [`band`] compiled for x86-64 v3 (`tzcnt`, BMI shifts).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "bmi1,bmi2,popcnt,lzcnt,avx2")]
+fn band_v3(hashes: &[u64], geo: Geometry, seed: u32, scratch: &mut Scratch) -> bool {
+    band(hashes, geo, seed, scratch)
+}
+
+/// [`back_substitute`] on the best instruction set this CPU has.
+fn back_substitute_kernel(geo: Geometry, seed: u32, scratch: &Scratch) -> Vec<u64> {
+    #[cfg(target_arch = "x86_64")]
+    if crate::kernel::x86_v3() {
+        // SAFETY: `x86_v3()` checked at run time that this CPU has every feature
+        // `back_substitute_v3` is compiled for.
+        return unsafe { back_substitute_v3(geo, seed, scratch) };
+    }
+    back_substitute(geo, seed, scratch)
+}
+
+/// [`back_substitute`] compiled for x86-64 v3 (`popcnt` parities).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "bmi1,bmi2,popcnt,lzcnt,avx2")]
+fn back_substitute_v3(geo: Geometry, seed: u32, scratch: &Scratch) -> Vec<u64> {
+    back_substitute(geo, seed, scratch)
+}
+
 /// Bands all keys for `seed` into `scratch.coeffs` / `scratch.results`. Returns false if some key
 /// reduced to an all-zero coefficient row with a non-zero result (an inconsistent system).
+#[inline(always)]
 fn band(hashes: &[u64], geo: Geometry, seed: u32, scratch: &mut Scratch) -> bool {
     let salt = seed_salt(seed);
     let num_starts = geo.num_starts();
@@ -444,6 +481,7 @@ fn band(hashes: &[u64], geo: Geometry, seed: u32, scratch: &mut Scratch) -> bool
 /// still 0), solve `bit = result_j ^ parity(coeff & window)`, set bit 0. When `i` is the first slot
 /// of a block, the window *is* that block's column word. Empty pivot slots are free variables and
 /// get pseudo-random bits (a zero would work too; random bits keep every solution bit unbiased).
+#[inline(always)]
 fn back_substitute(geo: Geometry, seed: u32, scratch: &Scratch) -> Vec<u64> {
     let l = geo.lower_columns as usize;
     let u = geo.upper_start_block as usize;
@@ -544,8 +582,8 @@ impl RibbonFilter {
                     Vec::new(),
                 );
             }
-            if band(hashes, geo, seed, &mut scratch) {
-                let words = back_substitute(geo, seed, &scratch);
+            if band_kernel(hashes, geo, seed, &mut scratch) {
+                let words = back_substitute_kernel(geo, seed, &scratch);
                 return Self::assemble(
                     RibbonParams {
                         num_blocks,
@@ -633,8 +671,29 @@ impl RibbonFilter {
     ///
     /// Reads the column words of the key's start block and of the next block (one contiguous
     /// region of `32 · columns` bytes) and checks all columns without a data-dependent branch.
+    ///
+    /// Runs the kernel for the best instruction set this CPU has ([`crate::kernel`]).
     #[inline]
     pub fn may_contain_hash(&self, hash: u64) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if crate::kernel::x86_v3() {
+            // SAFETY: `x86_v3()` checked at run time that this CPU has every feature
+            // `may_contain_v3` is compiled for.
+            return unsafe { self.may_contain_v3(hash) };
+        }
+        self.may_contain_body(hash)
+    }
+
+    /// [`RibbonFilter::may_contain_hash`] compiled for x86-64 v3 (`popcnt` parities).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "bmi1,bmi2,popcnt,lzcnt,avx2")]
+    fn may_contain_v3(&self, hash: u64) -> bool {
+        self.may_contain_body(hash)
+    }
+
+    /// The query, for whichever instruction set its caller was compiled for.
+    #[inline(always)]
+    fn may_contain_body(&self, hash: u64) -> bool {
         if self.num_starts == 0 {
             return false;
         }
@@ -774,6 +833,41 @@ mod tests {
                 "false negative for {h:#x} in {:?}",
                 f.params()
             );
+        }
+    }
+
+    #[test]
+    fn both_kernels_build_the_same_filter_and_answer_alike() {
+        let keys = random_hashes(30_000, 5);
+        let f = RibbonFilter::build(&keys, 9.5).unwrap();
+        // The portable banding and back-substitution, by hand, give the same words.
+        let p = f.params();
+        let geo = Geometry {
+            num_blocks: p.num_blocks,
+            lower_columns: p.lower_columns,
+            upper_start_block: p.upper_start_block,
+        };
+        let mut scratch = Scratch::default();
+        assert!(band(&keys, geo, p.seed, &mut scratch));
+        assert_eq!(back_substitute(geo, p.seed, &scratch), f.words());
+        #[cfg(target_arch = "x86_64")]
+        if crate::kernel::x86_v3() {
+            let mut scratch = Scratch::default();
+            // SAFETY: `x86_v3()` says the CPU has the features `band_v3` and
+            // `back_substitute_v3` need.
+            unsafe {
+                assert!(band_v3(&keys, geo, p.seed, &mut scratch));
+                assert_eq!(back_substitute_v3(geo, p.seed, &scratch), f.words());
+            }
+        }
+        for &h in keys.iter().chain(&random_hashes(30_000, 6)) {
+            let answer = f.may_contain_body(h);
+            assert_eq!(f.may_contain_hash(h), answer);
+            #[cfg(target_arch = "x86_64")]
+            if crate::kernel::x86_v3() {
+                // SAFETY: `x86_v3()` says the CPU has the features `may_contain_v3` needs.
+                assert_eq!(unsafe { f.may_contain_v3(h) }, answer);
+            }
         }
     }
 

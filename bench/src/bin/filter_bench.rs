@@ -89,8 +89,11 @@ fn run_filters(args: &Args) -> Result<(), String> {
     };
     if !args.json {
         println!(
-            "filter-bench: {} keys, {} negative queries per filter",
-            config.keys, config.negative_queries
+            "filter-bench: {} keys, {} negative queries per filter; kernel {} (build {})",
+            config.keys,
+            config.negative_queries,
+            siftdb_filter::kernel::active().name(),
+            siftdb_bench::filters::build_flags()
         );
         println!(
             "{:<14} {:>7} {:>9} {:>10} {:>7} {:>10} {:>9} {:>9}",

@@ -12,7 +12,7 @@ mod sweep;
 pub use contenders::Contender;
 pub use monkey_report::{monkey_report, MonkeyKind, MonkeyLevelRow, MonkeySummary};
 pub use plot::plot_fpr;
-pub use sweep::{ribbon_bits_for_fpr, run_sweep, SweepConfig, SweepRow};
+pub use sweep::{build_flags, ribbon_bits_for_fpr, run_sweep, SweepConfig, SweepRow};
 
 /// `count` distinct 64-bit key hashes: xxh3 of the numbers `start..start + count`, the way the
 /// engine hashes user keys. Positives and negatives come from disjoint ranges.

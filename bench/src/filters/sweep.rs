@@ -58,7 +58,20 @@ impl SweepRow {
             "build_ns_per_key": round(self.build_ns_per_key, 2),
             "query_pos_ns": round(self.query_pos_ns, 2),
             "query_neg_ns": round(self.query_neg_ns, 2),
+            "kernel": siftdb_filter::kernel::active().name(),
+            "build": build_flags(),
         })
+    }
+}
+
+/// How this binary was compiled for the CPU: `native` when built with the local CPU's features
+/// (e.g. `-C target-cpu=native` enabled BMI2), else `portable` (the target's baseline, as a
+/// dependent crate builds siftdb).
+pub fn build_flags() -> &'static str {
+    if cfg!(all(target_arch = "x86_64", target_feature = "bmi2")) {
+        "native"
+    } else {
+        "portable"
     }
 }
 
