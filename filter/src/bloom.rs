@@ -128,7 +128,7 @@ fn insert_all(blocks: &mut [Block], hashes: &[u64], num_probes: u8) {
 
 /// [`insert_all`] compiled for x86-64 v3.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "bmi1,bmi2,popcnt,lzcnt,avx2")]
+#[target_feature(enable = "bmi1,bmi2,popcnt,lzcnt")]
 fn insert_all_v3(blocks: &mut [Block], hashes: &[u64], num_probes: u8) {
     insert_all(blocks, hashes, num_probes)
 }
@@ -262,7 +262,7 @@ impl BlockedBloom {
 
     /// [`BlockedBloom::may_contain_hash`] compiled for x86-64 v3 (BMI shifts and `andn`).
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "bmi1,bmi2,popcnt,lzcnt,avx2")]
+    #[target_feature(enable = "bmi1,bmi2,popcnt,lzcnt")]
     fn may_contain_v3(&self, hash: u64) -> bool {
         self.may_contain_body(hash)
     }
@@ -518,7 +518,10 @@ mod tests {
         let f = BlockedBloom::build(&keys, 10.0).unwrap();
         let mut portable = vec![Block::default(); f.num_blocks()];
         insert_all(&mut portable, &keys, f.num_probes);
-        assert!(portable == f.blocks, "the portable build differs from the chosen kernel's");
+        assert!(
+            portable == f.blocks,
+            "the portable build differs from the chosen kernel's"
+        );
         #[cfg(target_arch = "x86_64")]
         if crate::kernel::x86_v3() {
             let mut v3 = vec![Block::default(); f.num_blocks()];

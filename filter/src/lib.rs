@@ -2,6 +2,7 @@
 //!
 //! * [`BlockedBloom`] — cache-line blocked bloom filter (one cache miss per query).
 //! * [`RibbonFilter`] — standard ribbon filter (GF(2) linear system, ~30 % smaller).
+//! * [`BinaryFuseFilter`] — binary fuse filter (8- or 16-bit fingerprints, three cells a query).
 //! * [`Filter`] / [`FilterBuilder`] — the versioned, checksummed filter block.
 //! * [`KeyHasher`] — seeded XXH3 or keyed SipHash; recorded in every block.
 //! * [`FilterPolicy`], [`monkey()`](fn@monkey) — which kind and how many bits each level gets.
@@ -17,9 +18,10 @@
 pub mod bloom;
 mod error;
 mod format;
+pub mod fuse;
 mod hash;
-mod kind;
 pub mod kernel;
+mod kind;
 pub mod monkey;
 mod policy;
 mod prefetch;
@@ -28,6 +30,7 @@ pub mod ribbon;
 pub use bloom::{blocked_bloom_expected_fpr, BlockedBloom};
 pub use error::FilterError;
 pub use format::{Filter, FilterBuilder, FILTER_FORMAT_VERSION, FILTER_MAGIC, HEADER_LEN};
+pub use fuse::{fuse_expected_fpr, BinaryFuseFilter, FuseParams};
 pub use hash::{HashId, KeyHasher, DEFAULT_SEED};
 pub use kernel::Kernel;
 pub use kind::{FilterKind, FprCurve};

@@ -370,7 +370,7 @@ fn band_kernel(hashes: &[u64], geo: Geometry, seed: u32, scratch: &mut Scratch) 
 
 /// [`band`] compiled for x86-64 v3 (`tzcnt`, BMI shifts).
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "bmi1,bmi2,popcnt,lzcnt,avx2")]
+#[target_feature(enable = "bmi1,bmi2,popcnt,lzcnt")]
 fn band_v3(hashes: &[u64], geo: Geometry, seed: u32, scratch: &mut Scratch) -> bool {
     band(hashes, geo, seed, scratch)
 }
@@ -388,7 +388,7 @@ fn back_substitute_kernel(geo: Geometry, seed: u32, scratch: &Scratch) -> Vec<u6
 
 /// [`back_substitute`] compiled for x86-64 v3 (`popcnt` parities).
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "bmi1,bmi2,popcnt,lzcnt,avx2")]
+#[target_feature(enable = "bmi1,bmi2,popcnt,lzcnt")]
 fn back_substitute_v3(geo: Geometry, seed: u32, scratch: &Scratch) -> Vec<u64> {
     back_substitute(geo, seed, scratch)
 }
@@ -686,7 +686,7 @@ impl RibbonFilter {
 
     /// [`RibbonFilter::may_contain_hash`] compiled for x86-64 v3 (`popcnt` parities).
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "bmi1,bmi2,popcnt,lzcnt,avx2")]
+    #[target_feature(enable = "bmi1,bmi2,popcnt,lzcnt")]
     fn may_contain_v3(&self, hash: u64) -> bool {
         self.may_contain_body(hash)
     }
