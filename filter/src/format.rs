@@ -4,7 +4,7 @@
 //! offset  size  field
 //!      0     4  magic "SFLT"
 //!      4     1  format version (1)
-//!      5     1  filter kind (1 = blocked bloom, 2 = ribbon)
+//!      5     1  filter kind (1 = blocked bloom, 2 = ribbon, 3 = binary fuse)
 //!      6     1  hash function id (1 = xxh3-64, 2 = siphash-1-3)
 //!      7     1  reserved, 0
 //!      8     8  seed (xxh3 seed, or the secret's check value for siphash)
@@ -15,13 +15,17 @@
 //!               bloom:  u32 num_blocks, u8 num_probes, 11 × 0
 //!               ribbon: u32 num_blocks, u32 upper_start_block, u32 seed ordinal,
 //!                       u8 lower_columns, u8 width (128), 2 × 0
-//!     48     …  payload (bloom: num_blocks × 64 bytes; ribbon: solution words, u64 LE)
+//!               fuse:   u64 seed, u32 segment_count, u8 log2(segment_length),
+//!                       u8 fingerprint bits (8 or 16), 2 × 0
+//!     48     …  payload (bloom: num_blocks × 64 bytes; ribbon: solution words, u64 LE;
+//!               fuse: (segment_count + 2) · segment_length cells of 1 or 2 bytes, LE)
 //!  end-4     4  CRC32 (IEEE) of every preceding byte
 //! ```
 //! All integers little-endian. See `docs/FORMAT.md`.
 
 use crate::bloom::BlockedBloom;
 use crate::error::FilterError;
+use crate::fuse::{fuse_fingerprint_bits_for, BinaryFuseFilter, FuseParams};
 use crate::hash::{HashId, KeyHasher};
 use crate::kind::FilterKind;
 use crate::ribbon::{RibbonFilter, RibbonParams, RIBBON_WIDTH};
@@ -40,6 +44,7 @@ pub const TRAILER_LEN: usize = 4;
 enum Structure {
     Bloom(BlockedBloom),
     Ribbon(RibbonFilter),
+    Fuse(BinaryFuseFilter),
 }
 
 /// A filter over a set of keys, built by [`FilterBuilder`] or decoded from a block.
@@ -77,6 +82,15 @@ impl Filter {
                 Structure::Bloom(BlockedBloom::build(hashes, bits_per_key)?)
             }
             FilterKind::Ribbon => Structure::Ribbon(RibbonFilter::build(hashes, bits_per_key)?),
+            FilterKind::BinaryFuse => {
+                if !(bits_per_key > 0.0 && bits_per_key.is_finite()) {
+                    return Err(FilterError::Build(format!(
+                        "binary fuse bits/key must be positive, got {bits_per_key}"
+                    )));
+                }
+                let bits = fuse_fingerprint_bits_for(bits_per_key);
+                Structure::Fuse(BinaryFuseFilter::build(hashes, bits)?)
+            }
         };
         Ok(Filter {
             hasher,
@@ -98,6 +112,7 @@ impl Filter {
         match &self.structure {
             Structure::Bloom(f) => f.may_contain_hash(hash),
             Structure::Ribbon(f) => f.may_contain_hash(hash),
+            Structure::Fuse(f) => f.may_contain_hash(hash),
         }
     }
 
@@ -108,6 +123,7 @@ impl Filter {
         match &self.structure {
             Structure::Bloom(f) => f.prefetch_hash(hash),
             Structure::Ribbon(f) => f.prefetch_hash(hash),
+            Structure::Fuse(f) => f.prefetch_hash(hash),
         }
     }
 
@@ -116,6 +132,7 @@ impl Filter {
         match self.structure {
             Structure::Bloom(_) => FilterKind::BlockedBloom,
             Structure::Ribbon(_) => FilterKind::Ribbon,
+            Structure::Fuse(_) => FilterKind::BinaryFuse,
         }
     }
 
@@ -139,6 +156,7 @@ impl Filter {
         match &self.structure {
             Structure::Bloom(f) => f.size_bytes(),
             Structure::Ribbon(f) => f.size_bytes(),
+            Structure::Fuse(f) => f.size_bytes(),
         }
     }
 
@@ -163,6 +181,7 @@ impl Filter {
         match &self.structure {
             Structure::Bloom(f) => f.expected_fpr(self.key_count),
             Structure::Ribbon(f) => f.expected_fpr(),
+            Structure::Fuse(f) => f.expected_fpr(),
         }
     }
 
@@ -192,6 +211,13 @@ impl Filter {
                 params[12] = p.lower_columns;
                 params[13] = RIBBON_WIDTH as u8;
             }
+            Structure::Fuse(f) => {
+                let p = f.params();
+                params[0..8].copy_from_slice(&p.seed.to_le_bytes());
+                params[8..12].copy_from_slice(&p.segment_count.to_le_bytes());
+                params[12] = p.segment_length.trailing_zeros() as u8;
+                params[13] = p.fingerprint_bits;
+            }
         }
         out.extend_from_slice(&params);
         match &self.structure {
@@ -201,6 +227,7 @@ impl Filter {
                     out.extend_from_slice(&word.to_le_bytes());
                 }
             }
+            Structure::Fuse(f) => f.write_payload(&mut out),
         }
         let crc = crc32fast::hash(&out);
         out.extend_from_slice(&crc.to_le_bytes());
@@ -305,6 +332,18 @@ impl Filter {
                     .collect();
                 Structure::Ribbon(RibbonFilter::from_parts(params, words)?)
             }
+            FilterKind::BinaryFuse => {
+                if header.u8(46) != 0 || header.u8(47) != 0 || header.u8(44) > 18 {
+                    return Err(FilterError::InvalidParameter("binary fuse parameters"));
+                }
+                let params = FuseParams {
+                    seed: header.u64(32),
+                    segment_count: header.u32(40),
+                    segment_length: 1u32 << header.u8(44),
+                    fingerprint_bits: header.u8(45),
+                };
+                Structure::Fuse(BinaryFuseFilter::from_parts(params, payload)?)
+            }
         };
         if key_count == 0 && !is_empty(&structure) {
             return Err(FilterError::InvalidParameter(
@@ -324,6 +363,7 @@ fn is_empty(structure: &Structure) -> bool {
     match structure {
         Structure::Bloom(f) => f.num_blocks() == 0,
         Structure::Ribbon(f) => f.params().num_blocks == 0,
+        Structure::Fuse(f) => f.is_empty(),
     }
 }
 

@@ -11,6 +11,10 @@ pub enum FilterKind {
     BlockedBloom = 1,
     /// Standard ribbon (w = 128): ~30 % smaller at equal FPR, slower to build (deep levels).
     Ribbon = 2,
+    /// Binary fuse: 8-bit fingerprints (~9 bits/key, FPR 2^-8) or 16-bit ones (~18 bits/key,
+    /// FPR 2^-16), chosen from the bits/key asked for ([`crate::fuse::fuse_fingerprint_bits_for`]);
+    /// three cells per query, fast to build.
+    BinaryFuse = 3,
 }
 
 impl FilterKind {
@@ -19,15 +23,18 @@ impl FilterKind {
         match byte {
             1 => Some(FilterKind::BlockedBloom),
             2 => Some(FilterKind::Ribbon),
+            3 => Some(FilterKind::BinaryFuse),
             _ => None,
         }
     }
 
-    /// A short stable name (`"blocked_bloom"`, `"ribbon"`), used in properties and reports.
+    /// A short stable name (`"blocked_bloom"`, `"ribbon"`, `"binary_fuse"`), used in properties
+    /// and reports.
     pub fn name(self) -> &'static str {
         match self {
             FilterKind::BlockedBloom => "blocked_bloom",
             FilterKind::Ribbon => "ribbon",
+            FilterKind::BinaryFuse => "binary_fuse",
         }
     }
 
@@ -56,6 +63,8 @@ pub enum FprCurve {
     BlockedBloom,
     /// siftdb's ribbon filter.
     Ribbon,
+    /// siftdb's binary fuse filter: a step — 2^-8 below 13.5 bits/key, 2^-16 from there.
+    BinaryFuse,
 }
 
 impl From<FilterKind> for FprCurve {
@@ -63,6 +72,7 @@ impl From<FilterKind> for FprCurve {
         match kind {
             FilterKind::BlockedBloom => FprCurve::BlockedBloom,
             FilterKind::Ribbon => FprCurve::Ribbon,
+            FilterKind::BinaryFuse => FprCurve::BinaryFuse,
         }
     }
 }
@@ -80,6 +90,9 @@ impl FprCurve {
             }
             FprCurve::BlockedBloom => blocked_bloom_expected_fpr(num_keys, bits_per_key),
             FprCurve::Ribbon => ribbon_expected_fpr(num_keys, bits_per_key),
+            FprCurve::BinaryFuse => {
+                crate::fuse::fuse_expected_fpr(crate::fuse::fuse_fingerprint_bits_for(bits_per_key))
+            }
         }
     }
 }

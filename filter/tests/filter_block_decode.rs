@@ -13,7 +13,11 @@ fn block(kind: FilterKind, hasher: KeyHasher, n: usize) -> Vec<u8> {
 
 fn blocks() -> Vec<(Vec<u8>, KeyHasher)> {
     let mut out = Vec::new();
-    for kind in [FilterKind::BlockedBloom, FilterKind::Ribbon] {
+    for kind in [
+        FilterKind::BlockedBloom,
+        FilterKind::Ribbon,
+        FilterKind::BinaryFuse,
+    ] {
         for hasher in [KeyHasher::default(), KeyHasher::siphash13([7; 16])] {
             for n in [0, 1, 40] {
                 out.push((block(kind, hasher, n), hasher));

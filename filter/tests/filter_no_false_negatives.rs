@@ -4,7 +4,11 @@
 use proptest::prelude::*;
 use siftdb_filter::{Filter, FilterBuilder, FilterKind, KeyHasher};
 
-const KINDS: [FilterKind; 2] = [FilterKind::BlockedBloom, FilterKind::Ribbon];
+const KINDS: [FilterKind; 3] = [
+    FilterKind::BlockedBloom,
+    FilterKind::Ribbon,
+    FilterKind::BinaryFuse,
+];
 
 fn hashers() -> [KeyHasher; 3] {
     [

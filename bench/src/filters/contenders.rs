@@ -10,6 +10,8 @@ pub enum Contender {
     BlockedBloom,
     /// siftdb's ribbon filter.
     Ribbon,
+    /// siftdb's binary fuse filter (its width from the bits/key: 8 or 16).
+    SiftFuse,
     /// `fastbloom`: a standard (unblocked) bloom filter, for comparison.
     FastBloom,
     /// `xorf::BinaryFuse8`: 8-bit fingerprints, ~9 bits/key, for comparison.
@@ -24,6 +26,7 @@ impl Contender {
         match self {
             Contender::BlockedBloom => "blocked_bloom",
             Contender::Ribbon => "ribbon",
+            Contender::SiftFuse => "binary_fuse",
             Contender::FastBloom => "fastbloom",
             Contender::BinaryFuse8 => "binary_fuse8",
             Contender::BinaryFuse16 => "binary_fuse16",
@@ -33,11 +36,11 @@ impl Contender {
     /// Builds this contender over `hashes` at `bits_per_key` (ignored by fixed-size filters).
     pub fn build(self, hashes: &[u64], bits_per_key: f64) -> Result<Built, String> {
         Ok(match self {
-            Contender::BlockedBloom | Contender::Ribbon => {
-                let kind = if self == Contender::Ribbon {
-                    FilterKind::Ribbon
-                } else {
-                    FilterKind::BlockedBloom
+            Contender::BlockedBloom | Contender::Ribbon | Contender::SiftFuse => {
+                let kind = match self {
+                    Contender::Ribbon => FilterKind::Ribbon,
+                    Contender::SiftFuse => FilterKind::BinaryFuse,
+                    _ => FilterKind::BlockedBloom,
                 };
                 Built::Siftdb(
                     Filter::from_hashes(kind, bits_per_key, KeyHasher::default(), hashes)
@@ -62,7 +65,7 @@ impl Contender {
 /// A built filter of any contender.
 #[derive(Debug)]
 pub enum Built {
-    /// siftdb filter (blocked bloom or ribbon).
+    /// siftdb filter (blocked bloom, ribbon or binary fuse).
     Siftdb(Filter),
     /// fastbloom.
     FastBloom(fastbloom::BloomFilter),

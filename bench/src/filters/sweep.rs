@@ -122,6 +122,9 @@ pub fn run_sweep(config: &SweepConfig, mut on_row: impl FnMut(&SweepRow)) -> Vec
     for &bpk in &config.bits_per_key {
         plan.push((Contender::FastBloom, bpk));
     }
+    // siftdb's own binary fuse (8- and 16-bit fingerprints) beside xorf's.
+    plan.push((Contender::SiftFuse, 8.0));
+    plan.push((Contender::SiftFuse, 16.0));
     plan.push((Contender::BinaryFuse8, 8.0));
     plan.push((Contender::BinaryFuse16, 16.0));
 
