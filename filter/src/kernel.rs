@@ -50,6 +50,7 @@ pub fn active() -> Kernel {
 
 /// Whether the x86-64 v3 kernels may run here (decided once).
 #[inline(always)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) fn x86_v3() -> bool {
     chosen() == X86_V3
 }
