@@ -69,6 +69,8 @@ pub struct KeyspaceOptions {
     pub bloom_before_level: usize,
     /// See [`Options::filter_allocation`].
     pub filter_allocation: FilterAllocation,
+    /// See [`Options::deep_filter_kind`].
+    pub deep_filter_kind: siftdb_filter::FilterKind,
     /// See [`Options::prefix_extractor`]. Recorded by name: a `fixed:N` extractor is rebuilt at
     /// the next open; another kind must be given again through [`Options::keyspaces`].
     pub prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
@@ -113,6 +115,7 @@ impl From<&Options> for KeyspaceOptions {
             filter_bits_per_key: o.filter_bits_per_key,
             bloom_before_level: o.bloom_before_level,
             filter_allocation: o.filter_allocation,
+            deep_filter_kind: o.deep_filter_kind,
             prefix_extractor: o.prefix_extractor.clone(),
             compression: o.compression,
             compression_per_level: o.compression_per_level.clone(),
@@ -140,6 +143,7 @@ impl KeyspaceOptions {
             filter_bits_per_key: self.filter_bits_per_key,
             bloom_before_level: self.bloom_before_level,
             filter_allocation: self.filter_allocation,
+            deep_filter_kind: self.deep_filter_kind,
             prefix_extractor: self.prefix_extractor.clone(),
             compression: self.compression,
             compression_per_level: self.compression_per_level.clone(),
@@ -176,7 +180,7 @@ pub(crate) fn validate_name(name: &str) -> Result<()> {
 /// The text form of `o` (see the module documentation).
 pub(crate) fn options_text(o: &KeyspaceOptions) -> String {
     let codecs = |v: &[Compression]| v.iter().map(|c| c.name()).collect::<Vec<_>>().join(",");
-    let fields: [(&str, String); 19] = [
+    let fields: [(&str, String); 20] = [
         ("write_buffer_size", o.write_buffer_size.to_string()),
         (
             "max_write_buffer_number",
@@ -217,6 +221,7 @@ pub(crate) fn options_text(o: &KeyspaceOptions) -> String {
                 FilterAllocation::Uniform => "uniform".to_string(),
             },
         ),
+        ("deep_filter_kind", o.deep_filter_kind.name().to_string()),
         (
             "prefix_extractor",
             o.prefix_extractor
@@ -275,6 +280,15 @@ fn set_field(o: &mut KeyspaceOptions, key: &str, value: &str) -> Option<()> {
                 _ => return None,
             }
         }
+        "deep_filter_kind" => {
+            o.deep_filter_kind = [
+                siftdb_filter::FilterKind::BlockedBloom,
+                siftdb_filter::FilterKind::Ribbon,
+                siftdb_filter::FilterKind::BinaryFuse,
+            ]
+            .into_iter()
+            .find(|k| k.name() == value)?
+        }
         "prefix_extractor" => o.prefix_extractor = prefix_extractor_named(value),
         "compression" => o.compression = Compression::from_name(value)?,
         "compression_per_level" => {
@@ -324,6 +338,7 @@ mod tests {
             max_bytes_for_level_multiplier: 4.5,
             filter_bits_per_key: 7.25,
             filter_allocation: FilterAllocation::Uniform,
+            deep_filter_kind: siftdb_filter::FilterKind::BinaryFuse,
             prefix_extractor: Some(FixedPrefix::shared(6)),
             compression_per_level: vec![Compression::None, Compression::Zstd],
             partition_above: None,
@@ -333,6 +348,11 @@ mod tests {
         let back = parse_options_text(&text).unwrap();
         assert_eq!(options_text(&back), text);
         assert_eq!(back.prefix_extractor.unwrap().name(), "fixed:6");
+        assert_eq!(back.deep_filter_kind, siftdb_filter::FilterKind::BinaryFuse);
+        // A text without the field (written before it existed) means ribbon.
+        let old = parse_options_text("filter_bits_per_key=9\n").unwrap();
+        assert_eq!(old.deep_filter_kind, siftdb_filter::FilterKind::Ribbon);
+        assert!(parse_options_text("deep_filter_kind=cuckoo\n").is_err());
         // Unknown keys are a newer build's: ignored. Bad values are refused.
         assert!(parse_options_text("future_knob=1\n").is_ok());
         assert!(parse_options_text("block_size=big\n").is_err());

@@ -75,7 +75,7 @@ pub use options::{Options, ReadOptions, WriteOptions, MAX_FILTER_BITS_PER_KEY, M
 pub use options_file::FORMAT_VERSION;
 pub use properties::LevelInfo;
 pub use siftdb_cache::{BlockKind, CacheStats, KindStats};
-pub use siftdb_filter::{FilterAllocation, HashId, KeyHasher};
+pub use siftdb_filter::{FilterAllocation, FilterKind, HashId, KeyHasher};
 pub use siftdb_sstable::{Compression, FixedPrefix, PrefixExtractor, RandomAccessFile, ReadMode};
 pub use snapshot::Snapshot;
 pub use stats::{LevelFilterStats, Stats};

@@ -64,6 +64,14 @@ pub struct Options {
     pub bloom_before_level: usize,
     /// How filter memory is split across levels.
     pub filter_allocation: FilterAllocation,
+    /// The filter kind of the levels from `bloom_before_level` on: [`FilterKind::Ribbon`]
+    /// (default; ~30 % smaller than a bloom filter at equal FPR) or [`FilterKind::BinaryFuse`]
+    /// (faster queries and builds; 8- or 16-bit fingerprints, so about 9 or 18 bits/key, which
+    /// Monkey plans in those steps). `BlockedBloom` is allowed too.
+    ///
+    /// [`FilterKind::Ribbon`]: crate::FilterKind::Ribbon
+    /// [`FilterKind::BinaryFuse`]: crate::FilterKind::BinaryFuse
+    pub deep_filter_kind: siftdb_filter::FilterKind,
     /// Hash of keys for filters (seeded xxh3 by default; keyed SipHash for adversarial keys).
     /// Recorded in every filter block; a reader with another hasher refuses the block.
     pub filter_hasher: KeyHasher,
@@ -170,6 +178,7 @@ impl Default for Options {
             filter_bits_per_key: 10.0,
             bloom_before_level: 2,
             filter_allocation: FilterAllocation::Monkey,
+            deep_filter_kind: siftdb_filter::FilterKind::Ribbon,
             filter_hasher: KeyHasher::default(),
             prefix_extractor: None,
             paranoid_checks: true,
@@ -197,6 +206,7 @@ impl Options {
             bits_per_key: self.filter_bits_per_key,
             bloom_before_level: self.bloom_before_level,
             allocation: self.filter_allocation,
+            deep_kind: self.deep_filter_kind,
         }
     }
 

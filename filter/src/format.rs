@@ -88,7 +88,7 @@ impl Filter {
                         "binary fuse bits/key must be positive, got {bits_per_key}"
                     )));
                 }
-                let bits = fuse_fingerprint_bits_for(bits_per_key);
+                let bits = fuse_fingerprint_bits_for(hashes.len(), bits_per_key);
                 Structure::Fuse(BinaryFuseFilter::build(hashes, bits)?)
             }
         };

@@ -375,14 +375,32 @@ pub fn fuse_expected_fpr(fingerprint_bits: u8) -> f64 {
     0.5f64.powi(i32::from(fingerprint_bits))
 }
 
-/// The fingerprint width a binary fuse filter asked for `bits_per_key` gets: 16 bits (about 18
-/// bits/key, FPR 2^-16) from 13.5 bits/key on, else 8 (about 9 bits/key, FPR 2^-8). The two
-/// costs lie far apart; 13.5 is their midpoint, so the width is the one whose cost is nearer.
-pub fn fuse_fingerprint_bits_for(bits_per_key: f64) -> u8 {
-    if bits_per_key >= 13.5 {
+/// The fingerprint width a binary fuse filter over `num_keys` keys asked for `bits_per_key` gets:
+/// 16 bits when the bits asked for are nearer the 16-bit filter's cost (about 18 bits/key, FPR
+/// 2^-16) than the 8-bit one's (about 9 bits/key, FPR 2^-8), else 8.
+pub fn fuse_fingerprint_bits_for(num_keys: usize, bits_per_key: f64) -> u8 {
+    let (c8, c16) = (
+        fuse_bits_per_key(num_keys, 8),
+        fuse_bits_per_key(num_keys, 16),
+    );
+    if bits_per_key >= 0.5 * (c8 + c16) {
         16
     } else {
         8
+    }
+}
+
+/// The FPR a binary fuse filter over `num_keys` keys has at `bits_per_key` — a step: no filter
+/// (1.0) below the 8-bit filter's cost, 2^-8 from it, 2^-16 from the 16-bit filter's cost. The
+/// Monkey planner sees the real price of each step, so the bits it hands a fuse level are bits
+/// the filter uses.
+pub fn fuse_fpr_at(num_keys: usize, bits_per_key: f64) -> f64 {
+    if bits_per_key >= fuse_bits_per_key(num_keys, 16) {
+        fuse_expected_fpr(16)
+    } else if bits_per_key >= fuse_bits_per_key(num_keys, 8) {
+        fuse_expected_fpr(8)
+    } else {
+        1.0
     }
 }
 

@@ -63,7 +63,8 @@ pub enum FprCurve {
     BlockedBloom,
     /// siftdb's ribbon filter.
     Ribbon,
-    /// siftdb's binary fuse filter: a step — 2^-8 below 13.5 bits/key, 2^-16 from there.
+    /// siftdb's binary fuse filter: a step — no filter below the 8-bit filter's cost, 2^-8
+    /// from it, 2^-16 from the 16-bit filter's cost ([`crate::fuse::fuse_fpr_at`]).
     BinaryFuse,
 }
 
@@ -90,9 +91,7 @@ impl FprCurve {
             }
             FprCurve::BlockedBloom => blocked_bloom_expected_fpr(num_keys, bits_per_key),
             FprCurve::Ribbon => ribbon_expected_fpr(num_keys, bits_per_key),
-            FprCurve::BinaryFuse => {
-                crate::fuse::fuse_expected_fpr(crate::fuse::fuse_fingerprint_bits_for(bits_per_key))
-            }
+            FprCurve::BinaryFuse => crate::fuse::fuse_fpr_at(num_keys, bits_per_key),
         }
     }
 }

@@ -30,7 +30,9 @@ pub mod ribbon;
 pub use bloom::{blocked_bloom_expected_fpr, BlockedBloom};
 pub use error::FilterError;
 pub use format::{Filter, FilterBuilder, FILTER_FORMAT_VERSION, FILTER_MAGIC, HEADER_LEN};
-pub use fuse::{fuse_expected_fpr, fuse_fingerprint_bits_for, BinaryFuseFilter, FuseParams};
+pub use fuse::{
+    fuse_expected_fpr, fuse_fingerprint_bits_for, fuse_fpr_at, BinaryFuseFilter, FuseParams,
+};
 pub use hash::{HashId, KeyHasher, DEFAULT_SEED};
 pub use kernel::Kernel;
 pub use kind::{FilterKind, FprCurve};

@@ -24,8 +24,10 @@ fn options(fs: &FaultFs) -> Options {
         // Every table compressed, so flips land in compressed blocks too.
         compression: siftdb::Compression::Lz4,
         compression_per_level: Vec::new(),
-        // And partitioned indexes and filters.
-        partition_above: Some(1024),
+        // And partitioned indexes and filters: small blocks and a low threshold, so that every
+        // flushed table is partitioned, whether or not a compaction has merged any yet.
+        block_size: 512,
+        partition_above: Some(256),
         metadata_block_size: 256,
         merge_operator: Some(Arc::new(siftdb::merge::U64Add)),
         ..Options::default()

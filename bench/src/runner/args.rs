@@ -173,6 +173,9 @@ pub enum FilterPolicyArg {
     Ribbon,
     /// Blocked bloom above `--bloom_before_level`, ribbon from there on (siftdb's default).
     Hybrid,
+    /// Blocked bloom above `--bloom_before_level`, binary fuse from there on
+    /// (`Options::deep_filter_kind`). RocksDB and fjall have no binary fuse filter.
+    Fuse,
 }
 
 /// `--filter_allocation`: how filter memory is split across levels.
@@ -483,7 +486,7 @@ impl Config {
         let bloom_before_level = match args.filter_policy {
             FilterPolicyArg::Bloom => usize::MAX,
             FilterPolicyArg::Ribbon => 0,
-            FilterPolicyArg::Hybrid => args.bloom_before_level,
+            FilterPolicyArg::Hybrid | FilterPolicyArg::Fuse => args.bloom_before_level,
         };
         let config = Config {
             benchmarks: args.benchmarks.clone(),

@@ -218,6 +218,11 @@ pub fn siftdb_options(config: &Config) -> Options {
     Options {
         filter_bits_per_key: config.filter.bits_per_key,
         bloom_before_level: config.filter.bloom_before_level,
+        deep_filter_kind: if config.filter.policy == super::args::FilterPolicyArg::Fuse {
+            siftdb::FilterKind::BinaryFuse
+        } else {
+            siftdb::FilterKind::Ribbon
+        },
         filter_allocation: match config.filter.allocation {
             AllocationArg::Monkey => FilterAllocation::Monkey,
             AllocationArg::Uniform => FilterAllocation::Uniform,

@@ -40,12 +40,17 @@ fn ratio(numerator: u64, denominator: u64) -> f64 {
 /// Which filter each level gets, in words.
 pub fn filter_layout(config: &Config) -> String {
     let bbl = config.filter.bloom_before_level;
+    let deep = if config.filter.policy == FilterPolicyArg::Fuse {
+        "binary fuse"
+    } else {
+        "ribbon"
+    };
     match (config.filter.policy, bbl) {
         (FilterPolicyArg::Bloom, _) => "blocked bloom on every level".to_string(),
-        (_, 0) => "ribbon on every level".to_string(),
-        (_, 1) => "blocked bloom on L0, ribbon from L1".to_string(),
+        (_, 0) => format!("{deep} on every level"),
+        (_, 1) => format!("blocked bloom on L0, {deep} from L1"),
         (_, b) if b >= siftdb::MAX_LEVELS => "blocked bloom on every level".to_string(),
-        (_, b) => format!("blocked bloom on L0-L{}, ribbon from L{b}", b - 1),
+        (_, b) => format!("blocked bloom on L0-L{}, {deep} from L{b}", b - 1),
     }
 }
 

@@ -99,6 +99,15 @@ impl RocksEngine {
                     "hybrid ribbon: bloom before L{bbl}, ribbon from there, {bits} bits/key each"
                 )
             }
+            // RocksDB has no binary fuse filter: its nearest, ribbon, on the same levels.
+            FilterPolicyArg::Fuse => {
+                let bbl = config.filter.bloom_before_level;
+                table.set_hybrid_ribbon_filter(bits, bbl as i32);
+                format!(
+                    "hybrid ribbon (RocksDB has no binary fuse filter; siftdb runs fuse from \
+                     L{bbl}): bloom before L{bbl}, ribbon from there, {bits} bits/key each"
+                )
+            }
         };
 
         let mut options = Options::default();
