@@ -280,15 +280,7 @@ fn set_field(o: &mut KeyspaceOptions, key: &str, value: &str) -> Option<()> {
                 _ => return None,
             }
         }
-        "deep_filter_kind" => {
-            o.deep_filter_kind = [
-                siftdb_filter::FilterKind::BlockedBloom,
-                siftdb_filter::FilterKind::Ribbon,
-                siftdb_filter::FilterKind::BinaryFuse,
-            ]
-            .into_iter()
-            .find(|k| k.name() == value)?
-        }
+        "deep_filter_kind" => o.deep_filter_kind = siftdb_filter::FilterKind::from_name(value)?,
         "prefix_extractor" => o.prefix_extractor = prefix_extractor_named(value),
         "compression" => o.compression = Compression::from_name(value)?,
         "compression_per_level" => {

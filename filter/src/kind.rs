@@ -18,6 +18,18 @@ pub enum FilterKind {
 }
 
 impl FilterKind {
+    /// Every kind this build knows.
+    pub const ALL: [FilterKind; 3] = [
+        FilterKind::BlockedBloom,
+        FilterKind::Ribbon,
+        FilterKind::BinaryFuse,
+    ];
+
+    /// The kind of a [`FilterKind::name`], `None` for names this build does not know.
+    pub fn from_name(name: &str) -> Option<FilterKind> {
+        FilterKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
     /// Maps a stored byte back to a kind, `None` for kinds this build does not know.
     pub fn from_u8(byte: u8) -> Option<FilterKind> {
         match byte {

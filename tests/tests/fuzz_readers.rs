@@ -30,12 +30,8 @@ fn table_with(compression: siftdb_sstable::Compression) -> Vec<u8> {
     out
 }
 
-fn valid_filter() -> Vec<u8> {
-    let mut b = siftdb_filter::FilterBuilder::new(
-        siftdb_filter::FilterKind::Ribbon,
-        7.0,
-        siftdb_filter::KeyHasher::default(),
-    );
+fn valid_filter(kind: siftdb_filter::FilterKind) -> Vec<u8> {
+    let mut b = siftdb_filter::FilterBuilder::new(kind, 7.0, siftdb_filter::KeyHasher::default());
     for i in 0..100u32 {
         b.add_key(&i.to_le_bytes());
     }
@@ -91,7 +87,9 @@ proptest! {
                    edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..6),
                    cut in any::<Option<usize>>()) {
         fuzz_entry::filter_decode(&bytes);
-        fuzz_entry::filter_decode(&mutate(valid_filter(), &edits, cut));
+        for kind in siftdb_filter::FilterKind::ALL {
+            fuzz_entry::filter_decode(&mutate(valid_filter(kind), &edits, cut));
+        }
     }
 }
 
