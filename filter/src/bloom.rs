@@ -246,6 +246,19 @@ impl BlockedBloom {
         }
     }
 
+    /// [`BlockedBloom::may_contain_hash`] for every hash of `hashes`, answers in order into `out`
+    /// (cleared first). Loads for later hashes are started while earlier ones are checked, so on
+    /// a filter larger than the CPU caches the memory waits overlap: use it when many keys are
+    /// checked against one filter (a multi-key lookup, a join).
+    pub fn may_contain_batch(&self, hashes: &[u64], out: &mut Vec<bool>) {
+        crate::prefetch::batched(
+            hashes,
+            out,
+            |h| self.prefetch_hash(h),
+            |h| self.may_contain_hash(h),
+        );
+    }
+
     /// `false` means the key is certainly absent; `true` means it may be present.
     ///
     /// Runs the kernel for the best instruction set this CPU has ([`crate::kernel`]).

@@ -116,6 +116,19 @@ impl Filter {
         }
     }
 
+    /// [`Filter::may_contain_hash`] for every hash of `hashes`, answers in order into `out`
+    /// (cleared first). Loads for later hashes are started while earlier ones are checked, so on
+    /// a filter larger than the CPU caches the memory waits overlap: use it when many keys are
+    /// checked against one filter (a multi-key lookup, a join).
+    pub fn may_contain_batch(&self, hashes: &[u64], out: &mut Vec<bool>) {
+        crate::prefetch::batched(
+            hashes,
+            out,
+            |h| self.prefetch_hash(h),
+            |h| self.may_contain_hash(h),
+        );
+    }
+
     /// Starts loading the memory [`Filter::may_contain_hash`] will read for `hash` (a hint:
     /// a lookup prefetches the next level's filter before probing this one's).
     #[inline]

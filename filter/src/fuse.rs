@@ -333,6 +333,19 @@ impl BinaryFuseFilter {
         }
     }
 
+    /// [`BinaryFuseFilter::may_contain_hash`] for every hash of `hashes`, answers in order into `out`
+    /// (cleared first). Loads for later hashes are started while earlier ones are checked, so on
+    /// a filter larger than the CPU caches the memory waits overlap: use it when many keys are
+    /// checked against one filter (a multi-key lookup, a join).
+    pub fn may_contain_batch(&self, hashes: &[u64], out: &mut Vec<bool>) {
+        crate::prefetch::batched(
+            hashes,
+            out,
+            |h| self.prefetch_hash(h),
+            |h| self.may_contain_hash(h),
+        );
+    }
+
     /// `false`: the key is certainly absent; `true`: it may be present.
     #[inline]
     pub fn may_contain_hash(&self, hash: u64) -> bool {

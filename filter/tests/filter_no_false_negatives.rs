@@ -79,3 +79,34 @@ proptest! {
         check(KINDS[kind_index], bpk, hashers()[hasher_index], &keys);
     }
 }
+
+#[test]
+fn filter_batched_query_agrees_with_single_queries() {
+    let keys = numbered_keys(20_000);
+    let hasher = KeyHasher::default();
+    // Inserted keys interleaved with absent ones, so both answers occur in one batch.
+    let probes: Vec<u64> = (0..40_000)
+        .map(|i| hasher.hash(format!("user{:012}", i).as_bytes()))
+        .collect();
+    for kind in KINDS {
+        for bpk in [4.5, 10.0, 16.0] {
+            let mut builder = FilterBuilder::new(kind, bpk, hasher);
+            for key in &keys {
+                builder.add_key(key);
+            }
+            let filter = builder.build().unwrap();
+            let mut batch = vec![false; 7];
+            filter.may_contain_batch(&probes, &mut batch);
+            let single: Vec<bool> = probes.iter().map(|&h| filter.may_contain_hash(h)).collect();
+            assert_eq!(batch, single, "{kind} {bpk}");
+            assert!(
+                batch[..20_000].iter().all(|&b| b),
+                "{kind} {bpk}: false negative"
+            );
+            assert!(
+                batch[20_000..].iter().any(|&b| !b),
+                "{kind} {bpk}: says yes to everything"
+            );
+        }
+    }
+}

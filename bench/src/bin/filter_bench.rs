@@ -96,8 +96,16 @@ fn run_filters(args: &Args) -> Result<(), String> {
             siftdb_bench::filters::build_flags()
         );
         println!(
-            "{:<14} {:>7} {:>9} {:>10} {:>7} {:>10} {:>9} {:>9}",
-            "filter", "target", "bits/key", "fpr %", "floor×", "build ns/k", "pos ns", "neg ns"
+            "{:<14} {:>7} {:>9} {:>10} {:>7} {:>10} {:>9} {:>9} {:>9}",
+            "filter",
+            "target",
+            "bits/key",
+            "fpr %",
+            "floor×",
+            "build ns/k",
+            "pos ns",
+            "neg ns",
+            "batch ns"
         );
     }
     let rows = run_sweep(&config, |row| print_row(row, args.json));
@@ -115,7 +123,7 @@ fn print_row(row: &SweepRow, json: bool) {
         println!("{}", row.to_json());
     } else {
         println!(
-            "{:<14} {:>7.3} {:>9.3} {:>10.4} {:>7.3} {:>10.1} {:>9.1} {:>9.1}",
+            "{:<14} {:>7.3} {:>9.3} {:>10.4} {:>7.3} {:>10.1} {:>9.1} {:>9.1} {:>9}",
             row.filter,
             row.target_bits_per_key,
             row.bits_per_key,
@@ -123,7 +131,9 @@ fn print_row(row: &SweepRow, json: bool) {
             row.floor_ratio,
             row.build_ns_per_key,
             row.query_pos_ns,
-            row.query_neg_ns
+            row.query_neg_ns,
+            row.query_neg_batch_ns
+                .map_or_else(|| "-".to_string(), |ns| format!("{ns:.1}"))
         );
     }
 }

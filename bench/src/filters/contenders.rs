@@ -90,6 +90,18 @@ impl Built {
         }
     }
 
+    /// Batched query (prefetching ahead): siftdb's filters only, `None` for the comparison
+    /// crates, which have no prefetch hook (their rows report the one-at-a-time loop alone).
+    pub fn contains_batch(&self, hashes: &[u64], out: &mut Vec<bool>) -> Option<()> {
+        match self {
+            Built::Siftdb(f) => {
+                f.may_contain_batch(hashes, out);
+                Some(())
+            }
+            Built::FastBloom(_) | Built::Fuse8(_) | Built::Fuse16(_) => None,
+        }
+    }
+
     /// Size of the serialized filter in bytes (header and checksum included for siftdb).
     pub fn serialized_bytes(&self) -> usize {
         match self {

@@ -44,6 +44,9 @@ pub struct SweepRow {
     pub query_pos_ns: f64,
     /// Time per query of a never-inserted key.
     pub query_neg_ns: f64,
+    /// Time per never-inserted key through the batched query (`may_contain_batch`, which
+    /// prefetches ahead); `None` for filters without one.
+    pub query_neg_batch_ns: Option<f64>,
 }
 
 impl SweepRow {
@@ -58,6 +61,7 @@ impl SweepRow {
             "build_ns_per_key": round(self.build_ns_per_key, 2),
             "query_pos_ns": round(self.query_pos_ns, 2),
             "query_neg_ns": round(self.query_neg_ns, 2),
+            "query_neg_batch_ns": self.query_neg_batch_ns.map(|ns| round(ns, 2)),
             "kernel": siftdb_filter::kernel::active().name(),
             "build": build_flags(),
         })
@@ -163,6 +167,18 @@ pub fn run_sweep(config: &SweepConfig, mut on_row: impl FnMut(&SweepRow)) -> Vec
         }
         let neg_ns = start.elapsed().as_nanos() as f64;
 
+        let mut answers = Vec::new();
+        let start = Instant::now();
+        let batch_ns = built
+            .contains_batch(black_box(&negatives), &mut answers)
+            .map(|()| start.elapsed().as_nanos() as f64);
+        if batch_ns.is_some() && answers.iter().filter(|&&a| a).count() != false_positives {
+            eprintln!(
+                "{}: the batched query disagrees with the single query",
+                contender.name()
+            );
+        }
+
         let fpr = false_positives as f64 / negatives.len() as f64;
         let bits_per_key = built.serialized_bytes() as f64 * 8.0 / config.keys as f64;
         let row = SweepRow {
@@ -178,6 +194,7 @@ pub fn run_sweep(config: &SweepConfig, mut on_row: impl FnMut(&SweepRow)) -> Vec
             build_ns_per_key: build_ns / config.keys as f64,
             query_pos_ns: pos_ns / positive_queries.len().max(1) as f64,
             query_neg_ns: neg_ns / negatives.len().max(1) as f64,
+            query_neg_batch_ns: batch_ns.map(|ns| ns / negatives.len().max(1) as f64),
         };
         on_row(&row);
         rows.push(row);
