@@ -18,6 +18,7 @@
 //! the tree back to its budget (gain 16, bounded to ±10% of it: a wider bound let tables of
 //! one level differ so much that the level's mean FPR rose, FPR being convex in bits/key).
 
+use siftdb_filter::LevelFilter;
 use siftdb_sstable::FilterSpec;
 
 use crate::memtable::Memtable;
@@ -28,7 +29,8 @@ use crate::version::Version;
 /// `FileMeta::filter_level`; [`BOTTOM`] for "whatever level is the bottom").
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct FilterPlan {
-    pub spec: FilterSpec,
+    /// `None`: the plan chose no filter for the level (see [`filter_for`]).
+    pub spec: Option<FilterSpec>,
     pub level: usize,
     /// The level the table is written as (its codec's level): 0, or for a sequential flush the
     /// bottom level it is headed for.
@@ -69,26 +71,30 @@ pub(crate) fn for_flush(options: &Options, version: &Version, mem: &Memtable) ->
         (0, 0)
     };
     FilterPlan {
-        spec: FilterSpec {
-            // The kind of where the table is headed (for a sequential flush, the deep levels').
-            kind: options.filter_policy().kind_for_level(recorded.max(level)),
-            bits_per_key: bits_per_key_for(options, version, level, &level_keys, &[]),
-        },
+        // The kind of where the table is headed (for a sequential flush, the deep levels').
+        spec: filter_for(
+            options,
+            version,
+            level,
+            recorded.max(level),
+            &level_keys,
+            &[],
+        ),
         level: recorded,
         build_level: level,
     }
 }
 
-/// Bits/key for a table written to `output_level`, where `level_keys` are the real key counts
+/// The plan for a table written to `output_level`, where `level_keys` are the real key counts
 /// per level once the job is done (for a flush, `level_keys[0]` is the new table's own count) and
 /// `replaced` the numbers of the tables the job removes.
-pub(crate) fn bits_per_key_for(
+fn level_filter_for(
     options: &Options,
     version: &Version,
     output_level: usize,
     level_keys: &[u64],
     replaced: &[u64],
-) -> f64 {
+) -> LevelFilter {
     let planned = planned_level_keys(options, version, level_keys);
     let mut policy = options.filter_policy();
     policy.bits_per_key = corrected_budget(
@@ -98,10 +104,36 @@ pub(crate) fn bits_per_key_for(
         planned.iter().sum(),
     );
     policy
-        .plan(&planned)
+        .plan_with_filter_keys(&planned, &keys_per_filter(version))
         .get(output_level)
-        .map_or(options.filter_bits_per_key, |p| p.bits_per_key)
-        .max(1.0)
+        .map_or(
+            LevelFilter {
+                kind: policy.kind_for_level(output_level),
+                bits_per_key: options.filter_bits_per_key,
+                fpr: 0.0,
+            },
+            |p| *p,
+        )
+}
+
+/// The filter of a table written to `output_level` (see [`level_filter_for`]), of the kind the
+/// policy gives `kind_level`; `None` when the plan chose no filter for the level: a step curve
+/// (binary fuse) whose cheapest filter costs more than the budget leaves the level, where the
+/// plan's FPR is 1. Building the cheapest one anyway would spend bits the plan gave to other
+/// levels, and the tree would hold more than its budget.
+pub(crate) fn filter_for(
+    options: &Options,
+    version: &Version,
+    output_level: usize,
+    kind_level: usize,
+    level_keys: &[u64],
+    replaced: &[u64],
+) -> Option<FilterSpec> {
+    let planned = level_filter_for(options, version, output_level, level_keys, replaced);
+    (planned.fpr < 1.0).then(|| FilterSpec {
+        kind: options.filter_policy().kind_for_level(kind_level),
+        bits_per_key: planned.bits_per_key.max(1.0),
+    })
 }
 
 /// How strongly a plan corrects the tree's shortfall against its budget (see `corrected_budget`).
@@ -130,6 +162,39 @@ fn corrected_budget(budget: f64, version: &Version, replaced: &[u64], planned_ke
     // 16 within 0-1.7%. Stable while gain × (job keys / tree keys) < 2; the clamp keeps one
     // plan from straying far.
     (budget + CORRECTION_GAIN * shortfall / planned_keys as f64).clamp(budget * 0.9, budget * 1.1)
+}
+
+/// Keys of one filter per level, as the level's tables were cut (a table's distinct keys over its
+/// filter partitions, or over one whole filter): what a new table of the level will look like,
+/// and what a filter whose cost depends on its key count (binary fuse) is priced at. A level
+/// without tables takes the figure of the levels below L0 that have them (or of L0 if none).
+fn keys_per_filter(version: &Version) -> Vec<u64> {
+    let per_level: Vec<(u64, u64)> = (0..version.num_levels())
+        .map(|l| {
+            version.level(l).iter().fold((0, 0), |(keys, filters), f| {
+                let partitions = f.table.properties().filter_partitions.max(1);
+                (keys + f.meta.distinct_keys, filters + partitions)
+            })
+        })
+        .collect();
+    let sum = |levels: &[(u64, u64)]| {
+        levels
+            .iter()
+            .fold((0, 0), |(k, n), &(keys, filters)| (k + keys, n + filters))
+    };
+    let deep = sum(per_level.get(1..).unwrap_or(&[]));
+    let fallback = if deep.1 > 0 { deep } else { sum(&per_level) };
+    per_level
+        .iter()
+        .map(|&(keys, filters)| {
+            let (keys, filters) = if filters > 0 {
+                (keys, filters)
+            } else {
+                fallback
+            };
+            keys.checked_div(filters).unwrap_or(0)
+        })
+        .collect()
 }
 
 /// The counts the plan is made for (see the module docs).

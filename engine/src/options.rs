@@ -297,16 +297,16 @@ impl Options {
     }
 
     /// How a table headed for `level` (the level its filter and codec are planned for) is
-    /// written, with the whole-key filter `filter`.
+    /// written, with the whole-key filter `filter` (`None`: no filter).
     pub(crate) fn table_build_options(
         &self,
         level: usize,
-        filter: FilterSpec,
+        filter: Option<FilterSpec>,
     ) -> TableBuildOptions {
         TableBuildOptions {
             block_size: self.block_size,
             block_restart_interval: self.block_restart_interval,
-            filter: Some(filter),
+            filter,
             key_hasher: self.filter_hasher,
             prefix_extractor: self.prefix_extractor.clone(),
             compression: self.compression_for_level(level),

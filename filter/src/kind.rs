@@ -76,7 +76,8 @@ pub enum FprCurve {
     /// siftdb's ribbon filter.
     Ribbon,
     /// siftdb's binary fuse filter: a step — no filter below the 8-bit filter's cost, 2^-8
-    /// from it, 2^-16 from the 16-bit filter's cost ([`crate::fuse::fuse_fpr_at`]).
+    /// from it, 2^-16 from the 16-bit filter's cost ([`crate::fuse::fuse_fpr_at`]). A level of
+    /// this kind always gets at least the 8-bit filter (see [`FprCurve::min_bits_per_key`]).
     BinaryFuse,
 }
 
@@ -91,6 +92,19 @@ impl From<FilterKind> for FprCurve {
 }
 
 impl FprCurve {
+    /// The fewest bits/key a level of this kind is planned with over `num_keys` keys: 0 for the
+    /// kinds that build a filter at any size, the 8-bit filter's cost for binary fuse. A fuse
+    /// level left below it would get no filter at all (its step curve has nothing between "no
+    /// filter" and 2^-8), a performance cliff no user asks for by choosing the kind; so the
+    /// planners treat that cost as the level's floor and take it out of the budget the other
+    /// levels share (the tree exceeds its budget only if the floors alone do).
+    pub fn min_bits_per_key(self, num_keys: usize) -> f64 {
+        match self {
+            FprCurve::BinaryFuse if num_keys > 0 => crate::fuse::fuse_bits_per_key(num_keys, 8),
+            _ => 0.0,
+        }
+    }
+
     /// FPR at `bits_per_key` for a filter over `num_keys` keys (0 bits → 1.0: no filter).
     pub fn fpr(self, num_keys: usize, bits_per_key: f64) -> f64 {
         if bits_per_key <= 0.0 {

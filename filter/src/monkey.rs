@@ -33,6 +33,40 @@ pub struct LevelSpec {
     pub keys: u64,
     /// The space-vs-FPR curve of the filter kind the level will be built with.
     pub curve: FprCurve,
+    /// Keys of one filter of the level (a table, or one partition of a table's filter); 0 when
+    /// the level is built as one filter. Each filter is sized for its own keys, and a curve
+    /// whose cost depends on the key count (the binary fuse step: a few-thousand-key fuse filter
+    /// costs ~10.6 bits/key at 8-bit fingerprints against ~9.0 at a million) is priced here.
+    pub keys_per_filter: u64,
+}
+
+impl LevelSpec {
+    /// A level of `keys` keys built as one filter of kind `curve`.
+    pub fn new(keys: u64, curve: FprCurve) -> LevelSpec {
+        LevelSpec {
+            keys,
+            curve,
+            keys_per_filter: 0,
+        }
+    }
+
+    /// The fewest bits/key the level is planned with ([`FprCurve::min_bits_per_key`]).
+    fn min_bits_per_key(&self) -> f64 {
+        if self.keys == 0 {
+            0.0
+        } else {
+            self.curve.min_bits_per_key(self.priced_keys())
+        }
+    }
+
+    /// The key count the curve is evaluated at: one filter's.
+    fn priced_keys(&self) -> usize {
+        let keys = match self.keys_per_filter {
+            0 => self.keys,
+            per_filter => per_filter.min(self.keys),
+        };
+        usize::try_from(keys).unwrap_or(usize::MAX)
+    }
 }
 
 /// What a level gets.
@@ -87,7 +121,7 @@ fn evaluate(level: &LevelSpec, bits_per_key: f64) -> LevelAllocation {
         fpr: if level.keys == 0 {
             0.0
         } else {
-            level.curve.fpr(level.keys as usize, bits_per_key)
+            level.curve.fpr(level.priced_keys(), bits_per_key)
         },
     }
 }
@@ -102,7 +136,14 @@ pub fn uniform(levels: &[LevelSpec], budget: FilterBudget) -> Vec<LevelAllocatio
     };
     levels
         .iter()
-        .map(|l| evaluate(l, if l.keys == 0 { 0.0 } else { bpk }))
+        .map(|l| {
+            let bits = if l.keys == 0 {
+                0.0
+            } else {
+                bpk.max(l.min_bits_per_key())
+            };
+            evaluate(l, bits)
+        })
         .collect()
 }
 
@@ -112,7 +153,7 @@ pub fn uniform(levels: &[LevelSpec], budget: FilterBudget) -> Vec<LevelAllocatio
 /// use siftdb_filter::{monkey, uniform, sum_fpr, FilterBudget, FprCurve, LevelSpec};
 /// let levels: Vec<LevelSpec> = [1_000u64, 10_000, 100_000]
 ///     .iter()
-///     .map(|&keys| LevelSpec { keys, curve: FprCurve::BlockedBloom })
+///     .map(|&keys| LevelSpec::new(keys, FprCurve::BlockedBloom))
 ///     .collect();
 /// let m = monkey(&levels, FilterBudget::BitsPerKey(10.0));
 /// let u = uniform(&levels, FilterBudget::BitsPerKey(10.0));
@@ -182,9 +223,21 @@ fn grid_curve(level: &LevelSpec) -> Vec<f64> {
         // The blocked bloom curve costs a Poisson sum per point; it depends on the key count
         // only through block rounding, negligible for planning, so it is computed once.
         FprCurve::BlockedBloom => blocked_bloom_grid().to_vec(),
-        curve => (0..grid_points())
-            .map(|j| curve.fpr(level.keys as usize, j as f64 * GRID_BITS_PER_KEY))
-            .collect(),
+        curve => {
+            // Below the level's floor a point is not for sale (infinite FPR): the search then
+            // always buys at least the floor, and its cost counts against the budget.
+            let floor = level.min_bits_per_key();
+            (0..grid_points())
+                .map(|j| {
+                    let bits = j as f64 * GRID_BITS_PER_KEY;
+                    if bits < floor {
+                        f64::INFINITY
+                    } else {
+                        curve.fpr(level.priced_keys(), bits)
+                    }
+                })
+                .collect()
+        }
     }
 }
 
@@ -244,7 +297,7 @@ mod tests {
     fn tree(counts: &[u64], curve: FprCurve) -> Vec<LevelSpec> {
         counts
             .iter()
-            .map(|&keys| LevelSpec { keys, curve })
+            .map(|&keys| LevelSpec::new(keys, curve))
             .collect()
     }
 

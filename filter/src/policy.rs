@@ -75,6 +75,19 @@ impl FilterPolicy {
     /// it looser-or-equal to the level above avoids handing the future bottom level the tight
     /// filters of a small level.
     pub fn plan(&self, level_keys: &[u64]) -> Vec<LevelFilter> {
+        self.plan_with_filter_keys(level_keys, &[])
+    }
+
+    /// [`FilterPolicy::plan`] for levels built as many filters: `keys_per_filter[level]` is the
+    /// key count of one filter of the level (a table, or a partition of one; 0 or missing: the
+    /// level is one filter). Curves whose cost depends on the key count are priced at it
+    /// ([`LevelSpec::keys_per_filter`]), so the bits/key planned for a binary fuse level are what
+    /// its filters will really use.
+    pub fn plan_with_filter_keys(
+        &self,
+        level_keys: &[u64],
+        keys_per_filter: &[u64],
+    ) -> Vec<LevelFilter> {
         let keys = match self.allocation {
             FilterAllocation::Monkey => pooled_level_keys(level_keys),
             FilterAllocation::Uniform => level_keys.to_vec(),
@@ -85,6 +98,7 @@ impl FilterPolicy {
             .map(|(level, &keys)| LevelSpec {
                 keys: keys.max(1),
                 curve: FprCurve::from(self.kind_for_level(level)),
+                keys_per_filter: keys_per_filter.get(level).copied().unwrap_or(0),
             })
             .collect();
         let budget = FilterBudget::BitsPerKey(self.bits_per_key);
@@ -178,6 +192,39 @@ mod tests {
             ..p
         };
         assert_eq!(all_ribbon.kind_for_level(0), FilterKind::Ribbon);
+    }
+
+    #[test]
+    fn fuse_levels_are_priced_at_their_filters_key_count() {
+        use crate::fuse::{fuse_bits_per_key, fuse_expected_fpr, fuse_fingerprint_bits_for};
+        let p = FilterPolicy {
+            deep_kind: FilterKind::BinaryFuse,
+            bloom_before_level: 1,
+            ..FilterPolicy::default()
+        };
+        let levels = [4_000, 40_000, 400_000, 4_000_000];
+        let plan = p.plan_with_filter_keys(&levels, &[0, 3_000, 3_000, 3_000]);
+        let mut filtered = 0;
+        for lf in &plan[1..] {
+            if lf.fpr < 1.0 {
+                filtered += 1;
+                // What a 3,000-key filter built at the planned bits/key really costs and gives.
+                let bits = fuse_fingerprint_bits_for(3_000, lf.bits_per_key);
+                assert!(
+                    lf.bits_per_key >= fuse_bits_per_key(3_000, bits) - 1e-9,
+                    "{lf:?}"
+                );
+                assert_eq!(lf.fpr, fuse_expected_fpr(bits), "{lf:?}");
+            }
+        }
+        assert!(filtered > 0, "{plan:?}");
+        // Priced at the whole level's count, the bottom level is handed fewer bits than one of
+        // its 3,000-key filters costs: the tree would spend more than its budget.
+        let naive = p.plan(&levels);
+        assert!(
+            naive[3].bits_per_key < fuse_bits_per_key(3_000, 8),
+            "{naive:?}"
+        );
     }
 
     #[test]

@@ -147,10 +147,7 @@ pub fn monkey_report(
     let specs: Vec<LevelSpec> = level_keys
         .iter()
         .enumerate()
-        .map(|(level, &keys)| LevelSpec {
-            keys,
-            curve: FprCurve::from(kind.kind_for_level(level)),
-        })
+        .map(|(level, &keys)| LevelSpec::new(keys, FprCurve::from(kind.kind_for_level(level))))
         .collect();
     let budget = FilterBudget::BitsPerKey(bits_per_key);
     let m = monkey(&specs, budget);

@@ -213,9 +213,11 @@ impl<'a> CompactionJob<'a> {
         self.inputs.iter().all(|(_, f)| {
             let props = f.table.properties();
             f.meta.filter_level >= self.output_level
-                || (uniform
-                    && props.filter_kind == spec.kind.name()
-                    && props.filter_bits_per_key <= MAX_MOVED_FILTER_EXCESS * spec.bits_per_key)
+                || spec.is_some_and(|spec| {
+                    uniform
+                        && props.filter_kind == spec.kind.name()
+                        && props.filter_bits_per_key <= MAX_MOVED_FILTER_EXCESS * spec.bits_per_key
+                })
         })
     }
 
@@ -280,8 +282,8 @@ impl<'a> CompactionJob<'a> {
     }
 
     /// The outputs' filter: kind from the policy, bits/key from the plan of the tree as it will
-    /// be once the inputs have moved down.
-    fn filter_spec(&self) -> FilterSpec {
+    /// be once the inputs have moved down; `None` if the plan chose no filter for the level.
+    fn filter_spec(&self) -> Option<FilterSpec> {
         let options = &self.tree.options;
         let mut level_keys = self.version.level_keys();
         let moved: u64 = self.inputs.iter().map(|(_, f)| f.meta.distinct_keys).sum();
@@ -290,16 +292,14 @@ impl<'a> CompactionJob<'a> {
         }
         level_keys[self.output_level] += moved;
         let replaced: Vec<u64> = self.inputs.iter().map(|(_, f)| f.meta.number).collect();
-        FilterSpec {
-            kind: options.filter_policy().kind_for_level(self.output_level),
-            bits_per_key: crate::filter_plan::bits_per_key_for(
-                options,
-                &self.version,
-                self.output_level,
-                &level_keys,
-                &replaced,
-            ),
-        }
+        crate::filter_plan::filter_for(
+            options,
+            &self.version,
+            self.output_level,
+            self.output_level,
+            &level_keys,
+            &replaced,
+        )
     }
 
     /// Merges the inputs into new tables (synced, their directory entries durable) and opens
