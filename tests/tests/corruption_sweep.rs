@@ -1,7 +1,8 @@
 //! Corruption sweep: single-bit flips and truncations spread over every file of a database
 //! (WAL, tables, manifest, CURRENT, OPTIONS). Each must give a clear error or, for a WAL tail,
 //! a clean point-in-time recovery. Never a wrong value, never a panic. The database has two
-//! keyspaces (a quarter of the keys in "second", written in cross-keyspace batches), so flips land
+//! keyspaces (a quarter of the keys in "second", written in cross-keyspace batches, its tables
+//! filtered by binary fuse filters), so flips land
 //! in keyspace records of the WAL and the manifest too; a key found in the wrong keyspace, or a
 //! keyspace that vanished, counts as wrong. A tenth of the values expire (in an hour). Before
 //! them, *ghost* keys are written and removed by range deletes, and *counters* are built from
@@ -99,7 +100,24 @@ fn base() -> FaultFs {
     let fs = FaultFs::new();
     let db = Db::open("/db", options(&fs)).unwrap();
     write_ghosts_and_counters(&db);
-    let second = db.keyspace("second").unwrap();
+    // "second" filters every level with binary fuse filters, so flips land in fuse blocks too
+    // (the default keyspace has blocked bloom and ribbon ones).
+    let second = db
+        .create_keyspace(
+            "second",
+            siftdb::KeyspaceOptions {
+                bloom_before_level: 0,
+                deep_filter_kind: siftdb::FilterKind::BinaryFuse,
+                // The default keyspace's small memtables and partitioned tables.
+                write_buffer_size: 32 << 10,
+                compression: siftdb::Compression::Lz4,
+                block_size: 512,
+                partition_above: Some(256),
+                metadata_block_size: 256,
+                ..Default::default()
+            },
+        )
+        .unwrap();
     // Pairs of consecutive keys in one batch, often one in each keyspace; every fifth pair as
     // expiring values (an hour: live during the sweep), so flips land in expiry times too.
     let hour = std::time::Duration::from_secs(3600);
@@ -129,6 +147,14 @@ fn base() -> FaultFs {
     assert!(
         stats.flushes > 0 && stats.table_bytes_uncompressed > stats.flush_bytes,
         "the sweep's tables are not compressed"
+    );
+    assert!(
+        second
+            .property("siftdb.levels")
+            .unwrap_or_default()
+            .contains("binary_fuse"),
+        "no fuse filter in the sweep's tables: {}",
+        second.property("siftdb.levels").unwrap_or_default()
     );
     assert!(
         db.level_info().iter().any(|l| l.partitioned_tables > 0),
