@@ -11,6 +11,7 @@
 
 mod cache;
 mod key;
+mod memo;
 mod options;
 mod pin;
 mod shard;
@@ -18,6 +19,7 @@ mod stats;
 
 pub use cache::BlockCache;
 pub use key::{BlockKey, BlockKind, Priority};
+pub use memo::{FalsePositiveMemo, MemoStats, ENTRY_OVERHEAD as MEMO_ENTRY_OVERHEAD};
 pub use options::CacheOptions;
 pub use pin::PinnedBlock;
 pub use stats::{CacheStats, KindStats};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
-use siftdb_cache::CacheOptions;
+use siftdb_cache::{CacheOptions, FalsePositiveMemo};
 use siftdb_sstable::TableCache;
 
 use crate::batch::WriteBatch;
@@ -117,6 +117,8 @@ pub(crate) struct DbInner {
     pub options: Options,
     pub fs: Arc<dyn FileSystem>,
     pub cache: Arc<TableCache>,
+    /// The memo of hot false positives every table consults (`None`: off).
+    pub memo: Option<Arc<FalsePositiveMemo>>,
     pub counters: EngineCounters,
     pub state: Mutex<DbState>,
     /// The trees' metadata and the manifest.
@@ -615,6 +617,7 @@ impl DbInner {
             state.trees.values().map(|t| Arc::clone(&t.tree)).collect()
         };
         let mut stats = self.counters.snapshot(self.cache.stats());
+        stats.memo = self.memo.as_ref().map(|m| m.stats()).unwrap_or_default();
         stats.levels = crate::stats::level_filter_stats(trees.iter().map(|t| &t.levels));
         stats
     }

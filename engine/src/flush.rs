@@ -293,6 +293,7 @@ pub(crate) fn open_table(
         prefix_extractor: options.prefix_extractor.clone(),
         pin_filter_and_index: level == 0 && options.pin_l0_filter_and_index_blocks_in_cache,
         stats: Some(Arc::clone(&db.counters.reads)),
+        false_positive_memo: db.memo.clone(),
     };
     let name = path.display().to_string();
     let table = Table::open(file, meta.number, name, Arc::clone(&db.cache), read)?;

@@ -71,10 +71,13 @@ pub use iterator::{DbIterator, RawIterator};
 pub use keyspace::Keyspace;
 pub use keyspace_options::{KeyspaceOptions, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN};
 pub use merge::MergeOperator;
-pub use options::{Options, ReadOptions, WriteOptions, MAX_FILTER_BITS_PER_KEY, MAX_LEVELS};
+pub use options::{
+    Options, ReadOptions, WriteOptions, DEFAULT_FALSE_POSITIVE_MEMO_BYTES, MAX_FILTER_BITS_PER_KEY,
+    MAX_LEVELS,
+};
 pub use options_file::FORMAT_VERSION;
 pub use properties::LevelInfo;
-pub use siftdb_cache::{BlockKind, CacheStats, KindStats};
+pub use siftdb_cache::{BlockKind, CacheStats, KindStats, MemoStats};
 pub use siftdb_filter::{FilterAllocation, FilterKind, HashId, KeyHasher};
 pub use siftdb_sstable::{Compression, FixedPrefix, PrefixExtractor, RandomAccessFile, ReadMode};
 pub use snapshot::Snapshot;

@@ -56,6 +56,12 @@ pub struct Options {
     pub block_restart_interval: usize,
     /// Block cache capacity in bytes.
     pub block_cache_capacity: usize,
+    /// Bytes of the memo of hot false positives, shared by all keyspaces (0: off). A lookup
+    /// whose filter says "maybe" for a table that then turns out not to hold the key remembers
+    /// (table, key), so the next lookup of that key skips the table's index and data blocks;
+    /// entries leave with their table and under memory pressure (LRU). Only filter "maybe"s
+    /// consult it, so lookups the filters answer pay nothing. See `docs/TUNING.md`.
+    pub false_positive_memo_bytes: usize,
     /// Keep L0 tables' filter and index blocks pinned in the cache.
     pub pin_l0_filter_and_index_blocks_in_cache: bool,
     /// Average filter bits per key over the tree.
@@ -130,12 +136,17 @@ pub struct Options {
     pub clock: Arc<dyn crate::Clock>,
 }
 
+/// The default of [`Options::false_positive_memo_bytes`]: 256 KiB, about 2,500 remembered false
+/// positives of 24-byte keys.
+pub const DEFAULT_FALSE_POSITIVE_MEMO_BYTES: usize = 256 << 10;
+
 impl std::fmt::Debug for Options {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Options")
             .field("write_buffer_size", &self.write_buffer_size)
             .field("max_write_buffer_number", &self.max_write_buffer_number)
             .field("block_cache_capacity", &self.block_cache_capacity)
+            .field("false_positive_memo_bytes", &self.false_positive_memo_bytes)
             .field("filter_bits_per_key", &self.filter_bits_per_key)
             .field("bloom_before_level", &self.bloom_before_level)
             .field("filter_allocation", &self.filter_allocation)
@@ -174,6 +185,7 @@ impl Default for Options {
             block_size: 4096,
             block_restart_interval: 16,
             block_cache_capacity: 64 << 20,
+            false_positive_memo_bytes: DEFAULT_FALSE_POSITIVE_MEMO_BYTES,
             pin_l0_filter_and_index_blocks_in_cache: true,
             filter_bits_per_key: 10.0,
             bloom_before_level: 2,

@@ -187,7 +187,7 @@ fn levels_table(reports: &[LevelInfo]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<5} {:>6} {:>11} {:>12} {:<14} {:>9} {:>12} {:>12} {:>10} {:>8}",
+        "{:<5} {:>6} {:>11} {:>12} {:<14} {:>9} {:>12} {:>12} {:>10} {:>8} {:>10}",
         "level",
         "files",
         "keys",
@@ -197,7 +197,8 @@ fn levels_table(reports: &[LevelInfo]) -> String {
         "expected fpr",
         "measured fpr",
         "negatives",
-        "planned"
+        "planned",
+        "memo hits"
     );
     for (level, r) in reports.iter().enumerate() {
         if r.files == 0 && r.measured.checked == 0 {
@@ -206,7 +207,7 @@ fn levels_table(reports: &[LevelInfo]) -> String {
         let negatives = r.measured.false_positives() + r.measured.useful;
         let _ = writeln!(
             out,
-            "L{:<4} {:>6} {:>11} {:>12} {:<14} {:>9.2} {:>12.6} {:>12.6} {:>10} {:>8.2}",
+            "L{:<4} {:>6} {:>11} {:>12} {:<14} {:>9.2} {:>12.6} {:>12.6} {:>10} {:>8.2} {:>10}",
             level,
             r.files,
             r.keys,
@@ -216,7 +217,8 @@ fn levels_table(reports: &[LevelInfo]) -> String {
             r.expected_fpr,
             r.measured.measured_fpr(),
             negatives,
-            r.planned_bits_per_key
+            r.planned_bits_per_key,
+            r.measured.memo_hits
         );
     }
     out

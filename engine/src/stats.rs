@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use siftdb_cache::{BlockKind, CacheStats};
+use siftdb_cache::{BlockKind, CacheStats, MemoStats};
 use siftdb_sstable::ReadStatistics;
 
 use crate::options::MAX_LEVELS;
@@ -55,6 +55,11 @@ pub struct LevelFilterStats {
     pub true_positive: u64,
     /// Data blocks point lookups used on this level (cache or file).
     pub data_block_accesses: u64,
+    /// Lookups on this level the false-positive memo answered (an index and a data block
+    /// saved each).
+    pub memo_hits: u64,
+    /// False positives on this level the memo remembered.
+    pub memo_inserts: u64,
 }
 
 impl LevelFilterStats {
@@ -152,6 +157,8 @@ pub struct Stats {
     pub merges_in_compaction: u64,
     /// The block cache's counters.
     pub cache: CacheStats,
+    /// The false-positive memo's counters and size (all zero when it is off).
+    pub memo: MemoStats,
 }
 
 impl Stats {
@@ -165,6 +172,8 @@ impl Stats {
                 positive: a.positive + l.positive,
                 true_positive: a.true_positive + l.true_positive,
                 data_block_accesses: a.data_block_accesses + l.data_block_accesses,
+                memo_hits: a.memo_hits + l.memo_hits,
+                memo_inserts: a.memo_inserts + l.memo_inserts,
             })
     }
 
@@ -205,6 +214,8 @@ pub(crate) fn level_filter_stats<'a>(
             total.positive += s.filter_positive.load(Relaxed);
             total.true_positive += s.filter_true_positive.load(Relaxed);
             total.data_block_accesses += s.data_block_accesses.load(Relaxed);
+            total.memo_hits += s.memo_hits.load(Relaxed);
+            total.memo_inserts += s.memo_inserts.load(Relaxed);
         }
     }
     sum
@@ -255,6 +266,7 @@ impl EngineCounters {
             range_tombstones_dropped: self.range_tombstones_dropped.load(Relaxed),
             merges_in_compaction: self.merges_in_compaction.load(Relaxed),
             cache,
+            memo: MemoStats::default(),
         }
     }
 }

@@ -40,7 +40,7 @@ pub use internal_key::{
 pub use prefix::{FixedPrefix, PrefixExtractor};
 pub use properties::TableProperties;
 pub use range_tombstones::{FragmentedRangeTombstones, RangeTombstone};
-pub use stats::{BlockAccess, FilterOutcome, GetTrace, ReadStatistics};
+pub use stats::{BlockAccess, FilterOutcome, GetTrace, MemoOutcome, ReadStatistics};
 pub use table::{
     CachedBlock, Lookup, PreparedGet, Table, TableCache, TableGet, TableIter, TableIterOptions,
     TableReadOptions,

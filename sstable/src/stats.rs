@@ -51,6 +51,23 @@ pub struct GetTrace {
     /// The sequence number of that version (when `key_found`): a range tombstone of the same
     /// table hides it if newer.
     pub sequence: u64,
+    /// What the false-positive memo did for this lookup.
+    pub memo: MemoOutcome,
+}
+
+/// The false-positive memo's part in one lookup (see `TableReadOptions::false_positive_memo`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MemoOutcome {
+    /// Not asked (no memo, or the filter said "no").
+    #[default]
+    NotAsked,
+    /// Known absent: the lookup ended without reading the index or a data block.
+    Hit,
+    /// Asked, not known; the lookup then found the key absent and remembered it.
+    Inserted,
+    /// Asked, not known (the key was there, or absence could not be stated for every
+    /// sequence number).
+    Miss,
 }
 
 impl GetTrace {
@@ -87,6 +104,10 @@ pub struct ReadStatistics {
     pub data_block_reads: AtomicU64,
     /// Data blocks used by point lookups (from cache or file).
     pub data_block_accesses: AtomicU64,
+    /// Lookups the false-positive memo answered ([`MemoOutcome::Hit`]).
+    pub memo_hits: AtomicU64,
+    /// False positives remembered by the memo ([`MemoOutcome::Inserted`]).
+    pub memo_inserts: AtomicU64,
     /// Bytes read from table files.
     pub bytes_read: AtomicU64,
 }
@@ -110,6 +131,15 @@ impl ReadStatistics {
         }
         if trace.data_block.touched() {
             self.data_block_accesses.fetch_add(1, Relaxed);
+        }
+        match trace.memo {
+            MemoOutcome::Hit => {
+                self.memo_hits.fetch_add(1, Relaxed);
+            }
+            MemoOutcome::Inserted => {
+                self.memo_inserts.fetch_add(1, Relaxed);
+            }
+            MemoOutcome::NotAsked | MemoOutcome::Miss => {}
         }
     }
 

@@ -383,6 +383,16 @@ fn options(variant: Variant) -> Options {
     o.partition_above = Some(256);
     o.metadata_block_size = 64;
     o.compression_per_level = vec![siftdb::Compression::Lz4, siftdb::Compression::None];
+    // The false-positive memo: tiny for one variant (one entry per shard: constant eviction),
+    // roomy with loose filters (many false positives to remember) for the other. A memo entry
+    // that answered for a key a table holds would show here as a missing value.
+    match variant {
+        Variant::Append => o.false_positive_memo_bytes = 16 * 100,
+        Variant::U64Add => {
+            o.false_positive_memo_bytes = 64 << 10;
+            o.filter_bits_per_key = 3.0;
+        }
+    }
     o
 }
 

@@ -236,6 +236,14 @@ pub struct Args {
     /// Keys of readhot's hot set (half of them written, half never written).
     #[arg(long = "hot_keys", default_value_t = 1000)]
     pub hot_keys: u64,
+    /// readhot's hot set is `--hot_keys` never-written keys that are false positives of the
+    /// tree's filters, found (untimed) by probing missing keys until each of them made a
+    /// lookup read a data block. Needs an engine that counts data blocks per lookup.
+    #[arg(long = "hot_false_positives")]
+    pub hot_false_positives: bool,
+    /// Bytes of siftdb's false-positive memo (0: off) [default: the engine's, 256 KiB].
+    #[arg(long = "false_positive_memo_bytes")]
+    pub false_positive_memo_bytes: Option<usize>,
     /// Entries read after each seek of seekrandom.
     #[arg(long = "seek_nexts", default_value_t = 10)]
     pub seek_nexts: usize,
@@ -386,6 +394,10 @@ pub struct Config {
     pub keys_per_prefix: u64,
     /// Size of readhot's hot set.
     pub hot_keys: u64,
+    /// readhot reads false positives of the tree only (`--hot_false_positives`).
+    pub hot_false_positives: bool,
+    /// siftdb's false-positive memo bytes (`None`: the engine's default).
+    pub false_positive_memo_bytes: Option<usize>,
     /// Entries read per seek.
     pub seek_nexts: usize,
     /// Threads of read workloads.
@@ -500,6 +512,8 @@ impl Config {
             prefix_size: args.prefix_size,
             keys_per_prefix: args.keys_per_prefix,
             hot_keys: args.hot_keys.max(2),
+            hot_false_positives: args.hot_false_positives,
+            false_positive_memo_bytes: args.false_positive_memo_bytes,
             seek_nexts: args.seek_nexts,
             threads: args.threads,
             batch_size: args.batch_size,

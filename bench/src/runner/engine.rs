@@ -229,6 +229,9 @@ pub fn siftdb_options(config: &Config) -> Options {
         },
         prefix_extractor: Some(FixedPrefix::shared(config.prefix_size)),
         block_cache_capacity: config.cache_size.unwrap_or(defaults.block_cache_capacity),
+        false_positive_memo_bytes: config
+            .false_positive_memo_bytes
+            .unwrap_or(defaults.false_positive_memo_bytes),
         write_buffer_size: config
             .write_buffer_size
             .unwrap_or(defaults.write_buffer_size),

@@ -506,9 +506,21 @@ fn lookups_text(s: &Stats, point_reads_only: bool) -> String {
     } else {
         String::new()
     };
+    let memo = if s.memo.hits + s.memo.inserts > 0 {
+        format!(
+            "; false-positive memo: {} hits, {} inserts, {} evictions, {} held ({})",
+            s.memo.hits,
+            s.memo.inserts,
+            s.memo.evictions,
+            s.memo.entries,
+            human_bytes(s.memo.bytes)
+        )
+    } else {
+        String::new()
+    };
     format!(
         "  lookups      : {} ({} in memtables); data blocks per lookup {:.4}{file_reads}; \
-         blocks read from file: {} data, {} index, {} filter\n",
+         blocks read from file: {} data, {} index, {} filter{memo}\n",
         s.gets,
         s.memtable_hits,
         ratio(total.data_block_accesses, s.gets),

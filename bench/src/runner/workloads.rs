@@ -107,7 +107,14 @@ pub fn stats_delta(after: &Stats, before: &Stats) -> Stats {
         a.positive = d(a.positive, b.positive);
         a.true_positive = d(a.true_positive, b.true_positive);
         a.data_block_accesses = d(a.data_block_accesses, b.data_block_accesses);
+        a.memo_hits = d(a.memo_hits, b.memo_hits);
+        a.memo_inserts = d(a.memo_inserts, b.memo_inserts);
     }
+    // The memo's size (entries, bytes) stays as it is after the phase; its tickers are deltas.
+    delta.memo.hits = d(after.memo.hits, before.memo.hits);
+    delta.memo.inserts = d(after.memo.inserts, before.memo.inserts);
+    delta.memo.evictions = d(after.memo.evictions, before.memo.evictions);
+    delta.memo.forgotten = d(after.memo.forgotten, before.memo.forgotten);
     delta.gets = d(after.gets, before.gets);
     delta.gets_found = d(after.gets_found, before.gets_found);
     delta.memtable_hits = d(after.memtable_hits, before.memtable_hits);
@@ -216,6 +223,11 @@ impl<'a> Workbench<'a> {
             result.skipped = Some(format!("not supported by {}", self.engine.name()));
             return Ok(result);
         }
+        // readhot's set of false positives is found before the phase's statistics start.
+        let hot_set = match benchmark {
+            Benchmark::ReadHot => Some(self.hot_set(phase)?),
+            _ => None,
+        };
         let before = self.engine.stats();
         let measured = match benchmark {
             Benchmark::FillSeq => self.fill(benchmark, stream, |_, i| i)?,
@@ -245,7 +257,7 @@ impl<'a> Workbench<'a> {
             })?,
             Benchmark::MultiReadRandom => self.multi_reads(benchmark, stream, Variant::Written)?,
             Benchmark::MultiReadMissing => self.multi_reads(benchmark, stream, Variant::Missing)?,
-            Benchmark::ReadHot => self.read_hot(stream, phase)?,
+            Benchmark::ReadHot => self.read_hot(stream, hot_set.unwrap_or_default())?,
             Benchmark::SeekRandom => self.reads(benchmark, stream, |w, ctx| {
                 let index = ctx.rng.below(w.config.num);
                 w.keys.encode(index, Variant::Written, &mut ctx.key);
@@ -708,17 +720,68 @@ impl<'a> Workbench<'a> {
         Ok(outcome)
     }
 
-    /// readhot: lookups drawn from `--hot_keys` keys, half written and half never written.
-    fn read_hot(&self, stream: u64, phase: u64) -> Result<Measured> {
+    /// readhot's hot set: `--hot_keys` keys, half written and half never written; or with
+    /// `--hot_false_positives`, never-written keys that are false positives of the tree.
+    fn hot_set(&self, phase: u64) -> Result<Vec<(u64, Variant)>> {
         let num = self.config.num;
-        let hot = self.config.hot_keys.min(2 * num);
         let written = Permutation::new(num, self.config.seed ^ STREAM_HOT ^ phase);
         let missing = Permutation::new(num, self.config.seed ^ STREAM_HOT ^ !phase);
+        if self.config.hot_false_positives {
+            return self.false_positive_set(&missing);
+        }
+        let hot = self.config.hot_keys.min(2 * num);
         let half = hot / 2;
-        let set: Vec<(u64, Variant)> = (0..half)
+        Ok((0..half)
             .map(|j| (written.get(j), Variant::Written))
             .chain((0..hot - half).map(|j| (missing.get(j), Variant::Missing)))
-            .collect();
+            .collect())
+    }
+
+    /// Never-written keys (in `missing`'s order) whose lookup read a data block: each is a
+    /// false positive of some table's filter. Untimed; with siftdb's memo on, these first
+    /// lookups are what warms it.
+    fn false_positive_set(&self, missing: &Permutation) -> Result<Vec<(u64, Variant)>> {
+        let want = self.config.hot_keys as usize;
+        let data_blocks = || -> Result<u64> {
+            let stats = self.engine.stats().ok_or_else(|| {
+                Error::new(format!(
+                    "--hot_false_positives: {} reports no block statistics",
+                    self.engine.name()
+                ))
+            })?;
+            Ok(stats.filter_total().data_block_accesses)
+        };
+        let mut key = self.keys.key_buffer();
+        let mut buf = Vec::new();
+        let mut set = Vec::with_capacity(want);
+        let mut probed = 0u64;
+        for j in 0..self.config.num {
+            if set.len() == want {
+                break;
+            }
+            let index = missing.get(j);
+            self.keys.encode(index, Variant::Missing, &mut key);
+            let before = data_blocks()?;
+            self.engine.get(self.keys.keyspace(index), &key, &mut buf)?;
+            probed += 1;
+            if data_blocks()? > before {
+                set.push((index, Variant::Missing));
+            }
+        }
+        eprintln!(
+            "readhot: {} false positives of the tree's filters among {probed} missing keys probed",
+            set.len()
+        );
+        if set.is_empty() {
+            return Err(Error::new(
+                "--hot_false_positives: no missing key was a false positive",
+            ));
+        }
+        Ok(set)
+    }
+
+    /// readhot: lookups drawn from the hot set ([`Workload::hot_set`]).
+    fn read_hot(&self, stream: u64, set: Vec<(u64, Variant)>) -> Result<Measured> {
         self.reads(Benchmark::ReadHot, stream, |w, ctx| {
             let (index, variant) = set[ctx.rng.below(set.len() as u64) as usize];
             w.keys.encode(index, variant, &mut ctx.key);

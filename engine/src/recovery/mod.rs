@@ -30,6 +30,7 @@ use crate::version_set::VersionSet;
 use crate::wal::writer::LogWriter;
 use crate::write::WriteQueue;
 pub(crate) use manifest_state::ManifestState;
+use siftdb_cache::FalsePositiveMemo;
 use wal_replay::{replay_wals, Recovered};
 
 /// Opens or creates the database in `dir`.
@@ -311,6 +312,8 @@ fn new_inner(
         dir: dir.to_path_buf(),
         fs: Arc::clone(&options.fs),
         cache: new_cache(options.block_cache_capacity),
+        memo: (options.false_positive_memo_bytes > 0)
+            .then(|| Arc::new(FalsePositiveMemo::new(options.false_positive_memo_bytes))),
         counters: EngineCounters::default(),
         state: Mutex::new(DbState {
             trees,

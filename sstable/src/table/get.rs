@@ -14,7 +14,7 @@ use crate::block::Block;
 use crate::error::Result;
 use crate::format::BlockHandle;
 use crate::internal_key::{compare_internal, InternalKey, ParsedKey, ValueKind, TRAILER_LEN};
-use crate::stats::{BlockAccess, FilterOutcome, GetTrace};
+use crate::stats::{BlockAccess, FilterOutcome, GetTrace, MemoOutcome};
 
 /// A lookup's filter work done ahead ([`Table::prepare_get`]): the filter (or filter partition)
 /// that may hold the key, how it was reached, and the key's hash (`None`: no filter to ask).
@@ -177,6 +177,7 @@ impl Table {
         if prepared.beyond {
             return Ok(Lookup::NotFound);
         }
+        let mut memo_key = None;
         if let Some((filter, access, hash)) = prepared.filter {
             trace.filter_block = access;
             if !filter.may_contain_hash(hash) {
@@ -184,14 +185,44 @@ impl Table {
                 return Ok(Lookup::NotFound);
             }
             trace.filter = FilterOutcome::Maybe;
+            if let Some(memo) = &self.options.false_positive_memo {
+                if memo.is_known_absent(self.id, hash, user_key) {
+                    trace.memo = MemoOutcome::Hit;
+                    return Ok(Lookup::NotFound);
+                }
+                trace.memo = MemoOutcome::Miss;
+                memo_key = Some((memo, hash));
+            }
         }
+        let found = self.lookup_blocks(user_key, snapshot, prepared.fill_cache, trace, value)?;
+        if let (Lookup::NotFound, Some((memo, hash))) = (found, memo_key) {
+            // Absent at `snapshot`; absent at every sequence number only if the snapshot sees
+            // all of the table's entries (a newer version of the key would sort before the
+            // lookup target and be skipped). Only then is it true for the table's whole life.
+            if snapshot >= self.properties.max_sequence {
+                memo.remember_absent(self.id, hash, user_key);
+                trace.memo = MemoOutcome::Inserted;
+            }
+        }
+        Ok(found)
+    }
+
+    /// The index and data block part of [`Table::get_prepared_into`]: the newest version of
+    /// `user_key` visible at `snapshot`.
+    fn lookup_blocks(
+        &self,
+        user_key: &[u8],
+        snapshot: u64,
+        fill_cache: bool,
+        trace: &mut GetTrace,
+        value: &mut Vec<u8>,
+    ) -> Result<Lookup> {
         let target = InternalKey::for_lookup(user_key, snapshot);
-        let Some((handle, access)) = self.data_handle(target.encoded(), prepared.fill_cache)?
-        else {
+        let Some((handle, access)) = self.data_handle(target.encoded(), fill_cache)? else {
             return Ok(Lookup::NotFound);
         };
         trace.index_block = access;
-        let (block, access) = self.block_for_get(handle, BlockKind::Data, prepared.fill_cache)?;
+        let (block, access) = self.block_for_get(handle, BlockKind::Data, fill_cache)?;
         trace.data_block = access;
         let mut it = block.iter();
         it.seek(target.encoded(), compare_internal);

@@ -18,7 +18,7 @@ mod partitions;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
-use siftdb_cache::{BlockCache, BlockKey, BlockKind, PinnedBlock, Priority};
+use siftdb_cache::{BlockCache, BlockKey, BlockKind, FalsePositiveMemo, PinnedBlock, Priority};
 use siftdb_filter::{Filter, KeyHasher};
 
 pub use get::PreparedGet;
@@ -58,6 +58,10 @@ pub struct TableReadOptions {
     pub pin_filter_and_index: bool,
     /// Shared counters every lookup reports to.
     pub stats: Option<Arc<ReadStatistics>>,
+    /// The database's memo of hot false positives (`None`: off). A lookup whose filter says
+    /// "maybe" asks it before reading the index, and tells it when the table turned out not to
+    /// hold the key; the table's entries are dropped when it is closed.
+    pub false_positive_memo: Option<Arc<FalsePositiveMemo>>,
 }
 
 /// Result of a point lookup in one table.
@@ -166,6 +170,15 @@ pub struct Table {
     /// The range tombstone block, decoded at open; `None` when the table has none.
     range_tombstones: Option<Arc<FragmentedRangeTombstones>>,
     held: RwLock<Option<Held>>,
+}
+
+impl Drop for Table {
+    /// A closed table's memo entries go with it: its id is never looked up again.
+    fn drop(&mut self) {
+        if let Some(memo) = &self.options.false_positive_memo {
+            memo.forget_table(self.id);
+        }
+    }
 }
 
 impl std::fmt::Debug for Table {

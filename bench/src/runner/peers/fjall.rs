@@ -285,6 +285,7 @@ impl Engine for FjallEngine {
                 positive: queries.saturating_sub(skipped),
                 true_positive: 0,
                 data_block_accesses: data_loads,
+                ..LevelFilterStats::default()
             }],
             data_block_reads: data_loads.saturating_sub(data_cached),
             index_block_reads: index_loads.saturating_sub(index_cached),

@@ -395,6 +395,7 @@ impl Engine for RocksEngine {
                 positive: t(Ticker::BloomFilterFullPositive),
                 true_positive: t(Ticker::BloomFilterFullTruePositive),
                 data_block_accesses: t(Ticker::BlockCacheDataHit) + t(Ticker::BlockCacheDataMiss),
+                ..LevelFilterStats::default()
             }],
             // A batched MultiGet counts its keys apart from gets.
             gets: t(Ticker::NumberKeysRead) + t(Ticker::NumberMultigetKeysRead),
