@@ -3,6 +3,8 @@
 //! * [`BlockedBloom`] — cache-line blocked bloom filter (one cache miss per query).
 //! * [`RibbonFilter`] — standard ribbon filter (GF(2) linear system, ~30 % smaller).
 //! * [`BinaryFuseFilter`] — binary fuse filter (8- or 16-bit fingerprints, three cells a query).
+//! * [`RangeFilter`] — range filter (Grafite: locality-preserving hash + Elias-Fano) for "any key
+//!   in [a, b]?" over order-preserving 64-bit key images.
 //! * [`Filter`] / [`FilterBuilder`] — the versioned, checksummed filter block.
 //! * [`KeyHasher`] — seeded XXH3 or keyed SipHash; recorded in every block.
 //! * [`FilterPolicy`], [`monkey()`](fn@monkey) — which kind and how many bits each level gets.
@@ -25,6 +27,7 @@ mod kind;
 pub mod monkey;
 mod policy;
 mod prefetch;
+pub mod range;
 pub mod ribbon;
 
 pub use bloom::{blocked_bloom_expected_fpr, BlockedBloom};
@@ -38,4 +41,5 @@ pub use kernel::Kernel;
 pub use kind::{FilterKind, FprCurve};
 pub use monkey::{monkey, sum_fpr, uniform, FilterBudget, LevelAllocation, LevelSpec};
 pub use policy::{pooled_level_keys, FilterAllocation, FilterPolicy, LevelFilter};
+pub use range::{RangeFilter, RangeParams};
 pub use ribbon::{ribbon_expected_fpr, RibbonFilter, RibbonParams};
