@@ -365,7 +365,7 @@ fn zero_samples(bits: &[u64], len: u64) -> Vec<u64> {
     let mut zeros = 0u64;
     for pos in 0..len {
         if bits[(pos / 64) as usize] >> (pos % 64) & 1 == 0 {
-            if zeros % SELECT_SAMPLE == 0 {
+            if zeros.is_multiple_of(SELECT_SAMPLE) {
                 samples.push(pos);
             }
             zeros += 1;
