@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p siftdb-bench --bin filter-bench -- [--keys 10000000] [--json] [--plot fpr.svg]
+//! cargo run --release -p siftdb-bench --bin filter-bench -- --range [--keys 1000000] [--sweep 8,10,12,16] [--json]
 //! cargo run --release -p siftdb-bench --bin filter-bench -- --monkey --level-keys 1000,10000,100000 \
 //!     --bits-per-key 10 --kind bloom|ribbon|policy [--json]
 //! ```
@@ -12,7 +13,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
 use siftdb_bench::filters::{
-    monkey_report, plot_fpr, run_sweep, MonkeyKind, SweepConfig, SweepRow,
+    monkey_report, plot_fpr, run_range_sweep, run_sweep, MonkeyKind, SweepConfig, SweepRow,
 };
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -47,6 +48,10 @@ struct Args {
     /// Allocation mode: Monkey versus uniform over the levels of `--level-keys`.
     #[arg(long)]
     monkey: bool,
+    /// Range filter mode: FPR of empty ranges of width 2, 16 and 64 (random and correlated)
+    /// against Grafite's bound, for each bits/key of `--sweep`.
+    #[arg(long)]
+    range: bool,
     /// Keys per level, L0 first (allocation mode).
     #[arg(
         long,
@@ -72,6 +77,8 @@ fn main() -> ExitCode {
     let args = Args::parse();
     if args.monkey {
         run_monkey(&args);
+    } else if args.range {
+        run_range(&args);
     } else if let Err(e) = run_filters(&args) {
         eprintln!("filter-bench: {e}");
         return ExitCode::FAILURE;
@@ -136,6 +143,46 @@ fn print_row(row: &SweepRow, json: bool) {
                 .map_or_else(|| "-".to_string(), |ns| format!("{ns:.1}"))
         );
     }
+}
+
+fn run_range(args: &Args) {
+    if !args.json {
+        println!(
+            "filter-bench --range: {} keys, {} ranges per row (blocks of 2^16 images)",
+            args.keys,
+            args.queries.min(1_000_000)
+        );
+        println!(
+            "{:<7} {:>9} {:>6} {:<11} {:>10} {:>10} {:>10} {:>10} {:>9}",
+            "target",
+            "bits/key",
+            "width",
+            "queries",
+            "empty",
+            "fpr %",
+            "bound %",
+            "build ns/k",
+            "query ns"
+        );
+    }
+    run_range_sweep(args.keys, args.queries.min(1_000_000), &args.sweep, |row| {
+        if args.json {
+            println!("{}", row.to_json());
+        } else {
+            println!(
+                "{:<7.2} {:>9.3} {:>6} {:<11} {:>10} {:>10.4} {:>10.4} {:>10.1} {:>9.1}",
+                row.target_bits_per_key,
+                row.bits_per_key,
+                row.width,
+                row.queries,
+                row.empty_ranges,
+                row.fpr * 100.0,
+                row.bound * 100.0,
+                row.build_ns_per_key,
+                row.query_ns
+            );
+        }
+    });
 }
 
 fn run_monkey(args: &Args) {

@@ -7,11 +7,13 @@
 mod contenders;
 mod monkey_report;
 mod plot;
+mod range_sweep;
 mod sweep;
 
 pub use contenders::Contender;
 pub use monkey_report::{monkey_report, MonkeyKind, MonkeyLevelRow, MonkeySummary};
 pub use plot::plot_fpr;
+pub use range_sweep::{run_range_sweep, RangeRow};
 pub use sweep::{build_flags, ribbon_bits_for_fpr, run_sweep, SweepConfig, SweepRow};
 
 /// `count` distinct 64-bit key hashes: xxh3 of the numbers `start..start + count`, the way the
