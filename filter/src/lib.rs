@@ -4,7 +4,8 @@
 //! * [`RibbonFilter`] — standard ribbon filter (GF(2) linear system, ~30 % smaller).
 //! * [`BinaryFuseFilter`] — binary fuse filter (8- or 16-bit fingerprints, three cells a query).
 //! * [`RangeFilter`] — range filter (Grafite: locality-preserving hash + Elias-Fano) for "any key
-//!   in [a, b]?" over order-preserving 64-bit key images.
+//!   in [a, b]?" over order-preserving 64-bit key images; [`KeyImage`] learns a dense image of a
+//!   table's keys.
 //! * [`Filter`] / [`FilterBuilder`] — the versioned, checksummed filter block.
 //! * [`KeyHasher`] — seeded XXH3 or keyed SipHash; recorded in every block.
 //! * [`FilterPolicy`], [`monkey()`](fn@monkey) — which kind and how many bits each level gets.
@@ -23,6 +24,7 @@ mod format;
 pub mod fuse;
 mod hash;
 pub mod kernel;
+mod key_image;
 mod kind;
 pub mod monkey;
 mod policy;
@@ -38,6 +40,7 @@ pub use fuse::{
 };
 pub use hash::{HashId, KeyHasher, DEFAULT_SEED};
 pub use kernel::Kernel;
+pub use key_image::KeyImage;
 pub use kind::{FilterKind, FprCurve};
 pub use monkey::{monkey, sum_fpr, uniform, FilterBudget, LevelAllocation, LevelSpec};
 pub use policy::{pooled_level_keys, FilterAllocation, FilterPolicy, LevelFilter};
