@@ -71,6 +71,8 @@ pub struct KeyspaceOptions {
     pub filter_allocation: FilterAllocation,
     /// See [`Options::deep_filter_kind`].
     pub deep_filter_kind: siftdb_filter::FilterKind,
+    /// See [`Options::range_filter_bits_per_key`].
+    pub range_filter_bits_per_key: f64,
     /// See [`Options::prefix_extractor`]. Recorded by name: a `fixed:N` extractor is rebuilt at
     /// the next open; another kind must be given again through [`Options::keyspaces`].
     pub prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
@@ -116,6 +118,7 @@ impl From<&Options> for KeyspaceOptions {
             bloom_before_level: o.bloom_before_level,
             filter_allocation: o.filter_allocation,
             deep_filter_kind: o.deep_filter_kind,
+            range_filter_bits_per_key: o.range_filter_bits_per_key,
             prefix_extractor: o.prefix_extractor.clone(),
             compression: o.compression,
             compression_per_level: o.compression_per_level.clone(),
@@ -144,6 +147,7 @@ impl KeyspaceOptions {
             bloom_before_level: self.bloom_before_level,
             filter_allocation: self.filter_allocation,
             deep_filter_kind: self.deep_filter_kind,
+            range_filter_bits_per_key: self.range_filter_bits_per_key,
             prefix_extractor: self.prefix_extractor.clone(),
             compression: self.compression,
             compression_per_level: self.compression_per_level.clone(),
@@ -180,7 +184,7 @@ pub(crate) fn validate_name(name: &str) -> Result<()> {
 /// The text form of `o` (see the module documentation).
 pub(crate) fn options_text(o: &KeyspaceOptions) -> String {
     let codecs = |v: &[Compression]| v.iter().map(|c| c.name()).collect::<Vec<_>>().join(",");
-    let fields: [(&str, String); 20] = [
+    let fields: [(&str, String); 21] = [
         ("write_buffer_size", o.write_buffer_size.to_string()),
         (
             "max_write_buffer_number",
@@ -222,6 +226,10 @@ pub(crate) fn options_text(o: &KeyspaceOptions) -> String {
             },
         ),
         ("deep_filter_kind", o.deep_filter_kind.name().to_string()),
+        (
+            "range_filter_bits_per_key",
+            o.range_filter_bits_per_key.to_string(),
+        ),
         (
             "prefix_extractor",
             o.prefix_extractor
@@ -281,6 +289,7 @@ fn set_field(o: &mut KeyspaceOptions, key: &str, value: &str) -> Option<()> {
             }
         }
         "deep_filter_kind" => o.deep_filter_kind = siftdb_filter::FilterKind::from_name(value)?,
+        "range_filter_bits_per_key" => o.range_filter_bits_per_key = num(value)?,
         "prefix_extractor" => o.prefix_extractor = prefix_extractor_named(value),
         "compression" => o.compression = Compression::from_name(value)?,
         "compression_per_level" => {

@@ -78,6 +78,12 @@ pub struct Options {
     /// [`FilterKind::Ribbon`]: crate::FilterKind::Ribbon
     /// [`FilterKind::BinaryFuse`]: crate::FilterKind::BinaryFuse
     pub deep_filter_kind: siftdb_filter::FilterKind,
+    /// Bits per key of each table's range filter (0: none, the default). A range filter
+    /// (Grafite, over an order-preserving image of the table's keys) answers "does this table
+    /// hold any key in `[a, b)`?", so a range scan over an empty stretch of keys can skip the
+    /// table's index and data blocks. FPR for a range of `w` key positions ≈ `w / 2^(bits-2)`.
+    /// Tables keep the range filter they were written with. See `docs/TUNING.md`.
+    pub range_filter_bits_per_key: f64,
     /// Hash of keys for filters (seeded xxh3 by default; keyed SipHash for adversarial keys).
     /// Recorded in every filter block; a reader with another hasher refuses the block.
     pub filter_hasher: KeyHasher,
@@ -191,6 +197,7 @@ impl Default for Options {
             bloom_before_level: 2,
             filter_allocation: FilterAllocation::Monkey,
             deep_filter_kind: siftdb_filter::FilterKind::Ribbon,
+            range_filter_bits_per_key: 0.0,
             filter_hasher: KeyHasher::default(),
             prefix_extractor: None,
             paranoid_checks: true,
@@ -285,6 +292,13 @@ impl Options {
                 &format!("must be a number from 0 to {MAX_FILTER_BITS_PER_KEY}"),
             );
         }
+        let bits = self.range_filter_bits_per_key;
+        if !bits.is_finite() || !(bits == 0.0 || (3.0..=64.0).contains(&bits)) {
+            return invalid(
+                "range_filter_bits_per_key",
+                "must be 0 (no range filter) or a number from 3 to 64",
+            );
+        }
         for (name, ks) in &self.keyspaces {
             crate::keyspace_options::validate_name(name)?;
             if name == crate::keyspace_options::DEFAULT_KEYSPACE {
@@ -328,6 +342,7 @@ impl Options {
             // L0 tables are pinned: a pinned whole filter answers without choosing a partition
             // (their index is still partitioned when large).
             partition_filters: level > 0 || !self.pin_l0_filter_and_index_blocks_in_cache,
+            range_filter_bits_per_key: self.range_filter_bits_per_key,
         }
     }
 

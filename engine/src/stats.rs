@@ -102,6 +102,10 @@ pub struct Stats {
     pub prefix_checked: u64,
     /// Prefix filter "no" answers (tables skipped by prefix seeks).
     pub prefix_useful: u64,
+    /// Range filters consulted by range scans (`Options::range_filter_bits_per_key`).
+    pub range_checked: u64,
+    /// Range filters that ruled their table out of a scan (its blocks never read).
+    pub range_useful: u64,
     /// Keys written by the user (puts and deletes).
     pub keys_written: u64,
     /// Bytes of keys and values written by the user.
@@ -236,6 +240,8 @@ impl EngineCounters {
             bytes_read: self.reads.bytes_read.load(Relaxed),
             prefix_checked: self.reads.prefix_checked.load(Relaxed),
             prefix_useful: self.reads.prefix_useful.load(Relaxed),
+            range_checked: self.reads.range_checked.load(Relaxed),
+            range_useful: self.reads.range_useful.load(Relaxed),
             keys_written: self.keys_written.load(Relaxed),
             bytes_written_user: self.bytes_written_user.load(Relaxed),
             wal_bytes: self.wal_bytes.load(Relaxed),

@@ -105,35 +105,55 @@ impl KeyImage {
 
     /// The image of any byte string `key` (monotone: see the module docs).
     pub fn image(&self, key: &[u8]) -> u64 {
+        self.image_exact(key).0
+    }
+
+    /// The largest image a learned key below `end` can have (an exclusive range end); `None`
+    /// when no learned key is below it. One less than `image(end)` when the image pins `end`
+    /// down (it ends, or leaves the learned alphabets, within the imaged positions): a learned
+    /// key with the same image would then be `end` itself or above it.
+    pub fn image_before(&self, end: &[u8]) -> Option<u64> {
+        match self.image_exact(end) {
+            (0, true) => None,
+            (v, true) => Some(v - 1),
+            (v, false) => Some(v),
+        }
+    }
+
+    /// The image of `key`, and whether it is *exact*: every learned key below `key` has a
+    /// smaller image.
+    fn image_exact(&self, key: &[u8]) -> (u64, bool) {
         let p = self.prefix.len();
         let head = &key[..key.len().min(p)];
         match head.cmp(&self.prefix[..head.len()]) {
-            std::cmp::Ordering::Less => return 0,
-            std::cmp::Ordering::Greater => return u64::MAX,
+            std::cmp::Ordering::Less => return (0, true),
+            std::cmp::Ordering::Greater => return (u64::MAX, false),
             // Shorter than the prefix but equal so far: below every key that has it.
-            std::cmp::Ordering::Equal if key.len() < p => return 0,
+            std::cmp::Ordering::Equal if key.len() < p => return (0, true),
             std::cmp::Ordering::Equal => {}
         }
         let mut value = 0u64;
         for (j, alphabet) in self.alphabets.iter().enumerate() {
             let s = symbol(key, p + j);
             let rank = alphabet.partition_point(|&a| a < s) as u64;
-            let Some(add) = rank.checked_mul(self.weights[j]) else {
-                return u64::MAX;
-            };
-            let Some(v) = value.checked_add(add) else {
-                return u64::MAX;
+            let Some(v) = rank
+                .checked_mul(self.weights[j])
+                .and_then(|add| value.checked_add(add))
+            else {
+                return (u64::MAX, false);
             };
             value = v;
             if alphabet.get(rank as usize) != Some(&s) {
                 // Not a learned symbol: the smallest image above it (later digits 0).
-                return value;
+                return (value, true);
             }
             if s == END {
-                return value; // the key ends here; later digits are 0
+                return (value, true); // the key ends here; later digits are 0
             }
         }
-        value
+        // Every byte of `key` imaged: a learned key with its image has its bytes, so it is
+        // `key` itself. With bytes beyond, a smaller learned key may share the image.
+        (value, key.len() <= p + self.alphabets.len())
     }
 
     /// The serialized form: version, prefix, then each alphabet (its size and symbols).
@@ -268,6 +288,13 @@ mod tests {
             all.sort();
             for w in all.windows(2) {
                 prop_assert!(image.image(&w[0]) <= image.image(&w[1]), "{:?} {:?}", w[0], w[1]);
+            }
+            // An exclusive end: every learned key below it is at most image_before(end).
+            for end in &all {
+                for k in keys.iter().filter(|k| *k < end) {
+                    let before = image.image_before(end);
+                    prop_assert!(before.is_some_and(|b| image.image(k) <= b), "{:?} < {:?}", k, end);
+                }
             }
             let (back, _) = KeyImage::decode(&image.encode()).unwrap();
             prop_assert_eq!(back, image);

@@ -12,6 +12,7 @@ use crate::format::{block_trailer, BlockHandle, Footer, TABLE_FORMAT_VERSION};
 use crate::internal_key::{compare_internal, InternalKey, ParsedKey, ValueKind};
 use crate::prefix::PrefixExtractor;
 use crate::properties::TableProperties;
+use crate::range_filter_block::RangeKeyCollector;
 use crate::range_tombstones::FragmentedRangeTombstones;
 
 /// The whole-key filter a table gets.
@@ -51,6 +52,8 @@ pub struct TableBuildOptions {
     /// keeps one whole filter next to a partitioned index — what a table that stays pinned
     /// (L0) wants, since a pinned whole filter is probed without choosing a partition.
     pub partition_filters: bool,
+    /// Bits per key of the table's range filter (0: none). See `range_filter_block`.
+    pub range_filter_bits_per_key: f64,
 }
 
 impl Default for TableBuildOptions {
@@ -69,6 +72,7 @@ impl Default for TableBuildOptions {
             partition_above: Some(DEFAULT_PARTITION_ABOVE),
             metadata_block_size: 4096,
             partition_filters: true,
+            range_filter_bits_per_key: 0.0,
         }
     }
 }
@@ -164,6 +168,8 @@ pub struct TableBuilder<W: Write> {
     last_prefix: Option<Vec<u8>>,
     props: TableProperties,
     range_tombstones: Option<PendingTombstones>,
+    /// The range filter's input (`None`: the table gets no range filter).
+    range_keys: Option<RangeKeyCollector>,
 }
 
 impl<W: Write> TableBuilder<W> {
@@ -189,6 +195,7 @@ impl<W: Write> TableBuilder<W> {
             min_sequence: u64::MAX,
             ..TableProperties::default()
         };
+        let range_keys = (options.range_filter_bits_per_key > 0.0).then(RangeKeyCollector::default);
         TableBuilder {
             writer,
             data_block: BlockBuilder::new(options.block_restart_interval),
@@ -203,6 +210,7 @@ impl<W: Write> TableBuilder<W> {
             last_prefix: None,
             props,
             range_tombstones: None,
+            range_keys,
         }
     }
 
@@ -264,6 +272,9 @@ impl<W: Write> TableBuilder<W> {
         }
         if new_user_key {
             self.props.distinct_keys += 1;
+            if let Some(range_keys) = &mut self.range_keys {
+                range_keys.add(parsed.user_key);
+            }
             if self.options.filter.is_some() {
                 self.hashes
                     .push(self.options.key_hasher.hash(parsed.user_key));
@@ -541,6 +552,10 @@ impl<W: Write> TableBuilder<W> {
         if let Some(t) = tombstones {
             self.props.range_del_handle = Some(self.write_block(&t.encoded)?);
             self.props.range_deletions = t.count;
+        }
+        let bits = self.options.range_filter_bits_per_key;
+        if let Some(block) = self.range_keys.take().and_then(|keys| keys.finish(bits)) {
+            self.props.range_filter_handle = Some(self.write_block(&block)?);
         }
         let properties = self.write_block(&self.props.encode())?;
         let footer = Footer {

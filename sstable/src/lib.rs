@@ -24,6 +24,7 @@ pub mod format;
 mod internal_key;
 mod prefix;
 mod properties;
+mod range_filter_block;
 mod range_tombstones;
 mod stats;
 mod table;
@@ -39,6 +40,9 @@ pub use internal_key::{
 };
 pub use prefix::{FixedPrefix, PrefixExtractor};
 pub use properties::TableProperties;
+pub use range_filter_block::{
+    RangeFilterBlock, IMAGE_KEY_IMAGE_V1, RANGE_FILTER_MAGIC, RANGE_FILTER_VERSION,
+};
 pub use range_tombstones::{FragmentedRangeTombstones, RangeTombstone};
 pub use stats::{BlockAccess, FilterOutcome, GetTrace, MemoOutcome, ReadStatistics};
 pub use table::{

@@ -63,6 +63,9 @@ pub struct TableProperties {
     /// The range tombstone block, `None` when the table has none. Format 3; written only when
     /// present.
     pub range_del_handle: Option<BlockHandle>,
+    /// The range filter block (`range_filter_block`), `None` when the table has none. Written
+    /// only when present; readers that predate it ignore it.
+    pub range_filter_handle: Option<BlockHandle>,
     /// Merge operands among the entries (`ValueKind::Merge`). Format 3; written only when
     /// non-zero (the engine refuses to open a database holding operands under another merge
     /// operator).
@@ -151,6 +154,9 @@ impl TableProperties {
         if let Some(handle) = self.range_del_handle {
             fields.insert("range_del_handle", handle.encode().to_vec());
         }
+        if let Some(handle) = self.range_filter_handle {
+            fields.insert("range_filter_handle", handle.encode().to_vec());
+        }
         let mut b = BlockBuilder::new(1);
         for (name, value) in &fields {
             b.add(name.as_bytes(), value);
@@ -232,6 +238,16 @@ impl TableProperties {
             })?),
             None => None,
         };
+        p.range_filter_handle = match seen.get("range_filter_handle") {
+            Some(v) => Some(BlockHandle::decode(v).ok_or_else(|| {
+                format!(
+                    "property range_filter_handle has {} bytes, expected {}",
+                    v.len(),
+                    BlockHandle::ENCODED_LEN
+                )
+            })?),
+            None => None,
+        };
         if p.range_del_handle.is_some() != (p.range_deletions > 0) {
             return Err(format!(
                 "properties range_del_handle ({}) and range_deletions ({}) disagree",
@@ -277,6 +293,10 @@ mod tests {
             range_del_handle: Some(BlockHandle {
                 offset: 1234,
                 size: 56,
+            }),
+            range_filter_handle: Some(BlockHandle {
+                offset: 77,
+                size: 12,
             }),
             merge_operands: 7,
         };

@@ -96,6 +96,10 @@ pub struct ReadStatistics {
     pub prefix_checked: AtomicU64,
     /// Prefix filter said "no".
     pub prefix_useful: AtomicU64,
+    /// Range filter consulted (`Table::range_may_overlap`).
+    pub range_checked: AtomicU64,
+    /// Range filter said "no key in the range": the table was skipped.
+    pub range_useful: AtomicU64,
     /// Filter blocks read from files.
     pub filter_block_reads: AtomicU64,
     /// Index blocks read from files.

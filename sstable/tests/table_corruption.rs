@@ -53,9 +53,12 @@ fn table_shaped(
             partition_above: partitions.map(|_| 0),
             metadata_block_size: partitions.unwrap_or(4096),
             partition_filters,
+            // A range filter block too, so damage lands in it.
+            range_filter_bits_per_key: 10.0,
             ..TableBuildOptions::default()
         },
     );
+    assert!(meta.properties.range_filter_handle.is_some());
     if partitions.is_some() {
         assert!(meta.properties.index_partitions > 1);
     }
@@ -93,6 +96,21 @@ fn exercise(bytes: &[u8]) -> (usize, usize) {
                     wrong += 1;
                 }
             }
+            Err(e) => {
+                assert!(e.is_corruption(), "{e}");
+                errors += 1;
+            }
+        }
+    }
+    // The range filter: a range holding a key of the table must never be skipped.
+    for i in 0..65u32 {
+        let start = format!("k{i:03}").into_bytes();
+        let mut end = start.clone();
+        end.push(0);
+        let held = m.keys().any(|(k, _)| *k == start);
+        match table.range_may_overlap(Some(&start), Some(&end)) {
+            Ok(false) if held => wrong += 1,
+            Ok(_) => {}
             Err(e) => {
                 assert!(e.is_corruption(), "{e}");
                 errors += 1;

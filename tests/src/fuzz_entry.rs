@@ -38,6 +38,17 @@ pub fn table_open_and_iterate(data: &[u8]) {
     let _ = table.get(b"key", u64::MAX >> 8);
     let _ = table.get(b"", 0);
     let _ = table.prefix_may_match(b"pre");
+    let _ = table.range_may_overlap(Some(b"key010"), Some(b"key020"));
+    let _ = table.range_may_overlap(None, Some(b"k"));
+}
+
+/// Decodes `data` as a range filter block and asks it a few ranges.
+pub fn range_filter_decode(data: &[u8]) {
+    if let Ok(block) = siftdb_sstable::RangeFilterBlock::decode(data) {
+        let _ = block.may_overlap(Some(b"key010"), Some(b"key020"));
+        let _ = block.may_overlap(None, None);
+        let _ = block.may_overlap(Some(b"\xff"), Some(b""));
+    }
 }
 
 /// Decodes `data` as a block and walks it (forward and with seeks).

@@ -386,11 +386,17 @@ fn options(variant: Variant) -> Options {
     // The false-positive memo: tiny for one variant (one entry per shard: constant eviction),
     // roomy with loose filters (many false positives to remember) for the other. A memo entry
     // that answered for a key a table holds would show here as a missing value.
+    // Range filters on every table: a loose one (many false positives, 3 bits/key) and a
+    // tight one; a bounded scan that skipped a table holding a key would show here.
     match variant {
-        Variant::Append => o.false_positive_memo_bytes = 16 * 100,
+        Variant::Append => {
+            o.false_positive_memo_bytes = 16 * 100;
+            o.range_filter_bits_per_key = 3.0;
+        }
         Variant::U64Add => {
             o.false_positive_memo_bytes = 64 << 10;
             o.filter_bits_per_key = 3.0;
+            o.range_filter_bits_per_key = 14.0;
         }
     }
     o

@@ -16,6 +16,8 @@ fn table_with(compression: siftdb_sstable::Compression) -> Vec<u8> {
         TableBuildOptions {
             block_size: 128,
             compression,
+            // A range filter block too (the fuzz entry asks it ranges).
+            range_filter_bits_per_key: 10.0,
             ..TableBuildOptions::default()
         },
     );
@@ -36,6 +38,29 @@ fn valid_filter(kind: siftdb_filter::FilterKind) -> Vec<u8> {
         b.add_key(&i.to_le_bytes());
     }
     b.finish().unwrap()
+}
+
+/// A range filter block's contents: the block a table with a range filter holds.
+fn valid_range_filter() -> Vec<u8> {
+    use siftdb_sstable::{InternalKey, TableBuildOptions, TableBuilder, ValueKind};
+    let mut out = Vec::new();
+    let mut b = TableBuilder::new(
+        &mut out,
+        TableBuildOptions {
+            range_filter_bits_per_key: 8.0,
+            ..TableBuildOptions::default()
+        },
+    );
+    for i in 0..100u32 {
+        b.add(
+            InternalKey::new(format!("key{i:03}").as_bytes(), 1, ValueKind::Put).encoded(),
+            b"v",
+        )
+        .unwrap();
+    }
+    let handle = b.finish().unwrap().properties.range_filter_handle.unwrap();
+    // The block's contents, without its trailer.
+    out[handle.offset as usize..(handle.offset + handle.size) as usize].to_vec()
 }
 
 fn mutate(mut data: Vec<u8>, edits: &[(usize, u8)], cut: Option<usize>) -> Vec<u8> {
@@ -90,6 +115,14 @@ proptest! {
         for kind in siftdb_filter::FilterKind::ALL {
             fuzz_entry::filter_decode(&mutate(valid_filter(kind), &edits, cut));
         }
+    }
+
+    #[test]
+    fn fuzz_range_filter(bytes in proptest::collection::vec(any::<u8>(), 0..1024),
+                         edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..6),
+                         cut in any::<Option<usize>>()) {
+        fuzz_entry::range_filter_decode(&bytes);
+        fuzz_entry::range_filter_decode(&mutate(valid_range_filter(), &edits, cut));
     }
 }
 

@@ -123,6 +123,8 @@ pub fn stats_delta(after: &Stats, before: &Stats) -> Stats {
     delta.filter_block_reads = d(after.filter_block_reads, before.filter_block_reads);
     delta.bytes_read = d(after.bytes_read, before.bytes_read);
     delta.prefix_checked = d(after.prefix_checked, before.prefix_checked);
+    delta.range_checked = d(after.range_checked, before.range_checked);
+    delta.range_useful = d(after.range_useful, before.range_useful);
     delta.prefix_useful = d(after.prefix_useful, before.prefix_useful);
     delta.keys_written = d(after.keys_written, before.keys_written);
     delta.bytes_written_user = d(after.bytes_written_user, before.bytes_written_user);

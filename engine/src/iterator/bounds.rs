@@ -56,6 +56,28 @@ impl KeyBounds {
     }
 
     /// Whether `key` is at or above the lower bound.
+    /// The bounds as a half-open range `[start, end)` of user keys (`None`: unbounded): an
+    /// excluded lower bound or an included upper one becomes its successor key (`k` + `0x00`,
+    /// the smallest key above `k`).
+    pub(crate) fn half_open(&self) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+        let successor = |k: &Vec<u8>| {
+            let mut s = k.clone();
+            s.push(0);
+            s
+        };
+        let start = match &self.lower {
+            Bound::Included(l) => Some(l.clone()),
+            Bound::Excluded(l) => Some(successor(l)),
+            Bound::Unbounded => None,
+        };
+        let end = match &self.upper {
+            Bound::Included(u) => Some(successor(u)),
+            Bound::Excluded(u) => Some(u.clone()),
+            Bound::Unbounded => None,
+        };
+        (start, end)
+    }
+
     pub(crate) fn above_lower(&self, key: &[u8]) -> bool {
         match &self.lower {
             Bound::Included(l) => key >= l.as_slice(),

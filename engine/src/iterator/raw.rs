@@ -94,6 +94,8 @@ pub struct RawIterator {
     /// Going forward, where the current value starts in the merge's (past an expiry time).
     value_offset: usize,
     error: Option<Error>,
+    /// Why the cursor could not be made ([`RawIterator::failed`]): reported after every seek.
+    broken: Option<Error>,
 }
 
 impl std::fmt::Debug for RawIterator {
@@ -123,6 +125,7 @@ impl RawIterator {
             saved_value: Vec::new(),
             resolved: false,
             error: None,
+            broken: None,
         }
     }
 
@@ -133,7 +136,8 @@ impl RawIterator {
             ..Visibility::default()
         };
         let mut it = RawIterator::new(Some(db), MergingIterator::new(Vec::new()), seen);
-        it.error = Some(error);
+        it.error = Some(error.duplicate());
+        it.broken = Some(error);
         it
     }
 
@@ -287,7 +291,9 @@ impl RawIterator {
     fn restart(&mut self, direction: Direction) {
         self.direction = direction;
         self.resolved = false;
-        self.error = None;
+        // A cursor that could not be made reports why after every positioning, not only the
+        // first (its merge is empty: without this a seek would show "no keys" instead).
+        self.error = self.broken.as_ref().map(Error::duplicate);
         self.saved_key.clear();
         self.saved_value.clear();
     }

@@ -50,6 +50,9 @@ impl InternalIterator for MemtableIter {
     }
 }
 
+/// Most tables of one level whose range filters a bounded scan asks (see `merge_for`).
+const RANGE_FILTER_TABLES: usize = 2;
+
 /// What one scan reads: its bounds, its prefix (whose filter may skip tables) and how.
 pub(crate) struct ScanSpec<'a> {
     pub bounds: &'a KeyBounds,
@@ -102,6 +105,15 @@ pub(crate) fn merge_for(
         children.push(Box::new(MemtableIter::new(Arc::clone(mem))));
     }
     let prefix_hash = spec.prefix.and_then(|p| tree.prefix_hash(p));
+    let (start, end) = spec.bounds.half_open();
+    let bounded = start.is_some() || end.is_some();
+    // A table's range filter can rule it out of a bounded scan (a table without one says
+    // "maybe" at once).
+    let in_range = |f: &Arc<TableFile>| -> Result<bool> {
+        Ok(!bounded
+            || f.table
+                .range_may_overlap(start.as_deref(), end.as_deref())?)
+    };
     let wanted = |f: &Arc<TableFile>| -> Result<bool> {
         if !spec
             .bounds
@@ -110,8 +122,8 @@ pub(crate) fn merge_for(
             return Ok(false);
         }
         Ok(match prefix_hash {
-            Some(hash) => f.table.prefix_may_match_hashed(hash)?,
-            None => true,
+            Some(hash) => f.table.prefix_may_match_hashed(hash)? && in_range(f)?,
+            None => in_range(f)?,
         })
     };
     let options = table_options(spec.read);
@@ -125,7 +137,10 @@ pub(crate) fn merge_for(
         let files = version.level(level);
         let range = overlapping(files, spec.bounds);
         let mut excluded = Vec::new();
-        if prefix_hash.is_some() {
+        // Prefix scans ask every table in range; bounded scans ask the range filters only of a
+        // level where the bounds meet at most RANGE_FILTER_TABLES tables (a narrow range: wider
+        // ones hold keys anyway, and asking every table would make opening a scan O(tables)).
+        if prefix_hash.is_some() || (bounded && range.len() <= RANGE_FILTER_TABLES) {
             for i in range.clone() {
                 if !wanted(&files[i])? {
                     excluded.push(i);

@@ -164,6 +164,32 @@ impl Table {
         Ok((CachedBlock::Filter(Arc::new(filter)), contents.len()))
     }
 
+    /// Reads and decodes the range filter block at `handle` (cache charge: its decoded size).
+    fn load_range_filter(&self, handle: BlockHandle) -> Result<(CachedBlock, usize)> {
+        let contents = self.read_block_contents(handle, BlockKind::Filter)?;
+        let block = crate::RangeFilterBlock::decode(&contents)
+            .map_err(|reason| self.corruption(handle.offset, reason))?;
+        let charge = block.size_bytes();
+        Ok((CachedBlock::RangeFilter(Arc::new(block)), charge))
+    }
+
+    /// The range filter block at `handle`, through the cache (high priority, like filters).
+    pub(super) fn range_filter(&self, handle: BlockHandle) -> Result<Arc<crate::RangeFilterBlock>> {
+        let entry = self.cache.get_or_insert_with(
+            self.block_key(handle),
+            BlockKind::Filter,
+            Priority::High,
+            || self.load_range_filter(handle),
+        )?;
+        match entry.as_ref() {
+            CachedBlock::RangeFilter(f) => Ok(Arc::clone(f)),
+            CachedBlock::Block(_) | CachedBlock::Filter(_) => Err(self.corruption(
+                handle.offset,
+                "cache holds another block at the range filter offset",
+            )),
+        }
+    }
+
     /// A block through the cache; reports how it was obtained.
     pub(super) fn cached_block(
         &self,
@@ -180,7 +206,7 @@ impl Table {
                 })?;
         match entry.as_ref() {
             CachedBlock::Block(b) => Ok((Arc::clone(b), access)),
-            CachedBlock::Filter(_) => {
+            CachedBlock::Filter(_) | CachedBlock::RangeFilter(_) => {
                 Err(self.corruption(handle.offset, "cache holds a filter at a block offset"))
             }
         }
@@ -224,7 +250,7 @@ impl Table {
         )?;
         match entry.as_ref() {
             CachedBlock::Filter(f) => Ok(Some((Arc::clone(f), access))),
-            CachedBlock::Block(_) => {
+            CachedBlock::Block(_) | CachedBlock::RangeFilter(_) => {
                 Err(self.corruption(handle.offset, "cache holds a block at the filter offset"))
             }
         }

@@ -293,6 +293,29 @@ impl Table {
         Ok(Some((handle, access)))
     }
 
+    /// Whether the table may hold a point entry whose user key is in `[start, end)` (`None`:
+    /// unbounded on that side), by its range filter: `Ok(false)` means certainly none, so a
+    /// range scan can skip the table. `true` without a range filter, and for a table holding
+    /// range tombstones (they delete keys of other tables, so a scan must read it).
+    pub fn range_may_overlap(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<bool> {
+        let Some(handle) = self.properties.range_filter_handle else {
+            return Ok(true);
+        };
+        if self.range_tombstones.is_some() {
+            return Ok(true);
+        }
+        let block = self.range_filter(handle)?;
+        let maybe = block.may_overlap(start, end);
+        if let Some(stats) = &self.options.stats {
+            use std::sync::atomic::Ordering::Relaxed;
+            stats.range_checked.fetch_add(1, Relaxed);
+            if !maybe {
+                stats.range_useful.fetch_add(1, Relaxed);
+            }
+        }
+        Ok(maybe)
+    }
+
     /// Whether the table may hold keys starting with `prefix`, by its prefix filter.
     ///
     /// `true` when the table has no usable prefix filter (built under another extractor, or

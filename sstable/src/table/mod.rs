@@ -41,6 +41,8 @@ pub enum CachedBlock {
     Block(Arc<Block>),
     /// A decoded filter.
     Filter(Arc<Filter>),
+    /// A decoded range filter block.
+    RangeFilter(Arc<crate::RangeFilterBlock>),
 }
 
 /// The block cache type tables share.
@@ -533,7 +535,7 @@ impl Table {
         )?;
         let block = match pin.value().as_ref() {
             CachedBlock::Block(b) => Arc::clone(b),
-            CachedBlock::Filter(_) => {
+            CachedBlock::Filter(_) | CachedBlock::RangeFilter(_) => {
                 return Err(self.corruption(handle.offset, "cache holds a filter at a block offset"))
             }
         };
@@ -554,7 +556,7 @@ impl Table {
         )?;
         let filter = match pin.value().as_ref() {
             CachedBlock::Filter(f) => Arc::clone(f),
-            CachedBlock::Block(_) => {
+            CachedBlock::Block(_) | CachedBlock::RangeFilter(_) => {
                 return Err(
                     self.corruption(handle.offset, "cache holds a block at the filter offset")
                 )
