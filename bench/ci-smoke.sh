@@ -15,7 +15,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 profile="${SIFTDB_BENCH_PROFILE:-test-release}"
 num=2000
-benchmarks="fillseq,fillrandom,overwrite,readrandom,readmissing,multireadrandom,multireadmissing,readhot,seekrandom,readseq,readreverse,prefixscan,deleterandom,readwhilewriting,readwhilecompacting,compact,checkpoint,stats"
+benchmarks="fillseq,fillrandom,overwrite,readrandom,readmissing,multireadrandom,multireadmissing,readhot,seekrandom,seekmissing,readseq,readreverse,prefixscan,deleterandom,readwhilewriting,readwhilecompacting,compact,checkpoint,stats"
 
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
@@ -92,7 +92,7 @@ for name in ("multireadrandom", "multireadmissing"):
 check("multireadrandom", "found", reads)   # every key read was written
 check("multireadmissing", "found", 0)
 for name in ("readrandom", "readmissing", "multireadrandom", "multireadmissing", "readhot",
-             "seekrandom", "prefixscan", "readwhilewriting", "readwhilecompacting"):
+             "seekrandom", "seekmissing", "prefixscan", "readwhilewriting", "readwhilecompacting"):
     row = rows.get(name)
     if row is not None and row.get("found") != row.get("expected_found"):
         errors.append(f"{name}: found {row.get('found')} of {row.get('ops')}, "

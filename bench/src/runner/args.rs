@@ -31,6 +31,10 @@ pub enum Benchmark {
     ReadHot,
     /// Seek to `--reads` random keys and read `--seek_nexts` entries after each.
     SeekRandom,
+    /// Scan `--reads` random ranges of `--range_width` key positions that hold no key (the keys
+    /// are written `--range_width + 1` positions apart when this workload is asked for): what a
+    /// range filter (`--range_filter_bits_per_key`) answers without reading a block.
+    SeekMissing,
     /// Read every entry in key order from the first (one full scan per thread).
     ReadSeq,
     /// Read every entry in descending key order from the last (one full scan per thread).
@@ -64,7 +68,7 @@ pub enum Benchmark {
 
 impl Benchmark {
     /// Every workload, in documentation order.
-    pub const ALL: [Benchmark; 20] = [
+    pub const ALL: [Benchmark; 21] = [
         Benchmark::FillSeq,
         Benchmark::FillRandom,
         Benchmark::Overwrite,
@@ -74,6 +78,7 @@ impl Benchmark {
         Benchmark::MultiReadMissing,
         Benchmark::ReadHot,
         Benchmark::SeekRandom,
+        Benchmark::SeekMissing,
         Benchmark::ReadSeq,
         Benchmark::ReadReverse,
         Benchmark::PrefixScan,
@@ -99,6 +104,7 @@ impl Benchmark {
             Benchmark::MultiReadMissing => "multireadmissing",
             Benchmark::ReadHot => "readhot",
             Benchmark::SeekRandom => "seekrandom",
+            Benchmark::SeekMissing => "seekmissing",
             Benchmark::ReadSeq => "readseq",
             Benchmark::ReadReverse => "readreverse",
             Benchmark::PrefixScan => "prefixscan",
@@ -236,6 +242,12 @@ pub struct Args {
     /// Keys of readhot's hot set (half of them written, half never written).
     #[arg(long = "hot_keys", default_value_t = 1000)]
     pub hot_keys: u64,
+    /// Key positions per seekmissing range.
+    #[arg(long = "range_width", default_value_t = 16)]
+    pub range_width: u64,
+    /// Bits per key of siftdb's range filters (0: none) [default: the engine's, 0].
+    #[arg(long = "range_filter_bits_per_key")]
+    pub range_filter_bits_per_key: Option<f64>,
     /// readhot's hot set is `--hot_keys` never-written keys that are false positives of the
     /// tree's filters, found (untimed) by probing missing keys until each of them made a
     /// lookup read a data block. Needs an engine that counts data blocks per lookup.
@@ -394,6 +406,10 @@ pub struct Config {
     pub keys_per_prefix: u64,
     /// Size of readhot's hot set.
     pub hot_keys: u64,
+    /// Key positions per seekmissing range (`--range_width`).
+    pub range_width: u64,
+    /// siftdb's range filter bits/key (`None`: the engine's default).
+    pub range_filter_bits_per_key: Option<f64>,
     /// readhot reads false positives of the tree only (`--hot_false_positives`).
     pub hot_false_positives: bool,
     /// siftdb's false-positive memo bytes (`None`: the engine's default).
@@ -513,6 +529,8 @@ impl Config {
             keys_per_prefix: args.keys_per_prefix,
             hot_keys: args.hot_keys.max(2),
             hot_false_positives: args.hot_false_positives,
+            range_width: args.range_width.max(1),
+            range_filter_bits_per_key: args.range_filter_bits_per_key,
             false_positive_memo_bytes: args.false_positive_memo_bytes,
             seek_nexts: args.seek_nexts,
             threads: args.threads,

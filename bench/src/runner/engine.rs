@@ -85,6 +85,15 @@ pub trait Engine: Send + Sync {
     /// Seeks keyspace `ks` to the first key `>= key` and reads it and up to `nexts` entries
     /// after it.
     fn seek_read(&self, ks: usize, key: &[u8], nexts: usize) -> Result<SeekOutcome>;
+    /// Counts the entries of keyspace `ks` in `[start, end)` (one bounded iterator, read to
+    /// its end).
+    fn range_count(&self, ks: usize, start: &[u8], end: &[u8]) -> Result<u64> {
+        let _ = (ks, start, end);
+        Err(Error::new(format!(
+            "{} has no bounded range scan in this runner yet",
+            self.name()
+        )))
+    }
     /// Reads every entry under `prefix` in every keyspace (the keys of one prefix are spread
     /// over all of them); returns how many there were.
     fn prefix_scan(&self, prefix: &[u8]) -> Result<u64>;
@@ -232,6 +241,9 @@ pub fn siftdb_options(config: &Config) -> Options {
         false_positive_memo_bytes: config
             .false_positive_memo_bytes
             .unwrap_or(defaults.false_positive_memo_bytes),
+        range_filter_bits_per_key: config
+            .range_filter_bits_per_key
+            .unwrap_or(defaults.range_filter_bits_per_key),
         write_buffer_size: config
             .write_buffer_size
             .unwrap_or(defaults.write_buffer_size),
@@ -523,6 +535,16 @@ impl Engine for SiftEngine {
         }
         iter.status()?;
         Ok(outcome)
+    }
+
+    fn range_count(&self, ks: usize, start: &[u8], end: &[u8]) -> Result<u64> {
+        let mut entries = 0;
+        for item in self.keyspace(ks)?.range(start..end) {
+            let (_, value) = item?;
+            std::hint::black_box(value);
+            entries += 1;
+        }
+        Ok(entries)
     }
 
     fn scan(&self, reverse: bool) -> Result<u64> {

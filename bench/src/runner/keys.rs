@@ -1,8 +1,9 @@
 //! Keys, values and random choices.
 //!
 //! A key is `--key_size` ASCII digits: the first `--prefix_size` are the prefix,
-//! `index / keys_per_prefix`, zero-padded; the rest are the suffix, `2 * (index %
-//! keys_per_prefix) + variant`, zero-padded. Written keys have variant 0; the keys of
+//! `index / keys_per_prefix`, zero-padded; the rest are the suffix, `spacing * (index %
+//! keys_per_prefix) + variant`, zero-padded (`spacing` is 2, or `--range_width + 1` when
+//! `seekmissing` runs, so that the positions between two written keys form empty ranges). Written keys have variant 0; the keys of
 //! `readmissing` have variant 1: they share the prefixes and the key range of the written keys
 //! (so neither key ranges nor prefix filters can rule them out: only the whole-key filters can),
 //! but no workload ever writes them. Fixed-width decimal keeps key order equal to index order,
@@ -34,6 +35,8 @@ pub struct KeyFormat {
     keys_per_prefix: u64,
     num: u64,
     keyspaces: u64,
+    /// Suffix positions per index: the written key, then `spacing - 1` never-written ones.
+    spacing: u64,
 }
 
 fn decimal_digits(mut v: u64) -> usize {
@@ -68,7 +71,15 @@ impl KeyFormat {
                 prefix_digits
             )));
         }
-        let suffix_digits = decimal_digits(config.keys_per_prefix.saturating_mul(2) - 1);
+        let spacing = if config
+            .benchmarks
+            .contains(&super::args::Benchmark::SeekMissing)
+        {
+            config.range_width.saturating_add(1).max(2)
+        } else {
+            2
+        };
+        let suffix_digits = decimal_digits(config.keys_per_prefix.saturating_mul(spacing));
         if config.key_size < config.prefix_size + suffix_digits {
             return Err(Error::new(format!(
                 "--key_size {} is too small: the prefix takes {} bytes and {} keys per prefix need {} more",
@@ -81,6 +92,7 @@ impl KeyFormat {
             keys_per_prefix: config.keys_per_prefix,
             num: config.num,
             keyspaces: config.keyspaces as u64,
+            spacing,
         })
     }
 
@@ -118,8 +130,26 @@ impl KeyFormat {
     pub fn encode(&self, index: u64, variant: Variant, out: &mut [u8]) {
         let (prefix, suffix) = out[..self.key_size].split_at_mut(self.prefix_size);
         write_decimal(index / self.keys_per_prefix, prefix);
-        let slot = 2 * (index % self.keys_per_prefix) + u64::from(variant == Variant::Missing);
+        let slot =
+            self.spacing * (index % self.keys_per_prefix) + u64::from(variant == Variant::Missing);
         write_decimal(slot, suffix);
+    }
+
+    /// Writes the key `offset` positions after the written key of `index` (`offset` up to
+    /// `spacing`: the positions in between are never written, `spacing` is the next index's
+    /// written key or, past a prefix's last index, a key no workload writes).
+    pub fn encode_after(&self, index: u64, offset: u64, out: &mut [u8]) {
+        let (prefix, suffix) = out[..self.key_size].split_at_mut(self.prefix_size);
+        write_decimal(index / self.keys_per_prefix, prefix);
+        write_decimal(
+            self.spacing * (index % self.keys_per_prefix) + offset.min(self.spacing),
+            suffix,
+        );
+    }
+
+    /// Suffix positions per index (see the module docs).
+    pub fn spacing(&self) -> u64 {
+        self.spacing
     }
 
     /// Writes prefix number `prefix` into `out` (`prefix_size` bytes).

@@ -258,7 +258,11 @@ fn is_point_read(b: Benchmark) -> bool {
 fn is_scan(b: Benchmark) -> bool {
     matches!(
         b,
-        Benchmark::SeekRandom | Benchmark::PrefixScan | Benchmark::ReadSeq | Benchmark::ReadReverse
+        Benchmark::SeekRandom
+            | Benchmark::SeekMissing
+            | Benchmark::PrefixScan
+            | Benchmark::ReadSeq
+            | Benchmark::ReadReverse
     )
 }
 
@@ -329,6 +333,12 @@ pub fn text(result: &PhaseResult, config: &Config) -> String {
             t.found,
             t.ops,
             ratio(t.entries, t.ops),
+            mismatch(t.found, t.expected, "found")
+        ),
+        Benchmark::SeekMissing => format!(
+            " ({} of {} empty ranges returned a key){}",
+            t.found,
+            t.ops,
             mismatch(t.found, t.expected, "found")
         ),
         Benchmark::PrefixScan => format!(
@@ -599,11 +609,20 @@ fn cache_text(s: &Stats) -> String {
 }
 
 fn scans_text(s: &Stats, ops: u64) -> String {
+    let blocks: u64 = [BlockKind::Index, BlockKind::Data]
+        .iter()
+        .map(|&k| s.cache.kind(k).lookups())
+        .sum();
     format!(
-        "  scans        : prefix filters {} checked, {} tables skipped; data blocks read from file {} \
-         ({:.2} per op), {} read\n",
+        "  scans        : prefix filters {} checked, {} tables skipped; range filters {} checked, \
+         {} tables skipped; index+data blocks used {} ({:.3} per op); data blocks read from file \
+         {} ({:.2} per op), {} read\n",
         s.prefix_checked,
         s.prefix_useful,
+        s.range_checked,
+        s.range_useful,
+        blocks,
+        ratio(blocks, ops),
         s.data_block_reads,
         ratio(s.data_block_reads, ops),
         human_bytes(s.bytes_read)

@@ -273,6 +273,23 @@ impl<'a> Workbench<'a> {
                     ..Outcome::default()
                 })
             })?,
+            Benchmark::SeekMissing => self.reads(benchmark, stream, |w, ctx| {
+                // `[written + 1, written + spacing)`: the positions up to the next index's
+                // written key, never written.
+                let index = ctx.rng.below(w.config.num);
+                let mut end = w.keys.key_buffer();
+                w.keys.encode_after(index, 1, &mut ctx.key);
+                w.keys.encode_after(index, w.keys.spacing(), &mut end);
+                let entries = w
+                    .engine
+                    .range_count(w.keys.keyspace(index), &ctx.key, &end)?;
+                Ok(Outcome {
+                    ops: 1,
+                    found: u64::from(entries > 0),
+                    entries,
+                    ..Outcome::default()
+                })
+            })?,
             Benchmark::ReadSeq | Benchmark::ReadReverse => {
                 let reverse = benchmark == Benchmark::ReadReverse;
                 let live = self.model.live_count();
