@@ -90,7 +90,7 @@ pub trait Engine: Send + Sync {
     fn range_count(&self, ks: usize, start: &[u8], end: &[u8]) -> Result<u64> {
         let _ = (ks, start, end);
         Err(Error::new(format!(
-            "{} has no bounded range scan in this runner yet",
+            "{} has no bounded range scan in this runner",
             self.name()
         )))
     }

@@ -109,6 +109,19 @@ pub fn header(
             "Prefixes:     fixed:{} extractor (a prefix filter in every table)",
             config.prefix_size
         );
+        // siftdb's own read-path structures, which no peer has (so none is mapped to them).
+        let _ = writeln!(
+            out,
+            "Read path:    false-positive memo {}; range filters {} (no peer has either)",
+            match options.false_positive_memo_bytes {
+                0 => "off".to_string(),
+                bytes => human_bytes(bytes as u64),
+            },
+            match options.range_filter_bits_per_key {
+                b if b > 0.0 => format!("{b} bits/key"),
+                _ => "off".to_string(),
+            }
+        );
     }
     let _ = writeln!(
         out,

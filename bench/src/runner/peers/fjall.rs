@@ -220,6 +220,16 @@ impl Engine for FjallEngine {
         Ok(outcome)
     }
 
+    fn range_count(&self, _ks: usize, start: &[u8], end: &[u8]) -> Result<u64> {
+        let mut entries = 0;
+        for guard in self.keyspace.range(start..end) {
+            let kv = guard.into_inner().map_err(fjall_error)?;
+            std::hint::black_box(&kv);
+            entries += 1;
+        }
+        Ok(entries)
+    }
+
     fn scan(&self, reverse: bool) -> Result<u64> {
         let mut entries = 0;
         let mut read = |guard: fjall::Guard| -> Result<()> {
