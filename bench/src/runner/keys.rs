@@ -71,15 +71,21 @@ impl KeyFormat {
                 prefix_digits
             )));
         }
-        let spacing = if config
+        let seek_missing = config
             .benchmarks
-            .contains(&super::args::Benchmark::SeekMissing)
-        {
+            .contains(&super::args::Benchmark::SeekMissing);
+        let spacing = if seek_missing {
             config.range_width.saturating_add(1).max(2)
         } else {
             2
         };
-        let suffix_digits = decimal_digits(config.keys_per_prefix.saturating_mul(spacing));
+        // The largest suffix: a missing key's, or seekmissing's range end (`encode_after`).
+        let max_slot = if seek_missing {
+            config.keys_per_prefix.saturating_mul(spacing)
+        } else {
+            config.keys_per_prefix.saturating_mul(2) - 1
+        };
+        let suffix_digits = decimal_digits(max_slot);
         if config.key_size < config.prefix_size + suffix_digits {
             return Err(Error::new(format!(
                 "--key_size {} is too small: the prefix takes {} bytes and {} keys per prefix need {} more",
