@@ -151,7 +151,7 @@ impl RangeFilter {
             let pos = (c >> l) + i as u64;
             high[(pos / 64) as usize] |= 1u64 << (pos % 64);
         }
-        let zero_samples = zero_samples(&high, high_words as u64 * 64);
+        let zero_samples = zero_samples(&high);
         RangeFilter {
             params,
             low,
@@ -188,7 +188,7 @@ impl RangeFilter {
                 "range filter upper bits do not hold one bit per code",
             ));
         }
-        let zero_samples = zero_samples(&high, high_words as u64 * 64);
+        let zero_samples = zero_samples(&high);
         let filter = RangeFilter {
             params,
             low,
@@ -359,17 +359,28 @@ impl RangeParams {
     }
 }
 
-/// Positions of zeros number `0, SELECT_SAMPLE, 2·SELECT_SAMPLE, …` of `bits` (length `len`).
-fn zero_samples(bits: &[u64], len: u64) -> Vec<u64> {
+/// Positions of zeros number `0, SELECT_SAMPLE, 2·SELECT_SAMPLE, …` of `bits` (whole words:
+/// the padding past the last code counts as zeros, never asked for). A word at a time: the
+/// zeros of a word are counted, and only a word holding a sampled zero is walked.
+fn zero_samples(bits: &[u64]) -> Vec<u64> {
     let mut samples = Vec::new();
-    let mut zeros = 0u64;
-    for pos in 0..len {
-        if bits[(pos / 64) as usize] >> (pos % 64) & 1 == 0 {
-            if zeros.is_multiple_of(SELECT_SAMPLE) {
-                samples.push(pos);
+    let mut zeros = 0u64; // zeros before the current word
+    for (w, &word) in bits.iter().enumerate() {
+        let mut free = !word;
+        let in_word = u64::from(free.count_ones());
+        // The next sampled zero's rank, if it falls in this word.
+        let mut next = zeros.div_ceil(SELECT_SAMPLE) * SELECT_SAMPLE;
+        while next < zeros + in_word {
+            for _ in zeros..next {
+                free &= free - 1;
             }
-            zeros += 1;
+            samples.push(w as u64 * 64 + u64::from(free.trailing_zeros()));
+            // Continue from the sampled zero itself (ranks counted from it).
+            let skipped = next - zeros;
+            zeros += skipped;
+            next += SELECT_SAMPLE;
         }
+        zeros += u64::from(free.count_ones());
     }
     samples
 }
@@ -446,6 +457,30 @@ mod tests {
                 fpr <= 1.3 * bound + 0.001,
                 "width {width}: fpr {fpr} bound {bound}"
             );
+        }
+    }
+
+    #[test]
+    fn zero_samples_match_a_bit_by_bit_count() {
+        let mut x = 7u64;
+        for density in [0u32, 1, 3, 8] {
+            let words: Vec<u64> = (0..300)
+                .map(|_| {
+                    x = mix(x);
+                    (0..density).fold(x, |w, i| w & mix(x ^ u64::from(i)))
+                })
+                .collect();
+            let mut naive = Vec::new();
+            let mut zeros = 0u64;
+            for pos in 0..words.len() as u64 * 64 {
+                if words[(pos / 64) as usize] >> (pos % 64) & 1 == 0 {
+                    if zeros.is_multiple_of(SELECT_SAMPLE) {
+                        naive.push(pos);
+                    }
+                    zeros += 1;
+                }
+            }
+            assert_eq!(zero_samples(&words), naive, "density {density}");
         }
     }
 
