@@ -151,18 +151,13 @@ impl MergingIterator {
             if i == current {
                 continue;
             }
+            // `seek_for_prev` (not LevelDB's `seek` + `prev`, or `seek_to_last` when nothing is
+            // at or after `key`): a child may decline a seek it knows reads nothing the walk
+            // needs, and the backward seek says which way the walk goes.
             let child = &mut self.children[i];
-            child.seek(&key);
-            if child.valid() {
+            child.seek_for_prev(&key);
+            if child.valid() && compare_internal(child.key(), &key) == Ordering::Equal {
                 child.prev();
-            } else {
-                match child.take_error() {
-                    Some(e) => {
-                        self.error.get_or_insert(e);
-                    }
-                    // Nothing at or after `key`: the child's last entry is before it.
-                    None => child.seek_to_last(),
-                }
             }
         }
         self.rebuild(Direction::Reverse);

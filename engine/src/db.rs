@@ -487,7 +487,40 @@ impl Db {
     /// A cursor over all keys, both ways, that lends its key and value instead of copying them
     /// (RocksDB's `DBRawIterator`); unpositioned until a `seek*`.
     pub fn raw_iter(&self) -> RawIterator {
-        crate::read::raw_iterator(&self.inner, &self.inner.default, None)
+        self.raw_iter_opt(&ReadOptions::default())
+    }
+
+    /// [`Db::raw_iter`] reading as `opts` say, within its
+    /// [`iterate_lower_bound`](ReadOptions::iterate_lower_bound) and
+    /// [`iterate_upper_bound`](ReadOptions::iterate_upper_bound) (RocksDB's bounded
+    /// `DBRawIterator`). A seek with an upper bound passes over every table whose range filter
+    /// ([`Options::range_filter_bits_per_key`]) says it holds no key between the target and the
+    /// bound.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+    /// for k in ["a1", "a2", "b1", "b2"] {
+    ///     db.put(k, "v")?;
+    /// }
+    /// let opts = siftdb::ReadOptions {
+    ///     iterate_lower_bound: Some(b"a2".to_vec()),
+    ///     iterate_upper_bound: Some(b"b2".to_vec()),
+    ///     ..Default::default()
+    /// };
+    /// let mut it = db.raw_iter_opt(&opts);
+    /// it.seek_to_last(); // the last key below the upper bound
+    /// assert_eq!(it.key(), b"b1");
+    /// it.seek(b"a"); // below the lower bound: lands on it
+    /// assert_eq!(it.key(), b"a2");
+    /// it.next();
+    /// it.next(); // past "b1": the bound ends the walk
+    /// assert!(!it.valid());
+    /// it.status()?;
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn raw_iter_opt(&self, opts: &ReadOptions) -> RawIterator {
+        crate::read::raw_iterator(&self.inner, &self.inner.default, None, opts)
     }
 
     /// Flushes the memtable to an L0 table and waits until it (and any earlier one) is on disk.

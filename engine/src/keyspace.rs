@@ -175,7 +175,13 @@ impl Keyspace {
 
     /// A raw cursor over this keyspace (see [`Db::raw_iter`]).
     pub fn raw_iter(&self) -> RawIterator {
-        crate::read::raw_iterator(self.inner(), &self.tree, None)
+        self.raw_iter_opt(&ReadOptions::default())
+    }
+
+    /// A raw cursor over this keyspace reading as `opts` say, within its bounds (see
+    /// [`Db::raw_iter_opt`]).
+    pub fn raw_iter_opt(&self, opts: &ReadOptions) -> RawIterator {
+        crate::read::raw_iterator(self.inner(), &self.tree, None, opts)
     }
 
     /// Flushes this keyspace's memtable to an L0 table and waits until it is on disk.

@@ -371,11 +371,24 @@ pub struct ReadOptions {
     /// `false`, blocks already cached are used (without counting a lookup or making them more
     /// recent) and others are read and dropped: the path compactions read through.
     pub fill_cache: bool,
+    /// Iterators keep to keys `≥` this (RocksDB's `iterate_lower_bound`; default none). With
+    /// [`ReadOptions::iterate_upper_bound`], a seek asks each table's range filter whether it
+    /// holds a key between the seek target and the bound, and reads no block of one that does
+    /// not.
+    pub iterate_lower_bound: Option<Vec<u8>>,
+    /// Iterators keep to keys `<` this (RocksDB's `iterate_upper_bound`; default none): a
+    /// forward walk stops at it without reading further, and a forward seek skips tables whose
+    /// range filter rules out the keys between the target and the bound.
+    pub iterate_upper_bound: Option<Vec<u8>>,
 }
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        ReadOptions { fill_cache: true }
+        ReadOptions {
+            fill_cache: true,
+            iterate_lower_bound: None,
+            iterate_upper_bound: None,
+        }
     }
 }
 

@@ -452,7 +452,11 @@ pub(crate) fn iterator<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(
     let bounds = match &prefix {
         Some(p) => KeyBounds::prefix(p),
         None => KeyBounds::of(range),
-    };
+    }
+    .narrowed(
+        opts.iterate_lower_bound.as_deref(),
+        opts.iterate_upper_bound.as_deref(),
+    );
     DbIterator::new(db, tree, view, seq, bounds, prefix, opts.clone())
 }
 
@@ -473,21 +477,25 @@ pub(crate) fn prefix_iterator(
     )
 }
 
-/// A raw cursor over all of `tree` (at `sequence`, or the latest).
+/// A raw cursor over `tree` (at `sequence`, or the latest), within `opts`' bounds.
 pub(crate) fn raw_iterator(
     db: &Arc<DbInner>,
     tree: &Arc<Tree>,
     sequence: Option<u64>,
+    opts: &ReadOptions,
 ) -> RawIterator {
     let (view, seq) = scan_point(db, tree, sequence);
     if let Err(e) = tree.check_live() {
         return RawIterator::failed(Arc::clone(db), seq, e);
     }
-    let all = KeyBounds::all();
+    let bounds = KeyBounds::all().narrowed(
+        opts.iterate_lower_bound.as_deref(),
+        opts.iterate_upper_bound.as_deref(),
+    );
     let spec = ScanSpec {
-        bounds: &all,
+        bounds: &bounds,
         prefix: None,
-        read: &ReadOptions::default(),
+        read: opts,
     };
     let now = crate::ttl::millis(db.options.clock.now());
     match merge_for(tree, &view, &spec) {
@@ -495,6 +503,7 @@ pub(crate) fn raw_iterator(
             Some(Arc::clone(db)),
             merge,
             visibility(tree, &view, seq, now),
+            bounds,
         ),
         Err(e) => RawIterator::failed(Arc::clone(db), seq, e),
     }

@@ -169,7 +169,13 @@ impl Snapshot {
 
     /// A raw cursor over the database as of the snapshot (see [`RawIterator`]).
     pub fn raw_iter(&self) -> RawIterator {
-        crate::read::raw_iterator(&self.db, &self.db.default, Some(self.sequence))
+        self.raw_iter_opt(&ReadOptions::default())
+    }
+
+    /// A raw cursor over the database as of the snapshot, reading as `opts` say, within its
+    /// bounds (see [`Db::raw_iter_opt`](crate::Db::raw_iter_opt)).
+    pub fn raw_iter_opt(&self, opts: &ReadOptions) -> RawIterator {
+        crate::read::raw_iterator(&self.db, &self.db.default, Some(self.sequence), opts)
     }
 }
 

@@ -65,9 +65,9 @@ enum Op {
     SeekForPrev(Vec<u8>),
     /// A walk that mixes `next` (true) and `next_back` (false) over a range.
     Mixed(Bound<Vec<u8>>, Bound<Vec<u8>>, Vec<bool>),
-    /// A raw iterator: a seek kind, then steps (next, prev, or another seek of the same
-    /// iterator).
-    Raw(RawStart, Vec<RawStep>),
+    /// A raw iterator within optional `iterate_lower_bound` / `iterate_upper_bound`: a seek
+    /// kind, then steps (next, prev, or another seek of the same iterator).
+    Raw(Option<Vec<u8>>, Option<Vec<u8>>, RawStart, Vec<RawStep>),
     /// A prefix iterator walked backward.
     PrefixRev(Vec<u8>),
     /// Creates an iterator and keeps it (at most 2) for `DrainIter`, however the database
@@ -169,7 +169,13 @@ fn op(variant: Variant) -> impl Strategy<Value = Op> {
         2 => (bound(), bound(), proptest::option::weighted(0.3, 0usize..4)).prop_map(|(a, b, s)| Op::Range(a, b, s)),
         1 => key().prop_map(Op::SeekForPrev),
         1 => (bound(), bound(), proptest::collection::vec(any::<bool>(), 0..20)).prop_map(|(a, b, w)| Op::Mixed(a, b, w)),
-        1 => (raw_start(), proptest::collection::vec(raw_step(), 0..30)).prop_map(|(s, w)| Op::Raw(s, w)),
+        2 => (
+            proptest::option::weighted(0.5, key()),
+            proptest::option::weighted(0.5, key()),
+            raw_start(),
+            proptest::collection::vec(raw_step(), 0..30),
+        )
+            .prop_map(|(l, u, s, w)| Op::Raw(l, u, s, w)),
         1 => proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'b')], 0..3).prop_map(Op::PrefixRev),
         1 => Just(Op::HoldIter),
         1 => (0usize..2, any::<bool>()).prop_map(|(i, f)| Op::DrainIter(i, f)),
@@ -312,9 +318,19 @@ fn check_iteration(db: &Db, snapshots: &[(siftdb::Snapshot, Model)], model: &Mod
             let rest: Vec<_> = it.map(|r| r.unwrap()).collect();
             assert_eq!(rest, Vec::from(want), "rest of mixed walk");
         }
-        Op::Raw(start, walk) => {
-            let keys: Vec<&Vec<u8>> = model.keys().collect();
-            let mut it = db.raw_iter();
+        Op::Raw(lower, upper, start, walk) => {
+            // Within the bounds the cursor behaves as over the model's keys in them.
+            let keys: Vec<&Vec<u8>> = model
+                .keys()
+                .filter(|k| lower.as_ref().is_none_or(|l| *k >= l))
+                .filter(|k| upper.as_ref().is_none_or(|u| *k < u))
+                .collect();
+            let opts = siftdb::ReadOptions {
+                iterate_lower_bound: lower.clone(),
+                iterate_upper_bound: upper.clone(),
+                ..Default::default()
+            };
+            let mut it = db.raw_iter_opt(&opts);
             // The model's position: an index into `keys`, or None when not valid.
             let mut pos = raw_seek(&mut it, &keys, start);
             for (step, s) in walk.iter().enumerate() {

@@ -107,3 +107,78 @@ fn range_filter_off_reads_blocks_for_empty_ranges() {
     assert!(block_lookups(&db) - before >= 300);
     assert_eq!(db.stats().range_checked, 0);
 }
+
+/// Bounded cursors: a `RawIterator` with `iterate_lower_bound`/`iterate_upper_bound` and a
+/// `DbIterator::seek` under an upper bound ask the range filters of the part of the range the
+/// seek can reach (the target to the bound), in both directions.
+#[test]
+fn range_filter_bounded_seeks_skip_tables_both_ways() {
+    let (_dir, db) = filled(12.0);
+    let before = db.stats();
+    let lookups_before = block_lookups(&db);
+    let mut seeks = 0u64;
+    for i in 0..1_000u32 {
+        let n = i * 300;
+        let opts = siftdb::ReadOptions {
+            iterate_lower_bound: Some(key(n + 1)),
+            iterate_upper_bound: Some(key(n + 10)),
+            ..Default::default()
+        };
+        let mut raw = db.raw_iter_opt(&opts);
+        raw.seek(&key(n + 3));
+        assert!(!raw.valid());
+        raw.seek_for_prev(&key(n + 8));
+        assert!(!raw.valid());
+        raw.seek_to_last();
+        assert!(!raw.valid());
+        raw.status().unwrap();
+        // No lower bound: only the seek target tells which stretch a forward walk reads.
+        let mut it = db.range(..key(n + 10));
+        it.seek(key(n + 1));
+        assert!(it.next().is_none());
+        // No upper bound: the same backward.
+        let mut it = db.range(key(n + 1)..);
+        it.seek_for_prev(key(n + 9));
+        assert!(it.next_back().is_none());
+        seeks += 5;
+    }
+    let stats = db.stats();
+    let checked = stats.range_checked - before.range_checked;
+    let useful = stats.range_useful - before.range_useful;
+    let lookups = block_lookups(&db) - lookups_before;
+    println!("{seeks} seeks: {checked} range filters asked, {useful} ruled out, {lookups} blocks");
+    // Each seek meets at least one table (the tree has at least one level holding the keys).
+    assert!(checked >= seeks, "{checked}");
+    assert!(
+        useful as f64 >= 0.97 * checked as f64,
+        "{useful} of {checked}"
+    );
+    assert!(
+        lookups <= 4 * (checked - useful) + 10,
+        "{lookups} block lookups"
+    );
+
+    // Where the stretch holds keys, the same cursors find exactly them.
+    for i in (0..1_000u32).step_by(13) {
+        let n = i * 300;
+        let opts = siftdb::ReadOptions {
+            iterate_lower_bound: Some(key(n + 1)),
+            iterate_upper_bound: Some(key(n + 31)),
+            ..Default::default()
+        };
+        let mut raw = db.raw_iter_opt(&opts);
+        raw.seek_to_first();
+        let mut got = Vec::new();
+        while raw.valid() {
+            got.push(raw.key().to_vec());
+            raw.next();
+        }
+        raw.status().unwrap();
+        assert_eq!(got, [key(n + 10), key(n + 20), key(n + 30)]);
+        raw.seek_for_prev(&key(n + 25));
+        assert_eq!(raw.key(), key(n + 20));
+        raw.prev();
+        raw.prev();
+        assert!(!raw.valid(), "the lower bound ends the walk");
+    }
+}

@@ -568,7 +568,13 @@ impl Engine for SiftEngine {
 
     fn count_keys(&self) -> Result<u64> {
         // Not through the block cache: the count must not change what the next workload meets.
-        count_all_keys(&self.db, &ReadOptions { fill_cache: false })
+        count_all_keys(
+            &self.db,
+            &ReadOptions {
+                fill_cache: false,
+                ..Default::default()
+            },
+        )
     }
 
     fn flush(&self) -> Result<()> {

@@ -17,6 +17,7 @@ use crate::compaction_filter::JobFilter;
 use crate::db::DbInner;
 use crate::error::{Error, Result};
 use crate::iterator::level::LevelIterator;
+use crate::iterator::range_skip::RangeProbe;
 use crate::tree::Tree;
 use crate::version::{TableFile, Version};
 use crate::version_edit::VersionEdit;
@@ -355,6 +356,8 @@ impl<'a> CompactionJob<'a> {
                         range.clone(),
                         Vec::new(),
                         read_options.clone(),
+                        // Compaction reads every entry: nothing to skip.
+                        Arc::new(RangeProbe::default()),
                     )));
                 }
             } else {

@@ -55,7 +55,43 @@ impl KeyBounds {
         }
     }
 
-    /// Whether `key` is at or above the lower bound.
+    /// The bounds narrowed to keys `≥ lower` and `< upper` as well (`None`: no further bound
+    /// on that side): RocksDB's `iterate_lower_bound` and `iterate_upper_bound`.
+    pub(crate) fn narrowed(mut self, lower: Option<&[u8]>, upper: Option<&[u8]>) -> KeyBounds {
+        // `≥ lower` is the tighter bound exactly when `lower` itself is within the current one.
+        if let Some(l) = lower {
+            if self.above_lower(l) {
+                self.lower = Bound::Included(l.to_vec());
+            }
+        }
+        if let Some(u) = upper {
+            let tighter = match &self.upper {
+                Bound::Included(c) | Bound::Excluded(c) => u <= c.as_slice(),
+                Bound::Unbounded => true,
+            };
+            if tighter {
+                self.upper = Bound::Excluded(u.to_vec());
+            }
+        }
+        self
+    }
+
+    /// The key of the lower bound, included or not.
+    pub(crate) fn lower_key(&self) -> Option<&[u8]> {
+        match &self.lower {
+            Bound::Included(k) | Bound::Excluded(k) => Some(k),
+            Bound::Unbounded => None,
+        }
+    }
+
+    /// The key of the upper bound, included or not.
+    pub(crate) fn upper_key(&self) -> Option<&[u8]> {
+        match &self.upper {
+            Bound::Included(k) | Bound::Excluded(k) => Some(k),
+            Bound::Unbounded => None,
+        }
+    }
+
     /// The bounds as a half-open range `[start, end)` of user keys (`None`: unbounded): an
     /// excluded lower bound or an included upper one becomes its successor key (`k` + `0x00`,
     /// the smallest key above `k`).
@@ -78,6 +114,7 @@ impl KeyBounds {
         (start, end)
     }
 
+    /// Whether `key` is at or above the lower bound.
     pub(crate) fn above_lower(&self, key: &[u8]) -> bool {
         match &self.lower {
             Bound::Included(l) => key >= l.as_slice(),
@@ -126,5 +163,21 @@ mod tests {
         let empty = KeyBounds::of(&(&b"b"[..]..&b"b"[..]));
         assert!(!(empty.above_lower(b"b") && empty.below_upper(b"b")));
         assert!(KeyBounds::all().overlaps(b"", b"\xff"));
+    }
+
+    #[test]
+    fn narrowing_keeps_the_tighter_bound_on_each_side() {
+        let b = KeyBounds::of(&(&b"b"[..]..=&b"m"[..])).narrowed(Some(b"c"), Some(b"z"));
+        assert_eq!(b.lower, Bound::Included(b"c".to_vec()));
+        assert_eq!(b.upper, Bound::Included(b"m".to_vec()));
+        let b = KeyBounds::of(&(&b"b"[..]..=&b"m"[..])).narrowed(Some(b"a"), Some(b"m"));
+        assert_eq!(b.lower, Bound::Included(b"b".to_vec()));
+        assert_eq!(b.upper, Bound::Excluded(b"m".to_vec()));
+        let excluded = KeyBounds::of::<&[u8], _>(&(Bound::Excluded(&b"b"[..]), Bound::Unbounded));
+        let b = excluded.narrowed(Some(b"b"), None);
+        assert_eq!(b.lower, Bound::Excluded(b"b".to_vec()));
+        assert_eq!(b.upper, Bound::Unbounded);
+        let b = KeyBounds::all().narrowed(None, Some(b"k"));
+        assert_eq!((b.lower_key(), b.upper_key()), (None, Some(&b"k"[..])));
     }
 }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use siftdb_compaction::InternalIterator;
 use siftdb_sstable::{compare_internal, SstError, TableIter, TableIterOptions};
 
+use super::range_skip::RangeProbe;
 use crate::version::{TableFile, Version};
 
 /// See the module documentation.
@@ -25,6 +26,8 @@ pub(crate) struct LevelIterator {
     /// Tables in `range` to pass over (their prefix filter ruled the scan's prefix out).
     excluded: Vec<usize>,
     options: TableIterOptions,
+    /// Passes over the tables whose range filter rules out what a seek would read.
+    probe: Arc<RangeProbe>,
     /// The open table: its index in the level and its cursor.
     current: Option<(usize, TableIter)>,
     error: Option<SstError>,
@@ -32,13 +35,14 @@ pub(crate) struct LevelIterator {
 
 impl LevelIterator {
     /// A cursor over tables `range` of `level` (≥ 1: sorted, disjoint) of `version`, but
-    /// `excluded`, reading blocks as `options` say.
+    /// `excluded`, reading blocks as `options` say; a seek passes over a table `probe` rules out.
     pub(crate) fn new(
         version: Arc<Version>,
         level: usize,
         range: Range<usize>,
         excluded: Vec<usize>,
         options: TableIterOptions,
+        probe: Arc<RangeProbe>,
     ) -> LevelIterator {
         LevelIterator {
             version,
@@ -46,6 +50,7 @@ impl LevelIterator {
             range,
             excluded,
             options,
+            probe,
             current: None,
             error: None,
         }
@@ -135,6 +140,39 @@ impl LevelIterator {
         }
     }
 
+    /// The first usable table from `index` on (`forward`; else back) that the probe does not
+    /// rule out for a walk from user key `target`; `None` (no table open) if there is none or a
+    /// range filter cannot be read (the level then fails).
+    fn probed(&mut self, mut index: usize, target: &[u8], forward: bool) -> Option<usize> {
+        loop {
+            let Some(found) = self.usable_from(index, forward) else {
+                self.current = None;
+                return None;
+            };
+            let table = &self.version.level(self.level).get(found)?.table;
+            let skip = if forward {
+                self.probe.skips_forward(table, target)
+            } else {
+                self.probe.skips_backward(table, target)
+            };
+            match skip {
+                Ok(false) => return Some(found),
+                Ok(true) if forward => index = found + 1,
+                Ok(true) => {
+                    let Some(before) = found.checked_sub(1) else {
+                        self.current = None;
+                        return None;
+                    };
+                    index = before;
+                }
+                Err(e) => {
+                    self.fail(e);
+                    return None;
+                }
+            }
+        }
+    }
+
     fn fail(&mut self, e: SstError) {
         self.error = Some(e);
         self.current = None;
@@ -183,10 +221,12 @@ impl InternalIterator for LevelIterator {
             + self.files().partition_point(|f| {
                 compare_internal(f.meta.largest.encoded(), target) == Ordering::Less
             });
-        let exact = self.usable(index);
-        match self.open(index, true) {
+        let Some(found) = self.probed(index, siftdb_sstable::user_key_of(target), true) else {
+            return;
+        };
+        match self.open(found, true) {
+            Some(it) if found == index => it.seek(target),
             // A later table (the one found was passed over) starts after the target.
-            Some(it) if exact => it.seek(target),
             Some(it) => it.seek_to_first(),
             None => {}
         }
@@ -207,9 +247,12 @@ impl InternalIterator for LevelIterator {
             self.current = None;
             return;
         }
-        let exact = self.usable(index);
-        match self.open(index, false) {
-            Some(it) if exact => it.seek_for_prev(target),
+        let Some(found) = self.probed(index, siftdb_sstable::user_key_of(target), false) else {
+            return;
+        };
+        match self.open(found, false) {
+            Some(it) if found == index => it.seek_for_prev(target),
+            // An earlier table (the one found was passed over) ends before the target.
             Some(it) => it.seek_to_last(),
             None => {}
         }

@@ -9,10 +9,10 @@
 
 mod bounds;
 pub(crate) mod level;
+pub(crate) mod range_skip;
 mod raw;
 mod sources;
 
-use std::ops::Bound;
 use std::sync::Arc;
 
 pub(crate) use bounds::KeyBounds;
@@ -48,37 +48,10 @@ impl Scan {
             prefix: self.prefix.as_deref(),
             read: &self.read,
         };
+        let db = Some(Arc::clone(&self.db));
         match merge_for(&self.tree, &self.view, &spec) {
-            Ok(merge) => RawIterator::new(Some(Arc::clone(&self.db)), merge, self.seen.clone()),
+            Ok(merge) => RawIterator::new(db, merge, self.seen.clone(), self.bounds.clone()),
             Err(e) => RawIterator::failed(Arc::clone(&self.db), self.sequence, e),
-        }
-    }
-
-    /// Positions `it` on the first key within the bounds.
-    fn start_front(&self, it: &mut RawIterator) {
-        match &self.bounds.lower {
-            Bound::Unbounded => it.seek_to_first(),
-            Bound::Included(l) => it.seek(l),
-            Bound::Excluded(l) => {
-                it.seek(l);
-                if it.valid() && it.key() == l.as_slice() {
-                    it.next();
-                }
-            }
-        }
-    }
-
-    /// Positions `it` on the last key within the bounds.
-    fn start_back(&self, it: &mut RawIterator) {
-        match &self.bounds.upper {
-            Bound::Unbounded => it.seek_to_last(),
-            Bound::Included(u) => it.seek_for_prev(u),
-            Bound::Excluded(u) => {
-                it.seek_for_prev(u);
-                if it.valid() && it.key() == u.as_slice() {
-                    it.prev();
-                }
-            }
         }
     }
 }
@@ -204,11 +177,7 @@ impl DbIterator {
     pub fn seek(&mut self, key: impl AsRef<[u8]>) {
         let key = key.as_ref();
         let cursor = self.front.cursor.get_or_insert_with(|| self.scan.cursor());
-        if self.scan.bounds.above_lower(key) {
-            cursor.seek(key);
-        } else {
-            self.scan.start_front(cursor);
-        }
+        cursor.seek(key);
         self.front.yielded = false;
         self.done = false;
     }
@@ -218,11 +187,7 @@ impl DbIterator {
     pub fn seek_for_prev(&mut self, key: impl AsRef<[u8]>) {
         let key = key.as_ref();
         let cursor = self.back.cursor.get_or_insert_with(|| self.scan.cursor());
-        if self.scan.bounds.below_upper(key) {
-            cursor.seek_for_prev(key);
-        } else {
-            self.scan.start_back(cursor);
-        }
+        cursor.seek_for_prev(key);
         self.back.yielded = false;
         self.done = false;
     }
@@ -244,7 +209,7 @@ impl Iterator for DbIterator {
         let scan = &self.scan;
         if self.front.cursor.is_none() {
             let mut cursor = scan.cursor();
-            scan.start_front(&mut cursor);
+            cursor.seek_to_first();
             self.front.cursor = Some(cursor);
             self.front.yielded = false;
         }
@@ -258,8 +223,8 @@ impl Iterator for DbIterator {
             return self.stop(error);
         }
         let key = cursor.key();
-        let met = self.back.last_yielded().is_some_and(|back| key >= back);
-        if !scan.bounds.below_upper(key) || met {
+        // (The cursor keeps to the bounds itself.)
+        if self.back.last_yielded().is_some_and(|back| key >= back) {
             return self.stop(None);
         }
         Some(Ok((key.to_vec(), cursor.value().to_vec())))
@@ -274,7 +239,7 @@ impl DoubleEndedIterator for DbIterator {
         let scan = &self.scan;
         if self.back.cursor.is_none() {
             let mut cursor = scan.cursor();
-            scan.start_back(&mut cursor);
+            cursor.seek_to_last();
             self.back.cursor = Some(cursor);
             self.back.yielded = false;
         }
@@ -288,8 +253,7 @@ impl DoubleEndedIterator for DbIterator {
             return self.stop(error);
         }
         let key = cursor.key();
-        let met = self.front.last_yielded().is_some_and(|front| key <= front);
-        if !scan.bounds.above_lower(key) || met {
+        if self.front.last_yielded().is_some_and(|front| key <= front) {
             return self.stop(None);
         }
         Some(Ok((key.to_vec(), cursor.value().to_vec())))

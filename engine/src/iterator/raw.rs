@@ -15,8 +15,9 @@
 use std::sync::Arc;
 
 use siftdb_compaction::{InternalIterator, MergingIterator};
-use siftdb_sstable::{FragmentedRangeTombstones, InternalKey, ParsedKey, ValueKind};
+use siftdb_sstable::{FragmentedRangeTombstones, InternalKey, ParsedKey, ValueKind, MAX_SEQUENCE};
 
+use super::bounds::KeyBounds;
 use crate::db::DbInner;
 use crate::error::{Error, Result};
 use crate::merge::MergeOperator;
@@ -58,6 +59,12 @@ enum Direction {
 /// cursor (no allocation per entry going forward). It sees the database as of its creation and
 /// owns what it reads (no borrow of the `Db`; it can move to another thread).
 ///
+/// With bounds ([`ReadOptions::iterate_lower_bound`](crate::ReadOptions::iterate_lower_bound),
+/// [`ReadOptions::iterate_upper_bound`](crate::ReadOptions::iterate_upper_bound), given to
+/// [`Db::raw_iter_opt`](crate::Db::raw_iter_opt)) it never leaves them: a seek outside them
+/// lands on the nearest end, and stepping past one makes the cursor not valid. Bounds also let
+/// each seek pass over tables whose range filter rules out what it would read.
+///
 /// ```
 /// # let dir = tempfile::tempdir()?;
 /// # let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
@@ -96,6 +103,8 @@ pub struct RawIterator {
     error: Option<Error>,
     /// Why the cursor could not be made ([`RawIterator::failed`]): reported after every seek.
     broken: Option<Error>,
+    /// The user keys the cursor keeps to.
+    bounds: KeyBounds,
 }
 
 impl std::fmt::Debug for RawIterator {
@@ -108,13 +117,15 @@ impl std::fmt::Debug for RawIterator {
 }
 
 impl RawIterator {
-    /// A cursor over `merge` that sees what `seen` says.
+    /// A cursor over `merge` that sees what `seen` says, within `bounds`.
     pub(crate) fn new(
         db: Option<Arc<DbInner>>,
         merge: MergingIterator,
         seen: Visibility,
+        bounds: KeyBounds,
     ) -> RawIterator {
         RawIterator {
+            bounds,
             _db: db,
             value_offset: 0,
             merge,
@@ -135,7 +146,8 @@ impl RawIterator {
             sequence,
             ..Visibility::default()
         };
-        let mut it = RawIterator::new(Some(db), MergingIterator::new(Vec::new()), seen);
+        let merge = MergingIterator::new(Vec::new());
+        let mut it = RawIterator::new(Some(db), merge, seen, KeyBounds::all());
         it.error = Some(error.duplicate());
         it.broken = Some(error);
         it
@@ -183,35 +195,57 @@ impl RawIterator {
         self.error.take()
     }
 
-    /// Moves to the first key.
+    /// Moves to the first key (within the bounds).
     pub fn seek_to_first(&mut self) {
-        self.restart(Direction::Forward);
-        self.merge.seek_to_first();
-        self.find_next_entry(false);
+        match self.bounds.lower_key().map(<[u8]>::to_vec) {
+            Some(lower) => self.seek(&lower),
+            None => {
+                self.restart(Direction::Forward);
+                self.merge.seek_to_first();
+                self.find_next_entry(false);
+            }
+        }
     }
 
-    /// Moves to the last key.
+    /// Moves to the last key (within the bounds).
     pub fn seek_to_last(&mut self) {
-        self.restart(Direction::Reverse);
-        self.merge.seek_to_last();
-        self.find_prev_entry();
+        match self.bounds.upper_key().map(<[u8]>::to_vec) {
+            Some(upper) => self.seek_for_prev(&upper),
+            None => {
+                self.restart(Direction::Reverse);
+                self.merge.seek_to_last();
+                self.find_prev_entry();
+            }
+        }
     }
 
-    /// Moves to the first key ≥ `key`.
+    /// Moves to the first key ≥ `key` (the first key within the bounds if `key` is below them).
     pub fn seek(&mut self, key: &[u8]) {
         self.restart(Direction::Forward);
+        let key = match self.bounds.lower_key() {
+            Some(lower) if !self.bounds.above_lower(key) => lower,
+            _ => key,
+        };
         self.merge
             .seek(InternalKey::for_lookup(key, self.seen.sequence).encoded());
         self.find_next_entry(false);
     }
 
-    /// Moves to the last key ≤ `key`.
+    /// Moves to the last key ≤ `key` (the last key within the bounds if `key` is above them).
     pub fn seek_for_prev(&mut self, key: &[u8]) {
         self.restart(Direction::Reverse);
-        // The largest internal key of `key` (sequence 0, the smallest kind): every version of
-        // `key` sorts at or before it.
-        self.merge
-            .seek_for_prev(InternalKey::new(key, 0, ValueKind::Delete).encoded());
+        let target = match self.bounds.upper_key() {
+            // The smallest internal key of the bound: every version of it sorts after it, so
+            // the merge lands below the bound (an included bound is within the bounds: `key`
+            // then is not above them).
+            Some(upper) if !self.bounds.below_upper(key) => {
+                InternalKey::for_lookup(upper, MAX_SEQUENCE)
+            }
+            // The largest internal key of `key` (sequence 0, the smallest kind): every version
+            // of `key` sorts at or before it.
+            _ => InternalKey::new(key, 0, ValueKind::Delete),
+        };
+        self.merge.seek_for_prev(target.encoded());
         self.find_prev_entry();
     }
 
@@ -322,7 +356,11 @@ impl RawIterator {
             let Some(parsed) = ParsedKey::parse(self.merge.key()) else {
                 return self.corrupt();
             };
-            let hidden = skipping && parsed.user_key <= self.saved_key.as_slice();
+            if !self.bounds.below_upper(parsed.user_key) {
+                break;
+            }
+            let hidden = (skipping && parsed.user_key <= self.saved_key.as_slice())
+                || !self.bounds.above_lower(parsed.user_key);
             if parsed.sequence <= self.seen.sequence && !hidden {
                 // The newest visible version of its key.
                 let covered = parsed.sequence < self.seen.covering(parsed.user_key);
@@ -424,7 +462,11 @@ impl RawIterator {
             let Some(parsed) = ParsedKey::parse(self.merge.key()) else {
                 return self.corrupt();
             };
-            if parsed.sequence <= self.seen.sequence {
+            if !self.bounds.above_lower(parsed.user_key) {
+                // Below the bounds: as if the data began here.
+                break;
+            }
+            if parsed.sequence <= self.seen.sequence && self.bounds.below_upper(parsed.user_key) {
                 let same_key = have_key && parsed.user_key == self.saved_key.as_slice();
                 if !same_key {
                     if has_base || !operands.is_empty() {

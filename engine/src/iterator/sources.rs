@@ -1,6 +1,7 @@
 //! What a scan merges: one child per memtable, one per L0 table, one level iterator per sorted
 //! level — each limited to the tables whose key range meets the scan's bounds and, for a prefix
-//! scan, whose prefix filter does not rule the prefix out.
+//! scan, whose prefix filter does not rule the prefix out. Table children also pass over a
+//! table at each seek whose range filter rules out what the seek would read (`range_skip.rs`).
 
 use std::sync::Arc;
 
@@ -9,6 +10,7 @@ use siftdb_sstable::{SstError, TableIterOptions};
 
 use super::bounds::KeyBounds;
 use super::level::LevelIterator;
+use super::range_skip::{RangeProbe, RangeSkippingTable};
 use super::raw::Visibility;
 use crate::db::ReadView;
 use crate::error::Result;
@@ -49,9 +51,6 @@ impl InternalIterator for MemtableIter {
         None
     }
 }
-
-/// Most tables of one level whose range filters a bounded scan asks (see `merge_for`).
-const RANGE_FILTER_TABLES: usize = 2;
 
 /// What one scan reads: its bounds, its prefix (whose filter may skip tables) and how.
 pub(crate) struct ScanSpec<'a> {
@@ -105,15 +104,6 @@ pub(crate) fn merge_for(
         children.push(Box::new(MemtableIter::new(Arc::clone(mem))));
     }
     let prefix_hash = spec.prefix.and_then(|p| tree.prefix_hash(p));
-    let (start, end) = spec.bounds.half_open();
-    let bounded = start.is_some() || end.is_some();
-    // A table's range filter can rule it out of a bounded scan (a table without one says
-    // "maybe" at once).
-    let in_range = |f: &Arc<TableFile>| -> Result<bool> {
-        Ok(!bounded
-            || f.table
-                .range_may_overlap(start.as_deref(), end.as_deref())?)
-    };
     let wanted = |f: &Arc<TableFile>| -> Result<bool> {
         if !spec
             .bounds
@@ -122,25 +112,31 @@ pub(crate) fn merge_for(
             return Ok(false);
         }
         Ok(match prefix_hash {
-            Some(hash) => f.table.prefix_may_match_hashed(hash)? && in_range(f)?,
-            None => in_range(f)?,
+            Some(hash) => f.table.prefix_may_match_hashed(hash)?,
+            None => true,
         })
     };
     let options = table_options(spec.read);
+    let probe = Arc::new(RangeProbe::of(spec.bounds));
     let version = &view.version;
     for file in version.level(0) {
         if wanted(file)? {
-            children.push(Box::new(file.table.iter_with(options.clone())));
+            let iter = file.table.iter_with(options.clone());
+            let table = Arc::clone(&file.table);
+            children.push(Box::new(RangeSkippingTable::new(
+                table,
+                iter,
+                Arc::clone(&probe),
+            )));
         }
     }
     for level in 1..version.num_levels() {
         let files = version.level(level);
         let range = overlapping(files, spec.bounds);
         let mut excluded = Vec::new();
-        // Prefix scans ask every table in range; bounded scans ask the range filters only of a
-        // level where the bounds meet at most RANGE_FILTER_TABLES tables (a narrow range: wider
-        // ones hold keys anyway, and asking every table would make opening a scan O(tables)).
-        if prefix_hash.is_some() || (bounded && range.len() <= RANGE_FILTER_TABLES) {
+        // Prefix scans ask every table in range (a prefix's tables are few: the filter is
+        // what makes a prefix seek cheap).
+        if prefix_hash.is_some() {
             for i in range.clone() {
                 if !wanted(&files[i])? {
                     excluded.push(i);
@@ -154,6 +150,7 @@ pub(crate) fn merge_for(
                 range,
                 excluded,
                 options.clone(),
+                Arc::clone(&probe),
             )));
         }
     }
