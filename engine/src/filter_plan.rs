@@ -87,14 +87,15 @@ pub(crate) fn for_flush(options: &Options, version: &Version, mem: &Memtable) ->
 
 /// The plan for a table written to `output_level`, where `level_keys` are the real key counts
 /// per level once the job is done (for a flush, `level_keys[0]` is the new table's own count) and
-/// `replaced` the numbers of the tables the job removes.
+/// `replaced` the numbers of the tables the job removes; and the key counts per level it was
+/// made for.
 fn level_filter_for(
     options: &Options,
     version: &Version,
     output_level: usize,
     level_keys: &[u64],
     replaced: &[u64],
-) -> LevelFilter {
+) -> (LevelFilter, Vec<u64>) {
     let planned = planned_level_keys(options, version, level_keys);
     let mut policy = options.filter_policy();
     policy.bits_per_key = corrected_budget(
@@ -103,7 +104,7 @@ fn level_filter_for(
         replaced,
         planned.iter().sum(),
     );
-    policy
+    let plan = policy
         .plan_with_filter_keys(&planned, &keys_per_filter(version))
         .get(output_level)
         .map_or(
@@ -113,7 +114,43 @@ fn level_filter_for(
                 fpr: 0.0,
             },
             |p| *p,
-        )
+        );
+    (plan, planned)
+}
+
+/// What adaptive allocation sizes a compaction's outputs from: Monkey's plan for their level
+/// (its FPR and curve) and the density Monkey assumes there (one lookup in `level_keys` keys
+/// probes a given key's place; see `heat.rs`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AdaptiveBasis {
+    pub fpr: f64,
+    pub kind: siftdb_filter::FilterKind,
+    pub level_keys: u64,
+    /// The keys the plan counts on the level above the output level.
+    pub upper_level_keys: u64,
+}
+
+/// The basis of adaptive allocation for tables written to `output_level` (arguments as
+/// [`filter_for`]).
+pub(crate) fn adaptive_basis(
+    options: &Options,
+    version: &Version,
+    output_level: usize,
+    level_keys: &[u64],
+    replaced: &[u64],
+) -> AdaptiveBasis {
+    let (plan, planned) = level_filter_for(options, version, output_level, level_keys, replaced);
+    AdaptiveBasis {
+        fpr: plan.fpr,
+        kind: options.filter_policy().kind_for_level(output_level),
+        level_keys: planned.get(output_level).copied().unwrap_or(1).max(1),
+        upper_level_keys: output_level
+            .checked_sub(1)
+            .and_then(|l| planned.get(l))
+            .copied()
+            .unwrap_or(1)
+            .max(1),
+    }
 }
 
 /// The filter of a table written to `output_level` (see [`level_filter_for`]), of the kind the
@@ -129,7 +166,7 @@ pub(crate) fn filter_for(
     level_keys: &[u64],
     replaced: &[u64],
 ) -> Option<FilterSpec> {
-    let planned = level_filter_for(options, version, output_level, level_keys, replaced);
+    let (planned, _) = level_filter_for(options, version, output_level, level_keys, replaced);
     (planned.fpr < 1.0).then(|| FilterSpec {
         kind: options.filter_policy().kind_for_level(kind_level),
         bits_per_key: planned.bits_per_key.max(1.0),

@@ -170,8 +170,9 @@ fn flush_memtable(db: &Arc<DbInner>, tree: &Tree, mem: &Arc<Memtable>) -> Result
             return Err(e);
         }
     };
-    if file.is_none() {
-        db.versions.release_outputs(&[number]);
+    match &file {
+        None => db.versions.release_outputs(&[number]),
+        Some(file) => file.heat.start(tree.lookups.now()),
     }
     let mut edit = log_numbers_after_flush(db, tree);
     if let Some(file) = &file {

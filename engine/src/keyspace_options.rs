@@ -223,6 +223,7 @@ pub(crate) fn options_text(o: &KeyspaceOptions) -> String {
             match o.filter_allocation {
                 FilterAllocation::Monkey => "monkey".to_string(),
                 FilterAllocation::Uniform => "uniform".to_string(),
+                FilterAllocation::Adaptive => "adaptive".to_string(),
             },
         ),
         ("deep_filter_kind", o.deep_filter_kind.name().to_string()),
@@ -285,6 +286,7 @@ fn set_field(o: &mut KeyspaceOptions, key: &str, value: &str) -> Option<()> {
             o.filter_allocation = match value {
                 "monkey" => FilterAllocation::Monkey,
                 "uniform" => FilterAllocation::Uniform,
+                "adaptive" => FilterAllocation::Adaptive,
                 _ => return None,
             }
         }

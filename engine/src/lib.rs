@@ -27,6 +27,7 @@ mod db;
 mod error;
 mod filter_plan;
 mod flush;
+mod heat;
 pub mod fs;
 mod iterator;
 mod key_head;

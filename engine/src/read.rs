@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use siftdb_sstable::{GetTrace, Lookup, PreparedGet};
+use siftdb_sstable::{FilterOutcome, GetTrace, Lookup, PreparedGet};
 
 use crate::db::{DbInner, ReadView};
 use crate::error::Result;
@@ -198,6 +198,9 @@ impl DbInner {
         value: &mut Vec<u8>,
     ) -> Result<Lookup> {
         let head = KeyHead::of(key);
+        if tree.counts_heat {
+            tree.lookups.tick_by(1);
+        }
         // One hash for every table: all filters of a database share its hasher (a table built
         // with another is refused at open).
         let hash = self.options.filter_hasher.hash(key);
@@ -239,6 +242,9 @@ impl DbInner {
                         .table
                         .get_prepared_into(key, seq, prepared?, &mut trace, value)?;
                     tree.levels[level].record(&trace);
+                    if tree.counts_heat && trace.filter != FilterOutcome::NotChecked {
+                        file.heat.probed();
+                    }
                     got
                 }
                 None => Lookup::NotFound,
@@ -316,6 +322,9 @@ impl DbInner {
             }
         }
         probes.sort_unstable_by(|a, b| a.key.cmp(b.key));
+        if tree.counts_heat {
+            tree.lookups.tick_by(probes.len() as u64);
+        }
         let version = &view.version;
         for file in version.level(0) {
             let batch: Vec<(&Arc<TableFile>, &Probe)> = probes
@@ -389,6 +398,9 @@ impl DbInner {
                             .get_prepared_into(probe.key, seq, prepared, &mut trace, &mut value)
                     });
                     tree.levels[level].record(&trace);
+                    if tree.counts_heat && trace.filter != FilterOutcome::NotChecked {
+                        file.heat.probed();
+                    }
                     got
                 }
                 None => Ok(Lookup::NotFound),

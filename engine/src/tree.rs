@@ -26,6 +26,10 @@ pub(crate) struct Tree {
     pub view: RwLock<Arc<ReadView>>,
     /// Filter and data-block tickers of point lookups, per level.
     pub levels: [ReadStatistics; MAX_LEVELS],
+    /// Point lookups that searched the tables (counted under adaptive filter allocation).
+    pub lookups: crate::heat::LookupClock,
+    /// Whether lookups count filter probes per table (adaptive filter allocation).
+    pub counts_heat: bool,
     /// L0 tables in the current version (the write path's stall check reads it per group).
     pub l0_files: AtomicUsize,
     /// Set once the keyspace is dropped: its handles fail from then on.
@@ -44,6 +48,7 @@ impl std::fmt::Debug for Tree {
 impl Tree {
     /// A tree with nothing in it yet.
     pub(crate) fn new(id: u32, name: &str, options: Options, mem: Arc<Memtable>) -> Tree {
+        let counts_heat = options.filter_allocation == siftdb_filter::FilterAllocation::Adaptive;
         Tree {
             id,
             name: name.to_string(),
@@ -54,6 +59,8 @@ impl Tree {
                 version: Arc::new(Version::empty()),
             })),
             levels: Default::default(),
+            lookups: Default::default(),
+            counts_heat,
             l0_files: AtomicUsize::new(0),
             dropped: AtomicBool::new(false),
         }

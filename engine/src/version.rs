@@ -22,6 +22,8 @@ pub struct TableFile {
     /// The largest key is a range tombstone's end sentinel: the table's range ends just before
     /// its user key (which may be the next table's smallest).
     largest_exclusive: bool,
+    /// Its filter probes (counted under adaptive filter allocation).
+    pub(crate) heat: crate::heat::TableHeat,
 }
 
 impl TableFile {
@@ -37,6 +39,7 @@ impl TableFile {
             table,
             heads,
             largest_exclusive,
+            heat: crate::heat::TableHeat::default(),
         }
     }
 

@@ -105,6 +105,28 @@ impl FprCurve {
         }
     }
 
+    /// The fewest bits/key (to 0.01) at which a filter over `num_keys` keys reaches `fpr`, at
+    /// most `max_bits`; 0 for an FPR of 1 or more (no filter needed). The curves fall with
+    /// more bits, so a bisection finds it.
+    pub fn bits_for_fpr(self, num_keys: usize, fpr: f64, max_bits: f64) -> f64 {
+        if fpr >= 1.0 || max_bits <= 0.0 {
+            return 0.0;
+        }
+        if self.fpr(num_keys, max_bits) > fpr {
+            return max_bits;
+        }
+        let (mut lo, mut hi) = (0.0, max_bits);
+        while hi - lo > 0.01 {
+            let mid = (lo + hi) / 2.0;
+            if self.fpr(num_keys, mid) <= fpr {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        hi
+    }
+
     /// FPR at `bits_per_key` for a filter over `num_keys` keys (0 bits → 1.0: no filter).
     pub fn fpr(self, num_keys: usize, bits_per_key: f64) -> f64 {
         if bits_per_key <= 0.0 {
@@ -119,5 +141,27 @@ impl FprCurve {
             FprCurve::Ribbon => ribbon_expected_fpr(num_keys, bits_per_key),
             FprCurve::BinaryFuse => crate::fuse::fuse_fpr_at(num_keys, bits_per_key),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bits_for_fpr_inverts_every_curve() {
+        for curve in [FprCurve::BlockedBloom, FprCurve::Ribbon, FprCurve::StandardBloom] {
+            for target in [0.3, 0.05, 0.01, 0.001] {
+                let bits = curve.bits_for_fpr(40_000, target, 32.0);
+                assert!(curve.fpr(40_000, bits) <= target, "{curve:?} {target}");
+                assert!(curve.fpr(40_000, bits - 0.02) > target, "{curve:?} {target}");
+            }
+            assert_eq!(curve.bits_for_fpr(40_000, 1.0, 32.0), 0.0);
+            assert_eq!(curve.bits_for_fpr(40_000, 1e-30, 12.0), 12.0);
+        }
+        // The step curve: the 8-bit filter's cost for anything it reaches.
+        let fuse = FprCurve::BinaryFuse;
+        let bits = fuse.bits_for_fpr(40_000, 0.01, 32.0);
+        assert!((bits - fuse.min_bits_per_key(40_000)).abs() < 0.02, "{bits}");
     }
 }

@@ -11,6 +11,13 @@ pub enum FilterAllocation {
     Monkey,
     /// The same bits/key everywhere (for comparison).
     Uniform,
+    /// Monkey's plan per level, then per table by the reads it measured: a table that lookups
+    /// probe more often than its level's average (per key) gets a lower FPR, one they probe
+    /// less a higher one — the split that minimises false positives per lookup (ElasticBF,
+    /// Mnemosyne). The engine counts each table's filter probes and re-plans when a compaction
+    /// writes new tables, from the probe rates of the key ranges they cover; with no reads
+    /// measured it is Monkey.
+    Adaptive,
 }
 
 /// The filter policy of a tree: blocked bloom on levels `< bloom_before_level` (L0 is built on
@@ -89,7 +96,7 @@ impl FilterPolicy {
         keys_per_filter: &[u64],
     ) -> Vec<LevelFilter> {
         let keys = match self.allocation {
-            FilterAllocation::Monkey => pooled_level_keys(level_keys),
+            FilterAllocation::Monkey | FilterAllocation::Adaptive => pooled_level_keys(level_keys),
             FilterAllocation::Uniform => level_keys.to_vec(),
         };
         let specs: Vec<LevelSpec> = keys
@@ -103,7 +110,7 @@ impl FilterPolicy {
             .collect();
         let budget = FilterBudget::BitsPerKey(self.bits_per_key);
         let alloc: Vec<LevelAllocation> = match self.allocation {
-            FilterAllocation::Monkey => monkey(&specs, budget),
+            FilterAllocation::Monkey | FilterAllocation::Adaptive => monkey(&specs, budget),
             FilterAllocation::Uniform => uniform(&specs, budget),
         };
         alloc

@@ -214,6 +214,21 @@ impl<W: Write> TableBuilder<W> {
         }
     }
 
+    /// Changes the whole-key filter's bits/key (its kind stays), any time before
+    /// [`TableBuilder::finish`]: the filter is built there from the exact keys, so a writer that
+    /// learns how the table will be read while it writes (adaptive allocation) can size it at
+    /// the end. No effect on a table built without a filter (its keys were not collected).
+    pub fn set_filter_bits_per_key(&mut self, bits_per_key: f64) {
+        if let Some(filter) = &mut self.options.filter {
+            filter.bits_per_key = bits_per_key;
+        }
+    }
+
+    /// The whole-key filter the table will be built with.
+    pub fn filter(&self) -> Option<FilterSpec> {
+        self.options.filter
+    }
+
     /// Gives the table these range tombstones (replacing any set before; empty: none). Callable
     /// any time before [`TableBuilder::finish`], which writes them as their own block (never
     /// compressed) and widens the table's boundary keys and sequence range to cover them:

@@ -29,6 +29,10 @@ pub enum Benchmark {
     MultiReadMissing,
     /// Read `--reads` keys drawn from a hot set of `--hot_keys` keys, half of them missing.
     ReadHot,
+    /// Read `--reads` keys whose positions follow a Zipf law (`--zipf_theta`), a fraction
+    /// `--zipf_missing_fraction` of them never written; ranks in key order (a hot key range)
+    /// or scattered (`--zipf_scramble`, as YCSB's scrambled Zipfian).
+    ReadZipf,
     /// Seek to `--reads` random keys and read `--seek_nexts` entries after each.
     SeekRandom,
     /// Scan `--reads` random ranges of `--range_width` key positions that hold no key (the keys
@@ -68,7 +72,7 @@ pub enum Benchmark {
 
 impl Benchmark {
     /// Every workload, in documentation order.
-    pub const ALL: [Benchmark; 21] = [
+    pub const ALL: [Benchmark; 22] = [
         Benchmark::FillSeq,
         Benchmark::FillRandom,
         Benchmark::Overwrite,
@@ -77,6 +81,7 @@ impl Benchmark {
         Benchmark::MultiReadRandom,
         Benchmark::MultiReadMissing,
         Benchmark::ReadHot,
+        Benchmark::ReadZipf,
         Benchmark::SeekRandom,
         Benchmark::SeekMissing,
         Benchmark::ReadSeq,
@@ -103,6 +108,7 @@ impl Benchmark {
             Benchmark::MultiReadRandom => "multireadrandom",
             Benchmark::MultiReadMissing => "multireadmissing",
             Benchmark::ReadHot => "readhot",
+            Benchmark::ReadZipf => "readzipf",
             Benchmark::SeekRandom => "seekrandom",
             Benchmark::SeekMissing => "seekmissing",
             Benchmark::ReadSeq => "readseq",
@@ -191,6 +197,8 @@ pub enum AllocationArg {
     Monkey,
     /// The same bits/key on every level.
     Uniform,
+    /// Monkey per level, then per table by the probe rates compactions measure (siftdb only).
+    Adaptive,
 }
 
 /// siftdb-bench: a `db_bench`-style workload runner for siftdb.
@@ -245,6 +253,20 @@ pub struct Args {
     /// Key positions per seekmissing range.
     #[arg(long = "range_width", default_value_t = 16)]
     pub range_width: u64,
+
+    /// readzipf: the Zipf law's skew θ, in (0, 1).
+    #[arg(long = "zipf_theta", default_value_t = 0.99)]
+    pub zipf_theta: f64,
+
+    /// readzipf: the fraction of lookups for never-written keys, in [0, 1].
+    #[arg(long = "zipf_missing_fraction", default_value_t = 0.8)]
+    pub zipf_missing_fraction: f64,
+
+    /// readzipf: scatter the ranks over the key range through a fixed permutation (YCSB's
+    /// scrambled Zipfian: hot keys everywhere); `false` keeps rank = key position (a hot key
+    /// range at the start).
+    #[arg(long = "zipf_scramble", default_value_t = true, action = ArgAction::Set, value_parser = BoolishValueParser::new())]
+    pub zipf_scramble: bool,
     /// Bits per key of siftdb's range filters (0: none) [default: the engine's, 0].
     #[arg(long = "range_filter_bits_per_key")]
     pub range_filter_bits_per_key: Option<f64>,
@@ -408,6 +430,12 @@ pub struct Config {
     pub hot_keys: u64,
     /// Key positions per seekmissing range (`--range_width`).
     pub range_width: u64,
+    /// readzipf's skew.
+    pub zipf_theta: f64,
+    /// readzipf's share of never-written keys.
+    pub zipf_missing_fraction: f64,
+    /// readzipf scatters its ranks over the key range (else rank = key position).
+    pub zipf_scramble: bool,
     /// siftdb's range filter bits/key (`None`: the engine's default).
     pub range_filter_bits_per_key: Option<f64>,
     /// readhot reads false positives of the tree only (`--hot_false_positives`).
@@ -505,6 +533,12 @@ impl Config {
         if !(args.compression_ratio > 0.0 && args.compression_ratio <= 1.0) {
             return Err(Error::new("--compression_ratio must be in (0, 1]"));
         }
+        if !(args.zipf_theta > 0.0 && args.zipf_theta < 1.0) {
+            return Err(Error::new("--zipf_theta must be in (0, 1)"));
+        }
+        if !(0.0..=1.0).contains(&args.zipf_missing_fraction) {
+            return Err(Error::new("--zipf_missing_fraction must be in [0, 1]"));
+        }
         if args.use_existing_db && args.db.is_none() {
             return Err(Error::new("--use_existing_db needs --db=PATH"));
         }
@@ -530,6 +564,9 @@ impl Config {
             hot_keys: args.hot_keys.max(2),
             hot_false_positives: args.hot_false_positives,
             range_width: args.range_width.max(1),
+            zipf_theta: args.zipf_theta,
+            zipf_missing_fraction: args.zipf_missing_fraction,
+            zipf_scramble: args.zipf_scramble,
             range_filter_bits_per_key: args.range_filter_bits_per_key,
             false_positive_memo_bytes: args.false_positive_memo_bytes,
             seek_nexts: args.seek_nexts,

@@ -235,6 +235,7 @@ pub fn siftdb_options(config: &Config) -> Options {
         filter_allocation: match config.filter.allocation {
             AllocationArg::Monkey => FilterAllocation::Monkey,
             AllocationArg::Uniform => FilterAllocation::Uniform,
+            AllocationArg::Adaptive => FilterAllocation::Adaptive,
         },
         prefix_extractor: Some(FixedPrefix::shared(config.prefix_size)),
         block_cache_capacity: config.cache_size.unwrap_or(defaults.block_cache_capacity),

@@ -24,6 +24,7 @@ pub mod peers;
 pub mod progress;
 pub mod report;
 pub mod workloads;
+pub mod zipf;
 
 use std::io::Write as _;
 use std::path::PathBuf;

@@ -102,6 +102,7 @@ pub fn header(
             match config.filter.allocation {
                 super::args::AllocationArg::Monkey => "monkey",
                 super::args::AllocationArg::Uniform => "uniform",
+                super::args::AllocationArg::Adaptive => "adaptive",
             }
         );
         let _ = writeln!(
@@ -263,6 +264,7 @@ fn is_point_read(b: Benchmark) -> bool {
             | Benchmark::MultiReadRandom
             | Benchmark::MultiReadMissing
             | Benchmark::ReadHot
+            | Benchmark::ReadZipf
             | Benchmark::ReadWhileWriting
             | Benchmark::ReadWhileCompacting
     )
@@ -543,10 +545,12 @@ fn lookups_text(s: &Stats, point_reads_only: bool) -> String {
     };
     format!(
         "  lookups      : {} ({} in memtables); data blocks per lookup {:.4}{file_reads}; \
+         filter false positives per lookup {:.4}; \
          blocks read from file: {} data, {} index, {} filter{memo}\n",
         s.gets,
         s.memtable_hits,
         ratio(total.data_block_accesses, s.gets),
+        ratio(total.false_positives(), s.gets),
         s.data_block_reads,
         s.index_block_reads,
         s.filter_block_reads

@@ -183,6 +183,7 @@ const STREAM_FILL: u64 = 0xF111;
 const STREAM_DELETE: u64 = 0xDE1E;
 const STREAM_HOT: u64 = 0x4075;
 const STREAM_WRITER: u64 = 0x3717;
+const STREAM_ZIPF: u64 = 0x21BF;
 
 impl<'a> Workbench<'a> {
     /// A workbench for `engine`. With `--use_existing_db` every key is assumed to exist.
@@ -260,6 +261,7 @@ impl<'a> Workbench<'a> {
             Benchmark::MultiReadRandom => self.multi_reads(benchmark, stream, Variant::Written)?,
             Benchmark::MultiReadMissing => self.multi_reads(benchmark, stream, Variant::Missing)?,
             Benchmark::ReadHot => self.read_hot(stream, hot_set.unwrap_or_default())?,
+            Benchmark::ReadZipf => self.read_zipf(stream)?,
             Benchmark::SeekRandom => self.reads(benchmark, stream, |w, ctx| {
                 let index = ctx.rng.below(w.config.num);
                 w.keys.encode(index, Variant::Written, &mut ctx.key);
@@ -816,6 +818,38 @@ impl<'a> Workbench<'a> {
         })
     }
 
+    /// readzipf: lookups whose key positions follow a Zipf law; the same ranks map to the same
+    /// positions in every readzipf phase of a run (the permutation depends on `--seed` only), so
+    /// a later phase reads the hot keys an earlier one did.
+    fn read_zipf(&self, stream: u64) -> Result<Measured> {
+        let zipf = crate::runner::zipf::Zipf::new(self.config.num, self.config.zipf_theta);
+        let scatter = self
+            .config
+            .zipf_scramble
+            .then(|| Permutation::new(self.config.num, self.config.seed ^ STREAM_ZIPF));
+        // The missing share as a threshold on 64 random bits.
+        let missing_below = (self.config.zipf_missing_fraction * u64::MAX as f64) as u64;
+        self.reads(Benchmark::ReadZipf, stream, |w, ctx| {
+            let rank = zipf.sample(&mut ctx.rng);
+            let index = scatter.as_ref().map_or(rank, |p| p.get(rank));
+            let variant = if ctx.rng.next_u64() < missing_below {
+                Variant::Missing
+            } else {
+                Variant::Written
+            };
+            w.keys.encode(index, variant, &mut ctx.key);
+            let found = w
+                .engine
+                .get(w.keys.keyspace(index), &ctx.key, &mut ctx.buf)?;
+            Ok(Outcome {
+                ops: 1,
+                found: u64::from(found),
+                expected: u64::from(variant == Variant::Written && w.model.is_live(index)),
+                ..Outcome::default()
+            })
+        })
+    }
+
     /// readwhilewriting: `--threads` readers do readrandom while one writer overwrites existing
     /// keys (so the set of existing keys, and the expected counts, stay the same).
     fn read_while_writing(&self, stream: u64) -> Result<(Measured, u64)> {
@@ -991,6 +1025,7 @@ mod tests {
             Benchmark::ReadSeq,
             Benchmark::DeleteRandom,
             Benchmark::ReadHot,
+            Benchmark::ReadZipf,
             Benchmark::MultiReadRandom,
             Benchmark::MultiReadMissing,
             Benchmark::Checkpoint,

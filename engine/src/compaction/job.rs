@@ -18,6 +18,7 @@ use crate::db::DbInner;
 use crate::error::{Error, Result};
 use crate::iterator::level::LevelIterator;
 use crate::iterator::range_skip::RangeProbe;
+use super::heat_map::HeatMap;
 use crate::tree::Tree;
 use crate::version::{TableFile, Version};
 use crate::version_edit::VersionEdit;
@@ -285,7 +286,19 @@ impl<'a> CompactionJob<'a> {
     /// The outputs' filter: kind from the policy, bits/key from the plan of the tree as it will
     /// be once the inputs have moved down; `None` if the plan chose no filter for the level.
     fn filter_spec(&self) -> Option<FilterSpec> {
-        let options = &self.tree.options;
+        let (level_keys, replaced) = self.keys_after();
+        crate::filter_plan::filter_for(
+            &self.tree.options,
+            &self.version,
+            self.output_level,
+            self.output_level,
+            &level_keys,
+            &replaced,
+        )
+    }
+
+    /// The key counts per level once the inputs have moved down, and the inputs' numbers.
+    fn keys_after(&self) -> (Vec<u64>, Vec<u64>) {
         let mut level_keys = self.version.level_keys();
         let moved: u64 = self.inputs.iter().map(|(_, f)| f.meta.distinct_keys).sum();
         for (level, f) in &self.inputs {
@@ -293,14 +306,30 @@ impl<'a> CompactionJob<'a> {
         }
         level_keys[self.output_level] += moved;
         let replaced: Vec<u64> = self.inputs.iter().map(|(_, f)| f.meta.number).collect();
-        crate::filter_plan::filter_for(
-            options,
+        (level_keys, replaced)
+    }
+
+    /// Under adaptive allocation, what sizes each output's filter from the reads its key range
+    /// saw (see `heat_map.rs`); `None` otherwise.
+    fn heat_map(&self) -> Option<HeatMap> {
+        if !self.tree.counts_heat {
+            return None;
+        }
+        let (level_keys, replaced) = self.keys_after();
+        let basis = crate::filter_plan::adaptive_basis(
+            &self.tree.options,
             &self.version,
-            self.output_level,
             self.output_level,
             &level_keys,
             &replaced,
-        )
+        );
+        Some(HeatMap::new(
+            &self.inputs,
+            self.output_level,
+            basis,
+            basis.upper_level_keys,
+            self.tree.lookups.now(),
+        ))
     }
 
     /// Merges the inputs into new tables (synced, their directory entries durable) and opens
@@ -381,6 +410,7 @@ impl<'a> CompactionJob<'a> {
             grandparents,
         );
         sink.set_range_tombstones(kept_tombstones.filter(|t| !t.is_empty()));
+        sink.set_heat_map(self.heat_map());
         let filter_failure = || filter.failure();
         let merged = merge_into(&mut merge, &rules, &mut sink)
             .map_err(|e| match filter_failure() {
@@ -416,6 +446,9 @@ impl<'a> CompactionJob<'a> {
             .iter()
             .map(|m| crate::flush::open_table(db, &self.tree.options, self.output_level, m))
             .collect::<Result<Vec<_>>>()?;
+        for output in &outputs {
+            output.heat.start(self.tree.lookups.now());
+        }
         Ok(Written {
             outputs,
             snapshots,

@@ -2,6 +2,7 @@
 //! one job does — prepare, write (or move), install — is in `job.rs`; its output tables are cut
 //! in `sink.rs`.
 
+mod heat_map;
 mod job;
 mod sink;
 

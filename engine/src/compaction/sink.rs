@@ -9,6 +9,7 @@ use siftdb_sstable::{
 use crate::db::DbInner;
 use crate::error::{Error, Result};
 use crate::fs::{names, WritableFile};
+use super::heat_map::HeatMap;
 use crate::version_edit::FileMeta;
 
 /// An output overlapping more than this many target file sizes of the level below it is cut
@@ -39,6 +40,8 @@ pub(crate) struct TableSink<'a> {
     /// The first user key of the output being written (`None` for the first output, which
     /// also takes the tombstones before its first key).
     output_start: Option<Vec<u8>>,
+    /// Under adaptive filter allocation, what sizes each output's filter when it is finished.
+    heat: Option<HeatMap>,
 }
 
 impl<'a> TableSink<'a> {
@@ -64,7 +67,14 @@ impl<'a> TableSink<'a> {
             error: None,
             range_tombstones: None,
             output_start: None,
+            heat: None,
         }
+    }
+
+    /// Sizes each output's filter from `heat` (adaptive filter allocation) instead of the
+    /// job's plan alone.
+    pub(crate) fn set_heat_map(&mut self, heat: Option<HeatMap>) {
+        self.heat = heat;
     }
 
     /// Gives the outputs `tombstones`, split between them at their boundaries: the output
@@ -111,6 +121,10 @@ impl<'a> TableSink<'a> {
             }
         }
         self.output_start = next_start.map(<[u8]>::to_vec);
+        if let Some(heat) = &mut self.heat {
+            let bits = heat.finish_output();
+            builder.set_filter_bits_per_key(bits);
+        }
         let (meta, mut file) = builder.finish_into()?;
         file.sync()?;
         self.bytes_written += meta.file_size;
@@ -190,6 +204,9 @@ impl CompactionSink for TableSink<'_> {
         }
         if self.current.is_none() {
             self.start_output()?;
+        }
+        if let (true, Some(heat)) = (boundary, &mut self.heat) {
+            heat.observe(siftdb_sstable::user_key_of(key));
         }
         match self.current.as_mut() {
             Some(c) => c.1.add(key, value),

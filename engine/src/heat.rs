@@ -1,0 +1,92 @@
+//! How often point lookups probe each table's filter, for adaptive filter allocation
+//! ([`FilterAllocation::Adaptive`](siftdb_filter::FilterAllocation::Adaptive)).
+//!
+//! A tree counts the point lookups that search its tables (its clock); each table counts the
+//! lookups that probed its filter and remembers the clock when it was opened. A table's probes
+//! over the lookups of its life are the chance that a lookup probes it — per key of the table,
+//! its *density*. Monkey assumes every lookup probes one table of every level, a density of
+//! `1 / keys of the level` everywhere; adaptive allocation gives a table written where the
+//! density was measured higher (a hot key range) a lower FPR, and a cold one a higher FPR.
+//!
+//! The measured density is blended with Monkey's as a prior worth [`PRIOR_LOOKUPS`] lookups, so
+//! a table that has seen few lookups (or a tree that is only written) plans as Monkey does.
+//! Counting costs one relaxed increment per lookup and per filter probe, only under adaptive
+//! allocation.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Lookups' worth of weight Monkey's density has in a table's estimate.
+pub(crate) const PRIOR_LOOKUPS: f64 = 2_000.0;
+
+/// The point lookups that searched a tree's tables.
+#[derive(Debug, Default)]
+pub(crate) struct LookupClock(AtomicU64);
+
+impl LookupClock {
+    /// Counts `lookups` lookups.
+    pub(crate) fn tick_by(&self, lookups: u64) {
+        self.0.fetch_add(lookups, Relaxed);
+    }
+
+    pub(crate) fn now(&self) -> u64 {
+        self.0.load(Relaxed)
+    }
+}
+
+/// One table's filter probes since it was opened.
+#[derive(Debug, Default)]
+pub(crate) struct TableHeat {
+    probes: AtomicU64,
+    /// The tree's clock when the table was opened.
+    born_at: AtomicU64,
+}
+
+impl TableHeat {
+    /// Counts the table's life from clock value `now` (a table opened at recovery starts at 0,
+    /// with its tree's clock).
+    pub(crate) fn start(&self, now: u64) {
+        self.born_at.store(now, Relaxed);
+    }
+
+    /// Counts one filter probe.
+    pub(crate) fn probed(&self) {
+        self.probes.fetch_add(1, Relaxed);
+    }
+
+    /// The probes counted so far.
+    pub(crate) fn probes(&self) -> u64 {
+        self.probes.load(Relaxed)
+    }
+
+    /// The chance per lookup that a lookup probes one given key's place in this table — probes
+    /// over lookups, spread over its `keys` — blended with `prior` (Monkey's density, see the
+    /// module documentation), at clock value `now`.
+    pub(crate) fn density(&self, now: u64, keys: u64, prior: f64) -> f64 {
+        let lookups = now.saturating_sub(self.born_at.load(Relaxed)) as f64;
+        let keys = keys.max(1) as f64;
+        let probes = self.probes() as f64;
+        (probes + PRIOR_LOOKUPS * prior * keys) / ((lookups + PRIOR_LOOKUPS) * keys)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn density_moves_from_the_prior_to_the_measure() {
+        let heat = TableHeat::default();
+        heat.start(1_000);
+        // No lookups yet: the prior.
+        assert!((heat.density(1_000, 100, 0.001) - 0.001).abs() < 1e-12);
+        // Probed by every lookup of 1M: each key's place was hit with 1/100 chance.
+        for _ in 0..1_000_000 {
+            heat.probed();
+        }
+        let d = heat.density(1_001_000, 100, 0.001);
+        assert!((d - 0.01).abs() < 0.0001, "{d}");
+        // Never probed by 1M lookups: far below the prior.
+        let cold = TableHeat::default();
+        assert!(cold.density(1_000_000, 100, 0.001) < 0.00001);
+    }
+}
