@@ -172,7 +172,7 @@ fn flush_memtable(db: &Arc<DbInner>, tree: &Tree, mem: &Arc<Memtable>) -> Result
     };
     match &file {
         None => db.versions.release_outputs(&[number]),
-        Some(file) => file.heat.start(tree.lookups.now()),
+        Some(file) => file.heat.start(tree.lookups.now(), 1.0),
     }
     let mut edit = log_numbers_after_flush(db, tree);
     if let Some(file) = &file {

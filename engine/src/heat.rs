@@ -8,8 +8,11 @@
 //! `1 / keys of the level` everywhere; adaptive allocation gives a table written where the
 //! density was measured higher (a hot key range) a lower FPR, and a cold one a higher FPR.
 //!
-//! The measured density is blended with Monkey's as a prior worth [`PRIOR_LOOKUPS`] lookups, so
-//! a table that has seen few lookups (or a tree that is only written) plans as Monkey does.
+//! The measured density is blended with a prior worth [`PRIOR_LOOKUPS`] lookups: Monkey's
+//! density times the heat the table was written with (the estimate its compaction made from
+//! its inputs; 1 for a flushed table). So a tree that is only written plans as Monkey does, and
+//! a table written while nobody reads keeps the heat its key range had until reads say
+//! otherwise — through any number of rewrites.
 //! Counting costs one relaxed increment per lookup and per filter probe, only under adaptive
 //! allocation.
 
@@ -34,18 +37,31 @@ impl LookupClock {
 }
 
 /// One table's filter probes since it was opened.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct TableHeat {
     probes: AtomicU64,
     /// The tree's clock when the table was opened.
     born_at: AtomicU64,
+    /// The heat it was written with (`f64` bits): its prior's multiplier.
+    inherited: AtomicU64,
+}
+
+impl Default for TableHeat {
+    fn default() -> Self {
+        TableHeat {
+            probes: AtomicU64::new(0),
+            born_at: AtomicU64::new(0),
+            inherited: AtomicU64::new(1.0f64.to_bits()),
+        }
+    }
 }
 
 impl TableHeat {
-    /// Counts the table's life from clock value `now` (a table opened at recovery starts at 0,
-    /// with its tree's clock).
-    pub(crate) fn start(&self, now: u64) {
+    /// Counts the table's life from clock value `now`, written with `heat` (a table opened at
+    /// recovery starts at 0, with its tree's clock, at heat 1).
+    pub(crate) fn start(&self, now: u64, heat: f64) {
         self.born_at.store(now, Relaxed);
+        self.inherited.store(heat.to_bits(), Relaxed);
     }
 
     /// Counts one filter probe.
@@ -59,12 +75,13 @@ impl TableHeat {
     }
 
     /// The chance per lookup that a lookup probes one given key's place in this table — probes
-    /// over lookups, spread over its `keys` — blended with `prior` (Monkey's density, see the
-    /// module documentation), at clock value `now`.
+    /// over lookups, spread over its `keys` — blended with `prior` (Monkey's density) times the
+    /// inherited heat (see the module documentation), at clock value `now`.
     pub(crate) fn density(&self, now: u64, keys: u64, prior: f64) -> f64 {
         let lookups = now.saturating_sub(self.born_at.load(Relaxed)) as f64;
         let keys = keys.max(1) as f64;
         let probes = self.probes() as f64;
+        let prior = prior * f64::from_bits(self.inherited.load(Relaxed));
         (probes + PRIOR_LOOKUPS * prior * keys) / ((lookups + PRIOR_LOOKUPS) * keys)
     }
 }
@@ -76,7 +93,7 @@ mod tests {
     #[test]
     fn density_moves_from_the_prior_to_the_measure() {
         let heat = TableHeat::default();
-        heat.start(1_000);
+        heat.start(1_000, 1.0);
         // No lookups yet: the prior.
         assert!((heat.density(1_000, 100, 0.001) - 0.001).abs() < 1e-12);
         // Probed by every lookup of 1M: each key's place was hit with 1/100 chance.
@@ -88,5 +105,9 @@ mod tests {
         // Never probed by 1M lookups: far below the prior.
         let cold = TableHeat::default();
         assert!(cold.density(1_000_000, 100, 0.001) < 0.00001);
+        // Written hot and not read since: still hot.
+        let kept = TableHeat::default();
+        kept.start(50, 4.0);
+        assert!((kept.density(50, 100, 0.001) - 0.004).abs() < 1e-12);
     }
 }

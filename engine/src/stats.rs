@@ -60,12 +60,23 @@ pub struct LevelFilterStats {
     pub memo_hits: u64,
     /// False positives on this level the memo remembered.
     pub memo_inserts: u64,
+    /// The false positives the asked filters' expected FPRs predict, in billionths (see
+    /// [`LevelFilterStats::expected_false_positives`]).
+    pub expected_false_positives_ppb: u64,
 }
 
 impl LevelFilterStats {
     /// False positives: "maybe" for a key that was not there.
     pub fn false_positives(&self) -> u64 {
         self.positive.saturating_sub(self.true_positive)
+    }
+
+    /// The false positives the filters' sizes predict: each filter asked about a key it does
+    /// not hold adds its expected FPR. Unlike [`LevelFilterStats::false_positives`] it does not
+    /// hang on whether a few hot keys happen to be false positives, so it compares filter
+    /// allocations on a skewed workload with little noise.
+    pub fn expected_false_positives(&self) -> f64 {
+        self.expected_false_positives_ppb as f64 / 1e9
     }
 
     /// Measured FPR = false positives / (false positives + true negatives); 0 with no sample.
@@ -178,6 +189,8 @@ impl Stats {
                 data_block_accesses: a.data_block_accesses + l.data_block_accesses,
                 memo_hits: a.memo_hits + l.memo_hits,
                 memo_inserts: a.memo_inserts + l.memo_inserts,
+                expected_false_positives_ppb: a.expected_false_positives_ppb
+                    + l.expected_false_positives_ppb,
             })
     }
 
@@ -220,6 +233,7 @@ pub(crate) fn level_filter_stats<'a>(
             total.data_block_accesses += s.data_block_accesses.load(Relaxed);
             total.memo_hits += s.memo_hits.load(Relaxed);
             total.memo_inserts += s.memo_inserts.load(Relaxed);
+            total.expected_false_positives_ppb += s.filter_expected_fp_ppb.load(Relaxed);
         }
     }
     sum

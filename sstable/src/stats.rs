@@ -53,6 +53,8 @@ pub struct GetTrace {
     pub sequence: u64,
     /// What the false-positive memo did for this lookup.
     pub memo: MemoOutcome,
+    /// The consulted filter's expected FPR, in parts per billion (0 when no filter was asked).
+    pub filter_expected_fpr_ppb: u32,
 }
 
 /// The false-positive memo's part in one lookup (see `TableReadOptions::false_positive_memo`).
@@ -108,6 +110,10 @@ pub struct ReadStatistics {
     pub data_block_reads: AtomicU64,
     /// Data blocks used by point lookups (from cache or file).
     pub data_block_accesses: AtomicU64,
+    /// The expected FPRs of the filters asked about keys they do not hold, added up in parts
+    /// per billion: the false positives the filters' sizes predict (a low-noise measure of how
+    /// well filter memory is placed, beside the counted ones).
+    pub filter_expected_fp_ppb: AtomicU64,
     /// Lookups the false-positive memo answered ([`MemoOutcome::Hit`]).
     pub memo_hits: AtomicU64,
     /// False positives remembered by the memo ([`MemoOutcome::Inserted`]).
@@ -124,12 +130,17 @@ impl ReadStatistics {
             FilterOutcome::No => {
                 self.filter_checked.fetch_add(1, Relaxed);
                 self.filter_useful.fetch_add(1, Relaxed);
+                self.filter_expected_fp_ppb
+                    .fetch_add(u64::from(trace.filter_expected_fpr_ppb), Relaxed);
             }
             FilterOutcome::Maybe => {
                 self.filter_checked.fetch_add(1, Relaxed);
                 self.filter_positive.fetch_add(1, Relaxed);
                 if trace.key_found {
                     self.filter_true_positive.fetch_add(1, Relaxed);
+                } else {
+                    self.filter_expected_fp_ppb
+                        .fetch_add(u64::from(trace.filter_expected_fpr_ppb), Relaxed);
                 }
             }
         }

@@ -531,6 +531,15 @@ fn lookups_text(s: &Stats, point_reads_only: bool) -> String {
     } else {
         String::new()
     };
+    // Only siftdb counts what its filters' sizes predict.
+    let expected = if total.expected_false_positives_ppb > 0 && s.gets > 0 {
+        format!(
+            " (expected from the filters' FPRs {:.4})",
+            total.expected_false_positives() / s.gets as f64
+        )
+    } else {
+        String::new()
+    };
     let memo = if s.memo.hits + s.memo.inserts > 0 {
         format!(
             "; false-positive memo: {} hits, {} inserts, {} evictions, {} held ({})",
@@ -545,7 +554,7 @@ fn lookups_text(s: &Stats, point_reads_only: bool) -> String {
     };
     format!(
         "  lookups      : {} ({} in memtables); data blocks per lookup {:.4}{file_reads}; \
-         filter false positives per lookup {:.4}; \
+         filter false positives per lookup {:.4}{expected}; \
          blocks read from file: {} data, {} index, {} filter{memo}\n",
         s.gets,
         s.memtable_hits,

@@ -1,15 +1,20 @@
 //! Adaptive filter allocation at compaction time: how often lookups probed the key ranges a
 //! job's outputs cover, and the bits/key each output gets from it.
 //!
-//! The inputs' measured densities (`heat.rs`) form a step function over the key space: the
-//! inputs of the output level first (the lookups they saw are the ones the outputs will see),
-//! then, for keys in none of them, the inputs of the level above. Each output samples it at
-//! every [`SAMPLE_EVERY`]-th key it takes; its mean density `ρ` against Monkey's `ρ₀` sets its
-//! FPR to `FPR_level · ρ₀ / ρ` — the split that minimises false positives per lookup at a given
-//! memory (a Lagrangian over the tables: `FPR_t ∝ keys_t / probes_t`), with Monkey's level FPR
-//! as the multiplier. By Jensen's inequality the outputs then hold at most Monkey's memory for
-//! the same keys (less where the reads are skewed); the plan's budget correction hands what is
-//! saved back to the tables written next.
+//! Each input's *heat* is its measured density (`heat.rs`) over the density Monkey assumes on
+//! its level (1: read as Monkey expects; the ratio, not the density, because an L0 table is
+//! probed by every lookup of its range while a sorted level's table only by those of its own
+//! part). The heats form a step function over the key space: the inputs of the output level
+//! first (the lookups they saw are the ones the outputs will see), then, for keys in none of
+//! them, the inputs of the level above. Each output samples it at every [`SAMPLE_EVERY`]-th key
+//! it takes; its mean heat `h` sets its FPR to `λ · FPR_level / h` — the split that minimises
+//! false positives per lookup at a given memory (a Lagrangian over the tables: `FPR_t ∝ keys_t /
+//! probes_t`). `λ` is chosen once per job so that the output level — its tables the job keeps
+//! and the job's inputs, each at its heat — would take exactly the bits Monkey's plan gives it:
+//! the level spends Monkey's memory, moved from its cold key ranges to its hot ones, and as
+//! compactions rewrite it every table reaches its share (with `λ = 1` skewed reads would leave
+//! the tree under its budget, by Jensen's inequality; a `λ` per job would only move bits between
+//! the few tables of one job).
 
 use std::sync::Arc;
 
@@ -24,11 +29,12 @@ const SAMPLE_EVERY: u64 = 8;
 /// The most bits/key an output gets (an FPR near 10⁻⁷: past that, bits buy nothing measurable).
 const MAX_BITS_PER_KEY: f64 = 24.0;
 
-/// An input table's key range and measured density.
+/// An input table's key range, keys and heat.
 struct Segment {
     smallest: Vec<u8>,
     largest: Vec<u8>,
-    density: f64,
+    keys: u64,
+    heat: f64,
 }
 
 impl Segment {
@@ -44,100 +50,153 @@ pub(crate) struct HeatMap {
     /// Inputs of the level above (L0 inputs may overlap).
     upper: Vec<Segment>,
     basis: AdaptiveBasis,
-    /// Monkey's density at the output level.
-    prior: f64,
-    /// The output being written: keys taken, and the sum of the sampled densities.
+    /// The job's multiplier of every output's FPR (see the module documentation).
+    lambda: f64,
+    /// The output level's tables the job keeps, as (keys, heat): with the inputs, what `λ` is
+    /// chosen over.
+    kept: Vec<(u64, f64)>,
+    /// The output being written: keys taken, and the sum of the sampled heats.
     keys: u64,
     sampled: f64,
     samples: u64,
 }
 
 impl HeatMap {
-    /// The map of a job writing to `output_level` from `inputs` (level, table), at the tree's
-    /// clock value `now`; `upper_keys` is the key count Monkey plans the level above with.
+    /// The map of a job writing to `output_level` (whose tables are `level_tables`) from
+    /// `inputs` (level, table), at the tree's clock value `now`.
     pub(crate) fn new(
         inputs: &[(usize, Arc<TableFile>)],
         output_level: usize,
+        level_tables: &[Arc<TableFile>],
         basis: AdaptiveBasis,
-        upper_keys: u64,
         now: u64,
     ) -> HeatMap {
-        let prior = 1.0 / basis.level_keys as f64;
-        let upper_prior = 1.0 / upper_keys.max(1) as f64;
+        // Monkey's density on a level: a lookup probes one table of a sorted level, so one key's
+        // place in `level_keys`; an L0 table is a run of its own, probed by every lookup in its
+        // range.
+        let prior = |level: usize, f: &TableFile| -> f64 {
+            let keys = match level {
+                0 => f.meta.distinct_keys,
+                l if l == output_level => basis.level_keys,
+                _ => basis.upper_level_keys,
+            };
+            1.0 / keys.max(1) as f64
+        };
         let segments = |on_output_level: bool| -> Vec<Segment> {
             let mut segments: Vec<Segment> = inputs
                 .iter()
                 .filter(|(level, _)| (*level == output_level) == on_output_level)
-                .map(|(_, f)| Segment {
-                    smallest: f.smallest_user_key().to_vec(),
-                    largest: f.largest_user_key().to_vec(),
-                    density: f.heat.density(
-                        now,
-                        f.meta.distinct_keys,
-                        if on_output_level { prior } else { upper_prior },
-                    ),
+                .map(|(level, f)| {
+                    let prior = prior(*level, f);
+                    Segment {
+                        smallest: f.smallest_user_key().to_vec(),
+                        largest: f.largest_user_key().to_vec(),
+                        keys: f.meta.distinct_keys,
+                        heat: f.heat.density(now, f.meta.distinct_keys, prior) / prior,
+                    }
                 })
                 .collect();
             segments.sort_by(|a, b| a.smallest.cmp(&b.smallest));
             segments
         };
-        HeatMap {
+        let kept = level_tables
+            .iter()
+            .filter(|f| !inputs.iter().any(|(_, i)| i.meta.number == f.meta.number))
+            .map(|f| {
+                let prior = prior(output_level, f);
+                let keys = f.meta.distinct_keys;
+                (keys, f.heat.density(now, keys, prior) / prior)
+            })
+            .collect();
+        let mut map = HeatMap {
             lower: segments(true),
             upper: segments(false),
             basis,
-            prior,
+            lambda: 1.0,
+            kept,
             keys: 0,
             sampled: 0.0,
             samples: 0,
-        }
+        };
+        map.lambda = map.memory_neutral_lambda();
+        map
     }
 
-    /// The density around `key`: the output level's input holding it, else the upper level's
-    /// (the highest of overlapping L0 inputs: every lookup there probes them all), else
-    /// Monkey's.
-    fn density_at(&self, key: &[u8]) -> f64 {
+    /// The `λ` at which the output level's tables (kept and inputs) at their heats take
+    /// Monkey's bits (bisection on its logarithm: the bits fall as `λ` grows).
+    fn memory_neutral_lambda(&self) -> f64 {
+        let tables = || {
+            self.lower
+                .iter()
+                .chain(&self.upper)
+                .map(|s| (s.keys, s.heat))
+                .chain(self.kept.iter().copied())
+        };
+        let monkey: f64 = tables()
+            .map(|(keys, _)| keys as f64 * self.bits_at(keys as usize, 1.0, 1.0))
+            .sum();
+        let bits = |lambda: f64| -> f64 {
+            tables()
+                .map(|(keys, heat)| keys as f64 * self.bits_at(keys as usize, heat, lambda))
+                .sum()
+        };
+        let (mut lo, mut hi) = (-20.0f64, 20.0f64);
+        for _ in 0..40 {
+            let mid = (lo + hi) / 2.0;
+            if bits(mid.exp()) > monkey {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        hi.exp()
+    }
+
+    /// The heat around `key`: the output level's input holding it, else the upper level's
+    /// (the hottest of overlapping L0 inputs), else 1 (Monkey's assumption).
+    fn heat_at(&self, key: &[u8]) -> f64 {
         let at = self
             .lower
             .partition_point(|s| s.largest.as_slice() < key);
         if let Some(s) = self.lower.get(at).filter(|s| s.contains(key)) {
-            return s.density;
+            return s.heat;
         }
         self.upper
             .iter()
             .filter(|s| s.contains(key))
-            .map(|s| s.density)
+            .map(|s| s.heat)
             .reduce(f64::max)
-            .unwrap_or(self.prior)
+            .unwrap_or(1.0)
     }
 
     /// Takes the next new user key of the output being written.
     pub(crate) fn observe(&mut self, user_key: &[u8]) {
         if self.keys % SAMPLE_EVERY == 0 {
-            self.sampled += self.density_at(user_key);
+            self.sampled += self.heat_at(user_key);
             self.samples += 1;
         }
         self.keys += 1;
     }
 
-    /// The bits/key of the output just finished (over the keys observed since the last call),
-    /// and a fresh start for the next output.
-    pub(crate) fn finish_output(&mut self) -> f64 {
-        let density = if self.samples == 0 {
-            self.prior
+    /// The heat and bits/key of the output just finished (over the keys observed since the last
+    /// call), and a fresh start for the next output.
+    pub(crate) fn finish_output(&mut self) -> (f64, f64) {
+        let heat = if self.samples == 0 {
+            1.0
         } else {
             self.sampled / self.samples as f64
         };
         let keys = self.keys as usize;
         (self.keys, self.sampled, self.samples) = (0, 0.0, 0);
-        self.bits_per_key(keys, density)
+        (heat, self.bits_at(keys, heat, self.lambda))
     }
 
-    /// Bits/key for a table of `keys` keys whose lookups probe at `density` (see the module
+    /// Bits/key for a table of `keys` keys at `heat` under multiplier `lambda` (see the module
     /// documentation); never below the curve's floor (binary fuse) or 1.
-    fn bits_per_key(&self, keys: usize, density: f64) -> f64 {
+    fn bits_at(&self, keys: usize, heat: f64, lambda: f64) -> f64 {
         let curve = FprCurve::from(self.basis.kind);
-        let fpr = if density > 0.0 {
-            self.basis.fpr * self.prior / density
+        let fpr = if heat > 0.0 {
+            lambda * self.basis.fpr / heat
         } else {
             1.0
         };
@@ -159,26 +218,30 @@ mod tests {
                 Segment {
                     smallest: b"a".to_vec(),
                     largest: b"f".to_vec(),
-                    density: 0.01,
+                    keys: 100,
+                    heat: 10.0,
                 },
                 Segment {
                     smallest: b"g".to_vec(),
                     largest: b"m".to_vec(),
-                    density: 0.0001,
+                    keys: 100,
+                    heat: 0.1,
                 },
             ],
             upper: vec![Segment {
                 smallest: b"a".to_vec(),
                 largest: b"z".to_vec(),
-                density: 0.002,
+                keys: 100,
+                heat: 2.0,
             }],
+            lambda: 1.0,
+            kept: vec![(100, 0.5), (100, 1.5)],
             basis: AdaptiveBasis {
                 fpr: basis_fpr,
                 kind: FilterKind::Ribbon,
                 level_keys: 1_000,
                 upper_level_keys: 100,
             },
-            prior: 0.001,
             keys: 0,
             sampled: 0.0,
             samples: 0,
@@ -186,14 +249,14 @@ mod tests {
     }
 
     #[test]
-    fn densities_come_from_the_output_level_then_the_level_above() {
+    fn heat_comes_from_the_output_level_then_the_level_above() {
         let m = map(0.03);
-        assert_eq!(m.density_at(b"c"), 0.01);
-        assert_eq!(m.density_at(b"h"), 0.0001);
-        assert_eq!(m.density_at(b"p"), 0.002);
+        assert_eq!(m.heat_at(b"c"), 10.0);
+        assert_eq!(m.heat_at(b"h"), 0.1);
+        assert_eq!(m.heat_at(b"p"), 2.0);
         let mut empty = map(0.03);
         empty.upper.clear();
-        assert_eq!(empty.density_at(b"p"), 0.001);
+        assert_eq!(empty.heat_at(b"p"), 1.0);
     }
 
     #[test]
@@ -203,7 +266,7 @@ mod tests {
             for _ in 0..100 {
                 m.observe(key);
             }
-            m.finish_output()
+            m.finish_output().1
         };
         let hot = bits(&mut m, b"c");
         let cold = bits(&mut m, b"h");
@@ -216,5 +279,39 @@ mod tests {
         at_prior.lower.clear();
         at_prior.upper.clear();
         assert!((bits(&mut at_prior, b"x") - monkey).abs() < 0.02);
+    }
+
+    #[test]
+    fn the_job_spends_monkeys_memory_moved_to_its_hot_ranges() {
+        let mut m = map(0.03);
+        m.lambda = m.memory_neutral_lambda();
+        let tables: Vec<(u64, f64)> = m
+            .lower
+            .iter()
+            .chain(&m.upper)
+            .map(|s| (s.keys, s.heat))
+            .chain(m.kept.iter().copied())
+            .collect();
+        let spent: f64 = tables
+            .iter()
+            .map(|&(keys, heat)| keys as f64 * m.bits_at(keys as usize, heat, m.lambda))
+            .sum();
+        let monkey: f64 = tables
+            .iter()
+            .map(|&(keys, _)| keys as f64 * m.bits_at(keys as usize, 1.0, 1.0))
+            .sum();
+        assert!((spent / monkey - 1.0).abs() < 0.01, "{spent} vs {monkey}");
+        // Uniform heat: Monkey's plan exactly.
+        for s in m.lower.iter_mut().chain(m.upper.iter_mut()) {
+            s.heat = 1.0;
+        }
+        for kept in &mut m.kept {
+            kept.1 = 1.0;
+        }
+        let lambda = m.memory_neutral_lambda();
+        for s in &m.lower {
+            let planned = m.bits_at(s.keys as usize, 1.0, 1.0);
+            assert!((m.bits_at(s.keys as usize, 1.0, lambda) - planned).abs() < 0.03);
+        }
     }
 }

@@ -326,8 +326,8 @@ impl<'a> CompactionJob<'a> {
         Some(HeatMap::new(
             &self.inputs,
             self.output_level,
+            self.version.level(self.output_level),
             basis,
-            basis.upper_level_keys,
             self.tree.lookups.now(),
         ))
     }
@@ -434,7 +434,7 @@ impl<'a> CompactionJob<'a> {
             });
         self.uninstalled.extend_from_slice(sink.numbers());
         merged?;
-        let (outputs, bytes_written) = sink.into_outputs();
+        let (outputs, heats, bytes_written) = sink.into_outputs();
         if !outputs.is_empty() {
             // The outputs' directory entries must be durable before the manifest names them.
             db.fs.sync_dir(&db.dir)?;
@@ -446,8 +446,8 @@ impl<'a> CompactionJob<'a> {
             .iter()
             .map(|m| crate::flush::open_table(db, &self.tree.options, self.output_level, m))
             .collect::<Result<Vec<_>>>()?;
-        for output in &outputs {
-            output.heat.start(self.tree.lookups.now());
+        for (output, heat) in outputs.iter().zip(heats) {
+            output.heat.start(self.tree.lookups.now(), heat);
         }
         Ok(Written {
             outputs,

@@ -42,6 +42,8 @@ pub(crate) struct TableSink<'a> {
     output_start: Option<Vec<u8>>,
     /// Under adaptive filter allocation, what sizes each output's filter when it is finished.
     heat: Option<HeatMap>,
+    /// The heat each finished output was written with (1 without a heat map).
+    heats: Vec<f64>,
 }
 
 impl<'a> TableSink<'a> {
@@ -68,6 +70,7 @@ impl<'a> TableSink<'a> {
             range_tombstones: None,
             output_start: None,
             heat: None,
+            heats: Vec::new(),
         }
     }
 
@@ -103,9 +106,9 @@ impl<'a> TableSink<'a> {
         self.error.take()
     }
 
-    /// The finished outputs and the bytes written.
-    pub(crate) fn into_outputs(self) -> (Vec<FileMeta>, u64) {
-        (self.outputs, self.bytes_written)
+    /// The finished outputs, the heat each was written with, and the bytes written.
+    pub(crate) fn into_outputs(self) -> (Vec<FileMeta>, Vec<f64>, u64) {
+        (self.outputs, self.heats, self.bytes_written)
     }
 
     /// Finishes and syncs the output being written, if any; the next output (if one follows)
@@ -121,10 +124,15 @@ impl<'a> TableSink<'a> {
             }
         }
         self.output_start = next_start.map(<[u8]>::to_vec);
-        if let Some(heat) = &mut self.heat {
-            let bits = heat.finish_output();
-            builder.set_filter_bits_per_key(bits);
-        }
+        let heat = match &mut self.heat {
+            Some(map) => {
+                let (heat, bits) = map.finish_output();
+                builder.set_filter_bits_per_key(bits);
+                heat
+            }
+            None => 1.0,
+        };
+        self.heats.push(heat);
         let (meta, mut file) = builder.finish_into()?;
         file.sync()?;
         self.bytes_written += meta.file_size;

@@ -180,6 +180,7 @@ impl Table {
         let mut memo_key = None;
         if let Some((filter, access, hash)) = prepared.filter {
             trace.filter_block = access;
+            trace.filter_expected_fpr_ppb = self.expected_fpr_ppb;
             if !filter.may_contain_hash(hash) {
                 trace.filter = FilterOutcome::No;
                 return Ok(Lookup::NotFound);

@@ -169,6 +169,9 @@ pub struct Table {
     footer: Footer,
     properties: TableProperties,
     prefix_filter_usable: bool,
+    /// The whole-key filter's expected FPR (from the properties) in parts per billion, for
+    /// [`GetTrace::filter_expected_fpr_ppb`](crate::GetTrace).
+    expected_fpr_ppb: u32,
     /// The range tombstone block, decoded at open; `None` when the table has none.
     range_tombstones: Option<Arc<FragmentedRangeTombstones>>,
     held: RwLock<Option<Held>>,
@@ -217,12 +220,16 @@ impl Table {
             footer,
             properties: TableProperties::default(),
             prefix_filter_usable: false,
+            expected_fpr_ppb: 0,
             range_tombstones: None,
             held: RwLock::new(None),
         };
         let props_raw = table.read_block_contents(footer.properties, BlockKind::Properties)?;
         table.properties = TableProperties::decode(props_raw)
             .map_err(|reason| table.corruption(footer.properties.offset, reason))?;
+        // (A corrupt FPR outside [0, 1] is clamped: it only feeds a statistic.)
+        table.expected_fpr_ppb =
+            (table.properties.filter_expected_fpr.clamp(0.0, 1.0) * 1e9).round() as u32;
         if let Some(handle) = table.properties.range_del_handle {
             table.range_tombstones = Some(Arc::new(table.read_range_tombstones(handle)?));
         }
