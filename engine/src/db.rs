@@ -562,7 +562,7 @@ impl Db {
         crate::properties::level_reports(tree, &tree.read_view().version)
     }
 
-    /// A named property (`siftdb.levels`, `siftdb.stats`, `siftdb.keyspaces`,
+    /// A named property (`siftdb.levels`, `siftdb.sstables`, `siftdb.stats`, `siftdb.keyspaces`,
     /// `siftdb.num-files-at-level<N>`, `siftdb.estimate-num-keys`,
     /// `siftdb.cur-size-all-mem-tables`, `siftdb.num-immutable-mem-table`), or `None` if
     /// unknown. The tree properties are the

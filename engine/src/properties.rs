@@ -123,6 +123,7 @@ pub(crate) fn property(db: &DbInner, tree: &Tree, name: &str) -> Option<String> 
     match name {
         "siftdb.levels" => Some(levels_table(&level_reports(tree, &view.version))),
         "siftdb.stats" => Some(format!("{:#?}", db.stats())),
+        "siftdb.sstables" => Some(sstables_table(tree, &view.version)),
         "siftdb.keyspaces" => Some(keyspaces_table(db)),
         "siftdb.estimate-num-keys" => {
             let mem: usize = std::iter::once(&view.mem)
@@ -148,6 +149,46 @@ pub(crate) fn property(db: &DbInner, tree: &Tree, name: &str) -> Option<String> 
             (level < view.version.num_levels()).then(|| view.version.level(level).len().to_string())
         }
     }
+}
+
+/// One row per table, level by level in key order (RocksDB's `rocksdb.sstables`): its number,
+/// keys, bytes, key range (lossy UTF-8), filter kind and bits/key, and — under adaptive filter
+/// allocation — the filter probes counted since it was opened and its heat (probes per key
+/// against Monkey's assumption for its level; see `heat.rs`).
+fn sstables_table(tree: &Tree, version: &crate::version::Version) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<5} {:>8} {:>10} {:>12} {:<14} {:>9} {:>10} {:>8}  key range",
+        "level", "table", "keys", "bytes", "filter", "bits/key", "probes", "heat"
+    );
+    let now = tree.lookups.now();
+    let level_keys = version.level_keys();
+    for (level, f) in version.all() {
+        let props = f.table.properties();
+        let keys = f.meta.distinct_keys;
+        let prior_keys = if level == 0 { keys } else { level_keys[level] };
+        let prior = 1.0 / prior_keys.max(1) as f64;
+        let _ = writeln!(
+            out,
+            "L{:<4} {:>8} {:>10} {:>12} {:<14} {:>9.2} {:>10} {:>8.3}  {}..{}",
+            level,
+            f.meta.number,
+            keys,
+            f.meta.file_size,
+            if props.filter_kind.is_empty() {
+                "-"
+            } else {
+                &props.filter_kind
+            },
+            props.filter_bits_per_key,
+            f.heat.probes(),
+            f.heat.density(now, keys, prior) / prior,
+            String::from_utf8_lossy(f.smallest_user_key()),
+            String::from_utf8_lossy(f.largest_user_key()),
+        );
+    }
+    out
 }
 
 /// One row per keyspace: its id, tables, bytes on disk, keys and memtable bytes.

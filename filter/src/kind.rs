@@ -150,11 +150,18 @@ mod tests {
 
     #[test]
     fn bits_for_fpr_inverts_every_curve() {
-        for curve in [FprCurve::BlockedBloom, FprCurve::Ribbon, FprCurve::StandardBloom] {
+        for curve in [
+            FprCurve::BlockedBloom,
+            FprCurve::Ribbon,
+            FprCurve::StandardBloom,
+        ] {
             for target in [0.3, 0.05, 0.01, 0.001] {
                 let bits = curve.bits_for_fpr(40_000, target, 32.0);
                 assert!(curve.fpr(40_000, bits) <= target, "{curve:?} {target}");
-                assert!(curve.fpr(40_000, bits - 0.02) > target, "{curve:?} {target}");
+                assert!(
+                    curve.fpr(40_000, bits - 0.02) > target,
+                    "{curve:?} {target}"
+                );
             }
             assert_eq!(curve.bits_for_fpr(40_000, 1.0, 32.0), 0.0);
             assert_eq!(curve.bits_for_fpr(40_000, 1e-30, 12.0), 12.0);
@@ -162,6 +169,9 @@ mod tests {
         // The step curve: the 8-bit filter's cost for anything it reaches.
         let fuse = FprCurve::BinaryFuse;
         let bits = fuse.bits_for_fpr(40_000, 0.01, 32.0);
-        assert!((bits - fuse.min_bits_per_key(40_000)).abs() < 0.02, "{bits}");
+        assert!(
+            (bits - fuse.min_bits_per_key(40_000)).abs() < 0.02,
+            "{bits}"
+        );
     }
 }

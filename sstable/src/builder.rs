@@ -221,6 +221,7 @@ impl<W: Write> TableBuilder<W> {
     pub fn set_filter_bits_per_key(&mut self, bits_per_key: f64) {
         if let Some(filter) = &mut self.options.filter {
             filter.bits_per_key = bits_per_key;
+            self.props.filter_bits_per_key = bits_per_key;
         }
     }
 

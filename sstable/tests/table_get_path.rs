@@ -208,3 +208,46 @@ fn pinned_partitioned_table(partition_filters: bool) {
     assert!(table.is_pinned());
     probe(true);
 }
+
+/// A filter resized before `finish` (adaptive allocation sizes a compaction output when it is
+/// sealed) is built, recorded and reported at the new size; the expected false positives the
+/// statistics add up follow its expected FPR.
+#[test]
+fn filter_resized_before_finish_is_built_at_the_new_size() {
+    let m = model(5_000);
+    let options = TableBuildOptions {
+        filter: Some(siftdb_sstable::FilterSpec {
+            kind: siftdb_filter::FilterKind::Ribbon,
+            bits_per_key: 3.0,
+        }),
+        ..TableBuildOptions::default()
+    };
+    let mut bytes = Vec::new();
+    let mut builder = siftdb_sstable::TableBuilder::new(&mut bytes, options);
+    for (k, v) in sorted_entries(&m) {
+        builder.add(k.encoded(), &v).unwrap();
+    }
+    builder.set_filter_bits_per_key(14.0);
+    assert_eq!(builder.filter().map(|f| f.bits_per_key), Some(14.0));
+    let meta = builder.finish().unwrap();
+    assert_eq!(meta.properties.filter_bits_per_key, 14.0);
+    let fpr = meta.properties.filter_expected_fpr;
+    assert!(fpr < 0.001, "{fpr}");
+    let (read, stats) = read_options();
+    let (_tmp, table) = open_bytes(&bytes, cache(64 << 20), read, ReadMode::Pread);
+    let table = table.unwrap();
+    let mut false_positives = 0;
+    for i in 0..20_000u64 {
+        let mut trace = GetTrace::default();
+        table
+            .get_traced(format!("absent{i:08}").as_bytes(), 9, &mut trace)
+            .unwrap();
+        assert_eq!(trace.filter_expected_fpr_ppb, (fpr * 1e9).round() as u32);
+        false_positives += u64::from(trace.filter == FilterOutcome::Maybe);
+    }
+    // (The table records its lookups in `stats` itself.)
+    // At 3 bits/key ribbon would pass ~12 % of absent keys; at 14 bits/key almost none.
+    assert!(false_positives < 40, "{false_positives}");
+    let expected = stats.filter_expected_fp_ppb.load(Relaxed) as f64 / 1e9;
+    assert!((expected - 20_000.0 * fpr).abs() < 1e-3, "{expected}");
+}

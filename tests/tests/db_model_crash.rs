@@ -91,9 +91,11 @@ fn options(fs: &FaultFs) -> Options {
         metadata_block_size: 64,
         compression_per_level: vec![siftdb::Compression::Lz4],
         merge_operator: Some(Arc::new(merge::Append::new(b","))),
-        // Binary fuse filters below L1, range filter blocks in every table and a small
-        // false-positive memo: their tables go through power loss like the others.
+        // Binary fuse filters below L1 sized by adaptive allocation, range filter blocks in
+        // every table and a small false-positive memo: their tables go through power loss like
+        // the others.
         bloom_before_level: 1,
+        filter_allocation: siftdb::FilterAllocation::Adaptive,
         deep_filter_kind: siftdb::FilterKind::BinaryFuse,
         range_filter_bits_per_key: 6.0,
         false_positive_memo_bytes: 16 * 200,

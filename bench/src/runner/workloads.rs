@@ -109,8 +109,10 @@ pub fn stats_delta(after: &Stats, before: &Stats) -> Stats {
         a.data_block_accesses = d(a.data_block_accesses, b.data_block_accesses);
         a.memo_hits = d(a.memo_hits, b.memo_hits);
         a.memo_inserts = d(a.memo_inserts, b.memo_inserts);
-        a.expected_false_positives_ppb =
-            d(a.expected_false_positives_ppb, b.expected_false_positives_ppb);
+        a.expected_false_positives_ppb = d(
+            a.expected_false_positives_ppb,
+            b.expected_false_positives_ppb,
+        );
     }
     // The memo's size (entries, bytes) stays as it is after the phase; its tickers are deltas.
     delta.memo.hits = d(after.memo.hits, before.memo.hits);

@@ -67,7 +67,11 @@ mod tests {
         let expected = |r: u64| draws as f64 * ((r + 1) as f64).powf(-0.99) / zeta(100_000, 0.99);
         for r in [0u64, 1, 2, 9] {
             let got = counts[r as usize] as f64;
-            assert!((got / expected(r) - 1.0).abs() < 0.1, "rank {r}: {got} vs {}", expected(r));
+            assert!(
+                (got / expected(r) - 1.0).abs() < 0.1,
+                "rank {r}: {got} vs {}",
+                expected(r)
+            );
         }
         // The top 1 % of ranks take over half of the draws at θ = 0.99.
         let top: u64 = counts[..1_000].iter().sum();

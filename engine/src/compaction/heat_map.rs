@@ -155,9 +155,7 @@ impl HeatMap {
     /// The heat around `key`: the output level's input holding it, else the upper level's
     /// (the hottest of overlapping L0 inputs), else 1 (Monkey's assumption).
     fn heat_at(&self, key: &[u8]) -> f64 {
-        let at = self
-            .lower
-            .partition_point(|s| s.largest.as_slice() < key);
+        let at = self.lower.partition_point(|s| s.largest.as_slice() < key);
         if let Some(s) = self.lower.get(at).filter(|s| s.contains(key)) {
             return s.heat;
         }
@@ -171,7 +169,7 @@ impl HeatMap {
 
     /// Takes the next new user key of the output being written.
     pub(crate) fn observe(&mut self, user_key: &[u8]) {
-        if self.keys % SAMPLE_EVERY == 0 {
+        if self.keys.is_multiple_of(SAMPLE_EVERY) {
             self.sampled += self.heat_at(user_key);
             self.samples += 1;
         }
@@ -273,7 +271,10 @@ mod tests {
         let curve = FprCurve::Ribbon;
         let monkey = curve.bits_for_fpr(100, 0.03, MAX_BITS_PER_KEY);
         // 10× the prior's density: a tenth of the FPR; a tenth of it: 10× (capped at 1).
-        assert!(curve.fpr(100, hot) <= 0.003 && hot > monkey + 2.0, "{hot} vs {monkey}");
+        assert!(
+            curve.fpr(100, hot) <= 0.003 && hot > monkey + 2.0,
+            "{hot} vs {monkey}"
+        );
         assert!(cold < monkey - 2.0, "{cold} vs {monkey}");
         let mut at_prior = map(0.03);
         at_prior.lower.clear();

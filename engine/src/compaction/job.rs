@@ -12,13 +12,13 @@ use siftdb_compaction::{merge_into, GcRules, InternalIterator, MergingIterator};
 use siftdb_filter::FilterAllocation;
 use siftdb_sstable::{FilterSpec, FragmentedRangeTombstones, TableIterOptions};
 
+use super::heat_map::HeatMap;
 use super::sink::{TableSink, MAX_GRANDPARENT_OVERLAP_FILES};
 use crate::compaction_filter::JobFilter;
 use crate::db::DbInner;
 use crate::error::{Error, Result};
 use crate::iterator::level::LevelIterator;
 use crate::iterator::range_skip::RangeProbe;
-use super::heat_map::HeatMap;
 use crate::tree::Tree;
 use crate::version::{TableFile, Version};
 use crate::version_edit::VersionEdit;

@@ -6,10 +6,10 @@ use siftdb_sstable::{
     FragmentedRangeTombstones, InternalKey, SstError, TableBuildOptions, TableBuilder,
 };
 
+use super::heat_map::HeatMap;
 use crate::db::DbInner;
 use crate::error::{Error, Result};
 use crate::fs::{names, WritableFile};
-use super::heat_map::HeatMap;
 use crate::version_edit::FileMeta;
 
 /// An output overlapping more than this many target file sizes of the level below it is cut
