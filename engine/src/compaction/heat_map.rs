@@ -123,21 +123,39 @@ impl HeatMap {
     }
 
     /// The `λ` at which the output level's tables (kept and inputs) at their heats take
-    /// Monkey's bits (bisection on its logarithm: the bits fall as `λ` grows).
+    /// Monkey's bits (bisection on its logarithm: the bits fall as `λ` grows). The curve is
+    /// sampled once, at the tables' mean key count (a table's count barely moves its curve), so
+    /// a job pays a few hundred curve evaluations, not one bisection per table per step. With
+    /// no heat measured anywhere it is 1 at once.
     fn memory_neutral_lambda(&self) -> f64 {
-        let tables = || {
-            self.lower
-                .iter()
-                .chain(&self.upper)
-                .map(|s| (s.keys, s.heat))
-                .chain(self.kept.iter().copied())
+        let tables: Vec<(u64, f64)> = self
+            .lower
+            .iter()
+            .chain(&self.upper)
+            .map(|s| (s.keys, s.heat))
+            .chain(self.kept.iter().copied())
+            .collect();
+        if tables.iter().all(|&(_, heat)| (heat - 1.0).abs() < 1e-9) {
+            return 1.0;
+        }
+        let keys: u64 = tables.iter().map(|&(k, _)| k).sum();
+        let typical = (keys / tables.len().max(1) as u64).max(1) as usize;
+        let curve = SampledCurve::new(FprCurve::from(self.basis.kind), typical);
+        let fpr_at = |heat: f64, lambda: f64| {
+            if heat > 0.0 {
+                lambda * self.basis.fpr / heat
+            } else {
+                1.0
+            }
         };
-        let monkey: f64 = tables()
-            .map(|(keys, _)| keys as f64 * self.bits_at(keys as usize, 1.0, 1.0))
+        let monkey: f64 = tables
+            .iter()
+            .map(|&(k, _)| k as f64 * curve.bits_for(fpr_at(1.0, 1.0)))
             .sum();
         let bits = |lambda: f64| -> f64 {
-            tables()
-                .map(|(keys, heat)| keys as f64 * self.bits_at(keys as usize, heat, lambda))
+            tables
+                .iter()
+                .map(|&(k, heat)| k as f64 * curve.bits_for(fpr_at(heat, lambda)))
                 .sum()
         };
         let (mut lo, mut hi) = (-20.0f64, 20.0f64);
@@ -202,6 +220,34 @@ impl HeatMap {
             .bits_for_fpr(keys, fpr, MAX_BITS_PER_KEY)
             .max(curve.min_bits_per_key(keys))
             .max(1.0)
+    }
+}
+
+/// A filter curve sampled every 1/32 bit/key up to [`MAX_BITS_PER_KEY`], for one key count.
+struct SampledCurve {
+    /// FPR at `i / 32` bits/key (non-increasing).
+    fpr: Vec<f64>,
+    /// The fewest bits/key a table gets (see [`HeatMap::bits_at`]).
+    floor: f64,
+}
+
+impl SampledCurve {
+    const STEPS_PER_BIT: f64 = 32.0;
+
+    fn new(curve: FprCurve, keys: usize) -> SampledCurve {
+        let steps = (MAX_BITS_PER_KEY * Self::STEPS_PER_BIT) as usize;
+        SampledCurve {
+            fpr: (0..=steps)
+                .map(|i| curve.fpr(keys, i as f64 / Self::STEPS_PER_BIT))
+                .collect(),
+            floor: curve.min_bits_per_key(keys).max(1.0),
+        }
+    }
+
+    /// The fewest sampled bits/key reaching `fpr` (the most if none does), floored.
+    fn bits_for(&self, fpr: f64) -> f64 {
+        let step = self.fpr.partition_point(|&f| f > fpr).min(self.fpr.len() - 1);
+        (step as f64 / Self::STEPS_PER_BIT).max(self.floor)
     }
 }
 
