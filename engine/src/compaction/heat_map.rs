@@ -246,7 +246,10 @@ impl SampledCurve {
 
     /// The fewest sampled bits/key reaching `fpr` (the most if none does), floored.
     fn bits_for(&self, fpr: f64) -> f64 {
-        let step = self.fpr.partition_point(|&f| f > fpr).min(self.fpr.len() - 1);
+        let step = self
+            .fpr
+            .partition_point(|&f| f > fpr)
+            .min(self.fpr.len() - 1);
         (step as f64 / Self::STEPS_PER_BIT).max(self.floor)
     }
 }
