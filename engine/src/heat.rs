@@ -36,10 +36,11 @@ impl LookupClock {
     }
 }
 
-/// One table's filter probes since it was opened.
+/// One table's filter probes (and the false positives among them) since it was opened.
 #[derive(Debug)]
 pub(crate) struct TableHeat {
     probes: AtomicU64,
+    false_positives: AtomicU64,
     /// The tree's clock when the table was opened.
     born_at: AtomicU64,
     /// The heat it was written with (`f64` bits): its prior's multiplier.
@@ -50,6 +51,7 @@ impl Default for TableHeat {
     fn default() -> Self {
         TableHeat {
             probes: AtomicU64::new(0),
+            false_positives: AtomicU64::new(0),
             born_at: AtomicU64::new(0),
             inherited: AtomicU64::new(1.0f64.to_bits()),
         }
@@ -64,9 +66,18 @@ impl TableHeat {
         self.inherited.store(heat.to_bits(), Relaxed);
     }
 
-    /// Counts one filter probe.
-    pub(crate) fn probed(&self) {
+    /// Counts one filter probe, and whether it was a false positive ("maybe" for a key the
+    /// table does not hold).
+    pub(crate) fn probed(&self, false_positive: bool) {
         self.probes.fetch_add(1, Relaxed);
+        if false_positive {
+            self.false_positives.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// The false positives counted so far.
+    pub(crate) fn false_positives(&self) -> u64 {
+        self.false_positives.load(Relaxed)
     }
 
     /// The probes counted so far.
@@ -97,9 +108,10 @@ mod tests {
         // No lookups yet: the prior.
         assert!((heat.density(1_000, 100, 0.001) - 0.001).abs() < 1e-12);
         // Probed by every lookup of 1M: each key's place was hit with 1/100 chance.
-        for _ in 0..1_000_000 {
-            heat.probed();
+        for i in 0..1_000_000 {
+            heat.probed(i % 100 == 0);
         }
+        assert_eq!((heat.probes(), heat.false_positives()), (1_000_000, 10_000));
         let d = heat.density(1_001_000, 100, 0.001);
         assert!((d - 0.01).abs() < 0.0001, "{d}");
         // Never probed by 1M lookups: far below the prior.

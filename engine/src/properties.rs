@@ -153,14 +153,14 @@ pub(crate) fn property(db: &DbInner, tree: &Tree, name: &str) -> Option<String> 
 
 /// One row per table, level by level in key order (RocksDB's `rocksdb.sstables`): its number,
 /// keys, bytes, key range (lossy UTF-8), filter kind and bits/key, and — under adaptive filter
-/// allocation — the filter probes counted since it was opened and its heat (probes per key
-/// against Monkey's assumption for its level; see `heat.rs`).
+/// allocation — the filter probes and false positives counted since it was opened and its heat
+/// (probes per key against Monkey's assumption for its level; see `heat.rs`).
 fn sstables_table(tree: &Tree, version: &crate::version::Version) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<5} {:>8} {:>10} {:>12} {:<14} {:>9} {:>10} {:>8}  key range",
-        "level", "table", "keys", "bytes", "filter", "bits/key", "probes", "heat"
+        "{:<5} {:>8} {:>10} {:>12} {:<14} {:>9} {:>10} {:>8} {:>8}  key range",
+        "level", "table", "keys", "bytes", "filter", "bits/key", "probes", "false+", "heat"
     );
     let now = tree.lookups.now();
     let level_keys = version.level_keys();
@@ -171,7 +171,7 @@ fn sstables_table(tree: &Tree, version: &crate::version::Version) -> String {
         let prior = 1.0 / prior_keys.max(1) as f64;
         let _ = writeln!(
             out,
-            "L{:<4} {:>8} {:>10} {:>12} {:<14} {:>9.2} {:>10} {:>8.3}  {}..{}",
+            "L{:<4} {:>8} {:>10} {:>12} {:<14} {:>9.2} {:>10} {:>8} {:>8.3}  {}..{}",
             level,
             f.meta.number,
             keys,
@@ -183,6 +183,7 @@ fn sstables_table(tree: &Tree, version: &crate::version::Version) -> String {
             },
             props.filter_bits_per_key,
             f.heat.probes(),
+            f.heat.false_positives(),
             f.heat.density(now, keys, prior) / prior,
             String::from_utf8_lossy(f.smallest_user_key()),
             String::from_utf8_lossy(f.largest_user_key()),

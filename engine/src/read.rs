@@ -243,7 +243,8 @@ impl DbInner {
                         .get_prepared_into(key, seq, prepared?, &mut trace, value)?;
                     tree.levels[level].record(&trace);
                     if tree.counts_heat && trace.filter != FilterOutcome::NotChecked {
-                        file.heat.probed();
+                        file.heat
+                            .probed(trace.filter == FilterOutcome::Maybe && !trace.key_found);
                     }
                     got
                 }
@@ -399,7 +400,8 @@ impl DbInner {
                     });
                     tree.levels[level].record(&trace);
                     if tree.counts_heat && trace.filter != FilterOutcome::NotChecked {
-                        file.heat.probed();
+                        file.heat
+                            .probed(trace.filter == FilterOutcome::Maybe && !trace.key_found);
                     }
                     got
                 }

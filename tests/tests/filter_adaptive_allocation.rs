@@ -56,7 +56,7 @@ fn bits_by_heat(db: &Db) -> ((f64, u64), (f64, u64)) {
         let cols: Vec<&str> = row.split_whitespace().collect();
         let keys: u64 = cols[2].parse().unwrap();
         let bits: f64 = cols[5].parse().unwrap();
-        let heat: f64 = cols[7].parse().unwrap();
+        let heat: f64 = cols[8].parse().unwrap();
         let side = match heat {
             _ if cols[0] == "L0" => continue,
             h if h >= 2.0 => &mut hot,

@@ -1,7 +1,9 @@
 //! Zipf-distributed ranks for `readzipf`: rank `r` of `0..n` drawn with probability
 //! `∝ 1 / (r + 1)^θ`, by Gray et al.'s method ("Quickly generating billion-record synthetic
 //! databases", SIGMOD 1994; what YCSB's `ZipfianGenerator` uses): O(n) set-up for `ζ(n, θ)`,
-//! then O(1) per draw.
+//! then O(1) per draw. Ranks 0 and 1 are exact; the rest follow a closed-form approximation of
+//! the inverse (each rank near the head within about 20 % of its Zipf probability, the tail's
+//! mass right), as YCSB's do.
 
 use super::keys::Rng;
 
@@ -65,13 +67,12 @@ mod tests {
             counts[zipf.sample(&mut rng) as usize] += 1;
         }
         let expected = |r: u64| draws as f64 * ((r + 1) as f64).powf(-0.99) / zeta(100_000, 0.99);
-        for r in [0u64, 1, 2, 9] {
+        // Ranks 0 and 1 are drawn exactly; beyond them the method's closed-form inverse is an
+        // approximation (about 20 % off per rank near the head, as in YCSB).
+        for (r, tolerance) in [(0u64, 0.05), (1, 0.05), (2, 0.3), (9, 0.3)] {
             let got = counts[r as usize] as f64;
-            assert!(
-                (got / expected(r) - 1.0).abs() < 0.1,
-                "rank {r}: {got} vs {}",
-                expected(r)
-            );
+            let off = (got / expected(r) - 1.0).abs();
+            assert!(off < tolerance, "rank {r}: {got} vs {}", expected(r));
         }
         // The top 1 % of ranks take over half of the draws at θ = 0.99.
         let top: u64 = counts[..1_000].iter().sum();
