@@ -18,7 +18,10 @@
 //! - worker threads: one plus `max_background_compactions` (siftdb: one flush thread and
 //!   that many compaction threads).
 //! - writes go to the OS with every write batch (fjall's default, as siftdb's `sync=false`);
-//!   `--sync` syncs the journal (`PersistMode::SyncAll`) after each write.
+//!   `--sync` syncs the journal's data after each write (`PersistMode::SyncData`: `fdatasync`,
+//!   as siftdb and RocksDB sync their WALs; `SyncAll` would also sync the file's metadata).
+//! - reads: fjall reads table files with `pread` (it has no `mmap` mode): `--mmap_read=true`
+//!   cannot be mapped, and the run's settings say so; compare with `--mmap_read=false`.
 //! - fjall 3.1 has no multi-get: a batch of `multireadrandom` / `multireadmissing` is a loop of
 //!   `Keyspace::get`, one after the other and each in its own view (not one batched call).
 
@@ -106,6 +109,12 @@ impl FjallEngine {
                     .compaction_strategy(Arc::new(strategy))
             })
             .map_err(fjall_error)?;
+        let mmap_note = if config.mmap_read {
+            " (fjall has no mmap: siftdb reads through mmap in this run; use --mmap_read=false \
+             for equal reads)"
+        } else {
+            ", as siftdb and RocksDB in this run"
+        };
         let settings = format!(
             "bloom {bits} bits/key on every level (no ribbon, no Monkey); no prefix extractor; \
              {} block cache (fjall pins L0 filters, L0/L1 indexes); memtable {} ({}); leveled: L0 \
@@ -113,7 +122,7 @@ impl FjallEngine {
              {compression} (index blocks too); fjall's own index and filter partitioning \
              (--partition_index_and_filters not mapped); {} worker threads; multiread \
              workloads: a loop of gets per batch (fjall 3.1 has no multi-get: not a batched \
-             call)",
+             call); reads with pread{mmap_note}; --sync: fdatasync of the journal (SyncData)",
             human_bytes(sift.block_cache_capacity as u64),
             human_bytes(write_buffer),
             super::super::engine::db_write_buffer_text(sift.db_write_buffer_size),
@@ -132,7 +141,9 @@ impl FjallEngine {
 
     fn persist(&self) -> Result<()> {
         if self.sync {
-            self.db.persist(PersistMode::SyncAll).map_err(fjall_error)?;
+            self.db
+                .persist(PersistMode::SyncData)
+                .map_err(fjall_error)?;
         }
         Ok(())
     }

@@ -14,6 +14,12 @@
 //!   (`target_file_size_base`, `max_bytes_for_level_base`, multiplier, L0 trigger) as siftdb's,
 //!   with `level_compaction_dynamic_level_bytes` off because siftdb's level targets are static.
 //! - background jobs: one flush plus `max_background_compactions` (siftdb's threads).
+//! - reads: `--mmap_read` → `allow_mmap_reads` (siftdb's default is mmap; `false`: both `pread`).
+//! - statistics at `ExceptTimers`: the block and filter tickers the report needs, without the
+//!   two clock reads and histogram update per `Get` of the default level (siftdb times nothing).
+//! - L0: siftdb stops writes at `level0_stop_writes_trigger` and never slows them first, so
+//!   RocksDB's `level0_slowdown_writes_trigger` is set to the same value (no slowdown before the
+//!   stop, as siftdb).
 //! - one column family: `--keyspaces` above 1 is refused for RocksDB
 //!   ([`check_keyspaces`](super::super::engine::check_keyspaces)), so every keyspace number is 0.
 //! - `checkpoint`: `Checkpoint::create_checkpoint` (which flushes the memtables first, then
@@ -27,7 +33,7 @@
 use std::path::Path;
 
 use rocksdb::checkpoint::Checkpoint;
-use rocksdb::statistics::Ticker;
+use rocksdb::statistics::{StatsLevel, Ticker};
 use rocksdb::{
     BlockBasedOptions, BottommostLevelCompaction, Cache, ColumnFamily, ColumnFamilyDescriptor,
     CompactOptions, DBCompressionType, IteratorMode, Options, ReadOptions, SliceTransform,
@@ -137,12 +143,16 @@ impl RocksEngine {
             sift.level0_file_num_compaction_trigger as i32,
         );
         options.set_level_zero_stop_writes_trigger(sift.level0_stop_writes_trigger as i32);
+        // siftdb has no slowdown stage: RocksDB's starts where its stop does.
+        options.set_level_zero_slowdown_writes_trigger(sift.level0_stop_writes_trigger as i32);
+        options.set_allow_mmap_reads(config.mmap_read);
         options.set_target_file_size_base(sift.target_file_size_base);
         options.set_max_bytes_for_level_base(sift.max_bytes_for_level_base);
         options.set_max_bytes_for_level_multiplier(sift.max_bytes_for_level_multiplier);
         options.set_level_compaction_dynamic_level_bytes(false);
         options.set_max_background_jobs(1 + sift.max_background_compactions.max(1) as i32);
         options.enable_statistics();
+        options.set_statistics_level(StatsLevel::ExceptTimers);
         // mergerandom's counters, as siftdb's `U64Add` (same name, same arithmetic).
         options.set_merge_operator_associative("siftdb.u64add", u64_add);
 
@@ -158,7 +168,8 @@ impl RocksEngine {
              extractor; write buffer {} x{} ({}); target file {}, L1 {}, multiplier {}, L0 trigger {}, \
              dynamic level bytes off; {compression} (index blocks too); {partitioning}; {} \
              background jobs; multiread workloads: batched MultiGet, keys unsorted \
-             (sorted_input=false, as db_bench)",
+             (sorted_input=false, as db_bench); reads {}; statistics ExceptTimers; L0 slowdown \
+             trigger = stop trigger {} (siftdb has no slowdown)",
             super::super::report::human_bytes(sift.block_cache_capacity as u64),
             config.prefix_size,
             super::super::report::human_bytes(sift.write_buffer_size as u64),
@@ -169,6 +180,12 @@ impl RocksEngine {
             sift.max_bytes_for_level_multiplier,
             sift.level0_file_num_compaction_trigger,
             1 + sift.max_background_compactions.max(1),
+            if config.mmap_read {
+                "through mmap (allow_mmap_reads)"
+            } else {
+                "with pread"
+            },
+            sift.level0_stop_writes_trigger,
         );
         Ok(RocksEngine {
             db,
