@@ -42,6 +42,11 @@ pub trait Engine: Send + Sync {
     fn settings(&self) -> Option<String> {
         None
     }
+    /// What the engine was given, one row per setting of the run's settings table
+    /// ([`super::settings::ROWS`]); siftdb's own by default.
+    fn setting_rows(&self, config: &Config) -> super::settings::SettingRows {
+        super::settings::siftdb_rows(config)
+    }
     /// Whether [`Stats::levels`] holds one row per level (siftdb) or a single row for the whole
     /// tree (peers that count filter outcomes globally).
     fn filter_stats_by_level(&self) -> bool {

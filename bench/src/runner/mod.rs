@@ -23,6 +23,7 @@ pub mod measure;
 pub mod peers;
 pub mod progress;
 pub mod report;
+pub mod settings;
 pub mod workloads;
 pub mod zipf;
 
@@ -40,15 +41,21 @@ pub fn run(args: &Args) -> Result<()> {
     engine::check_engines(&config.engines)?;
     engine::check_keyspaces(&config.engines, config.keyspaces)?;
     let mut runs = Vec::new();
+    let mut settings = Vec::new();
     for name in &config.engines {
-        let ops = run_engine(&config, name)?;
+        let (ops, rows) = run_engine(&config, name)?;
         runs.push((name.clone(), ops));
+        settings.push((name.clone(), rows));
     }
     if config.json {
         if let Some(ratios) = report::ratio_json(&runs) {
             emit(&format!("{ratios}\n"))?;
         }
     } else {
+        // Beside the ratios, what each engine was given.
+        if settings.len() > 1 {
+            emit(&settings::table(&settings))?;
+        }
         emit(&report::ratio_table(&runs))?;
     }
     Ok(())
@@ -103,10 +110,15 @@ fn emit(text: &str) -> Result<()> {
         .map_err(|e| Error::from(e).context("cannot write to stdout"))
 }
 
-/// Runs every workload on engine `name`; returns the ops/sec of each timed workload.
-fn run_engine(config: &Config, name: &str) -> Result<Vec<(Benchmark, f64)>> {
+/// Runs every workload on engine `name`; returns the ops/sec of each timed workload and the
+/// engine's settings rows.
+fn run_engine(
+    config: &Config,
+    name: &str,
+) -> Result<(Vec<(Benchmark, f64)>, settings::SettingRows)> {
     let (dir, temp) = database_dir(config, name)?;
     let engine = open_engine(name, &dir, config)?;
+    let rows = engine.setting_rows(config);
     if !config.json {
         let settings = engine.settings();
         emit(&report::header(
@@ -163,5 +175,5 @@ fn run_engine(config: &Config, name: &str) -> Result<Vec<(Benchmark, f64)>> {
     }
     outcome?;
     closed?;
-    Ok(ops)
+    Ok((ops, rows))
 }

@@ -40,6 +40,7 @@ use super::super::args::Config;
 use super::super::engine::{siftdb_options, BatchOp, Engine, SeekOutcome};
 use super::super::error::{Error, Result};
 use super::super::report::human_bytes;
+use super::super::settings::{self, SettingRows};
 
 /// How many levels the shape table lists (fjall's default level count).
 const LEVELS: usize = 7;
@@ -54,6 +55,8 @@ pub struct FjallEngine {
     keyspace: Keyspace,
     sync: bool,
     settings: String,
+    /// The settings table's rows ([`super::super::settings`]).
+    rows: SettingRows,
 }
 
 impl FjallEngine {
@@ -131,11 +134,55 @@ impl FjallEngine {
             human_bytes(sift.target_file_size_base * u64::from(l0_trigger)),
             1 + sift.max_background_compactions.max(1),
         );
+        let rows = vec![
+            (
+                "filters",
+                format!("bloom {bits} bits/key on every level (no ribbon, no Monkey)"),
+            ),
+            (
+                "block cache",
+                format!(
+                    "{}; fjall pins L0 filters, L0/L1 indexes",
+                    human_bytes(sift.block_cache_capacity as u64)
+                ),
+            ),
+            ("prefix filter", "none (no prefix extractor)".to_string()),
+            (
+                "memtable",
+                format!("{} (max_memtable_size)", human_bytes(write_buffer)),
+            ),
+            (
+                "tree shape",
+                format!(
+                    "L0 trigger {l0_trigger}, target file {}, L1 = target x trigger = {}, \
+                     multiplier {}",
+                    human_bytes(sift.target_file_size_base),
+                    human_bytes(sift.target_file_size_base * u64::from(l0_trigger)),
+                    sift.max_bytes_for_level_multiplier
+                ),
+            ),
+            ("compression", format!("{compression} (index blocks too)")),
+            ("table reads", "pread (fjall has no mmap)".to_string()),
+            (
+                "sync (--sync)",
+                settings::sync_text(config, "fdatasync of the journal (SyncData)"),
+            ),
+            ("L0 slowdown", "fjall's own write stalls".to_string()),
+            ("statistics", "metrics feature counters".to_string()),
+            (
+                "background work",
+                format!(
+                    "{} worker threads",
+                    1 + sift.max_background_compactions.max(1)
+                ),
+            ),
+        ];
         Ok(FjallEngine {
             db,
             keyspace,
             sync: config.sync,
             settings,
+            rows,
         })
     }
 
@@ -166,6 +213,10 @@ impl FjallEngine {
 impl Engine for FjallEngine {
     fn name(&self) -> &'static str {
         "fjall"
+    }
+
+    fn setting_rows(&self, _config: &Config) -> SettingRows {
+        self.rows.clone()
     }
 
     fn settings(&self) -> Option<String> {

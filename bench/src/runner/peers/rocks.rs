@@ -45,6 +45,7 @@ use siftdb_cache::BlockKind;
 use super::super::args::{Config, FilterPolicyArg};
 use super::super::engine::{siftdb_options, BatchOp, Engine, SeekOutcome};
 use super::super::error::{Error, Result};
+use super::super::settings::{self, SettingRows};
 
 /// How many levels the shape table lists (RocksDB's default `num_levels`).
 const LEVELS: usize = 7;
@@ -60,6 +61,8 @@ pub struct RocksEngine {
     options: Options,
     write_options: WriteOptions,
     settings: String,
+    /// The settings table's rows ([`super::super::settings`]).
+    rows: SettingRows,
 }
 
 impl RocksEngine {
@@ -187,11 +190,67 @@ impl RocksEngine {
             },
             sift.level0_stop_writes_trigger,
         );
+        let rows = vec![
+            ("filters", filter.clone()),
+            (
+                "block cache",
+                format!(
+                    "{} LRU; filter+index blocks in it, L0's pinned",
+                    super::super::report::human_bytes(sift.block_cache_capacity as u64)
+                ),
+            ),
+            ("prefix filter", format!("fixed:{}", config.prefix_size)),
+            (
+                "memtable",
+                format!(
+                    "{} x{}",
+                    super::super::report::human_bytes(sift.write_buffer_size as u64),
+                    sift.max_write_buffer_number
+                ),
+            ),
+            (
+                "tree shape",
+                format!("{}; dynamic level bytes off", settings::tree_shape(config)),
+            ),
+            ("compression", format!("{compression} (index blocks too)")),
+            (
+                "table reads",
+                if config.mmap_read {
+                    "mmap (allow_mmap_reads)"
+                } else {
+                    "pread"
+                }
+                .to_string(),
+            ),
+            (
+                "sync (--sync)",
+                settings::sync_text(config, "fdatasync of the WAL"),
+            ),
+            (
+                "L0 slowdown",
+                format!(
+                    "slowdown trigger = stop trigger = {} L0 files",
+                    sift.level0_stop_writes_trigger
+                ),
+            ),
+            (
+                "statistics",
+                "tickers, StatsLevel::ExceptTimers".to_string(),
+            ),
+            (
+                "background work",
+                format!(
+                    "max_background_jobs {}",
+                    1 + sift.max_background_compactions.max(1)
+                ),
+            ),
+        ];
         Ok(RocksEngine {
             db,
             options,
             write_options,
             settings,
+            rows,
         })
     }
 
@@ -222,6 +281,10 @@ impl RocksEngine {
 impl Engine for RocksEngine {
     fn name(&self) -> &'static str {
         "rocksdb"
+    }
+
+    fn setting_rows(&self, _config: &Config) -> SettingRows {
+        self.rows.clone()
     }
 
     fn settings(&self) -> Option<String> {
