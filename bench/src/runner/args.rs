@@ -210,8 +210,9 @@ pub enum AllocationArg {
 #[command(name = "siftdb-bench", version)]
 pub struct Args {
     /// Workloads to run, in order (comma separated): fillseq, fillrandom, overwrite, readrandom,
-    /// readmissing, multireadrandom, multireadmissing, readhot, seekrandom, readseq, readreverse,
-    /// prefixscan, deleterandom, readwhilewriting, readwhilecompacting, compact, checkpoint, stats.
+    /// readmissing, multireadrandom, multireadmissing, readhot, readzipf, seekrandom, seekmissing,
+    /// readseq, readreverse, prefixscan, deleterandom, deleterange, mergerandom, readwhilewriting,
+    /// readwhilecompacting, compact, checkpoint, stats.
     #[arg(
         long = "benchmarks",
         value_delimiter = ',',
