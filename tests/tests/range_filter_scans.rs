@@ -108,6 +108,15 @@ fn range_filter_off_reads_blocks_for_empty_ranges() {
     assert_eq!(db.stats().range_checked, 0);
 }
 
+/// Read options keeping iterators to `[lower, upper)`.
+fn bounded(lower: Vec<u8>, upper: Vec<u8>) -> siftdb::ReadOptions {
+    siftdb::ReadOptions {
+        iterate_lower_bound: Some(lower),
+        iterate_upper_bound: Some(upper),
+        ..Default::default()
+    }
+}
+
 /// Bounded cursors: a `RawIterator` with `iterate_lower_bound`/`iterate_upper_bound` and a
 /// `DbIterator::seek` under an upper bound ask the range filters of the part of the range the
 /// seek can reach (the target to the bound), in both directions.
@@ -119,11 +128,7 @@ fn range_filter_bounded_seeks_skip_tables_both_ways() {
     let mut seeks = 0u64;
     for i in 0..1_000u32 {
         let n = i * 300;
-        let opts = siftdb::ReadOptions {
-            iterate_lower_bound: Some(key(n + 1)),
-            iterate_upper_bound: Some(key(n + 10)),
-            ..Default::default()
-        };
+        let opts = bounded(key(n + 1), key(n + 10));
         let mut raw = db.raw_iter_opt(&opts);
         raw.seek(&key(n + 3));
         assert!(!raw.valid());
@@ -161,11 +166,7 @@ fn range_filter_bounded_seeks_skip_tables_both_ways() {
     // Where the stretch holds keys, the same cursors find exactly them.
     for i in (0..1_000u32).step_by(13) {
         let n = i * 300;
-        let opts = siftdb::ReadOptions {
-            iterate_lower_bound: Some(key(n + 1)),
-            iterate_upper_bound: Some(key(n + 31)),
-            ..Default::default()
-        };
+        let opts = bounded(key(n + 1), key(n + 31));
         let mut raw = db.raw_iter_opt(&opts);
         raw.seek_to_first();
         let mut got = Vec::new();

@@ -805,20 +805,25 @@ impl<'a> Workbench<'a> {
         Ok(set)
     }
 
+    /// One lookup of the key of `index` and `variant` (expected found when written and live).
+    fn read_key(&self, ctx: &mut ThreadCtx, index: u64, variant: Variant) -> Result<Outcome> {
+        self.keys.encode(index, variant, &mut ctx.key);
+        let found = self
+            .engine
+            .get(self.keys.keyspace(index), &ctx.key, &mut ctx.buf)?;
+        Ok(Outcome {
+            ops: 1,
+            found: u64::from(found),
+            expected: u64::from(variant == Variant::Written && self.model.is_live(index)),
+            ..Outcome::default()
+        })
+    }
+
     /// readhot: lookups drawn from the hot set ([`Workload::hot_set`]).
     fn read_hot(&self, stream: u64, set: Vec<(u64, Variant)>) -> Result<Measured> {
         self.reads(Benchmark::ReadHot, stream, |w, ctx| {
             let (index, variant) = set[ctx.rng.below(set.len() as u64) as usize];
-            w.keys.encode(index, variant, &mut ctx.key);
-            let found = w
-                .engine
-                .get(w.keys.keyspace(index), &ctx.key, &mut ctx.buf)?;
-            Ok(Outcome {
-                ops: 1,
-                found: u64::from(found),
-                expected: u64::from(variant == Variant::Written && w.model.is_live(index)),
-                ..Outcome::default()
-            })
+            w.read_key(ctx, index, variant)
         })
     }
 
@@ -841,16 +846,7 @@ impl<'a> Workbench<'a> {
             } else {
                 Variant::Written
             };
-            w.keys.encode(index, variant, &mut ctx.key);
-            let found = w
-                .engine
-                .get(w.keys.keyspace(index), &ctx.key, &mut ctx.buf)?;
-            Ok(Outcome {
-                ops: 1,
-                found: u64::from(found),
-                expected: u64::from(variant == Variant::Written && w.model.is_live(index)),
-                ..Outcome::default()
-            })
+            w.read_key(ctx, index, variant)
         })
     }
 

@@ -122,19 +122,24 @@ impl HeatMap {
         map
     }
 
+    /// (keys, heat) of the output level's tables as the job leaves them: its inputs and the
+    /// tables it keeps.
+    fn level_tables(&self) -> Vec<(u64, f64)> {
+        self.lower
+            .iter()
+            .chain(&self.upper)
+            .map(|s| (s.keys, s.heat))
+            .chain(self.kept.iter().copied())
+            .collect()
+    }
+
     /// The `λ` at which the output level's tables (kept and inputs) at their heats take
     /// Monkey's bits (bisection on its logarithm: the bits fall as `λ` grows). The curve is
     /// sampled once, at the tables' mean key count (a table's count barely moves its curve), so
     /// a job pays a few hundred curve evaluations, not one bisection per table per step. With
     /// no heat measured anywhere it is 1 at once.
     fn memory_neutral_lambda(&self) -> f64 {
-        let tables: Vec<(u64, f64)> = self
-            .lower
-            .iter()
-            .chain(&self.upper)
-            .map(|s| (s.keys, s.heat))
-            .chain(self.kept.iter().copied())
-            .collect();
+        let tables = self.level_tables();
         if tables.iter().all(|&(_, heat)| (heat - 1.0).abs() < 1e-9) {
             return 1.0;
         }
@@ -335,13 +340,7 @@ mod tests {
     fn the_job_spends_monkeys_memory_moved_to_its_hot_ranges() {
         let mut m = map(0.03);
         m.lambda = m.memory_neutral_lambda();
-        let tables: Vec<(u64, f64)> = m
-            .lower
-            .iter()
-            .chain(&m.upper)
-            .map(|s| (s.keys, s.heat))
-            .chain(m.kept.iter().copied())
-            .collect();
+        let tables = m.level_tables();
         let spent: f64 = tables
             .iter()
             .map(|&(keys, heat)| keys as f64 * m.bits_at(keys as usize, heat, m.lambda))
