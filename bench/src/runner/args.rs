@@ -66,13 +66,26 @@ pub enum Benchmark {
     /// directory beside the database, then open it, count its keys against the source's and
     /// remove it. `db_bench` has no such workload.
     Checkpoint,
+    /// YCSB core workload A (update heavy): 50 % reads, 50 % updates, keys Zipfian
+    /// (`--zipf_theta`, scrambled) over the records; `--reads` operations on `--threads` threads.
+    YcsbA,
+    /// YCSB B (read mostly): 95 % reads, 5 % updates.
+    YcsbB,
+    /// YCSB C (read only): 100 % reads.
+    YcsbC,
+    /// YCSB D (read latest): 95 % reads of recently inserted records, 5 % inserts of new ones.
+    YcsbD,
+    /// YCSB E (short ranges): 95 % scans of 1 to 100 records from a Zipfian start, 5 % inserts.
+    YcsbE,
+    /// YCSB F (read-modify-write): 50 % reads, 50 % read-modify-writes.
+    YcsbF,
     /// Print every statistic and the tree shape.
     Stats,
 }
 
 impl Benchmark {
     /// Every workload, in documentation order.
-    pub const ALL: [Benchmark; 22] = [
+    pub const ALL: [Benchmark; 28] = [
         Benchmark::FillSeq,
         Benchmark::FillRandom,
         Benchmark::Overwrite,
@@ -94,6 +107,12 @@ impl Benchmark {
         Benchmark::ReadWhileCompacting,
         Benchmark::Compact,
         Benchmark::Checkpoint,
+        Benchmark::YcsbA,
+        Benchmark::YcsbB,
+        Benchmark::YcsbC,
+        Benchmark::YcsbD,
+        Benchmark::YcsbE,
+        Benchmark::YcsbF,
         Benchmark::Stats,
     ];
 
@@ -121,6 +140,12 @@ impl Benchmark {
             Benchmark::ReadWhileCompacting => "readwhilecompacting",
             Benchmark::Compact => "compact",
             Benchmark::Checkpoint => "checkpoint",
+            Benchmark::YcsbA => "ycsba",
+            Benchmark::YcsbB => "ycsbb",
+            Benchmark::YcsbC => "ycsbc",
+            Benchmark::YcsbD => "ycsbd",
+            Benchmark::YcsbE => "ycsbe",
+            Benchmark::YcsbF => "ycsbf",
             Benchmark::Stats => "stats",
         }
     }
@@ -149,7 +174,30 @@ impl Benchmark {
                 | Benchmark::DeleteRange
                 | Benchmark::MergeRandom
                 | Benchmark::ReadWhileWriting
+                | Benchmark::YcsbA
+                | Benchmark::YcsbB
+                | Benchmark::YcsbD
+                | Benchmark::YcsbE
+                | Benchmark::YcsbF
         )
+    }
+
+    /// Whether the workload is one of YCSB's core workloads (`ycsba`..`ycsbf`).
+    pub fn is_ycsb(self) -> bool {
+        matches!(
+            self,
+            Benchmark::YcsbA
+                | Benchmark::YcsbB
+                | Benchmark::YcsbC
+                | Benchmark::YcsbD
+                | Benchmark::YcsbE
+                | Benchmark::YcsbF
+        )
+    }
+
+    /// Whether the workload inserts new records beyond `--num` (YCSB D and E).
+    pub fn inserts(self) -> bool {
+        matches!(self, Benchmark::YcsbD | Benchmark::YcsbE)
     }
 
     /// Whether the workload looks its keys up `--batch_size` at a time, one batched call each
@@ -385,6 +433,11 @@ pub struct Args {
           default_missing_value = "true", action = ArgAction::Set,
           value_parser = BoolishValueParser::new())]
     pub json: bool,
+    /// Write SVG charts of the run into this directory (created if missing): a latency CDF per
+    /// workload (one line per engine), throughput per second over each write workload, and
+    /// measured against expected FPR per level for each point-read workload.
+    #[arg(long = "plot")]
+    pub plot: Option<PathBuf>,
     /// Engines to run (comma separated). Only `siftdb` now; `rocksdb` and `fjall` arrive with
     /// the `peers` feature.
     #[arg(long = "engine", value_delimiter = ',', default_value = "siftdb")]
@@ -486,6 +539,8 @@ pub struct Config {
     pub histogram: bool,
     /// JSON output.
     pub json: bool,
+    /// Where to write the charts (`--plot`).
+    pub plot: Option<PathBuf>,
     /// Engines to run.
     pub engines: Vec<String>,
 }
@@ -605,6 +660,7 @@ impl Config {
             use_existing_db: args.use_existing_db,
             histogram: args.histogram,
             json: args.json,
+            plot: args.plot.clone(),
             engines: args
                 .engine
                 .iter()

@@ -34,6 +34,9 @@ pub struct KeyFormat {
     prefix_size: usize,
     keys_per_prefix: u64,
     num: u64,
+    /// Key indexes the run may use: `--num`, and after them room for the records YCSB D and E
+    /// insert (at most `--reads` per such phase).
+    capacity: u64,
     keyspaces: u64,
     /// Suffix positions per index: the written key, then `spacing - 1` never-written ones.
     spacing: u64,
@@ -59,14 +62,18 @@ fn write_decimal(mut v: u64, out: &mut [u8]) {
 impl KeyFormat {
     /// The layout for `config`, or an error if the key range does not fit the sizes.
     pub fn new(config: &Config) -> Result<KeyFormat> {
-        let max_prefix = (config.num - 1) / config.keys_per_prefix;
+        let inserting = config.benchmarks.iter().filter(|b| b.inserts()).count() as u64;
+        let capacity = config
+            .num
+            .saturating_add(config.reads.saturating_mul(inserting));
+        let max_prefix = (capacity - 1) / config.keys_per_prefix;
         let prefix_digits = decimal_digits(max_prefix);
         if prefix_digits > config.prefix_size {
             return Err(Error::new(format!(
                 "--prefix_size {} cannot hold {} prefixes ({} keys, {} per prefix): it needs {} bytes",
                 config.prefix_size,
                 max_prefix + 1,
-                config.num,
+                capacity,
                 config.keys_per_prefix,
                 prefix_digits
             )));
@@ -97,6 +104,7 @@ impl KeyFormat {
             prefix_size: config.prefix_size,
             keys_per_prefix: config.keys_per_prefix,
             num: config.num,
+            capacity,
             keyspaces: config.keyspaces as u64,
             spacing,
         })
@@ -115,6 +123,11 @@ impl KeyFormat {
     /// Number of key indexes (`--num`).
     pub fn num(&self) -> u64 {
         self.num
+    }
+
+    /// Key indexes the run may use: `--num` and room for YCSB's inserts after them.
+    pub fn capacity(&self) -> u64 {
+        self.capacity
     }
 
     /// Number of distinct prefixes of the key range.
@@ -301,13 +314,19 @@ pub struct KeyModel {
 }
 
 impl KeyModel {
-    /// A model of `num` keys: none written (`known`), or all assumed present (not known).
-    pub fn new(num: u64, known: bool) -> KeyModel {
-        let words = num.div_ceil(64);
-        let fill = |w: u64| match (known, w + 1 == words && !num.is_multiple_of(64)) {
-            (true, _) => 0,
-            (false, false) => u64::MAX,
-            (false, true) => (1u64 << (num % 64)) - 1,
+    /// A model of `capacity` key indexes: none written (`known`), or the first `num` assumed
+    /// present (not known).
+    pub fn new(num: u64, capacity: u64, known: bool) -> KeyModel {
+        let words = capacity.max(num).div_ceil(64);
+        let fill = |w: u64| {
+            let first = w * 64;
+            if known || first >= num {
+                0
+            } else if first + 64 <= num {
+                u64::MAX
+            } else {
+                (1u64 << (num - first)) - 1
+            }
         };
         KeyModel {
             words: (0..words).map(|w| AtomicU64::new(fill(w))).collect(),
@@ -324,16 +343,17 @@ impl KeyModel {
         (&self.words[(index / 64) as usize], 1u64 << (index % 64))
     }
 
-    /// Whether the written key of `index` exists.
+    /// Whether the written key of `index` exists. Acquire pairs with [`KeyModel::set_live`]'s
+    /// release: a thread that sees the bit also sees the put that came before it.
     pub fn is_live(&self, index: u64) -> bool {
         let (word, bit) = self.slot(index);
-        word.load(Ordering::Relaxed) & bit != 0
+        word.load(Ordering::Acquire) & bit != 0
     }
 
-    /// Records a put of `index`.
+    /// Records a put of `index` (after the engine acknowledged it).
     pub fn set_live(&self, index: u64) {
         let (word, bit) = self.slot(index);
-        word.fetch_or(bit, Ordering::Relaxed);
+        word.fetch_or(bit, Ordering::Release);
     }
 
     /// Records a delete of `index`; returns whether the key existed.
@@ -416,7 +436,7 @@ mod tests {
 
     #[test]
     fn model_tracks_puts_and_deletes() {
-        let m = KeyModel::new(200, true);
+        let m = KeyModel::new(200, 200, true);
         assert!(!m.is_live(5));
         m.set_live(5);
         m.set_live(130);
@@ -424,8 +444,13 @@ mod tests {
         assert!(m.set_dead(5));
         assert!(!m.set_dead(5));
         assert_eq!(m.live_count(), 1);
-        assert!(KeyModel::new(10, false).is_live(9));
-        assert_eq!(KeyModel::new(70, false).live_count(), 70);
+        assert!(KeyModel::new(10, 10, false).is_live(9));
+        assert_eq!(KeyModel::new(70, 70, false).live_count(), 70);
+        let grown = KeyModel::new(70, 300, false);
+        assert_eq!(grown.live_count(), 70);
+        assert!(grown.is_live(69) && !grown.is_live(70));
+        grown.set_live(299);
+        assert_eq!(grown.live_count(), 71);
     }
 
     #[test]

@@ -28,6 +28,47 @@ pub struct ThreadCtx {
     pub indexes: Vec<u64>,
 }
 
+/// The operation types of a mixed workload (YCSB's), each with its own latency histogram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OpKind {
+    /// A point lookup.
+    Read,
+    /// A put over an existing key.
+    Update,
+    /// A put of a new key.
+    Insert,
+    /// A short range scan.
+    Scan,
+    /// A lookup and a put of the same key, timed as one operation.
+    ReadModifyWrite,
+}
+
+impl OpKind {
+    /// Every kind, in report order.
+    pub const ALL: [OpKind; 5] = [
+        OpKind::Read,
+        OpKind::Update,
+        OpKind::Insert,
+        OpKind::Scan,
+        OpKind::ReadModifyWrite,
+    ];
+
+    /// The name YCSB reports it under, lower case.
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::Read => "read",
+            OpKind::Update => "update",
+            OpKind::Insert => "insert",
+            OpKind::Scan => "scan",
+            OpKind::ReadModifyWrite => "read-modify-write",
+        }
+    }
+
+    fn slot(self) -> usize {
+        self as usize
+    }
+}
+
 /// What one step did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Outcome {
@@ -45,6 +86,9 @@ pub struct Outcome {
     pub batches: u64,
     /// The engine's `multi_get` calls those made: one per keyspace a batch's keys fall in.
     pub calls: u64,
+    /// The step's operation type, when the workload mixes several (its latency then also goes
+    /// to that type's histogram, [`Measured::by_kind`]).
+    pub kind: Option<OpKind>,
 }
 
 impl Outcome {
@@ -72,6 +116,12 @@ pub struct Measured {
     pub threads: usize,
     /// Step latencies in nanoseconds.
     pub latency: Histogram<u64>,
+    /// Step latencies per operation type, for the types that occurred (in [`OpKind::ALL`]'s
+    /// order).
+    pub by_kind: Vec<(OpKind, Histogram<u64>)>,
+    /// Operations completed in each second since the workload started (over all threads):
+    /// throughput over time, where stalls show as dips.
+    pub per_second: Vec<u64>,
 }
 
 impl Measured {
@@ -130,6 +180,47 @@ struct ThreadResult {
     started: Instant,
     ended: Instant,
     latency: Histogram<u64>,
+    by_kind: Vec<Option<Histogram<u64>>>,
+    per_second: Vec<u64>,
+}
+
+/// What one thread records per step.
+struct ThreadRecorder {
+    latency: Histogram<u64>,
+    by_kind: Vec<Option<Histogram<u64>>>,
+    per_second: Vec<u64>,
+    origin: Instant,
+}
+
+impl ThreadRecorder {
+    fn new(origin: Instant) -> Result<ThreadRecorder> {
+        Ok(ThreadRecorder {
+            latency: new_histogram()?,
+            by_kind: OpKind::ALL.iter().map(|_| None).collect(),
+            per_second: Vec::new(),
+            origin,
+        })
+    }
+
+    fn record(&mut self, outcome: &Outcome, start: Instant, end: Instant) -> Result<()> {
+        let nanos = (end - start).as_nanos() as u64;
+        self.latency.saturating_record(nanos);
+        if let Some(kind) = outcome.kind {
+            let slot = &mut self.by_kind[kind.slot()];
+            if slot.is_none() {
+                *slot = Some(new_histogram()?);
+            }
+            if let Some(h) = slot {
+                h.saturating_record(nanos);
+            }
+        }
+        let second = (end - self.origin).as_secs() as usize;
+        if self.per_second.len() <= second {
+            self.per_second.resize(second + 1, 0);
+        }
+        self.per_second[second] += outcome.ops;
+        Ok(())
+    }
 }
 
 /// Runs steps `0..steps` split into contiguous ranges over `threads` threads; `step` does one
@@ -149,6 +240,7 @@ where
 {
     let threads = threads.max(1);
     let failed = AtomicBool::new(false);
+    let origin = Instant::now();
     let results: Vec<Result<ThreadResult>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
@@ -166,7 +258,7 @@ where
                         buf: Vec::new(),
                         indexes: Vec::new(),
                     };
-                    let mut latency = new_histogram()?;
+                    let mut recorder = ThreadRecorder::new(origin)?;
                     let mut totals = Outcome::default();
                     let mut unreported = 0;
                     let started = Instant::now();
@@ -175,18 +267,17 @@ where
                         if failed.load(Ordering::Relaxed) {
                             break;
                         }
-                        match step(&mut ctx, i) {
-                            Ok(outcome) => {
-                                totals.add(outcome);
-                                unreported += outcome.ops;
-                            }
+                        let outcome = match step(&mut ctx, i) {
+                            Ok(outcome) => outcome,
                             Err(e) => {
                                 failed.store(true, Ordering::Relaxed);
                                 return Err(e);
                             }
-                        }
+                        };
+                        totals.add(outcome);
+                        unreported += outcome.ops;
                         let now = Instant::now();
-                        latency.saturating_record((now - last).as_nanos() as u64);
+                        recorder.record(&outcome, last, now)?;
                         last = now;
                         if unreported >= 4096 {
                             progress.inc(unreported);
@@ -199,7 +290,9 @@ where
                         busy: last - started,
                         started,
                         ended: last,
-                        latency,
+                        latency: recorder.latency,
+                        by_kind: recorder.by_kind,
+                        per_second: recorder.per_second,
                     })
                 })
             })
@@ -215,6 +308,8 @@ where
     let mut totals = Outcome::default();
     let mut thread_time = Duration::ZERO;
     let mut latency = new_histogram()?;
+    let mut by_kind: Vec<Option<Histogram<u64>>> = OpKind::ALL.iter().map(|_| None).collect();
+    let mut per_second: Vec<u64> = Vec::new();
     let mut first: Option<Instant> = None;
     let mut last: Option<Instant> = None;
     for result in results {
@@ -224,6 +319,13 @@ where
         latency
             .add(&r.latency)
             .map_err(|e| Error::new(format!("cannot merge latency histograms: {e}")))?;
+        merge_kinds(&mut by_kind, r.by_kind)?;
+        if per_second.len() < r.per_second.len() {
+            per_second.resize(r.per_second.len(), 0);
+        }
+        for (sum, n) in per_second.iter_mut().zip(&r.per_second) {
+            *sum += n;
+        }
         first = Some(first.map_or(r.started, |f| f.min(r.started)));
         last = Some(last.map_or(r.ended, |l| l.max(r.ended)));
     }
@@ -237,7 +339,30 @@ where
         thread_time,
         threads,
         latency,
+        by_kind: OpKind::ALL
+            .into_iter()
+            .zip(by_kind)
+            .filter_map(|(kind, h)| h.map(|h| (kind, h)))
+            .collect(),
+        per_second,
     })
+}
+
+/// Adds one thread's per-kind histograms into `sums`.
+fn merge_kinds(
+    sums: &mut [Option<Histogram<u64>>],
+    thread: Vec<Option<Histogram<u64>>>,
+) -> Result<()> {
+    for (sum, h) in sums.iter_mut().zip(thread) {
+        let Some(h) = h else { continue };
+        match sum {
+            Some(s) => s
+                .add(&h)
+                .map_err(|e| Error::new(format!("cannot merge latency histograms: {e}")))?,
+            None => *sum = Some(h),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -260,6 +385,31 @@ mod tests {
         assert_eq!(m.totals.found, 500);
         assert_eq!(m.latency.len(), 1001);
         assert!(seen.iter().all(|s| s.load(Ordering::Relaxed)));
+        assert_eq!(m.per_second.iter().sum::<u64>(), 1001);
+        assert!(m.by_kind.is_empty());
+    }
+
+    #[test]
+    fn latencies_are_kept_per_operation_kind() {
+        let m = drive(2, 300, 1, 1, 8, &Progress::hidden(), |_, i| {
+            let kind = [OpKind::Read, OpKind::Update, OpKind::Scan][(i % 3) as usize];
+            Ok(Outcome {
+                ops: 1,
+                kind: Some(kind),
+                ..Outcome::default()
+            })
+        })
+        .unwrap();
+        let kinds: Vec<(OpKind, u64)> = m.by_kind.iter().map(|(k, h)| (*k, h.len())).collect();
+        assert_eq!(
+            kinds,
+            [
+                (OpKind::Read, 100),
+                (OpKind::Update, 100),
+                (OpKind::Scan, 100)
+            ]
+        );
+        assert_eq!(m.latency.len(), 300);
     }
 
     #[test]

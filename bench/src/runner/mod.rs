@@ -19,8 +19,10 @@ pub mod engine;
 pub mod error;
 pub mod keys;
 pub mod measure;
+pub mod memory;
 #[cfg(feature = "peers")]
 pub mod peers;
+pub mod plot;
 pub mod progress;
 pub mod report;
 pub mod settings;
@@ -42,10 +44,17 @@ pub fn run(args: &Args) -> Result<()> {
     engine::check_keyspaces(&config.engines, config.keyspaces)?;
     let mut runs = Vec::new();
     let mut settings = Vec::new();
+    let mut memory = Vec::new();
+    let mut charts = Vec::new();
     for name in &config.engines {
-        let (ops, rows) = run_engine(&config, name)?;
-        runs.push((name.clone(), ops));
-        settings.push((name.clone(), rows));
+        let run = run_engine(&config, name)?;
+        runs.push((name.clone(), run.ops));
+        settings.push((name.clone(), run.rows));
+        memory.push((name.clone(), run.peak_rss));
+        charts.push(plot::EngineRun {
+            engine: name.clone(),
+            phases: run.phases,
+        });
     }
     if config.json {
         if let Some(ratios) = report::ratio_json(&runs) {
@@ -57,8 +66,30 @@ pub fn run(args: &Args) -> Result<()> {
             emit(&settings::table(&settings))?;
         }
         emit(&report::ratio_table(&runs))?;
+        emit(&report::memory_text(&memory))?;
+    }
+    if let Some(dir) = &config.plot {
+        let written = plot::write_charts(dir, &charts)?;
+        let note = format!("{} charts written to {}\n", written.len(), dir.display());
+        if config.json {
+            eprint!("{note}");
+        } else {
+            emit(&note)?;
+        }
     }
     Ok(())
+}
+
+/// What one engine's run produced.
+struct EngineOutcome {
+    /// The ops/sec of each timed workload.
+    ops: Vec<(Benchmark, f64)>,
+    /// What the engine was given ([`settings::ROWS`]).
+    rows: settings::SettingRows,
+    /// The largest peak resident set of its workloads (Linux).
+    peak_rss: Option<u64>,
+    /// Every workload's result, kept for `--plot` (empty without it).
+    phases: Vec<workloads::PhaseResult>,
 }
 
 /// Where the database of `engine` lives: `--db` (a subdirectory per engine when there are
@@ -110,12 +141,8 @@ fn emit(text: &str) -> Result<()> {
         .map_err(|e| Error::from(e).context("cannot write to stdout"))
 }
 
-/// Runs every workload on engine `name`; returns the ops/sec of each timed workload and the
-/// engine's settings rows.
-fn run_engine(
-    config: &Config,
-    name: &str,
-) -> Result<(Vec<(Benchmark, f64)>, settings::SettingRows)> {
+/// Runs every workload on engine `name`.
+fn run_engine(config: &Config, name: &str) -> Result<EngineOutcome> {
     let (dir, temp) = database_dir(config, name)?;
     let engine = open_engine(name, &dir, config)?;
     let rows = engine.setting_rows(config);
@@ -130,18 +157,32 @@ fn run_engine(
         ))?;
     }
     let mut ops = Vec::new();
+    let mut phases = Vec::new();
+    let mut peak_rss: Option<u64> = None;
     let bench = Workbench::new(config, engine.as_ref(), &dir)?;
     let mut outcome = Ok(());
     for (phase, &benchmark) in config.benchmarks.iter().enumerate() {
-        let result = match bench.run(benchmark, phase as u64) {
+        let resettable = memory::reset_peak();
+        let start = memory::read();
+        let mut result = match bench.run(benchmark, phase as u64) {
             Ok(result) => result,
             Err(e) => {
                 outcome = Err(e.context(benchmark.name()));
                 break;
             }
         };
+        result.rss = match (resettable, start, memory::read()) {
+            (true, Some(start), Some(end)) => Some(memory::Rss {
+                current: start.current,
+                peak: end.peak,
+            }),
+            _ => None,
+        };
         if let Some(m) = &result.measured {
             ops.push((benchmark, m.ops_per_sec()));
+        }
+        if let Some(rss) = result.rss {
+            peak_rss = Some(peak_rss.unwrap_or(0).max(rss.peak));
         }
         let text = if config.json {
             format!("{}\n", report::json(&result, config, name))
@@ -149,6 +190,9 @@ fn run_engine(
             report::text(&result, config)
         };
         emit(&text)?;
+        if config.plot.is_some() {
+            phases.push(result);
+        }
     }
     // The tree's shape at the end, unless `stats` just printed it.
     let ends_with_stats = config.benchmarks.last() == Some(&Benchmark::Stats);
@@ -175,5 +219,10 @@ fn run_engine(
     }
     outcome?;
     closed?;
-    Ok((ops, rows))
+    Ok(EngineOutcome {
+        ops,
+        rows,
+        peak_rss,
+        phases,
+    })
 }

@@ -10,7 +10,7 @@ use siftdb_cache::BlockKind;
 
 use super::args::{Benchmark, Config, FilterPolicyArg};
 use super::engine::siftdb_options;
-use super::measure::Measured;
+use super::measure::{Measured, OpKind};
 use super::workloads::{CheckpointReport, PhaseResult};
 
 /// `bytes` with a binary unit (`116.0 MiB`).
@@ -256,7 +256,7 @@ pub fn ratio_json(runs: &[(String, Vec<(Benchmark, f64)>)]) -> Option<Value> {
     (!ratios.is_empty()).then(|| json!({ "ratios": ratios }))
 }
 
-fn is_point_read(b: Benchmark) -> bool {
+pub(crate) fn is_point_read(b: Benchmark) -> bool {
     matches!(
         b,
         Benchmark::ReadRandom
@@ -379,6 +379,12 @@ pub fn text(result: &PhaseResult, config: &Config) -> String {
                 format!(" [expected {} keys: the source's]", t.expected)
             }
         ),
+        b if b.is_ycsb() => format!(
+            " (found {} of {} records read or scanned){}",
+            t.found,
+            lookups_of(m),
+            mismatch(t.found, t.expected, "found")
+        ),
         _ => format!(
             " (found {} of {}){}",
             t.found,
@@ -410,6 +416,7 @@ pub fn text(result: &PhaseResult, config: &Config) -> String {
             m.threads
         );
     }
+    out.push_str(&kinds_text(m));
     if let Some(c) = &result.checkpoint {
         out.push_str(&checkpoint_text(c, m));
     }
@@ -427,7 +434,79 @@ pub fn text(result: &PhaseResult, config: &Config) -> String {
             out.push_str(&cache_text(stats));
         }
     }
+    if let Some(rss) = result.rss {
+        let _ = writeln!(
+            out,
+            "  memory       : peak RSS {} ({} at the start)",
+            human_bytes(rss.peak),
+            human_bytes(rss.current)
+        );
+    }
     out
+}
+
+/// The peak resident set of each engine over its workloads (each workload's peak is measured
+/// from its own start: see [`super::memory`]); empty where it was not measured.
+pub fn memory_text(engines: &[(String, Option<u64>)]) -> String {
+    let known: Vec<String> = engines
+        .iter()
+        .filter_map(|(name, peak)| peak.map(|p| format!("{name} {}", human_bytes(p))))
+        .collect();
+    if known.is_empty() {
+        return String::new();
+    }
+    format!(
+        "Peak RSS (largest over the workloads, each engine after the one before closed): {}\n",
+        known.join(", ")
+    )
+}
+
+/// Operations of a mixed workload that look a record up (reads, scans, read-modify-writes).
+fn lookups_of(m: &Measured) -> u64 {
+    m.by_kind
+        .iter()
+        .filter(|(k, _)| matches!(k, OpKind::Read | OpKind::Scan | OpKind::ReadModifyWrite))
+        .map(|(_, h)| h.len())
+        .sum()
+}
+
+/// One line per operation type of a mixed workload: count and latency quantiles (YCSB's
+/// report); empty for single-type workloads.
+fn kinds_text(m: &Measured) -> String {
+    let mut out = String::new();
+    for (kind, h) in &m.by_kind {
+        let q = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+        let _ = writeln!(
+            out,
+            "  {:<17} : {:>9} ops  latency us P50 {:.3}  P99 {:.3}  P99.9 {:.3}  max {:.3}",
+            kind.name(),
+            h.len(),
+            q(0.50),
+            q(0.99),
+            q(0.999),
+            h.max() as f64 / 1000.0
+        );
+    }
+    out
+}
+
+/// The per-type figures of a mixed workload for `--json`.
+fn kinds_json(m: &Measured) -> Value {
+    let mut map = Map::new();
+    for (kind, h) in &m.by_kind {
+        let q = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+        map.insert(
+            kind.name().into(),
+            json!({
+                "ops": h.len(),
+                "p50_us": q(0.50),
+                "p99_us": q(0.99),
+                "p999_us": q(0.999),
+                "max_us": h.max() as f64 / 1000.0,
+            }),
+        );
+    }
+    Value::Object(map)
 }
 
 /// The batches of a multiread workload: `313 calls of 64 keys (the last 32), 75.1 micros/call`,
@@ -859,6 +938,9 @@ pub fn json(result: &PhaseResult, config: &Config, engine: &str) -> Value {
             map.insert("p99_us".into(), json!(m.quantile_micros(0.99)));
             map.insert("p999_us".into(), json!(m.quantile_micros(0.999)));
             map.insert("max_us".into(), json!(m.max_micros()));
+            if !m.by_kind.is_empty() {
+                map.insert("operations".into(), kinds_json(m));
+            }
             if result.benchmark.is_multi_read() {
                 map.insert("batch_size".into(), json!(config.batch_size));
                 map.insert("calls".into(), json!(t.batches));
@@ -891,6 +973,10 @@ pub fn json(result: &PhaseResult, config: &Config, engine: &str) -> Value {
     if let Some(bytes) = result.disk_bytes {
         map.insert("disk_bytes".into(), json!(bytes));
     }
+    if let Some(rss) = result.rss {
+        map.insert("rss_start_bytes".into(), json!(rss.current));
+        map.insert("peak_rss_bytes".into(), json!(rss.peak));
+    }
     Value::Object(map)
 }
 
@@ -921,6 +1007,8 @@ mod tests {
             thread_time: std::time::Duration::from_millis(2),
             threads: 1,
             latency: new_histogram().unwrap(),
+            by_kind: Vec::new(),
+            per_second: Vec::new(),
         };
         assert_eq!(
             batches_text(&measured(1000, 16, 16), 64),

@@ -17,6 +17,8 @@ use super::keys::{KeyFormat, KeyModel, Permutation, Rng, ValueSource, Variant};
 use super::measure::{drive, Measured, Outcome, ThreadCtx};
 use super::progress::Progress;
 
+mod ycsb;
+
 /// The result of one workload.
 #[derive(Debug, Clone)]
 pub struct PhaseResult {
@@ -44,6 +46,9 @@ pub struct PhaseResult {
     pub filter_stats_by_level: bool,
     /// What the checkpoint held and cost (`checkpoint` only).
     pub checkpoint: Option<CheckpointReport>,
+    /// The process's resident set at the workload's start and its peak during it (Linux);
+    /// set by the caller of [`Workbench::run`], which owns the process-wide measurement.
+    pub rss: Option<super::memory::Rss>,
 }
 
 /// What the `checkpoint` workload found besides its timing.
@@ -78,6 +83,7 @@ impl PhaseResult {
             skipped: None,
             filter_stats_by_level: true,
             checkpoint: None,
+            rss: None,
         }
     }
 }
@@ -171,6 +177,11 @@ pub struct Workbench<'a> {
     keys: KeyFormat,
     model: KeyModel,
     values: ValueSource,
+    /// The index the next YCSB insert writes (`--num` at first: records are appended after the
+    /// loaded ones, YCSB's `insertorder=ordered`).
+    next_insert: AtomicU64,
+    /// Every index below it is written (see `ycsb::acknowledged_inserts`).
+    acknowledged: AtomicU64,
 }
 
 impl std::fmt::Debug for Workbench<'_> {
@@ -188,16 +199,21 @@ const STREAM_DELETE: u64 = 0xDE1E;
 const STREAM_HOT: u64 = 0x4075;
 const STREAM_WRITER: u64 = 0x3717;
 const STREAM_ZIPF: u64 = 0x21BF;
+const STREAM_YCSB: u64 = 0x7C5B;
 
 impl<'a> Workbench<'a> {
     /// A workbench for `engine`. With `--use_existing_db` every key is assumed to exist.
     pub fn new(config: &'a Config, engine: &'a dyn Engine, dir: &'a Path) -> Result<Workbench<'a>> {
+        let keys = KeyFormat::new(config)?;
+        let model = KeyModel::new(config.num, keys.capacity(), !config.use_existing_db);
         Ok(Workbench {
             config,
             engine,
             dir,
-            keys: KeyFormat::new(config)?,
-            model: KeyModel::new(config.num, !config.use_existing_db),
+            keys,
+            model,
+            next_insert: AtomicU64::new(config.num),
+            acknowledged: AtomicU64::new(config.num),
             values: ValueSource::new(config.value_size, config.seed, config.compression_ratio),
         })
     }
@@ -355,6 +371,12 @@ impl<'a> Workbench<'a> {
                     ..Outcome::default()
                 })
             })?,
+            Benchmark::YcsbA
+            | Benchmark::YcsbB
+            | Benchmark::YcsbC
+            | Benchmark::YcsbD
+            | Benchmark::YcsbE
+            | Benchmark::YcsbF => self.ycsb(benchmark, stream)?,
             Benchmark::Checkpoint | Benchmark::Stats => unreachable_untimed(benchmark)?,
         };
         if benchmark.writes() && self.config.flush_after_write {
@@ -1069,5 +1091,70 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(beside, ["db"]);
+    }
+
+    /// YCSB's six workloads on two threads and two keyspaces, after deletes: every record a
+    /// read or scan should find is found, inserts land after the loaded records and are read
+    /// back (workload D reads the newest), each operation type has its histogram.
+    #[test]
+    fn ycsb_workloads_find_every_record_and_count_each_operation_type() {
+        use crate::runner::measure::OpKind;
+        use clap::Parser;
+        let args = crate::runner::Args::try_parse_from([
+            "siftdb-bench",
+            "--num=2000",
+            "--reads=3000",
+            "--threads=2",
+            "--keyspaces=2",
+            "--deletes=200",
+            "--benchmarks=fillrandom,deleterandom,ycsba,ycsbb,ycsbc,ycsbd,ycsbe,ycsbf",
+            "--json",
+        ])
+        .unwrap();
+        let config = Config::from_args(&args).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let engine = crate::runner::SiftEngine::open(dir.path(), &config).unwrap();
+        let bench = Workbench::new(&config, &engine, dir.path()).unwrap();
+        assert_eq!(
+            bench.keys.capacity(),
+            2000 + 2 * 3000,
+            "room for D's and E's inserts"
+        );
+        for (phase, &benchmark) in config.benchmarks.iter().enumerate() {
+            let result = bench.run(benchmark, phase as u64).unwrap();
+            let m = result.measured.unwrap();
+            let t = m.totals;
+            assert_eq!(t.found, t.expected, "{}", benchmark.name());
+            if !benchmark.is_ycsb() {
+                continue;
+            }
+            assert_eq!(t.ops, 3000);
+            let kinds: Vec<OpKind> = m.by_kind.iter().map(|(k, _)| *k).collect();
+            let sum: u64 = m.by_kind.iter().map(|(_, h)| h.len()).sum();
+            assert_eq!(sum, 3000, "{}", benchmark.name());
+            let want: &[OpKind] = match benchmark {
+                Benchmark::YcsbA | Benchmark::YcsbB => &[OpKind::Read, OpKind::Update],
+                Benchmark::YcsbC => &[OpKind::Read],
+                Benchmark::YcsbD => &[OpKind::Read, OpKind::Insert],
+                Benchmark::YcsbE => &[OpKind::Insert, OpKind::Scan],
+                _ => &[OpKind::Read, OpKind::ReadModifyWrite],
+            };
+            assert_eq!(kinds, want, "{}", benchmark.name());
+            if benchmark == Benchmark::YcsbE {
+                assert!(
+                    t.entries > t.ops * 20,
+                    "scans of 1..=100 records read about 50 each"
+                );
+            }
+        }
+        // D's and E's inserts (about 5 % of 3000 each) exist and a scan finds exactly the
+        // model's records (updates may have rewritten deleted ones, as YCSB's do).
+        let inserted = bench.next_insert.load(Ordering::Relaxed) - 2000;
+        assert!((150..=450).contains(&inserted), "{inserted}");
+        assert_eq!(bench.acknowledged.load(Ordering::Relaxed), 2000 + inserted);
+        assert!((2000..2000 + inserted).all(|i| bench.model.is_live(i)));
+        assert_eq!(engine.scan(false).unwrap(), bench.model.live_count());
+        assert!(bench.model.live_count() >= 1800 + inserted);
+        engine.close().unwrap();
     }
 }
