@@ -202,6 +202,7 @@ fn run_engine(config: &Config, name: &str) -> Result<EngineOutcome> {
     let closed = engine.close();
     drop(bench);
     drop(engine);
+    memory::release_free_memory();
     if let Some(temp) = temp {
         if config.keep {
             let kept = temp.keep();
