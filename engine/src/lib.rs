@@ -84,3 +84,8 @@ pub use siftdb_sstable::{Compression, FixedPrefix, PrefixExtractor, RandomAccess
 pub use snapshot::Snapshot;
 pub use stats::{LevelFilterStats, Stats};
 pub use ttl::{Clock, SystemClock};
+
+/// The crate README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -46,3 +46,8 @@ pub use monkey::{monkey, sum_fpr, uniform, FilterBudget, LevelAllocation, LevelS
 pub use policy::{pooled_level_keys, FilterAllocation, FilterPolicy, LevelFilter};
 pub use range::{RangeFilter, RangeParams};
 pub use ribbon::{ribbon_expected_fpr, RibbonFilter, RibbonParams};
+
+/// The crate README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

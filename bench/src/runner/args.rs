@@ -401,6 +401,12 @@ pub struct Args {
     #[arg(long = "mmap_read", num_args = 0..=1, default_value = "true", default_missing_value = "true",
           value_parser = BoolishValueParser::new())]
     pub mmap_read: bool,
+    /// The peers' statistics (`db_bench`'s `--statistics`): RocksDB's tickers at `ExceptTimers`
+    /// (`false`: no statistics object, so no filter or block figures for RocksDB, and none of
+    /// their cost). siftdb's counters are always on; fjall's are compiled in (`metrics`).
+    #[arg(long = "statistics", num_args = 0..=1, default_value = "true", default_missing_value = "true",
+          action = ArgAction::Set, value_parser = BoolishValueParser::new())]
+    pub statistics: bool,
     /// Flush the memtable after each write workload (not timed), so reads meet tables.
     #[arg(long = "flush_after_write", num_args = 0..=1, default_value = "true",
           default_missing_value = "true", action = ArgAction::Set,
@@ -525,6 +531,8 @@ pub struct Config {
     pub sync: bool,
     /// Read table files through `mmap`.
     pub mmap_read: bool,
+    /// The peers' statistics.
+    pub statistics: bool,
     /// Flush after write workloads.
     pub flush_after_write: bool,
     /// Seed.
@@ -653,6 +661,7 @@ impl Config {
             partition_index_and_filters: args.partition_index_and_filters,
             sync: args.sync,
             mmap_read: args.mmap_read,
+            statistics: args.statistics,
             flush_after_write: args.flush_after_write,
             seed: args.seed,
             db: args.db.clone(),

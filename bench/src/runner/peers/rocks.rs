@@ -63,6 +63,8 @@ pub struct RocksEngine {
     settings: String,
     /// The settings table's rows ([`super::super::settings`]).
     rows: SettingRows,
+    /// Whether RocksDB keeps statistics (`--statistics`).
+    statistics: bool,
 }
 
 impl RocksEngine {
@@ -154,8 +156,15 @@ impl RocksEngine {
         options.set_max_bytes_for_level_multiplier(sift.max_bytes_for_level_multiplier);
         options.set_level_compaction_dynamic_level_bytes(false);
         options.set_max_background_jobs(1 + sift.max_background_compactions.max(1) as i32);
-        options.enable_statistics();
-        options.set_statistics_level(StatsLevel::ExceptTimers);
+        if config.statistics {
+            options.enable_statistics();
+            options.set_statistics_level(StatsLevel::ExceptTimers);
+        }
+        let statistics = if config.statistics {
+            "tickers, StatsLevel::ExceptTimers"
+        } else {
+            "off (--statistics=false)"
+        };
         // mergerandom's counters, as siftdb's `U64Add` (same name, same arithmetic).
         options.set_merge_operator_associative("siftdb.u64add", u64_add);
 
@@ -171,7 +180,7 @@ impl RocksEngine {
              extractor; write buffer {} x{} ({}); target file {}, L1 {}, multiplier {}, L0 trigger {}, \
              dynamic level bytes off; {compression} (index blocks too); {partitioning}; {} \
              background jobs; multiread workloads: batched MultiGet, keys unsorted \
-             (sorted_input=false, as db_bench); reads {}; statistics ExceptTimers; L0 slowdown \
+             (sorted_input=false, as db_bench); reads {}; statistics {statistics}; L0 slowdown \
              trigger = stop trigger {} (siftdb has no slowdown)",
             super::super::report::human_bytes(sift.block_cache_capacity as u64),
             config.prefix_size,
@@ -235,7 +244,7 @@ impl RocksEngine {
             ),
             (
                 "statistics",
-                "tickers, StatsLevel::ExceptTimers".to_string(),
+                statistics.to_string(),
             ),
             (
                 "background work",
@@ -251,6 +260,7 @@ impl RocksEngine {
             write_options,
             settings,
             rows,
+            statistics: config.statistics,
         })
     }
 
@@ -484,6 +494,9 @@ impl Engine for RocksEngine {
     }
 
     fn stats(&self) -> Option<Stats> {
+        if !self.statistics {
+            return None;
+        }
         let t = |ticker| self.ticker(ticker);
         let mut stats = Stats {
             // RocksDB counts filter outcomes for the whole tree, not per level: one row.
