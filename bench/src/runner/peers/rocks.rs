@@ -242,10 +242,7 @@ impl RocksEngine {
                     sift.level0_stop_writes_trigger
                 ),
             ),
-            (
-                "statistics",
-                statistics.to_string(),
-            ),
+            ("statistics", statistics.to_string()),
             (
                 "background work",
                 format!(
