@@ -3,9 +3,12 @@
 //! L0 is compacted into L1 once it holds `l0_trigger` files (its files overlap, so every L0 file
 //! adds one probe to every lookup). A level `n ≥ 1` is compacted into `n + 1` once it exceeds its
 //! target size, `base · multiplier^(n-1)`. The level with the highest score (files / trigger for
-//! L0, bytes / target otherwise) goes first. From a level `n ≥ 1` one file is taken, round robin by
-//! key (the first file after the previous compaction's end key), which spreads rewrites evenly
-//! over the key space, together with the files of `n + 1` it overlaps.
+//! L0, bytes / target otherwise) goes first. From a level `n ≥ 1` one file is taken together
+//! with the files of `n + 1` it overlaps: by default the file whose overlap in `n + 1` is the
+//! smallest for its size ([`FileOrder::MinOverlappingRatio`], RocksDB's default
+//! `kMinOverlappingRatio`: the least bytes rewritten per byte moved down), or round robin by key
+//! ([`FileOrder::RoundRobin`]: the first file after the previous compaction's end key, which
+//! spreads rewrites evenly over the key space).
 
 /// What the picker needs to know about a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +23,18 @@ pub struct LevelFile {
     pub largest: Vec<u8>,
 }
 
+/// Which file of a level `n ≥ 1` a compaction takes first (RocksDB's `compaction_pri`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FileOrder {
+    /// The file with the fewest bytes overlapping it in the next level per byte of its own
+    /// (ties: round robin). On random writes this rewrites fewer bytes of the next level than
+    /// [`FileOrder::RoundRobin`].
+    #[default]
+    MinOverlappingRatio,
+    /// The first file after where the previous compaction of the level ended (LevelDB's).
+    RoundRobin,
+}
+
 /// Shape of the tree.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PickerConfig {
@@ -29,6 +44,8 @@ pub struct PickerConfig {
     pub base_level_bytes: u64,
     /// Growth factor of level targets.
     pub multiplier: f64,
+    /// Which file of a level goes first.
+    pub file_order: FileOrder,
 }
 
 impl PickerConfig {
@@ -205,7 +222,16 @@ pub fn pick_besides(
             .iter()
             .position(|f| f.smallest.as_slice() > cursor)
             .unwrap_or(0);
-        let candidates = files[start..].iter().chain(&files[..start]);
+        let mut candidates: Vec<&LevelFile> = files[start..]
+            .iter()
+            .chain(&files[..start])
+            .copied()
+            .collect();
+        if config.file_order == FileOrder::MinOverlappingRatio {
+            let next = levels.get(level + 1).map_or(&[][..], Vec::as_slice);
+            // A stable sort: equal ratios keep the round-robin order.
+            candidates.sort_by_cached_key(|f| overlap_per_mille(f, next));
+        }
         for file in candidates {
             if let Some(p) = pick_files(levels, level, vec![file.number]) {
                 if fits(&p) {
@@ -215,6 +241,18 @@ pub fn pick_besides(
         }
     }
     None
+}
+
+/// Bytes of `next` (a sorted level) overlapping `file`, per thousand bytes of `file`.
+fn overlap_per_mille(file: &LevelFile, next: &[LevelFile]) -> u64 {
+    // The overlapping files of a sorted level are contiguous.
+    let first = next.partition_point(|n| n.largest.as_slice() < file.smallest.as_slice());
+    let overlap: u64 = next[first..]
+        .iter()
+        .take_while(|n| n.smallest.as_slice() <= file.largest.as_slice())
+        .map(|n| n.size)
+        .sum();
+    overlap.saturating_mul(1000) / file.size.max(1)
 }
 
 #[cfg(test)]
@@ -234,7 +272,52 @@ mod tests {
         l0_trigger: 4,
         base_level_bytes: 1000,
         multiplier: 10.0,
+        file_order: FileOrder::RoundRobin,
     };
+
+    #[test]
+    fn picker_takes_the_file_with_the_least_overlap_per_byte() {
+        let levels = vec![
+            vec![],
+            vec![
+                file(10, 600, "a", "c"),
+                file(11, 600, "d", "f"),
+                file(12, 300, "g", "i"),
+                file(13, 600, "j", "l"),
+            ],
+            vec![
+                file(20, 900, "b", "e"),
+                file(21, 100, "h", "h"),
+                file(22, 50, "k", "k"),
+            ],
+            vec![],
+        ];
+        let config = PickerConfig {
+            file_order: FileOrder::MinOverlappingRatio,
+            ..CONFIG
+        };
+        // Overlap per byte: 10 → 1.5, 11 → 1.5, 12 → 0.33, 13 → 0.083.
+        let p = pick(&levels, &config, &[]).unwrap();
+        assert_eq!((p.inputs, p.next_inputs), (vec![13], vec![22]));
+        // Busy with 13, the next best.
+        let running = [Running::of(&p_of(&levels, 13), &levels, 2)];
+        let p = pick_besides(&levels, &config, &[], &running).unwrap();
+        assert_eq!((p.inputs, p.next_inputs), (vec![12], vec![21]));
+        // Equal ratios (10, 11) keep the round-robin order from the cursor.
+        let tied = vec![
+            levels[0].clone(),
+            levels[1][..2].to_vec(),
+            levels[2].clone(),
+            vec![],
+        ];
+        let cursors = vec![Vec::new(), b"c".to_vec()];
+        let p = pick(&tied, &config, &cursors).unwrap();
+        assert_eq!(p.inputs, vec![11]);
+    }
+
+    fn p_of(levels: &[Vec<LevelFile>], number: u64) -> Pick {
+        pick_files(levels, 1, vec![number]).unwrap()
+    }
 
     #[test]
     fn picker_waits_for_l0_trigger_then_takes_all_l0_and_overlaps() {

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use siftdb_compaction::picker::FileOrder as CompactionPri;
 use siftdb_filter::{FilterAllocation, FilterPolicy, KeyHasher};
 use siftdb_sstable::{
     Compression, FilterSpec, FixedPrefix, PrefixExtractor, ReadMode, TableBuildOptions,
@@ -50,6 +51,10 @@ pub struct Options {
     pub max_bytes_for_level_base: u64,
     /// Growth factor of level target sizes.
     pub max_bytes_for_level_multiplier: f64,
+    /// Which file of an oversized level a compaction moves down first (RocksDB's option of
+    /// this name): the one that rewrites the fewest bytes of the next level per byte moved
+    /// (the default, as RocksDB's), or round robin over the key space.
+    pub compaction_pri: CompactionPri,
     /// Target size of a data block.
     pub block_size: usize,
     /// Entries between restart points in data blocks.
@@ -92,7 +97,12 @@ pub struct Options {
     /// Refuse to open a database whose WAL is damaged before its tail (instead of recovering
     /// up to the damage).
     pub paranoid_checks: bool,
-    /// How table files are read.
+    /// How table files are read: `pread` per block-cache miss (the default, as RocksDB's
+    /// `allow_mmap_reads = false`), or through a memory map (`ReadMode::Mmap`: no system call
+    /// per miss, ~10-15 % faster point reads that miss the cache on a large tree, but every
+    /// page a read touches stays in the process's resident set while its table lives; a tree
+    /// read at random ends up resident whole). Compactions read around the map either way.
+    /// `docs/TUNING.md` ("Reading tables: pread or mmap") has the measurements.
     pub read_mode: ReadMode,
     /// Codec of the data blocks of every level `compression_per_level` does not name (RocksDB's
     /// `compression`). A block is stored compressed only where that saves an eighth of it;
@@ -188,6 +198,7 @@ impl Default for Options {
             target_file_size_base: 64 << 20,
             max_bytes_for_level_base: 256 << 20,
             max_bytes_for_level_multiplier: 10.0,
+            compaction_pri: CompactionPri::MinOverlappingRatio,
             block_size: 4096,
             block_restart_interval: 16,
             block_cache_capacity: 64 << 20,
@@ -201,7 +212,7 @@ impl Default for Options {
             filter_hasher: KeyHasher::default(),
             prefix_extractor: None,
             paranoid_checks: true,
-            read_mode: ReadMode::Mmap,
+            read_mode: ReadMode::Pread,
             compression: Compression::Lz4,
             compression_per_level: vec![Compression::None, Compression::None, Compression::Lz4],
             compress_index: true,

@@ -8,6 +8,14 @@ use std::os::unix::fs::FileExt;
 pub trait RandomAccessFile: Send + Sync + std::fmt::Debug {
     /// Reads exactly `len` bytes at `offset`; an error if the file is shorter.
     fn read_at(&self, offset: u64, len: usize) -> io::Result<Vec<u8>>;
+    /// [`RandomAccessFile::read_at`] for a one-pass scan (a compaction reading its inputs):
+    /// bytes read once and not again. A memory-mapped file answers it with `pread`, so the
+    /// pages stay out of the mapping, and out of the process's resident set: a compaction
+    /// that went through the mapping would leave every page of its inputs resident until the
+    /// table is deleted. Other files read as `read_at` does.
+    fn read_at_once(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        self.read_at(offset, len)
+    }
     /// File size in bytes.
     fn size(&self) -> u64;
 }
@@ -53,6 +61,9 @@ impl RandomAccessFile for PreadFile {
 #[derive(Debug)]
 pub struct MmapFile {
     map: Option<memmap2::Mmap>,
+    /// The mapped file, kept for [`RandomAccessFile::read_at_once`] (`None`: built by
+    /// [`MmapFile::new`] from a borrowed file, which reads everything through the map).
+    file: Option<File>,
 }
 
 impl MmapFile {
@@ -64,15 +75,31 @@ impl MmapFile {
     pub fn new(file: &File) -> io::Result<MmapFile> {
         if file.metadata()?.len() == 0 {
             // Mapping an empty file fails on some platforms; there is nothing to read anyway.
-            return Ok(MmapFile { map: None });
+            return Ok(MmapFile {
+                map: None,
+                file: None,
+            });
         }
         // SAFETY: `Mmap::map` is unsafe because another process could modify or truncate the
         // file while it is mapped, which would change bytes under our slices or fault on access.
         // Table files are immutable once written (see the contract above), so the mapping stays
-        // valid and unchanged for its lifetime. Exercised by `file::tests::mmap_reads_match_pread`
-        // and every table test (mmap is the default read mode).
+        // valid and unchanged for its lifetime. Exercised by `file::tests::mmap_reads_match_pread`,
+        // the table tests that open in `ReadMode::Mmap` and siftdb-tests' model test (its
+        // `Append` variant reads through maps, compactions included).
         let map = unsafe { memmap2::Mmap::map(file)? };
-        Ok(MmapFile { map: Some(map) })
+        Ok(MmapFile {
+            map: Some(map),
+            file: None,
+        })
+    }
+
+    /// Maps `file` and keeps it open, so that one-pass reads
+    /// ([`RandomAccessFile::read_at_once`]) bypass the mapping. The contract of
+    /// [`MmapFile::new`] applies.
+    pub fn with_file(file: File) -> io::Result<MmapFile> {
+        let mut mapped = MmapFile::new(&file)?;
+        mapped.file = Some(file);
+        Ok(mapped)
     }
 }
 
@@ -87,6 +114,20 @@ impl RandomAccessFile for MmapFile {
             .ok_or_else(|| io::ErrorKind::UnexpectedEof.into())
     }
 
+    fn read_at_once(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        let Some(file) = &self.file else {
+            return self.read_at(offset, len);
+        };
+        // The mapping's length, not the file's: both read the same immutable bytes.
+        let end = offset.checked_add(len as u64);
+        if end.is_none_or(|end| end > self.size()) {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        let mut buf = vec![0u8; len];
+        file.read_exact_at(&mut buf, offset)?;
+        Ok(buf)
+    }
+
     fn size(&self) -> u64 {
         self.map.as_ref().map_or(0, |m| m.len() as u64)
     }
@@ -95,7 +136,7 @@ impl RandomAccessFile for MmapFile {
 /// Opens `file` in `mode`.
 pub fn open_random_access(file: File, mode: ReadMode) -> io::Result<Box<dyn RandomAccessFile>> {
     Ok(match mode {
-        ReadMode::Mmap => Box::new(MmapFile::new(&file)?),
+        ReadMode::Mmap => Box::new(MmapFile::with_file(file)?),
         ReadMode::Pread => Box::new(PreadFile::new(file)?),
     })
 }
@@ -115,11 +156,20 @@ mod tests {
         let p = open_random_access(tmp.reopen().unwrap(), ReadMode::Pread).unwrap();
         assert_eq!(m.size(), 10_000);
         assert_eq!(p.size(), 10_000);
+        let borrowed = MmapFile::new(&tmp.reopen().unwrap()).unwrap();
         for (off, len) in [(0u64, 10usize), (9_990, 10), (1234, 4000), (10_000, 0)] {
-            assert_eq!(m.read_at(off, len).unwrap(), p.read_at(off, len).unwrap());
+            let want = &data[off as usize..off as usize + len];
+            for file in [&m, &p] {
+                assert_eq!(file.read_at(off, len).unwrap(), want);
+                assert_eq!(file.read_at_once(off, len).unwrap(), want);
+            }
+            assert_eq!(borrowed.read_at_once(off, len).unwrap(), want);
         }
-        assert!(m.read_at(9_995, 10).is_err());
-        assert!(p.read_at(9_995, 10).is_err());
+        for file in [&m, &p] {
+            assert!(file.read_at(9_995, 10).is_err());
+            assert!(file.read_at_once(9_995, 10).is_err());
+            assert!(file.read_at_once(u64::MAX, 1).is_err());
+        }
         assert!(m.read_at(u64::MAX, 1).is_err());
         let empty = tempfile::NamedTempFile::new().unwrap();
         let e = open_random_access(empty.reopen().unwrap(), ReadMode::Mmap).unwrap();

@@ -410,6 +410,8 @@ fn options(variant: Variant) -> Options {
         Variant::Append => {
             o.false_positive_memo_bytes = 16 * 100;
             o.range_filter_bits_per_key = 3.0;
+            // Tables read through memory maps (compactions around them, with `pread`).
+            o.read_mode = siftdb::ReadMode::Mmap;
         }
         Variant::U64Add => {
             o.false_positive_memo_bytes = 64 << 10;

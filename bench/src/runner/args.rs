@@ -249,6 +249,18 @@ pub enum AllocationArg {
     Adaptive,
 }
 
+/// `--compaction_pri`: which file of a level a compaction takes first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum CompactionPriArg {
+    /// The least overlap in the next level per byte (RocksDB's `kMinOverlappingRatio`).
+    #[default]
+    #[value(name = "min_overlapping_ratio")]
+    MinOverlappingRatio,
+    /// Round robin over the key space (RocksDB's `kRoundRobin`, LevelDB's way).
+    #[value(name = "round_robin")]
+    RoundRobin,
+}
+
 /// siftdb-bench: a `db_bench`-style workload runner for siftdb.
 ///
 /// Runs the workloads of `--benchmarks` in order on one database (a fresh temporary directory
@@ -380,6 +392,11 @@ pub struct Args {
     /// Background compaction threads [default: the engine's, 1; peers get the same count].
     #[arg(long = "max_background_compactions")]
     pub max_background_compactions: Option<usize>,
+    /// Which file of an oversized level is compacted first (RocksDB's `compaction_pri`):
+    /// `min_overlapping_ratio` (siftdb's and RocksDB's default) or `round_robin`; fjall picks
+    /// its own way.
+    #[arg(long = "compaction_pri", value_enum, default_value_t = CompactionPriArg::MinOverlappingRatio)]
+    pub compaction_pri: CompactionPriArg,
     /// Codec of the data blocks on every level: none, lz4 or zstd [default: the engine's
     /// per-level default — L0 and L1 uncompressed, LZ4 below — given to every engine].
     #[arg(long = "compression_type", value_parser = parse_compression)]
@@ -397,8 +414,9 @@ pub struct Args {
     #[arg(long = "partition_index_and_filters", num_args = 0..=1, default_missing_value = "true",
           value_parser = BoolishValueParser::new())]
     pub partition_index_and_filters: Option<bool>,
-    /// Read table files through `mmap` (siftdb's default) or with `pread` (`--mmap_read=false`).
-    #[arg(long = "mmap_read", num_args = 0..=1, default_value = "true", default_missing_value = "true",
+    /// Read table files through `mmap` (`--mmap_read=true`: siftdb `ReadMode::Mmap`, RocksDB
+    /// `allow_mmap_reads`) or with `pread` (the default of siftdb and RocksDB; fjall's only mode).
+    #[arg(long = "mmap_read", num_args = 0..=1, default_value = "false", default_missing_value = "true",
           value_parser = BoolishValueParser::new())]
     pub mmap_read: bool,
     /// The peers' statistics (`db_bench`'s `--statistics`): RocksDB's tickers at `ExceptTimers`
@@ -652,6 +670,7 @@ impl Config {
                 max_bytes_for_level_multiplier: args.max_bytes_for_level_multiplier,
                 level0_file_num_compaction_trigger: args.level0_file_num_compaction_trigger,
                 max_background_compactions: args.max_background_compactions,
+                compaction_pri: args.compaction_pri,
             },
             compression: match args.compression_type {
                 Some(codec) => vec![codec],
@@ -782,4 +801,6 @@ pub struct TreeShape {
     pub level0_file_num_compaction_trigger: Option<usize>,
     /// `max_background_compactions`.
     pub max_background_compactions: Option<usize>,
+    /// `compaction_pri`.
+    pub compaction_pri: CompactionPriArg,
 }

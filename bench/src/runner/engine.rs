@@ -274,6 +274,12 @@ pub fn siftdb_options(config: &Config) -> Options {
             .tree
             .max_background_compactions
             .unwrap_or(defaults.max_background_compactions),
+        compaction_pri: match config.tree.compaction_pri {
+            super::args::CompactionPriArg::MinOverlappingRatio => {
+                siftdb::CompactionPri::MinOverlappingRatio
+            }
+            super::args::CompactionPriArg::RoundRobin => siftdb::CompactionPri::RoundRobin,
+        },
         error_if_exists: false,
         create_if_missing: !config.use_existing_db,
         read_mode: if config.mmap_read {

@@ -82,8 +82,8 @@ pub fn run(args: &Args) -> Result<()> {
 
 /// What one engine's run produced.
 struct EngineOutcome {
-    /// The ops/sec of each timed workload.
-    ops: Vec<(Benchmark, f64)>,
+    /// The ops/sec of each timed workload (and of each write workload with its flush).
+    ops: report::Throughputs,
     /// What the engine was given ([`settings::ROWS`]).
     rows: settings::SettingRows,
     /// The largest peak resident set of its workloads (Linux).
@@ -179,7 +179,16 @@ fn run_engine(config: &Config, name: &str) -> Result<EngineOutcome> {
             _ => None,
         };
         if let Some(m) = &result.measured {
-            ops.push((benchmark, m.ops_per_sec()));
+            ops.push((benchmark.name().to_string(), m.ops_per_sec()));
+            if let Some(flush) = result.flush_time {
+                // The same operations over the phase plus the flush after it, which waits for
+                // the compactions the phase left behind: what the next workload would wait for.
+                let settled = m.wall + flush;
+                ops.push((
+                    format!("{}+flush", benchmark.name()),
+                    m.totals.ops as f64 / settled.as_secs_f64().max(1e-9),
+                ));
+            }
         }
         if let Some(rss) = result.rss {
             peak_rss = Some(peak_rss.unwrap_or(0).max(rss.peak));

@@ -198,19 +198,25 @@ pub fn footer(engine: &str, shape: Option<&str>) -> String {
     }
 }
 
+/// One engine's throughput rows: a label (a workload's name, or `NAME+flush` for a write
+/// workload counted with the untimed flush after it) and its ops/sec.
+pub type Throughputs = Vec<(String, f64)>;
+
 /// The ratio table that ends a run of several engines: siftdb's ops/sec divided by each peer's,
-/// per workload (`-` where either side did not run it).
-pub fn ratio_table(runs: &[(String, Vec<(Benchmark, f64)>)]) -> String {
+/// per row (`-` where either side did not run it).
+pub fn ratio_table(runs: &[(String, Throughputs)]) -> String {
     let Some((_, sift)) = runs.iter().find(|(name, _)| name == "siftdb") else {
         return String::new();
     };
-    let peers: Vec<&(String, Vec<(Benchmark, f64)>)> =
+    let peers: Vec<&(String, Throughputs)> =
         runs.iter().filter(|(name, _)| name != "siftdb").collect();
     if peers.is_empty() {
         return String::new();
     }
     let mut out = format!(
-        "{}\nops/sec per workload, and siftdb's ratio to each peer:\n",
+        "{}\nops/sec per workload, and siftdb's ratio to each peer (NAME+flush: the write \
+         workload with the flush and compactions it left, which the next workload would wait \
+         for):\n",
         "=".repeat(64)
     );
     let _ = write!(out, "{:<18} {:>12}", "benchmark", "siftdb");
@@ -218,13 +224,10 @@ pub fn ratio_table(runs: &[(String, Vec<(Benchmark, f64)>)]) -> String {
         let _ = write!(out, " {:>12} {:>12}", name, format!("siftdb/{name}"));
     }
     out.push('\n');
-    let ops = |list: &[(Benchmark, f64)], b: Benchmark| {
-        list.iter().find(|(x, _)| *x == b).map(|(_, v)| *v)
-    };
-    for &(benchmark, sift_ops) in sift {
-        let _ = write!(out, "{:<18} {:>12.0}", benchmark.name(), sift_ops);
+    for (label, sift_ops) in sift {
+        let _ = write!(out, "{label:<18} {sift_ops:>12.0}");
         for (_, list) in &peers {
-            match ops(list, benchmark) {
+            match ops_of(list, label) {
                 Some(peer) if peer > 0.0 => {
                     let _ = write!(out, " {:>12.0} {:>11.2}x", peer, sift_ops / peer);
                 }
@@ -238,17 +241,20 @@ pub fn ratio_table(runs: &[(String, Vec<(Benchmark, f64)>)]) -> String {
     out
 }
 
+fn ops_of(list: &[(String, f64)], label: &str) -> Option<f64> {
+    list.iter().find(|(l, _)| l == label).map(|(_, v)| *v)
+}
+
 /// The ratio table as one JSON object (`{"ratios": {"rocksdb": {"readmissing": 1.7, ...}}}`).
-pub fn ratio_json(runs: &[(String, Vec<(Benchmark, f64)>)]) -> Option<Value> {
+pub fn ratio_json(runs: &[(String, Throughputs)]) -> Option<Value> {
     let (_, sift) = runs.iter().find(|(name, _)| name == "siftdb")?;
     let mut ratios = Map::new();
     for (name, list) in runs.iter().filter(|(name, _)| name != "siftdb") {
         let mut per = Map::new();
-        for &(benchmark, sift_ops) in sift {
-            if let Some((_, peer)) = list.iter().find(|(b, _)| *b == benchmark) {
-                if *peer > 0.0 {
-                    per.insert(benchmark.name().to_string(), json!(sift_ops / peer));
-                }
+        for (label, sift_ops) in sift {
+            if let Some(peer) = ops_of(list, label).filter(|&p| p > 0.0) {
+                per.entry(label.clone())
+                    .or_insert_with(|| json!(sift_ops / peer));
             }
         }
         ratios.insert(name.clone(), Value::Object(per));

@@ -84,8 +84,12 @@ pub fn siftdb_rows(config: &Config) -> SettingRows {
 /// The tree's shape as every engine is given it.
 pub fn tree_shape(config: &Config) -> String {
     let o = siftdb_options(config);
+    let order = match o.compaction_pri {
+        siftdb::CompactionPri::MinOverlappingRatio => "min overlapping ratio",
+        siftdb::CompactionPri::RoundRobin => "round robin",
+    };
     format!(
-        "L0 trigger {}, target file {}, L1 {}, multiplier {}",
+        "L0 trigger {}, target file {}, L1 {}, multiplier {}, file order {order}",
         o.level0_file_num_compaction_trigger,
         human_bytes(o.target_file_size_base),
         human_bytes(o.max_bytes_for_level_base),

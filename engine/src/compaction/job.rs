@@ -363,9 +363,12 @@ impl<'a> CompactionJob<'a> {
             .tree
             .options
             .table_build_options(self.output_level, self.filter_spec());
+        // Inputs are read once and deleted after: around a table's memory map, so the pages
+        // a compaction reads do not stay resident in the process (docs/TUNING.md, memory).
         let read_options = TableIterOptions {
             fill_cache: false,
             stats: Some(Arc::clone(&db.counters.compaction_reads)),
+            read_once: true,
         };
         // A cursor per L0 input (L0 tables overlap each other); the inputs of a sorted level are
         // one level iterator, which opens one table at a time.

@@ -64,6 +64,7 @@ fn table_options(read: &ReadOptions) -> TableIterOptions {
     TableIterOptions {
         fill_cache: read.fill_cache,
         stats: None,
+        read_once: false,
     }
 }
 

@@ -20,15 +20,17 @@ impl Table {
         handle: BlockHandle,
         kind: BlockKind,
     ) -> Result<Vec<u8>> {
-        self.read_block_counted(handle, kind, self.options.stats.as_deref())
+        self.read_block_counted(handle, kind, self.options.stats.as_deref(), false)
     }
 
-    /// [`Table::read_block_contents`], counting the read in `stats`.
+    /// [`Table::read_block_contents`], counting the read in `stats`; `once`: a one-pass scan's
+    /// read ([`RandomAccessFile::read_at_once`](crate::RandomAccessFile::read_at_once)).
     fn read_block_counted(
         &self,
         handle: BlockHandle,
         kind: BlockKind,
         stats: Option<&ReadStatistics>,
+        once: bool,
     ) -> Result<Vec<u8>> {
         if !handle.fits(self.file.size()) {
             return Err(self.corruption(
@@ -40,13 +42,15 @@ impl Table {
             .ok()
             .and_then(|s| s.checked_add(BLOCK_TRAILER_LEN))
             .ok_or_else(|| self.corruption(handle.offset, "block size overflows"))?;
-        let mut raw = self
-            .file
-            .read_at(handle.offset, len)
-            .map_err(|source| SstError::Io {
-                file: self.name.clone(),
-                source,
-            })?;
+        let read = if once {
+            self.file.read_at_once(handle.offset, len)
+        } else {
+            self.file.read_at(handle.offset, len)
+        };
+        let mut raw = read.map_err(|source| SstError::Io {
+            file: self.name.clone(),
+            source,
+        })?;
         if let Some(stats) = stats {
             stats.record_file_read(kind, len);
         }
@@ -83,7 +87,7 @@ impl Table {
         handle: BlockHandle,
         kind: BlockKind,
     ) -> Result<(CachedBlock, usize)> {
-        let block = self.read_block(handle, kind, self.options.stats.as_deref())?;
+        let block = self.read_block(handle, kind, self.options.stats.as_deref(), false)?;
         let charge = block.size();
         Ok((CachedBlock::Block(Arc::new(block)), charge))
     }
@@ -93,8 +97,9 @@ impl Table {
         handle: BlockHandle,
         kind: BlockKind,
         stats: Option<&ReadStatistics>,
+        once: bool,
     ) -> Result<Block> {
-        let contents = self.read_block_counted(handle, kind, stats)?;
+        let contents = self.read_block_counted(handle, kind, stats, once)?;
         Block::new(contents).map_err(|r| self.corruption(handle.offset, r))
     }
 
@@ -115,7 +120,8 @@ impl Table {
                 .map(|(b, _)| b);
         }
         let stats = options.stats.as_deref().or(self.options.stats.as_deref());
-        self.block_uncached(handle, kind, stats).map(|(b, _)| b)
+        self.block_uncached(handle, kind, stats, options.read_once)
+            .map(|(b, _)| b)
     }
 
     /// A block for a lookup: through the cache, or without filling it.
@@ -131,7 +137,7 @@ impl Table {
         if fill_cache {
             self.cached_block(handle, kind, priority_of(kind))
         } else {
-            self.block_uncached(handle, kind, self.options.stats.as_deref())
+            self.block_uncached(handle, kind, self.options.stats.as_deref(), false)
         }
     }
 
@@ -142,13 +148,14 @@ impl Table {
         handle: BlockHandle,
         kind: BlockKind,
         stats: Option<&ReadStatistics>,
+        once: bool,
     ) -> Result<(Arc<Block>, BlockAccess)> {
         if let Some(entry) = self.cache.peek(&self.block_key(handle)) {
             if let CachedBlock::Block(b) = entry.as_ref() {
                 return Ok((Arc::clone(b), BlockAccess::CacheHit));
             }
         }
-        let block = self.read_block(handle, kind, stats)?;
+        let block = self.read_block(handle, kind, stats, once)?;
         Ok((Arc::new(block), BlockAccess::FileRead))
     }
 

@@ -108,6 +108,11 @@ pub struct TableIterOptions {
     /// Where reads from the file are counted; `None` = the table's
     /// [`TableReadOptions::stats`].
     pub stats: Option<Arc<ReadStatistics>>,
+    /// The iterator reads each block once, front to back, and nothing will read them again
+    /// soon (a compaction's inputs): blocks not in the cache are read with
+    /// [`RandomAccessFile::read_at_once`](crate::RandomAccessFile::read_at_once), which keeps
+    /// them out of a memory-mapped table's resident pages. Only with `fill_cache: false`.
+    pub read_once: bool,
 }
 
 impl Default for TableIterOptions {
@@ -115,6 +120,7 @@ impl Default for TableIterOptions {
         TableIterOptions {
             fill_cache: true,
             stats: None,
+            read_once: false,
         }
     }
 }

@@ -155,7 +155,7 @@ impl FjallEngine {
                 "tree shape",
                 format!(
                     "L0 trigger {l0_trigger}, target file {}, L1 = target x trigger = {}, \
-                     multiplier {}",
+                     multiplier {}, file order fjall's own",
                     human_bytes(sift.target_file_size_base),
                     human_bytes(sift.target_file_size_base * u64::from(l0_trigger)),
                     sift.max_bytes_for_level_multiplier

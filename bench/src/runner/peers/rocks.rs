@@ -42,7 +42,7 @@ use rocksdb::{
 use siftdb::{LevelFilterStats, Stats};
 use siftdb_cache::BlockKind;
 
-use super::super::args::{Config, FilterPolicyArg};
+use super::super::args::{CompactionPriArg, Config, FilterPolicyArg};
 use super::super::engine::{siftdb_options, BatchOp, Engine, SeekOutcome};
 use super::super::error::{Error, Result};
 use super::super::settings::{self, SettingRows};
@@ -155,6 +155,10 @@ impl RocksEngine {
         options.set_max_bytes_for_level_base(sift.max_bytes_for_level_base);
         options.set_max_bytes_for_level_multiplier(sift.max_bytes_for_level_multiplier);
         options.set_level_compaction_dynamic_level_bytes(false);
+        options.set_compaction_pri(match config.tree.compaction_pri {
+            CompactionPriArg::MinOverlappingRatio => rocksdb::CompactionPri::MinOverlappingRatio,
+            CompactionPriArg::RoundRobin => rocksdb::CompactionPri::RoundRobin,
+        });
         options.set_max_background_jobs(1 + sift.max_background_compactions.max(1) as i32);
         if config.statistics {
             options.enable_statistics();
