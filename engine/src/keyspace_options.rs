@@ -17,6 +17,7 @@ use siftdb_sstable::{Compression, FixedPrefix, PrefixExtractor};
 
 use crate::error::{Error, Result};
 use crate::options::Options;
+use crate::CompactionPri;
 
 /// The longest keyspace name accepted, in bytes.
 pub const MAX_KEYSPACE_NAME_LEN: usize = 255;
@@ -57,6 +58,8 @@ pub struct KeyspaceOptions {
     pub max_bytes_for_level_base: u64,
     /// See [`Options::max_bytes_for_level_multiplier`].
     pub max_bytes_for_level_multiplier: f64,
+    /// See [`Options::compaction_pri`].
+    pub compaction_pri: CompactionPri,
     /// See [`Options::block_size`].
     pub block_size: usize,
     /// See [`Options::block_restart_interval`].
@@ -111,6 +114,7 @@ impl From<&Options> for KeyspaceOptions {
             target_file_size_base: o.target_file_size_base,
             max_bytes_for_level_base: o.max_bytes_for_level_base,
             max_bytes_for_level_multiplier: o.max_bytes_for_level_multiplier,
+            compaction_pri: o.compaction_pri,
             block_size: o.block_size,
             block_restart_interval: o.block_restart_interval,
             pin_l0_filter_and_index_blocks_in_cache: o.pin_l0_filter_and_index_blocks_in_cache,
@@ -140,6 +144,7 @@ impl KeyspaceOptions {
             target_file_size_base: self.target_file_size_base,
             max_bytes_for_level_base: self.max_bytes_for_level_base,
             max_bytes_for_level_multiplier: self.max_bytes_for_level_multiplier,
+            compaction_pri: self.compaction_pri,
             block_size: self.block_size,
             block_restart_interval: self.block_restart_interval,
             pin_l0_filter_and_index_blocks_in_cache: self.pin_l0_filter_and_index_blocks_in_cache,
@@ -184,7 +189,7 @@ pub(crate) fn validate_name(name: &str) -> Result<()> {
 /// The text form of `o` (see the module documentation).
 pub(crate) fn options_text(o: &KeyspaceOptions) -> String {
     let codecs = |v: &[Compression]| v.iter().map(|c| c.name()).collect::<Vec<_>>().join(",");
-    let fields: [(&str, String); 21] = [
+    let fields: [(&str, String); 22] = [
         ("write_buffer_size", o.write_buffer_size.to_string()),
         (
             "max_write_buffer_number",
@@ -206,6 +211,14 @@ pub(crate) fn options_text(o: &KeyspaceOptions) -> String {
         (
             "max_bytes_for_level_multiplier",
             o.max_bytes_for_level_multiplier.to_string(),
+        ),
+        (
+            "compaction_pri",
+            match o.compaction_pri {
+                CompactionPri::MinOverlappingRatio => "min_overlapping_ratio",
+                CompactionPri::RoundRobin => "round_robin",
+            }
+            .to_string(),
         ),
         ("block_size", o.block_size.to_string()),
         (
@@ -275,6 +288,13 @@ fn set_field(o: &mut KeyspaceOptions, key: &str, value: &str) -> Option<()> {
         "target_file_size_base" => o.target_file_size_base = num(value)?,
         "max_bytes_for_level_base" => o.max_bytes_for_level_base = num(value)?,
         "max_bytes_for_level_multiplier" => o.max_bytes_for_level_multiplier = num(value)?,
+        "compaction_pri" => {
+            o.compaction_pri = match value {
+                "min_overlapping_ratio" => CompactionPri::MinOverlappingRatio,
+                "round_robin" => CompactionPri::RoundRobin,
+                _ => return None,
+            }
+        }
         "block_size" => o.block_size = num(value)?,
         "block_restart_interval" => o.block_restart_interval = num(value)?,
         "pin_l0_filter_and_index_blocks_in_cache" => {
@@ -339,6 +359,7 @@ mod tests {
         let o = KeyspaceOptions {
             write_buffer_size: 12345,
             max_bytes_for_level_multiplier: 4.5,
+            compaction_pri: CompactionPri::RoundRobin,
             filter_bits_per_key: 7.25,
             filter_allocation: FilterAllocation::Uniform,
             deep_filter_kind: siftdb_filter::FilterKind::BinaryFuse,
@@ -352,9 +373,12 @@ mod tests {
         assert_eq!(options_text(&back), text);
         assert_eq!(back.prefix_extractor.unwrap().name(), "fixed:6");
         assert_eq!(back.deep_filter_kind, siftdb_filter::FilterKind::BinaryFuse);
+        assert_eq!(back.compaction_pri, CompactionPri::RoundRobin);
         // A text without the field (written before it existed) means ribbon.
         let old = parse_options_text("filter_bits_per_key=9\n").unwrap();
         assert_eq!(old.deep_filter_kind, siftdb_filter::FilterKind::Ribbon);
+        assert_eq!(old.compaction_pri, CompactionPri::MinOverlappingRatio);
+        assert!(parse_options_text("compaction_pri=oldest_first\n").is_err());
         assert!(parse_options_text("deep_filter_kind=cuckoo\n").is_err());
         // Unknown keys are a newer build's: ignored. Bad values are refused.
         assert!(parse_options_text("future_knob=1\n").is_ok());
