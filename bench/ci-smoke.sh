@@ -269,6 +269,68 @@ PY
 done
 done
 
+# YCSB A-F with charts: every workload reports each of its operation types with latency
+# quantiles, reads find exactly what the key model says (inserts included), the peak RSS is
+# reported, and --plot writes a chart per workload.
+ycsb="fillrandom,ycsba,ycsbb,ycsbc,ycsbd,ycsbe,ycsbf"
+charts="$(mktemp -d)"
+trap 'rm -f "$out"; rm -rf "$charts"' EXIT
+echo "siftdb-bench smoke: --benchmarks=$ycsb --plot"
+if ! cargo run --quiet --profile "$profile" -p siftdb-bench --bin siftdb-bench -- \
+    --num="$num" --reads=3000 --benchmarks="$ycsb" --threads=2 --json --plot="$charts" >"$out"; then
+    echo "siftdb-bench smoke: FAILED: the YCSB run exited non-zero" >&2
+    cat "$out" >&2
+    exit 1
+fi
+python3 - "$out" "$charts" <<'PY'
+import json
+import os
+import sys
+
+path, charts = sys.argv[1], sys.argv[2]
+rows = {}
+with open(path) as f:
+    for line in f:
+        if line.strip():
+            row = json.loads(line)
+            rows[row.get("benchmark")] = row
+want = {
+    "ycsba": {"read", "update"}, "ycsbb": {"read", "update"}, "ycsbc": {"read"},
+    "ycsbd": {"read", "insert"}, "ycsbe": {"scan", "insert"},
+    "ycsbf": {"read", "read-modify-write"},
+}
+errors = []
+for name, kinds in want.items():
+    row = rows.get(name)
+    if row is None:
+        errors.append(f"{name}: no JSON line")
+        continue
+    ops = row.get("operations", {})
+    if set(ops) != kinds:
+        errors.append(f"{name}: operation types {sorted(ops)}, expected {sorted(kinds)}")
+    if sum(o.get("ops", 0) for o in ops.values()) != row.get("ops"):
+        errors.append(f"{name}: the types' counts do not add up to {row.get('ops')}")
+    for kind, o in ops.items():
+        if not (0 < o.get("p50_us", 0) <= o.get("p99_us", 0) <= o.get("p999_us", 0)):
+            errors.append(f"{name}: {kind} quantiles out of order: {o}")
+    if row.get("found") != row.get("expected_found"):
+        errors.append(f"{name}: found {row.get('found')}, expected {row.get('expected_found')}")
+    if row.get("peak_rss_bytes", 0) <= 0:
+        errors.append(f"{name}: no peak RSS")
+files = set(os.listdir(charts))
+for n, name in enumerate(["fillrandom", *want]):
+    if f"latency-{n:02}-{name}.svg" not in files:
+        errors.append(f"--plot: no latency chart for {name}")
+if "throughput-00-fillrandom.svg" not in files:
+    errors.append("--plot: no throughput chart for fillrandom")
+if errors:
+    print("siftdb-bench smoke: FAILED (YCSB)", file=sys.stderr)
+    for e in errors:
+        print("  " + e, file=sys.stderr)
+    sys.exit(1)
+print(f"siftdb-bench smoke: OK (YCSB A-F, {len(files)} charts)")
+PY
+
 # An engine this build does not have is a clear error, not a silent success.
 if cargo run --quiet --profile "$profile" -p siftdb-bench --bin siftdb-bench -- \
     --num=10 --benchmarks=stats --engine=nosuchengine >/dev/null 2>"$out"; then
