@@ -7,6 +7,8 @@
 //!   in [a, b]?" over order-preserving 64-bit key images; [`KeyImage`] learns a dense image of a
 //!   table's keys.
 //! * [`Filter`] / [`FilterBuilder`] — the versioned, checksummed filter block.
+//! * [`CountingBloom`] — a counting bloom filter (4-bit saturating counters): insert, remove,
+//!   query; a standalone structure with its own versioned, checksummed serialized form.
 //! * [`KeyHasher`] — seeded XXH3 or keyed SipHash; recorded in every block.
 //! * [`FilterPolicy`], [`monkey()`](fn@monkey) — which kind and how many bits each level gets.
 //!
@@ -19,6 +21,8 @@
 #![warn(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod bloom;
+mod counting;
+mod envelope;
 mod error;
 mod format;
 pub mod fuse;
@@ -33,6 +37,7 @@ pub mod range;
 pub mod ribbon;
 
 pub use bloom::{blocked_bloom_expected_fpr, BlockedBloom};
+pub use counting::CountingBloom;
 pub use error::FilterError;
 pub use format::{Filter, FilterBuilder, FILTER_FORMAT_VERSION, FILTER_MAGIC, HEADER_LEN};
 pub use fuse::{
