@@ -222,13 +222,14 @@ impl CountingBloom {
         let num_counters = envelope::read_u64(payload, 0);
         let num_probes = u32::from_le_bytes([payload[8], payload[9], payload[10], payload[11]]);
         let len = envelope::read_u64(payload, 16);
-        let mut filter = CountingBloom::with_counters(num_counters, num_probes, *hasher)?;
         let counters = &payload[PAYLOAD_HEADER..];
-        if counters.len() != filter.counters.len() {
+        // Checked before anything is allocated for them.
+        if counters.len() as u64 != num_counters.div_ceil(2) {
             return Err(FilterError::InvalidParameter(
                 "counter bytes do not match the counter count",
             ));
         }
+        let mut filter = CountingBloom::with_counters(num_counters, num_probes, *hasher)?;
         if !num_counters.is_multiple_of(2) && counters[counters.len() - 1] >> 4 != 0 {
             return Err(FilterError::InvalidParameter(
                 "the unused last counter is not zero",
@@ -242,15 +243,10 @@ impl CountingBloom {
         Ok(filter)
     }
 
-    /// The counters key `hash` sets (double hashing; each in `0..num_counters`). Borrows
-    /// nothing, so the caller may update counters while walking them.
+    /// The counters key `hash` sets. Borrows nothing, so the caller may update counters while
+    /// walking them.
     fn slots(&self, hash: u64) -> impl Iterator<Item = u64> + use<> {
-        let step = hash.rotate_left(32) | 1;
-        let m = u128::from(self.num_counters);
-        (0..u64::from(self.num_probes)).map(move |i| {
-            let mixed = hash.wrapping_add(i.wrapping_mul(step));
-            ((u128::from(mixed) * m) >> 64) as u64
-        })
+        crate::plain::probes(hash, self.num_counters, self.num_probes)
     }
 
     fn get(&self, slot: u64) -> u8 {

@@ -8,7 +8,14 @@
 //!   table's keys.
 //! * [`Filter`] / [`FilterBuilder`] — the versioned, checksummed filter block.
 //! * [`CountingBloom`] — a counting bloom filter (4-bit saturating counters): insert, remove,
-//!   query; a standalone structure with its own versioned, checksummed serialized form.
+//!   query.
+//! * [`ScalableBloom`] — a chain of growing bloom filters for key counts nobody knows in
+//!   advance, its FPR kept under a bound.
+//! * [`RotatingBloom`] — time-bucketed bloom filters for "seen in the last hour?", the oldest
+//!   bucket retired whole.
+//!
+//! The last three are standalone structures, each with a versioned, checksummed serialized form
+//! that refuses another hash function or seed.
 //! * [`KeyHasher`] — seeded XXH3 or keyed SipHash; recorded in every block.
 //! * [`FilterPolicy`], [`monkey()`](fn@monkey) — which kind and how many bits each level gets.
 //!
@@ -31,10 +38,13 @@ pub mod kernel;
 mod key_image;
 mod kind;
 pub mod monkey;
+mod plain;
 mod policy;
 mod prefetch;
 pub mod range;
 pub mod ribbon;
+mod rotating;
+mod scalable;
 
 pub use bloom::{blocked_bloom_expected_fpr, BlockedBloom};
 pub use counting::CountingBloom;
@@ -51,6 +61,8 @@ pub use monkey::{monkey, sum_fpr, uniform, FilterBudget, LevelAllocation, LevelS
 pub use policy::{pooled_level_keys, FilterAllocation, FilterPolicy, LevelFilter};
 pub use range::{RangeFilter, RangeParams};
 pub use ribbon::{ribbon_expected_fpr, RibbonFilter, RibbonParams};
+pub use rotating::RotatingBloom;
+pub use scalable::ScalableBloom;
 
 /// The crate README's examples, compiled and run as doctests.
 #[cfg(doctest)]
