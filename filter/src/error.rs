@@ -62,4 +62,11 @@ pub enum FilterError {
     /// The requested filter cannot be built (e.g. bits/key out of range, or ribbon banding kept failing).
     #[error("filter build failed: {0}")]
     Build(String),
+    /// A dynamic filter has no room for another key: the insert changed nothing (a cuckoo
+    /// filter that could not place a fingerprint after its kicks put every kicked one back).
+    #[error("filter full: no room for another key after {len} keys")]
+    Full {
+        /// Keys the filter holds.
+        len: u64,
+    },
 }

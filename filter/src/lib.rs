@@ -9,12 +9,14 @@
 //! * [`Filter`] / [`FilterBuilder`] — the versioned, checksummed filter block.
 //! * [`CountingBloom`] — a counting bloom filter (4-bit saturating counters): insert, remove,
 //!   query.
+//! * [`CuckooFilter`] — a cuckoo filter (4-slot buckets, partial-key cuckoo hashing): insert,
+//!   query, delete; full is an error that changes nothing.
 //! * [`ScalableBloom`] — a chain of growing bloom filters for key counts nobody knows in
 //!   advance, its FPR kept under a bound.
 //! * [`RotatingBloom`] — time-bucketed bloom filters for "seen in the last hour?", the oldest
 //!   bucket retired whole.
 //!
-//! The last three are standalone structures, each with a versioned, checksummed serialized form
+//! The last four are standalone structures, each with a versioned, checksummed serialized form
 //! that refuses another hash function or seed.
 //! * [`KeyHasher`] — seeded XXH3 or keyed SipHash; recorded in every block.
 //! * [`FilterPolicy`], [`monkey()`](fn@monkey) — which kind and how many bits each level gets.
@@ -29,6 +31,7 @@
 
 pub mod bloom;
 mod counting;
+mod cuckoo;
 mod envelope;
 mod error;
 mod format;
@@ -48,6 +51,7 @@ mod scalable;
 
 pub use bloom::{blocked_bloom_expected_fpr, BlockedBloom};
 pub use counting::CountingBloom;
+pub use cuckoo::CuckooFilter;
 pub use error::FilterError;
 pub use format::{Filter, FilterBuilder, FILTER_FORMAT_VERSION, FILTER_MAGIC, HEADER_LEN};
 pub use fuse::{
