@@ -324,15 +324,12 @@ mod tests {
         for bits in [4u32, 7, 8, 12, 13, 16] {
             let mut f = CuckooFilter::with_buckets(16, bits, KeyHasher::default()).unwrap();
             let max = (1u32 << bits) - 1;
+            let value = |slot: u64| (slot as u32).wrapping_mul(2_654_435_761) & max;
             for slot in 0..64 {
-                f.set_slot(slot, (slot as u32 * 2_654_435_761) & max);
+                f.set_slot(slot, value(slot));
             }
             for slot in 0..64 {
-                assert_eq!(
-                    f.slot(slot),
-                    (slot as u32 * 2_654_435_761) & max,
-                    "{bits} bits"
-                );
+                assert_eq!(f.slot(slot), value(slot), "{bits} bits");
             }
         }
     }
