@@ -20,14 +20,22 @@ benchmarks="fillseq,fillrandom,overwrite,readrandom,readmissing,multireadrandom,
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
 
+# Runs the runner with the given flags, its JSON into "$out"; a non-zero exit fails the smoke
+# test, naming `what` and showing the output.
+run_bench() {
+    local what="$1"
+    shift
+    if ! cargo run --quiet --profile "$profile" -p siftdb-bench --bin siftdb-bench -- "$@" >"$out"; then
+        echo "siftdb-bench smoke: FAILED: $what exited non-zero" >&2
+        cat "$out" >&2
+        exit 1
+    fi
+}
+
 for keyspaces in 1 4; do
 echo "siftdb-bench smoke: --num=$num --keyspaces=$keyspaces --benchmarks=$benchmarks (profile $profile)"
-if ! cargo run --quiet --profile "$profile" -p siftdb-bench --bin siftdb-bench -- \
-    --num="$num" --benchmarks="$benchmarks" --threads=2 --keyspaces="$keyspaces" --json >"$out"; then
-    echo "siftdb-bench smoke: FAILED: the runner exited non-zero (--keyspaces=$keyspaces)" >&2
-    cat "$out" >&2
-    exit 1
-fi
+run_bench "the runner (--keyspaces=$keyspaces)" \
+    --num="$num" --benchmarks="$benchmarks" --threads=2 --keyspaces="$keyspaces" --json
 
 python3 - "$out" "$num" "$benchmarks" "$keyspaces" <<'PY'
 import json
@@ -153,13 +161,9 @@ PY
 # deleted, so multireadrandom must find exactly the live keys among its lookups and not all.
 multi="fillrandom,deleterandom,multireadrandom,multireadmissing"
 echo "siftdb-bench smoke: --batch_size=64 --reads=1000 --keyspaces=$keyspaces --benchmarks=$multi"
-if ! cargo run --quiet --profile "$profile" -p siftdb-bench --bin siftdb-bench -- \
+run_bench "the batched run (--keyspaces=$keyspaces)" \
     --num="$num" --benchmarks="$multi" --batch_size=64 --reads=1000 --threads=2 \
-    --keyspaces="$keyspaces" --json >"$out"; then
-    echo "siftdb-bench smoke: FAILED: the batched run exited non-zero (--keyspaces=$keyspaces)" >&2
-    cat "$out" >&2
-    exit 1
-fi
+    --keyspaces="$keyspaces" --json
 
 python3 - "$out" "$keyspaces" <<'PY'
 import json
@@ -218,13 +222,9 @@ PY
 # their own (U64Add counters): every read must agree with the runner's key model.
 for run in "fillrandom,deleterange,readrandom,readseq,stats" "mergerandom,readrandom,compact,readrandom"; do
 echo "siftdb-bench smoke: --keyspaces=$keyspaces --benchmarks=$run"
-if ! cargo run --quiet --profile "$profile" -p siftdb-bench --bin siftdb-bench -- \
+run_bench "the run ($run, --keyspaces=$keyspaces)" \
     --num="$num" --benchmarks="$run" --max_num_range_tombstones=50 --range_tombstone_width=4 \
-    --threads=2 --keyspaces="$keyspaces" --json >"$out"; then
-    echo "siftdb-bench smoke: FAILED: the run exited non-zero ($run, --keyspaces=$keyspaces)" >&2
-    cat "$out" >&2
-    exit 1
-fi
+    --threads=2 --keyspaces="$keyspaces" --json
 python3 - "$out" "$num" "$keyspaces" <<'PY'
 import json
 import sys
@@ -276,12 +276,8 @@ ycsb="fillrandom,ycsba,ycsbb,ycsbc,ycsbd,ycsbe,ycsbf"
 charts="$(mktemp -d)"
 trap 'rm -f "$out"; rm -rf "$charts"' EXIT
 echo "siftdb-bench smoke: --benchmarks=$ycsb --plot"
-if ! cargo run --quiet --profile "$profile" -p siftdb-bench --bin siftdb-bench -- \
-    --num="$num" --reads=3000 --benchmarks="$ycsb" --threads=2 --json --plot="$charts" >"$out"; then
-    echo "siftdb-bench smoke: FAILED: the YCSB run exited non-zero" >&2
-    cat "$out" >&2
-    exit 1
-fi
+run_bench "the YCSB run" \
+    --num="$num" --reads=3000 --benchmarks="$ycsb" --threads=2 --json --plot="$charts"
 python3 - "$out" "$charts" <<'PY'
 import json
 import os

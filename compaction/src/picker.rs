@@ -5,9 +5,9 @@
 //! target size, `base · multiplier^(n-1)`. The level with the highest score (files / trigger for
 //! L0, bytes / target otherwise) goes first. From a level `n ≥ 1` one file is taken together
 //! with the files of `n + 1` it overlaps: by default the file whose overlap in `n + 1` is the
-//! smallest for its size ([`FileOrder::MinOverlappingRatio`], RocksDB's default
+//! smallest for its size ([`CompactionPri::MinOverlappingRatio`], RocksDB's default
 //! `kMinOverlappingRatio`: the least bytes rewritten per byte moved down), or round robin by key
-//! ([`FileOrder::RoundRobin`]: the first file after the previous compaction's end key, which
+//! ([`CompactionPri::RoundRobin`]: the first file after the previous compaction's end key, which
 //! spreads rewrites evenly over the key space).
 
 /// What the picker needs to know about a file.
@@ -25,10 +25,10 @@ pub struct LevelFile {
 
 /// Which file of a level `n ≥ 1` a compaction takes first (RocksDB's `compaction_pri`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum FileOrder {
+pub enum CompactionPri {
     /// The file with the fewest bytes overlapping it in the next level per byte of its own
     /// (ties: round robin). On random writes this rewrites fewer bytes of the next level than
-    /// [`FileOrder::RoundRobin`].
+    /// [`CompactionPri::RoundRobin`].
     #[default]
     MinOverlappingRatio,
     /// The first file after where the previous compaction of the level ended (LevelDB's).
@@ -45,7 +45,7 @@ pub struct PickerConfig {
     /// Growth factor of level targets.
     pub multiplier: f64,
     /// Which file of a level goes first.
-    pub file_order: FileOrder,
+    pub compaction_pri: CompactionPri,
 }
 
 impl PickerConfig {
@@ -227,7 +227,7 @@ pub fn pick_besides(
             .chain(&files[..start])
             .copied()
             .collect();
-        if config.file_order == FileOrder::MinOverlappingRatio {
+        if config.compaction_pri == CompactionPri::MinOverlappingRatio {
             let next = levels.get(level + 1).map_or(&[][..], Vec::as_slice);
             // A stable sort: equal ratios keep the round-robin order.
             candidates.sort_by_cached_key(|f| overlap_per_mille(f, next));
@@ -272,7 +272,7 @@ mod tests {
         l0_trigger: 4,
         base_level_bytes: 1000,
         multiplier: 10.0,
-        file_order: FileOrder::RoundRobin,
+        compaction_pri: CompactionPri::RoundRobin,
     };
 
     #[test]
@@ -293,7 +293,7 @@ mod tests {
             vec![],
         ];
         let config = PickerConfig {
-            file_order: FileOrder::MinOverlappingRatio,
+            compaction_pri: CompactionPri::MinOverlappingRatio,
             ..CONFIG
         };
         // Overlap per byte: 10 → 1.5, 11 → 1.5, 12 → 0.33, 13 → 0.083.

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use siftdb_compaction::picker::FileOrder as CompactionPri;
+use siftdb_compaction::picker::CompactionPri;
 use siftdb_filter::{FilterAllocation, FilterPolicy, KeyHasher};
 use siftdb_sstable::{
     Compression, FilterSpec, FixedPrefix, PrefixExtractor, ReadMode, TableBuildOptions,

@@ -79,9 +79,7 @@ impl CountingBloom {
                 "expected_keys must be at least 1",
             ));
         }
-        if !(fpr > 0.0 && fpr < 1.0) {
-            return Err(FilterError::InvalidParameter("fpr must be in (0, 1)"));
-        }
+        crate::plain::check_fpr(fpr)?;
         let ln2 = std::f64::consts::LN_2;
         let counters = (-(expected_keys as f64) * fpr.ln() / (ln2 * ln2)).ceil();
         let probes = (counters / expected_keys as f64 * ln2).round();
@@ -212,15 +210,9 @@ impl CountingBloom {
     /// Reads a filter written by [`CountingBloom::to_bytes`] under the same `hasher`; anything
     /// else (another hash or seed, damage, another structure) is an error.
     pub fn from_bytes(bytes: &[u8], hasher: &KeyHasher) -> Result<CountingBloom, FilterError> {
-        let (_, payload) = envelope::open(bytes, MAGIC, VERSION, hasher)?;
-        if payload.len() < PAYLOAD_HEADER {
-            return Err(FilterError::Truncated {
-                needed: PAYLOAD_HEADER,
-                actual: payload.len(),
-            });
-        }
+        let payload = envelope::open_payload(bytes, MAGIC, VERSION, hasher, PAYLOAD_HEADER)?;
         let num_counters = envelope::read_u64(payload, 0);
-        let num_probes = u32::from_le_bytes([payload[8], payload[9], payload[10], payload[11]]);
+        let num_probes = envelope::read_u32(payload, 8);
         let len = envelope::read_u64(payload, 16);
         let counters = &payload[PAYLOAD_HEADER..];
         // Checked before anything is allocated for them.

@@ -277,16 +277,9 @@ impl CuckooFilter {
 
     /// Reads a filter written by [`CuckooFilter::to_bytes`] under the same `hasher`.
     pub fn from_bytes(bytes: &[u8], hasher: &KeyHasher) -> Result<CuckooFilter, FilterError> {
-        let (_, payload) = envelope::open(bytes, MAGIC, VERSION, hasher)?;
-        if payload.len() < PAYLOAD_HEADER {
-            return Err(FilterError::Truncated {
-                needed: PAYLOAD_HEADER,
-                actual: payload.len(),
-            });
-        }
+        let payload = envelope::open_payload(bytes, MAGIC, VERSION, hasher, PAYLOAD_HEADER)?;
         let num_buckets = envelope::read_u64(payload, 0);
-        let fingerprint_bits =
-            u32::from_le_bytes([payload[8], payload[9], payload[10], payload[11]]);
+        let fingerprint_bits = envelope::read_u32(payload, 8);
         let words = &payload[PAYLOAD_HEADER..];
         // The words must be there before anything is allocated for them.
         let want = num_buckets

@@ -98,6 +98,31 @@ pub(crate) fn open<'a>(
     Ok((written, &bytes[ENVELOPE_HEADER..body]))
 }
 
+/// [`open`] for a payload of at least `header` bytes (its fixed fields); returns the payload.
+pub(crate) fn open_payload<'a>(
+    bytes: &'a [u8],
+    magic: [u8; 4],
+    version: u8,
+    hasher: &KeyHasher,
+    header: usize,
+) -> Result<&'a [u8], FilterError> {
+    let (_, payload) = open(bytes, magic, version, hasher)?;
+    if payload.len() < header {
+        return Err(FilterError::Truncated {
+            needed: header,
+            actual: payload.len(),
+        });
+    }
+    Ok(payload)
+}
+
+/// The little-endian u32 at `at` (the caller checked the length).
+pub(crate) fn read_u32(bytes: &[u8], at: usize) -> u32 {
+    let mut word = [0u8; 4];
+    word.copy_from_slice(&bytes[at..at + 4]);
+    u32::from_le_bytes(word)
+}
+
 /// The little-endian u64 at `at` (the caller checked the length).
 pub(crate) fn read_u64(bytes: &[u8], at: usize) -> u64 {
     let mut word = [0u8; 8];

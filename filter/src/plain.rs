@@ -21,17 +21,14 @@ impl PlainBloom {
     /// A filter for `keys` keys at false-positive rate `fpr`: `k = ⌈log2(1/fpr)⌉` probes and
     /// `k · keys / ln 2` bits (the optimum for that `k`).
     pub(crate) fn for_keys(keys: u64, fpr: f64) -> Result<PlainBloom, FilterError> {
-        if keys == 0 {
-            return Err(FilterError::InvalidParameter(
-                "a filter needs room for a key",
-            ));
-        }
-        if !(fpr > 0.0 && fpr < 1.0) {
-            return Err(FilterError::InvalidParameter("fpr must be in (0, 1)"));
-        }
-        let probes = (1.0 / fpr).log2().ceil().clamp(1.0, f64::from(MAX_PROBES));
-        let bits = (probes * keys as f64 / std::f64::consts::LN_2).ceil();
-        PlainBloom::with_bits(bits as u64, probes as u32)
+        let (bits, probes) = sizing(keys, fpr)?;
+        PlainBloom::with_bits(bits, probes)
+    }
+
+    /// Whether this filter has the bits and probes [`PlainBloom::for_keys`] gives `keys` and
+    /// `fpr` (a check on a decoded filter, before trusting the sizes it implies).
+    pub(crate) fn is_sized_for(&self, keys: u64, fpr: f64) -> bool {
+        sizing(keys, fpr) == Ok((self.num_bits, self.num_probes))
     }
 
     /// A filter of `num_bits` bits and `num_probes` probes per key.
@@ -107,7 +104,7 @@ impl PlainBloom {
             });
         }
         let num_bits = crate::envelope::read_u64(bytes, 0);
-        let num_probes = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
+        let num_probes = crate::envelope::read_u32(bytes, 8);
         // The bytes must be there before anything is allocated for them.
         let needed = usize::try_from(num_bits.div_ceil(64))
             .ok()
@@ -127,6 +124,37 @@ impl PlainBloom {
         }
         Ok((filter, needed))
     }
+}
+
+/// The bits and probes of a filter for `keys` keys at `fpr`, allocating nothing.
+fn sizing(keys: u64, fpr: f64) -> Result<(u64, u32), FilterError> {
+    if keys == 0 {
+        return Err(FilterError::InvalidParameter(
+            "a filter needs room for a key",
+        ));
+    }
+    check_fpr(fpr)?;
+    let probes = (1.0 / fpr).log2().ceil().clamp(1.0, f64::from(MAX_PROBES));
+    let bits = (probes * keys as f64 / std::f64::consts::LN_2).ceil();
+    Ok((bits as u64, probes as u32))
+}
+
+/// Refuses a false-positive rate outside (0, 1) (NaN included).
+pub(crate) fn check_fpr(fpr: f64) -> Result<(), FilterError> {
+    if fpr > 0.0 && fpr < 1.0 {
+        Ok(())
+    } else {
+        Err(FilterError::InvalidParameter("fpr must be in (0, 1)"))
+    }
+}
+
+/// The FPR of asking every filter of `filters` (a key is "maybe" if any says so):
+/// `1 − Π(1 − pᵢ)`, each `pᵢ` from the bits set now.
+pub(crate) fn union_fpr(filters: &[PlainBloom]) -> f64 {
+    1.0 - filters
+        .iter()
+        .map(|f| 1.0 - f.current_fpr())
+        .product::<f64>()
 }
 
 /// The slots (bits, counters) key `hash` sets: double hashing of its one 64-bit hash

@@ -63,9 +63,7 @@ impl RotatingBloom {
                 "buckets must be from 2 to 1024",
             ));
         }
-        if !(fpr > 0.0 && fpr < 1.0) {
-            return Err(FilterError::InvalidParameter("fpr must be in (0, 1)"));
-        }
+        crate::plain::check_fpr(fpr)?;
         let per_bucket = 1.0 - (1.0 - fpr).powf(1.0 / buckets as f64);
         let bucket = PlainBloom::for_keys(keys_per_bucket, per_bucket)?;
         Ok(RotatingBloom {
@@ -138,11 +136,7 @@ impl RotatingBloom {
 
     /// The window's FPR now, from the bits set: `1 − Π(1 − pᵢ)`.
     pub fn current_fpr(&self) -> f64 {
-        1.0 - self
-            .buckets
-            .iter()
-            .map(|b| 1.0 - b.current_fpr())
-            .product::<f64>()
+        crate::plain::union_fpr(&self.buckets)
     }
 
     /// The serialized window: the envelope around u32 buckets, u32 newest, u64 slice, u64 0,
@@ -162,15 +156,9 @@ impl RotatingBloom {
 
     /// Reads a window written by [`RotatingBloom::to_bytes`] under the same `hasher`.
     pub fn from_bytes(bytes: &[u8], hasher: &KeyHasher) -> Result<RotatingBloom, FilterError> {
-        let (_, payload) = envelope::open(bytes, MAGIC, VERSION, hasher)?;
-        if payload.len() < PAYLOAD_HEADER {
-            return Err(FilterError::Truncated {
-                needed: PAYLOAD_HEADER,
-                actual: payload.len(),
-            });
-        }
-        let count = u32::from_le_bytes([payload[0], payload[1], payload[2], payload[3]]) as usize;
-        let newest = u32::from_le_bytes([payload[4], payload[5], payload[6], payload[7]]) as usize;
+        let payload = envelope::open_payload(bytes, MAGIC, VERSION, hasher, PAYLOAD_HEADER)?;
+        let count = envelope::read_u32(payload, 0) as usize;
+        let newest = envelope::read_u32(payload, 4) as usize;
         let slice = envelope::read_u64(payload, 8);
         if !(2..=1024).contains(&count) || newest >= count {
             return Err(FilterError::InvalidParameter(

@@ -22,6 +22,8 @@ const VERSION: u8 = 1;
 const DEFAULT_TIGHTENING: f64 = 0.5;
 /// Each filter twice the room of the one before (the paper's `s = 2`).
 const DEFAULT_GROWTH: u32 = 2;
+/// The largest growth accepted: beyond it a chain's next filter would dwarf everything before.
+const MAX_GROWTH: u32 = 16;
 /// Bytes of the payload before the filters.
 const PAYLOAD_HEADER: usize = 40;
 
@@ -73,7 +75,7 @@ impl ScalableBloom {
         )
     }
 
-    /// Like [`ScalableBloom::new`] with each filter `growth` (≥ 2) times the room of the one
+    /// Like [`ScalableBloom::new`] with each filter `growth` (2 to 16) times the room of the one
     /// before, at `tightening` (in (0, 1)) times its FPR.
     pub fn with_growth(
         initial_capacity: u64,
@@ -156,11 +158,7 @@ impl ScalableBloom {
 
     /// The chain's FPR now, from the bits set in each filter: `1 − Π(1 − pᵢ)`.
     pub fn current_fpr(&self) -> f64 {
-        1.0 - self
-            .filters
-            .iter()
-            .map(|f| 1.0 - f.current_fpr())
-            .product::<f64>()
+        crate::plain::union_fpr(&self.filters)
     }
 
     /// Room of filter `i` of the chain.
@@ -193,25 +191,11 @@ impl ScalableBloom {
 
     /// Reads a chain written by [`ScalableBloom::to_bytes`] under the same `hasher`.
     pub fn from_bytes(bytes: &[u8], hasher: &KeyHasher) -> Result<ScalableBloom, FilterError> {
-        let (_, payload) = envelope::open(bytes, MAGIC, VERSION, hasher)?;
-        if payload.len() < PAYLOAD_HEADER {
-            return Err(FilterError::Truncated {
-                needed: PAYLOAD_HEADER,
-                actual: payload.len(),
-            });
-        }
-        let u32_at = |at: usize| {
-            u32::from_le_bytes([
-                payload[at],
-                payload[at + 1],
-                payload[at + 2],
-                payload[at + 3],
-            ])
-        };
+        let payload = envelope::open_payload(bytes, MAGIC, VERSION, hasher, PAYLOAD_HEADER)?;
         let initial_capacity = envelope::read_u64(payload, 0);
         let initial_fpr = f64::from_bits(envelope::read_u64(payload, 8));
-        let growth = u32_at(16);
-        let count = u32_at(20) as usize;
+        let growth = envelope::read_u32(payload, 16);
+        let count = envelope::read_u32(payload, 20) as usize;
         let tightening = f64::from_bits(envelope::read_u64(payload, 24));
         let len = envelope::read_u64(payload, 32);
         // The parameters must be ones `with_growth` accepts.
@@ -223,8 +207,24 @@ impl ScalableBloom {
         }
         let mut filters = Vec::new();
         let mut at = PAYLOAD_HEADER;
-        for _ in 0..count {
+        let chain_shape = ScalableBloom {
+            hasher: *hasher,
+            filters: Vec::new(),
+            initial_capacity,
+            initial_fpr,
+            growth,
+            tightening,
+            len,
+        };
+        for i in 0..count {
             let (filter, used) = PlainBloom::decode(&payload[at..])?;
+            // Each filter must be the one its place in the chain calls for: the next one grown
+            // is then sized from what the bytes hold, not from an arbitrary header.
+            if !filter.is_sized_for(chain_shape.capacity_of(i), chain_shape.fpr_of(i)) {
+                return Err(FilterError::InvalidParameter(
+                    "a filter's size does not match its place in the chain",
+                ));
+            }
             filters.push(filter);
             at += used;
         }
@@ -232,24 +232,17 @@ impl ScalableBloom {
             return Err(FilterError::InvalidParameter("bytes after the last filter"));
         }
         Ok(ScalableBloom {
-            hasher: *hasher,
             filters,
-            initial_capacity,
-            initial_fpr,
-            growth,
-            tightening,
-            len,
+            ..chain_shape
         })
     }
 }
 
 /// Refuses an FPR, growth or tightening the chain cannot work with.
 fn check_parameters(fpr: f64, growth: u32, tightening: f64) -> Result<(), FilterError> {
-    if !(fpr > 0.0 && fpr < 1.0) {
-        return Err(FilterError::InvalidParameter("fpr must be in (0, 1)"));
-    }
-    if growth < 2 {
-        return Err(FilterError::InvalidParameter("growth must be at least 2"));
+    crate::plain::check_fpr(fpr)?;
+    if !(2..=MAX_GROWTH).contains(&growth) {
+        return Err(FilterError::InvalidParameter("growth must be from 2 to 16"));
     }
     if !(tightening > 0.0 && tightening < 1.0) {
         return Err(FilterError::InvalidParameter(

@@ -61,9 +61,9 @@ impl RandomAccessFile for PreadFile {
 #[derive(Debug)]
 pub struct MmapFile {
     map: Option<memmap2::Mmap>,
-    /// The mapped file, kept for [`RandomAccessFile::read_at_once`] (`None`: built by
-    /// [`MmapFile::new`] from a borrowed file, which reads everything through the map).
-    file: Option<File>,
+    /// The mapped file, read with `pread` for [`RandomAccessFile::read_at_once`] (`None`:
+    /// built by [`MmapFile::new`] from a borrowed file, which reads everything through the map).
+    file: Option<PreadFile>,
 }
 
 impl MmapFile {
@@ -98,7 +98,9 @@ impl MmapFile {
     /// [`MmapFile::new`] applies.
     pub fn with_file(file: File) -> io::Result<MmapFile> {
         let mut mapped = MmapFile::new(&file)?;
-        mapped.file = Some(file);
+        // The map's length is the file's: no second `fstat`.
+        let size = mapped.size();
+        mapped.file = Some(PreadFile { file, size });
         Ok(mapped)
     }
 }
@@ -115,17 +117,11 @@ impl RandomAccessFile for MmapFile {
     }
 
     fn read_at_once(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
-        let Some(file) = &self.file else {
-            return self.read_at(offset, len);
-        };
-        // The mapping's length, not the file's: both read the same immutable bytes.
-        let end = offset.checked_add(len as u64);
-        if end.is_none_or(|end| end > self.size()) {
-            return Err(io::ErrorKind::UnexpectedEof.into());
+        match &self.file {
+            // The same immutable bytes as the map, without faulting them into it.
+            Some(file) => file.read_at(offset, len),
+            None => self.read_at(offset, len),
         }
-        let mut buf = vec![0u8; len];
-        file.read_exact_at(&mut buf, offset)?;
-        Ok(buf)
     }
 
     fn size(&self) -> u64 {

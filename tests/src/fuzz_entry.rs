@@ -102,6 +102,58 @@ pub fn filter_decode(data: &[u8]) {
     }
 }
 
+/// Decodes `data` as each standalone structure of `siftdb-filter` (counting, scalable and
+/// rotating bloom, cuckoo), then, so that the payload parsers are reached past the checksum,
+/// `data` as the payload of a well-formed envelope of each (`docs/FORMAT.md`). Whatever
+/// decodes is queried, written to once and serialized again.
+pub fn standalone_filters_decode(data: &[u8]) {
+    use siftdb_filter::{CountingBloom, CuckooFilter, KeyHasher, RotatingBloom, ScalableBloom};
+    let hasher = KeyHasher::default();
+    let decode_all = |bytes: &[u8]| {
+        if let Ok(mut f) = CountingBloom::from_bytes(bytes, &hasher) {
+            let _ = f.contains(b"probe");
+            f.insert(b"probe");
+            assert!(f.contains(b"probe"));
+            let _ = f.to_bytes();
+        }
+        if let Ok(mut f) = ScalableBloom::from_bytes(bytes, &hasher) {
+            f.insert(b"probe");
+            assert!(f.contains(b"probe"));
+            let _ = (f.current_fpr(), f.to_bytes());
+        }
+        if let Ok(mut f) = RotatingBloom::from_bytes(bytes, &hasher) {
+            f.insert(b"probe");
+            assert!(f.contains(b"probe"));
+            f.rotate();
+            let _ = (f.current_fpr(), f.to_bytes());
+        }
+        if let Ok(mut f) = CuckooFilter::from_bytes(bytes, &hasher) {
+            if f.insert(b"probe").is_ok() {
+                assert!(f.contains(b"probe"));
+                assert!(f.remove(b"probe"));
+            }
+            let _ = f.to_bytes();
+        }
+    };
+    decode_all(data);
+    for magic in [b"SCBF", b"SSBF", b"SRBF", b"SCKF"] {
+        decode_all(&envelope(*magic, hasher.seed_tag(), data));
+    }
+}
+
+/// `payload` in the standalone structures' envelope (version 1, xxh3 with `seed`).
+fn envelope(magic: [u8; 4], seed: u64, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(payload.len() + 28);
+    out.extend_from_slice(&magic);
+    out.extend_from_slice(&[1, siftdb_filter::HashId::Xxh3 as u8, 0, 0]);
+    out.extend_from_slice(&seed.to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(payload);
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
 fn fresh_db(fs: &FaultFs) -> Option<()> {
     let db = Db::open("/db", options(fs)).ok()?;
     db.put(b"k1", b"v1").ok()?;

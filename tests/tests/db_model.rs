@@ -410,8 +410,10 @@ fn options(variant: Variant) -> Options {
         Variant::Append => {
             o.false_positive_memo_bytes = 16 * 100;
             o.range_filter_bits_per_key = 3.0;
-            // Tables read through memory maps (compactions around them, with `pread`).
+            // Tables read through memory maps (compactions around them, with `pread`), and
+            // compactions picking files round robin (the other variant: the default order).
             o.read_mode = siftdb::ReadMode::Mmap;
+            o.compaction_pri = siftdb::CompactionPri::RoundRobin;
         }
         Variant::U64Add => {
             o.false_positive_memo_bytes = 64 << 10;

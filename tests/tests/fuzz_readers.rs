@@ -63,6 +63,32 @@ fn valid_range_filter() -> Vec<u8> {
     out[handle.offset as usize..(handle.offset + handle.size) as usize].to_vec()
 }
 
+/// One serialized instance of each standalone structure, holding a few keys.
+fn valid_standalone_filters() -> Vec<Vec<u8>> {
+    use siftdb_filter::{CountingBloom, CuckooFilter, KeyHasher, RotatingBloom, ScalableBloom};
+    let h = KeyHasher::default();
+    let mut counting = CountingBloom::new(50, 0.05, h).unwrap();
+    let mut scalable = ScalableBloom::new(8, 0.05, h).unwrap();
+    let mut rotating = RotatingBloom::new(3, 16, 0.05, h).unwrap();
+    let mut cuckoo = CuckooFilter::new(50, 8, h).unwrap();
+    for i in 0..40u32 {
+        let k = i.to_le_bytes();
+        counting.insert(&k);
+        scalable.insert(&k);
+        rotating.insert(&k);
+        cuckoo.insert(&k).unwrap();
+        if i % 10 == 9 {
+            rotating.rotate();
+        }
+    }
+    vec![
+        counting.to_bytes(),
+        scalable.to_bytes(),
+        rotating.to_bytes(),
+        cuckoo.to_bytes(),
+    ]
+}
+
 fn mutate(mut data: Vec<u8>, edits: &[(usize, u8)], cut: Option<usize>) -> Vec<u8> {
     if !data.is_empty() {
         for &(at, v) in edits {
@@ -114,6 +140,23 @@ proptest! {
         fuzz_entry::filter_decode(&bytes);
         for kind in siftdb_filter::FilterKind::ALL {
             fuzz_entry::filter_decode(&mutate(valid_filter(kind), &edits, cut));
+        }
+    }
+
+    /// The standalone structures: random bytes, mutations of valid ones (sealed, so mostly
+    /// refused by the checksum), and mutated payloads in valid envelopes (so the payload
+    /// parsers see them).
+    #[test]
+    fn fuzz_standalone_filters(bytes in proptest::collection::vec(any::<u8>(), 0..1024),
+                               edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..6),
+                               cut in any::<Option<usize>>()) {
+        fuzz_entry::standalone_filters_decode(&bytes);
+        for valid in valid_standalone_filters() {
+            fuzz_entry::standalone_filters_decode(&mutate(valid.clone(), &edits, cut));
+            // The payload alone (the envelope's 24-byte header and 4-byte CRC cut off), mutated:
+            // the entry wraps it in a fresh envelope.
+            let payload = valid[24..valid.len() - 4].to_vec();
+            fuzz_entry::standalone_filters_decode(&mutate(payload, &edits, cut));
         }
     }
 

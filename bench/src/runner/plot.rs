@@ -29,6 +29,7 @@ pub struct EngineRun {
 }
 
 /// A line of a chart.
+#[derive(Debug, Clone)]
 struct Line {
     label: String,
     color: RGBColor,
@@ -85,33 +86,13 @@ pub fn write_charts(dir: &Path, runs: &[EngineRun]) -> Result<Vec<PathBuf>> {
             continue;
         };
         let name = first.benchmark.name();
-        let charts = [
-            (
-                "latency",
-                latency_lines(&results),
-                "latency (µs, log)",
-                "percentile",
-            ),
-            (
-                "throughput",
-                throughput_lines(&results),
-                "second",
-                "operations per second",
-            ),
-            (
-                "fpr",
-                fpr_lines(&results),
-                "level",
-                "false-positive rate (log)",
-            ),
-        ];
-        for (kind, lines, x_desc, y_desc) in charts {
+        for chart in Chart::ALL {
+            let lines = chart.lines(&results);
             if lines.iter().all(|l| l.points.is_empty()) {
                 continue;
             }
-            let path = dir.join(format!("{kind}-{p:02}-{name}.svg"));
-            let caption = format!("{name}: {}", caption_of(kind));
-            draw(&path, &caption, kind, &lines, (x_desc, y_desc))
+            let path = dir.join(format!("{}-{p:02}-{name}.svg", chart.file_stem()));
+            draw(&path, name, chart, &lines)
                 .map_err(|e| Error::new(format!("cannot draw {}: {e}", path.display())))?;
             written.push(path);
         }
@@ -119,11 +100,48 @@ pub fn write_charts(dir: &Path, runs: &[EngineRun]) -> Result<Vec<PathBuf>> {
     Ok(written)
 }
 
-fn caption_of(kind: &str) -> &'static str {
-    match kind {
-        "latency" => "latency percentiles",
-        "throughput" => "throughput per second",
-        _ => "measured (solid) and expected (dashed) FPR per level",
+/// The three charts of a workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chart {
+    Latency,
+    Throughput,
+    Fpr,
+}
+
+impl Chart {
+    const ALL: [Chart; 3] = [Chart::Latency, Chart::Throughput, Chart::Fpr];
+
+    fn file_stem(self) -> &'static str {
+        match self {
+            Chart::Latency => "latency",
+            Chart::Throughput => "throughput",
+            Chart::Fpr => "fpr",
+        }
+    }
+
+    fn caption(self) -> &'static str {
+        match self {
+            Chart::Latency => "latency percentiles",
+            Chart::Throughput => "throughput per second",
+            Chart::Fpr => "measured (solid) and expected (dashed) FPR per level",
+        }
+    }
+
+    /// The axes' descriptions (x, y).
+    fn axes(self) -> (&'static str, &'static str) {
+        match self {
+            Chart::Latency => ("latency (µs, log)", "percentile"),
+            Chart::Throughput => ("second", "operations per second"),
+            Chart::Fpr => ("level", "false-positive rate (log)"),
+        }
+    }
+
+    fn lines(self, results: &[(&str, &PhaseResult)]) -> Vec<Line> {
+        match self {
+            Chart::Latency => latency_lines(results),
+            Chart::Throughput => throughput_lines(results),
+            Chart::Fpr => fpr_lines(results),
+        }
     }
 }
 
@@ -174,8 +192,12 @@ fn throughput_lines(results: &[(&str, &PhaseResult)]) -> Vec<Line> {
         .filter_map(|(engine, r)| {
             let m = r.measured.as_ref()?;
             // The last second is partial: left out unless it is the only one.
-            let full = m.per_second.len().saturating_sub(1).max(1);
-            let points = m.per_second[..full.min(m.per_second.len())]
+            let seconds = match m.per_second.as_slice() {
+                [only] => std::slice::from_ref(only),
+                [full @ .., _partial] => full,
+                [] => &[],
+            };
+            let points = seconds
                 .iter()
                 .enumerate()
                 .map(|(s, &ops)| (s as f64, ops as f64))
@@ -267,11 +289,12 @@ fn extent(lines: &[Line]) -> Extent {
 
 fn draw(
     path: &Path,
-    caption: &str,
-    kind: &str,
+    workload: &str,
+    chart: Chart,
     lines: &[Line],
-    desc: (&str, &str),
 ) -> std::result::Result<(), String> {
+    let caption = format!("{workload}: {}", chart.caption());
+    let desc = chart.axes();
     let root = SVGBackend::new(path, SIZE).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     // Log axes are drawn as linear axes of log10 values, labelled with the values themselves.
@@ -281,19 +304,19 @@ fn draw(
     let level = |v: &f64| whole_label(*v, "L");
     let percentile = |v: &f64| percentile_label(*v);
     type Format<'f> = &'f dyn Fn(&f64) -> String;
-    let (lines, x_format, y_format): (Vec<Line>, Format<'_>, Format<'_>) = match kind {
-        "latency" => (log10_of(lines, true, false), &log_label, &percentile),
-        "throughput" => (log10_of(lines, false, false), &whole, &plain),
-        _ => (log10_of(lines, false, true), &level, &log_label),
+    let (lines, x_format, y_format): (Vec<Line>, Format<'_>, Format<'_>) = match chart {
+        Chart::Latency => (log10_of(lines, true, false), &log_label, &percentile),
+        Chart::Throughput => (lines.to_vec(), &whole, &plain),
+        Chart::Fpr => (log10_of(lines, false, true), &level, &log_label),
     };
     let e = extent(&lines);
-    let (x, y) = match kind {
-        "latency" => ((e.x.0 - 0.1)..(e.x.1 + 0.1), 0.0..e.y.1.ceil().max(1.0)),
-        "throughput" => (0.0..(e.x.1 + 1.0), 0.0..(e.y.1 * 1.1)),
-        _ => ((-0.25)..(e.x.1 + 0.25), (e.y.0 - 0.3)..(e.y.1 + 0.3)),
+    let (x, y) = match chart {
+        Chart::Latency => ((e.x.0 - 0.1)..(e.x.1 + 0.1), 0.0..e.y.1.ceil().max(1.0)),
+        Chart::Throughput => (0.0..(e.x.1 + 1.0), 0.0..(e.y.1 * 1.1)),
+        Chart::Fpr => ((-0.25)..(e.x.1 + 0.25), (e.y.0 - 0.3)..(e.y.1 + 0.3)),
     };
     let mut chart = ChartBuilder::on(&root)
-        .caption(caption, ("sans-serif", 20))
+        .caption(&caption, ("sans-serif", 20))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(80)

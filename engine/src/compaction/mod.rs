@@ -112,7 +112,7 @@ pub(crate) fn picker_config(options: &Options) -> PickerConfig {
         l0_trigger: options.level0_file_num_compaction_trigger,
         base_level_bytes: options.max_bytes_for_level_base,
         multiplier: options.max_bytes_for_level_multiplier,
-        file_order: options.compaction_pri,
+        compaction_pri: options.compaction_pri,
     }
 }
 

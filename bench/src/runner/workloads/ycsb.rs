@@ -85,15 +85,17 @@ impl Mix {
         }
     }
 
-    /// The operation for a draw in `0..1000`.
+    /// The operation for a draw in `0..1000` (the shares add up to 1000).
     fn pick(&self, draw: u64) -> OpKind {
-        let mut edge = self.read;
-        for (share, kind) in [
-            (0, OpKind::Read),
+        let shares = [
+            (self.read, OpKind::Read),
             (self.update, OpKind::Update),
             (self.insert, OpKind::Insert),
             (self.scan, OpKind::Scan),
-        ] {
+            (self.read_modify_write, OpKind::ReadModifyWrite),
+        ];
+        let mut edge = 0;
+        for (share, kind) in shares {
             edge += share;
             if draw < edge {
                 return kind;
@@ -152,24 +154,21 @@ impl Workbench<'_> {
             stream,
             |ctx, _| {
                 let kind = mix.pick(ctx.rng.below(1000));
-                let mut outcome = match kind {
-                    OpKind::Insert => self.ycsb_insert(ctx)?,
-                    _ => {
-                        let limit = self.acknowledged_inserts();
-                        let index = chooser.choose(ctx, limit);
-                        self.ycsb_op(ctx, kind, index)?
-                    }
-                };
+                let mut outcome = self.ycsb_op(ctx, kind, &chooser)?;
                 outcome.kind = Some(kind);
                 Ok(outcome)
             },
         )
     }
 
-    /// A read, update, scan or read-modify-write of record `index`. Whether the record should
-    /// be found is read from the model before the engine is asked, so a record another thread
-    /// is inserting at that moment is never counted as lost.
-    fn ycsb_op(&self, ctx: &mut ThreadCtx, kind: OpKind, index: u64) -> Result<Outcome> {
+    /// One operation of type `kind`: an insert of the next new record, or a read, update, scan
+    /// or read-modify-write of a record `chooser` picks among the acknowledged ones. Whether the
+    /// record should be found is read from the model before the engine is asked.
+    fn ycsb_op(&self, ctx: &mut ThreadCtx, kind: OpKind, chooser: &KeyChooser) -> Result<Outcome> {
+        if kind == OpKind::Insert {
+            return self.ycsb_insert(ctx);
+        }
+        let index = chooser.choose(ctx, self.acknowledged_inserts());
         let expected = u64::from(self.model.is_live(index));
         let ks = self.keys.keyspace(index);
         self.keys.encode(index, Variant::Written, &mut ctx.key);
@@ -185,18 +184,16 @@ impl Workbench<'_> {
                     self.ycsb_put(ctx, index)?;
                 }
             }
-            OpKind::Update => {
-                self.ycsb_put(ctx, index)?;
-                outcome.expected = 0;
-            }
             OpKind::Scan => {
                 let length = 1 + ctx.rng.below(MAX_SCAN_LENGTH);
                 let seek = self.engine.seek_read(ks, &ctx.key, length as usize - 1)?;
                 outcome.found = u64::from(seek.found);
                 outcome.entries = seek.entries;
             }
-            OpKind::Insert => {
-                return Err(Error::new("an insert chooses its own record"));
+            // An update looks nothing up (and `Insert` returned above).
+            OpKind::Update | OpKind::Insert => {
+                self.ycsb_put(ctx, index)?;
+                outcome.expected = 0;
             }
         }
         Ok(outcome)
@@ -261,6 +258,11 @@ mod tests {
 
     #[test]
     fn mixes_follow_the_core_workloads() {
+        for b in Benchmark::ALL.into_iter().filter(|b| b.is_ycsb()) {
+            let m = Mix::of(b);
+            let total = m.read + m.update + m.insert + m.scan + m.read_modify_write;
+            assert_eq!(total, 1000, "{}", b.name());
+        }
         let share = |b: Benchmark, kind: OpKind| {
             let mix = Mix::of(b);
             (0..1000).filter(|&d| mix.pick(d) == kind).count()
