@@ -25,12 +25,35 @@ use crate::memtable::Memtable;
 use crate::options::Options;
 use crate::version::Version;
 
+/// The whole-key filter a new table gets: a spec, or none and why.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct TableFilter {
+    /// `None`: no filter (see [`filter_for`]).
+    pub spec: Option<FilterSpec>,
+    /// Why `spec` is `None` when the options chose so ([`DISABLED`] or [`BOTTOM_FOR_HITS`]),
+    /// recorded as the table's `filter_omitted` property; empty otherwise.
+    pub omitted: &'static str,
+}
+
+/// `filter_omitted` of a table written under `filter_bits_per_key = 0`.
+pub(crate) const DISABLED: &str = "disabled";
+/// `filter_omitted` of a bottom-level table written under `optimize_filters_for_hits`.
+pub(crate) const BOTTOM_FOR_HITS: &str = "optimize_filters_for_hits";
+
+impl TableFilter {
+    fn omitted(why: &'static str) -> TableFilter {
+        TableFilter {
+            spec: None,
+            omitted: why,
+        }
+    }
+}
+
 /// A new table's filter, and the level it was planned for (recorded as the table's
 /// `FileMeta::filter_level`; [`BOTTOM`] for "whatever level is the bottom").
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct FilterPlan {
-    /// `None`: the plan chose no filter for the level (see [`filter_for`]).
-    pub spec: Option<FilterSpec>,
+    pub filter: TableFilter,
     pub level: usize,
     /// The level the table is written as (its codec's level): 0, or for a sequential flush the
     /// bottom level it is headed for.
@@ -72,7 +95,7 @@ pub(crate) fn for_flush(options: &Options, version: &Version, mem: &Memtable) ->
     };
     FilterPlan {
         // The kind of where the table is headed (for a sequential flush, the deep levels').
-        spec: filter_for(
+        filter: filter_for(
             options,
             version,
             level,
@@ -96,12 +119,19 @@ fn level_filter_for(
     level_keys: &[u64],
     replaced: &[u64],
 ) -> (LevelFilter, Vec<u64>) {
-    let planned = planned_level_keys(options, version, level_keys);
+    let mut planned = planned_level_keys(options, version, level_keys);
+    // Under optimize_filters_for_hits the bottom level holds no filter: the budget is the
+    // upper levels' alone, and its tables are not held against it.
+    let unfiltered_level = bottom_without_filters(options, level_keys);
+    if let Some(bottom) = unfiltered_level {
+        planned[bottom] = 0;
+    }
     let mut policy = options.filter_policy();
     policy.bits_per_key = corrected_budget(
         options.filter_bits_per_key,
         version,
         replaced,
+        unfiltered_level,
         planned.iter().sum(),
     );
     let plan = policy
@@ -153,11 +183,23 @@ pub(crate) fn adaptive_basis(
     }
 }
 
+/// The level below L0 that holds no filters under `optimize_filters_for_hits`: the bottom of
+/// the tree `level_keys` describe (`None` when the option is off or the tree is L0 only; a
+/// flush to L0 always gets a filter).
+fn bottom_without_filters(options: &Options, level_keys: &[u64]) -> Option<usize> {
+    if !options.optimize_filters_for_hits {
+        return None;
+    }
+    level_keys.iter().rposition(|&k| k > 0).filter(|&b| b > 0)
+}
+
 /// The filter of a table written to `output_level` (see [`level_filter_for`]), of the kind the
-/// policy gives `kind_level`; `None` when the plan chose no filter for the level: a step curve
-/// (binary fuse) whose cheapest filter costs more than the budget leaves the level, where the
-/// plan's FPR is 1. Building the cheapest one anyway would spend bits the plan gave to other
-/// levels, and the tree would hold more than its budget.
+/// policy gives `kind_level`. None, and why, when the options leave it out
+/// (`filter_bits_per_key = 0`; the bottom level under `optimize_filters_for_hits`). None without
+/// a reason when the plan chose no filter for the level: a step curve (binary fuse) whose
+/// cheapest filter costs more than the budget leaves the level, where the plan's FPR is 1.
+/// Building the cheapest one anyway would spend bits the plan gave to other levels, and the
+/// tree would hold more than its budget.
 pub(crate) fn filter_for(
     options: &Options,
     version: &Version,
@@ -165,12 +207,21 @@ pub(crate) fn filter_for(
     kind_level: usize,
     level_keys: &[u64],
     replaced: &[u64],
-) -> Option<FilterSpec> {
+) -> TableFilter {
+    if options.filter_bits_per_key <= 0.0 {
+        return TableFilter::omitted(DISABLED);
+    }
+    if bottom_without_filters(options, level_keys) == Some(output_level) {
+        return TableFilter::omitted(BOTTOM_FOR_HITS);
+    }
     let (planned, _) = level_filter_for(options, version, output_level, level_keys, replaced);
-    (planned.fpr < 1.0).then(|| FilterSpec {
-        kind: options.filter_policy().kind_for_level(kind_level),
-        bits_per_key: planned.bits_per_key.max(1.0),
-    })
+    TableFilter {
+        spec: (planned.fpr < 1.0).then(|| FilterSpec {
+            kind: options.filter_policy().kind_for_level(kind_level),
+            bits_per_key: planned.bits_per_key.max(1.0),
+        }),
+        omitted: "",
+    }
 }
 
 /// How strongly a plan corrects the tree's shortfall against its budget (see `corrected_budget`).
@@ -178,11 +229,21 @@ const CORRECTION_GAIN: f64 = 16.0;
 
 /// The average bits/key to plan with so that the tree as a whole returns to `budget`: the tables
 /// that stay hold `held` bits (as built) over `held_keys`; their shortfall is spread over the
-/// `planned_keys` of the plan.
-fn corrected_budget(budget: f64, version: &Version, replaced: &[u64], planned_keys: u64) -> f64 {
+/// `planned_keys` of the plan. Tables the options keep without a filter (those of
+/// `unfiltered_level`, and any recorded as `filter_omitted`) are outside the budget, not short
+/// of it.
+fn corrected_budget(
+    budget: f64,
+    version: &Version,
+    replaced: &[u64],
+    unfiltered_level: Option<usize>,
+    planned_keys: u64,
+) -> f64 {
     let (held_keys, held_bits) = (0..version.num_levels())
+        .filter(|&l| Some(l) != unfiltered_level)
         .flat_map(|l| version.level(l))
         .filter(|f| !replaced.contains(&f.meta.number))
+        .filter(|f| f.table.properties().filter_omitted.is_empty())
         .fold((0u64, 0.0f64), |(k, b), f| {
             let props = f.table.properties();
             (

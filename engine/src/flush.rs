@@ -235,7 +235,7 @@ pub(crate) fn write_l0_table(
     }
     let path = names::table(&db.dir, number);
     let mut file = db.fs.create(&path)?;
-    let build = options.table_build_options(plan.build_level, plan.spec);
+    let build = options.table_build_options(plan.build_level, plan.filter);
     let mut builder = TableBuilder::new(&mut file, build);
     for (key, value) in mem.entries() {
         builder.add(key.encoded(), &value)?;

@@ -68,6 +68,8 @@ pub struct KeyspaceOptions {
     pub pin_l0_filter_and_index_blocks_in_cache: bool,
     /// See [`Options::filter_bits_per_key`]. Monkey plans each keyspace's filters on its own tree.
     pub filter_bits_per_key: f64,
+    /// See [`Options::optimize_filters_for_hits`].
+    pub optimize_filters_for_hits: bool,
     /// See [`Options::bloom_before_level`].
     pub bloom_before_level: usize,
     /// See [`Options::filter_allocation`].
@@ -119,6 +121,7 @@ impl From<&Options> for KeyspaceOptions {
             block_restart_interval: o.block_restart_interval,
             pin_l0_filter_and_index_blocks_in_cache: o.pin_l0_filter_and_index_blocks_in_cache,
             filter_bits_per_key: o.filter_bits_per_key,
+            optimize_filters_for_hits: o.optimize_filters_for_hits,
             bloom_before_level: o.bloom_before_level,
             filter_allocation: o.filter_allocation,
             deep_filter_kind: o.deep_filter_kind,
@@ -149,6 +152,7 @@ impl KeyspaceOptions {
             block_restart_interval: self.block_restart_interval,
             pin_l0_filter_and_index_blocks_in_cache: self.pin_l0_filter_and_index_blocks_in_cache,
             filter_bits_per_key: self.filter_bits_per_key,
+            optimize_filters_for_hits: self.optimize_filters_for_hits,
             bloom_before_level: self.bloom_before_level,
             filter_allocation: self.filter_allocation,
             deep_filter_kind: self.deep_filter_kind,
@@ -189,7 +193,7 @@ pub(crate) fn validate_name(name: &str) -> Result<()> {
 /// The text form of `o` (see the module documentation).
 pub(crate) fn options_text(o: &KeyspaceOptions) -> String {
     let codecs = |v: &[Compression]| v.iter().map(|c| c.name()).collect::<Vec<_>>().join(",");
-    let fields: [(&str, String); 22] = [
+    let fields: [(&str, String); 23] = [
         ("write_buffer_size", o.write_buffer_size.to_string()),
         (
             "max_write_buffer_number",
@@ -230,6 +234,10 @@ pub(crate) fn options_text(o: &KeyspaceOptions) -> String {
             o.pin_l0_filter_and_index_blocks_in_cache.to_string(),
         ),
         ("filter_bits_per_key", o.filter_bits_per_key.to_string()),
+        (
+            "optimize_filters_for_hits",
+            o.optimize_filters_for_hits.to_string(),
+        ),
         ("bloom_before_level", o.bloom_before_level.to_string()),
         (
             "filter_allocation",
@@ -301,6 +309,7 @@ fn set_field(o: &mut KeyspaceOptions, key: &str, value: &str) -> Option<()> {
             o.pin_l0_filter_and_index_blocks_in_cache = num(value)?
         }
         "filter_bits_per_key" => o.filter_bits_per_key = num(value)?,
+        "optimize_filters_for_hits" => o.optimize_filters_for_hits = num(value)?,
         "bloom_before_level" => o.bloom_before_level = num(value)?,
         "filter_allocation" => {
             o.filter_allocation = match value {
@@ -361,6 +370,7 @@ mod tests {
             max_bytes_for_level_multiplier: 4.5,
             compaction_pri: CompactionPri::RoundRobin,
             filter_bits_per_key: 7.25,
+            optimize_filters_for_hits: true,
             filter_allocation: FilterAllocation::Uniform,
             deep_filter_kind: siftdb_filter::FilterKind::BinaryFuse,
             prefix_extractor: Some(FixedPrefix::shared(6)),

@@ -4,9 +4,7 @@ use std::sync::Arc;
 
 use siftdb_compaction::picker::CompactionPri;
 use siftdb_filter::{FilterAllocation, FilterPolicy, KeyHasher};
-use siftdb_sstable::{
-    Compression, FilterSpec, FixedPrefix, PrefixExtractor, ReadMode, TableBuildOptions,
-};
+use siftdb_sstable::{Compression, FixedPrefix, PrefixExtractor, ReadMode, TableBuildOptions};
 
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, RealFs};
@@ -69,8 +67,20 @@ pub struct Options {
     pub false_positive_memo_bytes: usize,
     /// Keep L0 tables' filter and index blocks pinned in the cache.
     pub pin_l0_filter_and_index_blocks_in_cache: bool,
-    /// Average filter bits per key over the tree.
+    /// Average filter bits per key over the tree. `0` writes no whole-key filter at all (the
+    /// articles' advice for tables that are only scanned): lookups go straight to a table's
+    /// index, and each table records why it has none (`filter_omitted`).
     pub filter_bits_per_key: f64,
+    /// Write no whole-key filter on the bottom level (RocksDB's option of the same name): for
+    /// workloads whose lookups almost always find their key, where the bottom filter (about
+    /// 90 % of filter memory) only costs, since a present key's lookup reaches the bottom level
+    /// anyway. Monkey then splits the budget (bits per key of the levels that keep filters)
+    /// over the upper levels only. Flushes to L0 keep their filters (except a sequential
+    /// load's, headed for the bottom unchanged); a table with a filter is rewritten, not moved,
+    /// into the bottom level. The bottom is the deepest level that holds tables: when the tree
+    /// grows a level, the old bottom's unfiltered tables stay so until compacted down. Tables
+    /// written without a filter record why (`filter_omitted`), shown in `siftdb.levels`.
+    pub optimize_filters_for_hits: bool,
     /// Levels below this use blocked bloom filters; this level and deeper use ribbon.
     pub bloom_before_level: usize,
     /// How filter memory is split across levels.
@@ -164,6 +174,7 @@ impl std::fmt::Debug for Options {
             .field("block_cache_capacity", &self.block_cache_capacity)
             .field("false_positive_memo_bytes", &self.false_positive_memo_bytes)
             .field("filter_bits_per_key", &self.filter_bits_per_key)
+            .field("optimize_filters_for_hits", &self.optimize_filters_for_hits)
             .field("bloom_before_level", &self.bloom_before_level)
             .field("filter_allocation", &self.filter_allocation)
             .field(
@@ -205,6 +216,7 @@ impl Default for Options {
             false_positive_memo_bytes: DEFAULT_FALSE_POSITIVE_MEMO_BYTES,
             pin_l0_filter_and_index_blocks_in_cache: true,
             filter_bits_per_key: 10.0,
+            optimize_filters_for_hits: false,
             bloom_before_level: 2,
             filter_allocation: FilterAllocation::Monkey,
             deep_filter_kind: siftdb_filter::FilterKind::Ribbon,
@@ -334,16 +346,17 @@ impl Options {
     }
 
     /// How a table headed for `level` (the level its filter and codec are planned for) is
-    /// written, with the whole-key filter `filter` (`None`: no filter).
+    /// written, with the whole-key filter `filter`.
     pub(crate) fn table_build_options(
         &self,
         level: usize,
-        filter: Option<FilterSpec>,
+        filter: crate::filter_plan::TableFilter,
     ) -> TableBuildOptions {
         TableBuildOptions {
             block_size: self.block_size,
             block_restart_interval: self.block_restart_interval,
-            filter,
+            filter: filter.spec,
+            filter_omitted: filter.omitted,
             key_hasher: self.filter_hasher,
             prefix_extractor: self.prefix_extractor.clone(),
             compression: self.compression_for_level(level),

@@ -38,6 +38,11 @@ pub struct LevelInfo {
     /// Tables of the level whose index and filter are partitioned (see
     /// `Options::partition_above`).
     pub partitioned_tables: usize,
+    /// Tables of the level built without a whole-key filter (by choice or by the plan).
+    pub unfiltered_tables: usize,
+    /// Why those tables have none, when the options chose so (`disabled`,
+    /// `optimize_filters_for_hits`, `a+b` when mixed; empty when no table records a reason).
+    pub filter_omitted: String,
 }
 
 pub(crate) fn level_reports(tree: &Tree, version: &Version) -> Vec<LevelInfo> {
@@ -52,6 +57,13 @@ pub(crate) fn level_reports(tree: &Tree, version: &Version) -> Vec<LevelInfo> {
                 .collect();
             kinds.sort_unstable();
             kinds.dedup();
+            let mut omitted: Vec<&str> = files
+                .iter()
+                .map(|f| f.table.properties().filter_omitted.as_str())
+                .filter(|why| !why.is_empty())
+                .collect();
+            omitted.sort_unstable();
+            omitted.dedup();
             let filter_bytes: u64 = files
                 .iter()
                 .map(|f| f.table.properties().filter_bytes)
@@ -68,6 +80,11 @@ pub(crate) fn level_reports(tree: &Tree, version: &Version) -> Vec<LevelInfo> {
             };
             LevelInfo {
                 partitioned_tables: files.iter().filter(|f| f.table.is_partitioned()).count(),
+                unfiltered_tables: files
+                    .iter()
+                    .filter(|f| f.table.properties().filter_kind == "none")
+                    .count(),
+                filter_omitted: omitted.join("+"),
                 files: files.len(),
                 keys,
                 bytes: files.iter().map(|f| f.meta.file_size).sum(),
@@ -229,7 +246,7 @@ fn levels_table(reports: &[LevelInfo]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<5} {:>6} {:>11} {:>12} {:<14} {:>9} {:>12} {:>12} {:>10} {:>8} {:>10}",
+        "{:<5} {:>6} {:>11} {:>12} {:<14} {:>9} {:>12} {:>12} {:>10} {:>8} {:>10} {:>10}  {}",
         "level",
         "files",
         "keys",
@@ -240,7 +257,9 @@ fn levels_table(reports: &[LevelInfo]) -> String {
         "measured fpr",
         "negatives",
         "planned",
-        "memo hits"
+        "memo hits",
+        "unfiltered",
+        "omitted by"
     );
     for (level, r) in reports.iter().enumerate() {
         if r.files == 0 && r.measured.checked == 0 {
@@ -249,7 +268,7 @@ fn levels_table(reports: &[LevelInfo]) -> String {
         let negatives = r.measured.false_positives() + r.measured.useful;
         let _ = writeln!(
             out,
-            "L{:<4} {:>6} {:>11} {:>12} {:<14} {:>9.2} {:>12.6} {:>12.6} {:>10} {:>8.2} {:>10}",
+            "L{:<4} {:>6} {:>11} {:>12} {:<14} {:>9.2} {:>12.6} {:>12.6} {:>10} {:>8.2} {:>10} {:>10}  {}",
             level,
             r.files,
             r.keys,
@@ -260,7 +279,13 @@ fn levels_table(reports: &[LevelInfo]) -> String {
             r.measured.measured_fpr(),
             negatives,
             r.planned_bits_per_key,
-            r.measured.memo_hits
+            r.measured.memo_hits,
+            r.unfiltered_tables,
+            if r.filter_omitted.is_empty() {
+                "-"
+            } else {
+                &r.filter_omitted
+            }
         );
     }
     out

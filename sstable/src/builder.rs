@@ -33,6 +33,9 @@ pub struct TableBuildOptions {
     pub block_restart_interval: usize,
     /// Whole-key filter, `None` for no filter.
     pub filter: Option<FilterSpec>,
+    /// Why `filter` is `None`, when the writer chose so (recorded as the table's
+    /// `filter_omitted` property); empty otherwise.
+    pub filter_omitted: &'static str,
     /// Hash of keys and prefixes for the filters (recorded in each filter block).
     pub key_hasher: KeyHasher,
     /// With an extractor, a second filter over the distinct prefixes (same kind and bits/key as
@@ -65,6 +68,7 @@ impl Default for TableBuildOptions {
                 kind: FilterKind::BlockedBloom,
                 bits_per_key: 10.0,
             }),
+            filter_omitted: "",
             key_hasher: KeyHasher::default(),
             prefix_extractor: None,
             compression: Compression::None,
@@ -187,6 +191,10 @@ impl<W: Write> TableBuilder<W> {
                 .filter
                 .map_or_else(|| "none".to_string(), |f| f.kind.name().to_string()),
             filter_bits_per_key: options.filter.map_or(0.0, |f| f.bits_per_key),
+            filter_omitted: match options.filter {
+                None => options.filter_omitted.to_string(),
+                Some(_) => String::new(),
+            },
             prefix_extractor: options
                 .prefix_extractor
                 .as_ref()

@@ -70,6 +70,11 @@ pub struct TableProperties {
     /// non-zero (the engine refuses to open a database holding operands under another merge
     /// operator).
     pub merge_operands: u64,
+    /// Why the table has no whole-key filter when that was a choice of the writer's options
+    /// (`"disabled"`: `filter_bits_per_key = 0`; `"optimize_filters_for_hits"`: a bottom-level
+    /// table), empty otherwise (a table with a filter, or one written before the field existed).
+    /// Written only when non-empty.
+    pub filter_omitted: String,
 }
 
 /// Fields tables of older formats (or without range tombstones) lack: read as 0 when missing.
@@ -154,6 +159,9 @@ impl TableProperties {
         if let Some(handle) = self.range_del_handle {
             fields.insert("range_del_handle", handle.encode().to_vec());
         }
+        if !self.filter_omitted.is_empty() {
+            fields.insert("filter_omitted", self.filter_omitted.as_bytes().to_vec());
+        }
         if let Some(handle) = self.range_filter_handle {
             fields.insert("range_filter_handle", handle.encode().to_vec());
         }
@@ -214,6 +222,10 @@ impl TableProperties {
         p.filter_bits_per_key = f64::from_le_bytes(fixed8("filter_bits_per_key")?);
         p.filter_expected_fpr = f64::from_le_bytes(fixed8("filter_expected_fpr")?);
         p.prefix_extractor = text("prefix_extractor")?;
+        // Optional: only tables whose filter was left out by choice have it.
+        if seen.contains_key("filter_omitted") {
+            p.filter_omitted = text("filter_omitted")?;
+        }
         // Optional: format 1 tables have no compressed blocks and no such field.
         p.compression = match seen.contains_key("compression") {
             true => text("compression")?,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use siftdb_compaction::picker::Pick;
 use siftdb_compaction::{merge_into, GcRules, InternalIterator, MergingIterator};
 use siftdb_filter::FilterAllocation;
-use siftdb_sstable::{FilterSpec, FragmentedRangeTombstones, TableIterOptions};
+use siftdb_sstable::{FragmentedRangeTombstones, TableIterOptions};
 
 use super::heat_map::HeatMap;
 use super::sink::{TableSink, MAX_GRANDPARENT_OVERLAP_FILES};
@@ -208,10 +208,22 @@ impl<'a> CompactionJob<'a> {
     ///   `compaction_monkey.rs` ended 2.6–3.5 % under Uniform's filter memory in 3 runs of 10).
     ///   Such a table is rewritten with a filter planned for its new level, as without trivial
     ///   moves.
+    ///
+    /// Under `optimize_filters_for_hits` only tables without a filter fit the bottom level:
+    /// moved there, a table would keep the filter the option exists to drop (a new bottom level
+    /// is born by moving the whole overflow of the level above, so nearly every bottom table
+    /// kept one in a growing tree until this rule).
     fn filters_fit_output_level(&self) -> bool {
         let options = &self.tree.options;
         let uniform = options.filter_allocation == FilterAllocation::Uniform;
-        let spec = self.filter_spec();
+        let filter = self.filter_spec();
+        if filter.omitted == crate::filter_plan::BOTTOM_FOR_HITS {
+            return self
+                .inputs
+                .iter()
+                .all(|(_, f)| f.table.properties().filter_kind == "none");
+        }
+        let spec = filter.spec;
         self.inputs.iter().all(|(_, f)| {
             let props = f.table.properties();
             f.meta.filter_level >= self.output_level
@@ -284,8 +296,8 @@ impl<'a> CompactionJob<'a> {
     }
 
     /// The outputs' filter: kind from the policy, bits/key from the plan of the tree as it will
-    /// be once the inputs have moved down; `None` if the plan chose no filter for the level.
-    fn filter_spec(&self) -> Option<FilterSpec> {
+    /// be once the inputs have moved down; none if the options or the plan leave it out.
+    fn filter_spec(&self) -> crate::filter_plan::TableFilter {
         let (level_keys, replaced) = self.keys_after();
         crate::filter_plan::filter_for(
             &self.tree.options,
