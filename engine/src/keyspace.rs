@@ -317,12 +317,8 @@ pub(crate) fn new_tree(
     options: crate::options::Options,
     wal_number: u64,
 ) -> Arc<Tree> {
-    Arc::new(Tree::new(
-        id,
-        name,
-        options,
-        Arc::new(Memtable::new(wal_number)),
-    ))
+    let mem = Arc::new(Memtable::for_tree(wal_number, &options));
+    Arc::new(Tree::new(id, name, options, mem))
 }
 
 /// The manifest edit creating keyspace `id`.

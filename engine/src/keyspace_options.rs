@@ -70,6 +70,10 @@ pub struct KeyspaceOptions {
     pub filter_bits_per_key: f64,
     /// See [`Options::optimize_filters_for_hits`].
     pub optimize_filters_for_hits: bool,
+    /// See [`Options::memtable_prefix_bloom_size_ratio`].
+    pub memtable_prefix_bloom_size_ratio: f64,
+    /// See [`Options::memtable_whole_key_filtering`].
+    pub memtable_whole_key_filtering: bool,
     /// See [`Options::bloom_before_level`].
     pub bloom_before_level: usize,
     /// See [`Options::filter_allocation`].
@@ -122,6 +126,8 @@ impl From<&Options> for KeyspaceOptions {
             pin_l0_filter_and_index_blocks_in_cache: o.pin_l0_filter_and_index_blocks_in_cache,
             filter_bits_per_key: o.filter_bits_per_key,
             optimize_filters_for_hits: o.optimize_filters_for_hits,
+            memtable_prefix_bloom_size_ratio: o.memtable_prefix_bloom_size_ratio,
+            memtable_whole_key_filtering: o.memtable_whole_key_filtering,
             bloom_before_level: o.bloom_before_level,
             filter_allocation: o.filter_allocation,
             deep_filter_kind: o.deep_filter_kind,
@@ -153,6 +159,8 @@ impl KeyspaceOptions {
             pin_l0_filter_and_index_blocks_in_cache: self.pin_l0_filter_and_index_blocks_in_cache,
             filter_bits_per_key: self.filter_bits_per_key,
             optimize_filters_for_hits: self.optimize_filters_for_hits,
+            memtable_prefix_bloom_size_ratio: self.memtable_prefix_bloom_size_ratio,
+            memtable_whole_key_filtering: self.memtable_whole_key_filtering,
             bloom_before_level: self.bloom_before_level,
             filter_allocation: self.filter_allocation,
             deep_filter_kind: self.deep_filter_kind,
@@ -193,7 +201,7 @@ pub(crate) fn validate_name(name: &str) -> Result<()> {
 /// The text form of `o` (see the module documentation).
 pub(crate) fn options_text(o: &KeyspaceOptions) -> String {
     let codecs = |v: &[Compression]| v.iter().map(|c| c.name()).collect::<Vec<_>>().join(",");
-    let fields: [(&str, String); 23] = [
+    let fields: [(&str, String); 25] = [
         ("write_buffer_size", o.write_buffer_size.to_string()),
         (
             "max_write_buffer_number",
@@ -237,6 +245,14 @@ pub(crate) fn options_text(o: &KeyspaceOptions) -> String {
         (
             "optimize_filters_for_hits",
             o.optimize_filters_for_hits.to_string(),
+        ),
+        (
+            "memtable_prefix_bloom_size_ratio",
+            o.memtable_prefix_bloom_size_ratio.to_string(),
+        ),
+        (
+            "memtable_whole_key_filtering",
+            o.memtable_whole_key_filtering.to_string(),
         ),
         ("bloom_before_level", o.bloom_before_level.to_string()),
         (
@@ -310,6 +326,8 @@ fn set_field(o: &mut KeyspaceOptions, key: &str, value: &str) -> Option<()> {
         }
         "filter_bits_per_key" => o.filter_bits_per_key = num(value)?,
         "optimize_filters_for_hits" => o.optimize_filters_for_hits = num(value)?,
+        "memtable_prefix_bloom_size_ratio" => o.memtable_prefix_bloom_size_ratio = num(value)?,
+        "memtable_whole_key_filtering" => o.memtable_whole_key_filtering = num(value)?,
         "bloom_before_level" => o.bloom_before_level = num(value)?,
         "filter_allocation" => {
             o.filter_allocation = match value {
@@ -371,6 +389,8 @@ mod tests {
             compaction_pri: CompactionPri::RoundRobin,
             filter_bits_per_key: 7.25,
             optimize_filters_for_hits: true,
+            memtable_prefix_bloom_size_ratio: 0.125,
+            memtable_whole_key_filtering: true,
             filter_allocation: FilterAllocation::Uniform,
             deep_filter_kind: siftdb_filter::FilterKind::BinaryFuse,
             prefix_extractor: Some(FixedPrefix::shared(6)),

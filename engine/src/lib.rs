@@ -35,6 +35,7 @@ mod keyspace;
 mod keyspace_options;
 mod manifest;
 mod memtable;
+mod memtable_bloom;
 pub mod merge;
 mod options;
 mod options_file;

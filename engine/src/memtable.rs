@@ -10,6 +10,7 @@ use parking_lot::Mutex;
 use siftdb_sstable::{FragmentedRangeTombstones, InternalKey, Lookup, RangeTombstone, ValueKind};
 
 use crate::key_head::KeyHead;
+use crate::memtable_bloom::MemtableBloom;
 
 /// Per-entry bookkeeping charged on top of key and value bytes (skiplist node, pointers).
 const ENTRY_OVERHEAD: usize = 64;
@@ -74,6 +75,8 @@ pub struct Memtable {
     has_range_dels: AtomicBool,
     /// Merge operands inserted.
     merge_operands: AtomicU64,
+    /// Prefixes (and optionally whole keys) of the entries, asked before the skiplist.
+    bloom: Option<MemtableBloom>,
 }
 
 /// A memtable's range tombstones as written, and their fragmented form, built by the first
@@ -94,6 +97,15 @@ impl Memtable {
             range_dels: Mutex::new(RangeDels::default()),
             has_range_dels: AtomicBool::new(false),
             merge_operands: AtomicU64::new(0),
+            bloom: None,
+        }
+    }
+
+    /// An empty memtable of a tree with `options` (with the memtable bloom they ask for).
+    pub(crate) fn for_tree(wal_number: u64, options: &crate::options::Options) -> Memtable {
+        Memtable {
+            bloom: MemtableBloom::for_options(options),
+            ..Memtable::new(wal_number)
         }
     }
 
@@ -116,15 +128,38 @@ impl Memtable {
         if kind == ValueKind::Merge {
             self.merge_operands.fetch_add(1, Ordering::Relaxed);
         }
+        // Before the skiplist: a reader that finds the entry must find it in the bloom too.
+        if let Some(bloom) = &self.bloom {
+            bloom.insert(key);
+        }
         self.map.insert(
             MemKey::new(InternalKey::new(key, sequence, kind)),
             value.to_vec(),
         );
     }
 
-    /// Approximate memory used.
+    /// Approximate memory used (the bloom's filters included).
     pub fn approximate_size(&self) -> usize {
-        self.size.load(Ordering::Relaxed)
+        self.size.load(Ordering::Relaxed) + self.bloom.as_ref().map_or(0, MemtableBloom::size_bytes)
+    }
+
+    /// Whether the memtable may hold a point entry of `key`, by its bloom (`true` without one):
+    /// `false` is certain. Range tombstones are not in the bloom.
+    pub(crate) fn may_contain_key(&self, key: &[u8]) -> bool {
+        self.bloom.as_ref().is_none_or(|b| b.may_contain_key(key))
+    }
+
+    /// Whether the memtable may hold a point entry of the prefix hashed as `prefix_hash` (see
+    /// `Tree::prefix_hash`), by its bloom (`true` without one): `false` is certain.
+    pub(crate) fn may_contain_prefix_hash(&self, prefix_hash: u64) -> bool {
+        self.bloom
+            .as_ref()
+            .is_none_or(|b| b.may_contain_prefix_hash(prefix_hash))
+    }
+
+    /// Whether the memtable has a bloom.
+    pub(crate) fn has_bloom(&self) -> bool {
+        self.bloom.is_some()
     }
 
     /// Point entries (range tombstones not counted).

@@ -12,6 +12,9 @@ use crate::fs::{FileSystem, RealFs};
 /// Number of levels (L0..L6).
 pub const MAX_LEVELS: usize = 7;
 
+/// The largest [`Options::memtable_prefix_bloom_size_ratio`] accepted (RocksDB's bound).
+pub const MAX_MEMTABLE_BLOOM_RATIO: f64 = 0.25;
+
 /// The largest [`Options::filter_bits_per_key`] accepted (an FPR far below anything measurable;
 /// more only costs memory).
 pub const MAX_FILTER_BITS_PER_KEY: f64 = 64.0;
@@ -102,6 +105,17 @@ pub struct Options {
     /// Hash of keys for filters (seeded xxh3 by default; keyed SipHash for adversarial keys).
     /// Recorded in every filter block; a reader with another hasher refuses the block.
     pub filter_hasher: KeyHasher,
+    /// A bloom filter in each memtable over its keys' prefixes (RocksDB's option of the same
+    /// name), asked by `get` and `prefix_iter` before the skiplist: a lookup of a key the
+    /// memtable lacks skips the skiplist search. The ratio (0 to 0.25; 0, the default, is off)
+    /// caps the filter's memory as a fraction of `write_buffer_size`; the filter is a scalable
+    /// bloom (it grows with the memtable's keys, FPR under 1 %, until the cap) and its memory
+    /// is charged to the memtable. Holds prefixes by `prefix_extractor`, and whole keys with
+    /// `memtable_whole_key_filtering` or without an extractor. See `docs/TUNING.md`.
+    pub memtable_prefix_bloom_size_ratio: f64,
+    /// Put whole keys in the memtable bloom too (RocksDB's option of the same name), for
+    /// point lookups; implied without a prefix extractor.
+    pub memtable_whole_key_filtering: bool,
     /// With an extractor, every table carries a prefix filter consulted by `prefix_iter`.
     pub prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
     /// Refuse to open a database whose WAL is damaged before its tail (instead of recovering
@@ -175,6 +189,14 @@ impl std::fmt::Debug for Options {
             .field("false_positive_memo_bytes", &self.false_positive_memo_bytes)
             .field("filter_bits_per_key", &self.filter_bits_per_key)
             .field("optimize_filters_for_hits", &self.optimize_filters_for_hits)
+            .field(
+                "memtable_prefix_bloom_size_ratio",
+                &self.memtable_prefix_bloom_size_ratio,
+            )
+            .field(
+                "memtable_whole_key_filtering",
+                &self.memtable_whole_key_filtering,
+            )
             .field("bloom_before_level", &self.bloom_before_level)
             .field("filter_allocation", &self.filter_allocation)
             .field(
@@ -217,6 +239,8 @@ impl Default for Options {
             pin_l0_filter_and_index_blocks_in_cache: true,
             filter_bits_per_key: 10.0,
             optimize_filters_for_hits: false,
+            memtable_prefix_bloom_size_ratio: 0.0,
+            memtable_whole_key_filtering: false,
             bloom_before_level: 2,
             filter_allocation: FilterAllocation::Monkey,
             deep_filter_kind: siftdb_filter::FilterKind::Ribbon,
@@ -313,6 +337,13 @@ impl Options {
             return invalid(
                 "filter_bits_per_key",
                 &format!("must be a number from 0 to {MAX_FILTER_BITS_PER_KEY}"),
+            );
+        }
+        let ratio = self.memtable_prefix_bloom_size_ratio;
+        if !ratio.is_finite() || !(0.0..=MAX_MEMTABLE_BLOOM_RATIO).contains(&ratio) {
+            return invalid(
+                "memtable_prefix_bloom_size_ratio",
+                &format!("must be a number from 0 (off) to {MAX_MEMTABLE_BLOOM_RATIO}"),
             );
         }
         let bits = self.range_filter_bits_per_key;

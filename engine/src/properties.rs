@@ -246,7 +246,7 @@ fn levels_table(reports: &[LevelInfo]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<5} {:>6} {:>11} {:>12} {:<14} {:>9} {:>12} {:>12} {:>10} {:>8} {:>10} {:>10}  {}",
+        "{:<5} {:>6} {:>11} {:>12} {:<14} {:>9} {:>12} {:>12} {:>10} {:>8} {:>10} {:>10}  {:<10}",
         "level",
         "files",
         "keys",
@@ -268,7 +268,7 @@ fn levels_table(reports: &[LevelInfo]) -> String {
         let negatives = r.measured.false_positives() + r.measured.useful;
         let _ = writeln!(
             out,
-            "L{:<4} {:>6} {:>11} {:>12} {:<14} {:>9.2} {:>12.6} {:>12.6} {:>10} {:>8.2} {:>10} {:>10}  {}",
+            "L{:<4} {:>6} {:>11} {:>12} {:<14} {:>9.2} {:>12.6} {:>12.6} {:>10} {:>8.2} {:>10} {:>10}  {:<10}",
             level,
             r.files,
             r.keys,

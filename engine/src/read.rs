@@ -10,7 +10,7 @@ use crate::db::{DbInner, ReadView};
 use crate::error::Result;
 use crate::iterator::{merge_for, visibility, DbIterator, KeyBounds, RawIterator, ScanSpec};
 use crate::key_head::KeyHead;
-use crate::memtable::MemtableIter;
+use crate::memtable::{Memtable, MemtableIter};
 use crate::merge::OperandStack;
 use crate::options::ReadOptions;
 use crate::tree::Tree;
@@ -86,7 +86,11 @@ impl DbInner {
     ) -> Option<Lookup> {
         use std::sync::atomic::Ordering::Relaxed;
         for mem in std::iter::once(&view.mem).chain(view.imm.iter()) {
-            let (got, version) = mem.get_versioned(key, seq, value);
+            let (got, version) = if self.memtable_may_contain(mem, key) {
+                mem.get_versioned(key, seq, value)
+            } else {
+                (Lookup::NotFound, 0)
+            };
             let covered = mem.covering_tombstone(key, seq);
             if got == Lookup::NotFound && covered.is_none() {
                 continue;
@@ -95,6 +99,21 @@ impl DbInner {
             return Some(hidden_by(covered, got, version));
         }
         None
+    }
+
+    /// Whether `mem` may hold a point entry of `key`, by its bloom (counted in
+    /// `Stats::memtable_bloom_*`); `true` for a memtable without one.
+    fn memtable_may_contain(&self, mem: &Memtable, key: &[u8]) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        if !mem.has_bloom() {
+            return true;
+        }
+        self.counters.memtable_bloom_checked.fetch_add(1, Relaxed);
+        let maybe = mem.may_contain_key(key);
+        if !maybe {
+            self.counters.memtable_bloom_useful.fetch_add(1, Relaxed);
+        }
+        maybe
     }
 
     /// Whether a lookup's answer is a live value (then in `value`): a value, an expiring value

@@ -19,6 +19,8 @@ pub(crate) struct EngineCounters {
     pub gets: AtomicU64,
     pub gets_found: AtomicU64,
     pub memtable_hits: AtomicU64,
+    pub memtable_bloom_checked: AtomicU64,
+    pub memtable_bloom_useful: AtomicU64,
     pub keys_written: AtomicU64,
     pub bytes_written_user: AtomicU64,
     pub wal_bytes: AtomicU64,
@@ -101,6 +103,12 @@ pub struct Stats {
     pub gets_found: u64,
     /// Lookups answered by a memtable.
     pub memtable_hits: u64,
+    /// Memtable searches that asked the memtable's bloom first
+    /// (`Options::memtable_prefix_bloom_size_ratio`).
+    pub memtable_bloom_checked: u64,
+    /// Of those, the ones the bloom answered "no" (the skiplist search skipped; RocksDB's
+    /// `bloom.memtable.miss`).
+    pub memtable_bloom_useful: u64,
     /// Data blocks read from table files.
     pub data_block_reads: u64,
     /// Index blocks read from table files.
@@ -248,6 +256,8 @@ impl EngineCounters {
             gets: self.gets.load(Relaxed),
             gets_found: self.gets_found.load(Relaxed),
             memtable_hits: self.memtable_hits.load(Relaxed),
+            memtable_bloom_checked: self.memtable_bloom_checked.load(Relaxed),
+            memtable_bloom_useful: self.memtable_bloom_useful.load(Relaxed),
             data_block_reads: self.reads.data_block_reads.load(Relaxed),
             index_block_reads: self.reads.index_block_reads.load(Relaxed),
             filter_block_reads: self.reads.filter_block_reads.load(Relaxed),

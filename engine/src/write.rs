@@ -374,7 +374,8 @@ impl DbInner {
                 state.wal = Some(wal);
                 for id in ids {
                     if let Some(t) = state.trees.get_mut(id) {
-                        let old = std::mem::replace(&mut t.mem, Arc::new(Memtable::new(number)));
+                        let fresh = Arc::new(Memtable::for_tree(number, &t.tree.options));
+                        let old = std::mem::replace(&mut t.mem, fresh);
                         t.imm.push(old);
                     }
                 }

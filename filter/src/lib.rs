@@ -11,13 +11,18 @@
 //!   query.
 //! * [`CuckooFilter`] — a cuckoo filter (4-slot buckets, partial-key cuckoo hashing): insert,
 //!   query, delete; full is an error that changes nothing.
+//! * [`QuotientFilter`] — a quotient filter (sorted fingerprints in `2^q` slots of `r`-bit
+//!   remainders and three metadata bits): insert, query, delete, and merge and grow without the
+//!   keys.
 //! * [`ScalableBloom`] — a chain of growing bloom filters for key counts nobody knows in
 //!   advance, its FPR kept under a bound.
+//! * [`ConcurrentScalableBloom`] — the same chain for many threads at once, without a lock
+//!   (atomic bits; what a memtable's prefix bloom needs).
 //! * [`RotatingBloom`] — time-bucketed bloom filters for "seen in the last hour?", the oldest
 //!   bucket retired whole.
 //!
-//! The last four are standalone structures, each with a versioned, checksummed serialized form
-//! that refuses another hash function or seed.
+//! The counting, cuckoo, quotient, scalable and rotating filters are standalone structures, each
+//! with a versioned, checksummed serialized form that refuses another hash function or seed.
 //! * [`KeyHasher`] — seeded XXH3 or keyed SipHash; recorded in every block.
 //! * [`FilterPolicy`], [`monkey()`](fn@monkey) — which kind and how many bits each level gets.
 //!
@@ -30,6 +35,7 @@
 #![warn(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod bloom;
+mod concurrent_scalable;
 mod counting;
 mod cuckoo;
 mod envelope;
@@ -44,12 +50,14 @@ pub mod monkey;
 mod plain;
 mod policy;
 mod prefetch;
+mod quotient;
 pub mod range;
 pub mod ribbon;
 mod rotating;
 mod scalable;
 
 pub use bloom::{blocked_bloom_expected_fpr, BlockedBloom};
+pub use concurrent_scalable::ConcurrentScalableBloom;
 pub use counting::CountingBloom;
 pub use cuckoo::CuckooFilter;
 pub use error::FilterError;
@@ -63,6 +71,7 @@ pub use key_image::KeyImage;
 pub use kind::{FilterKind, FprCurve};
 pub use monkey::{monkey, sum_fpr, uniform, FilterBudget, LevelAllocation, LevelSpec};
 pub use policy::{pooled_level_keys, FilterAllocation, FilterPolicy, LevelFilter};
+pub use quotient::QuotientFilter;
 pub use range::{RangeFilter, RangeParams};
 pub use ribbon::{ribbon_expected_fpr, RibbonFilter, RibbonParams};
 pub use rotating::RotatingBloom;

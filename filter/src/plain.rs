@@ -127,7 +127,7 @@ impl PlainBloom {
 }
 
 /// The bits and probes of a filter for `keys` keys at `fpr`, allocating nothing.
-fn sizing(keys: u64, fpr: f64) -> Result<(u64, u32), FilterError> {
+pub(crate) fn sizing(keys: u64, fpr: f64) -> Result<(u64, u32), FilterError> {
     if keys == 0 {
         return Err(FilterError::InvalidParameter(
             "a filter needs room for a key",

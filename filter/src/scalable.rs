@@ -239,7 +239,7 @@ impl ScalableBloom {
 }
 
 /// Refuses an FPR, growth or tightening the chain cannot work with.
-fn check_parameters(fpr: f64, growth: u32, tightening: f64) -> Result<(), FilterError> {
+pub(crate) fn check_parameters(fpr: f64, growth: u32, tightening: f64) -> Result<(), FilterError> {
     crate::plain::check_fpr(fpr)?;
     if !(2..=MAX_GROWTH).contains(&growth) {
         return Err(FilterError::InvalidParameter("growth must be from 2 to 16"));

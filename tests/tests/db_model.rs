@@ -414,6 +414,10 @@ fn options(variant: Variant) -> Options {
             // compactions picking files round robin (the other variant: the default order).
             o.read_mode = siftdb::ReadMode::Mmap;
             o.compaction_pri = siftdb::CompactionPri::RoundRobin;
+            // A memtable bloom over the 2-byte prefixes (capped far below its first filter:
+            // one filter taking every key), and no filter on the bottom level.
+            o.memtable_prefix_bloom_size_ratio = 0.25;
+            o.optimize_filters_for_hits = true;
         }
         Variant::U64Add => {
             o.false_positive_memo_bytes = 64 << 10;
@@ -421,6 +425,10 @@ fn options(variant: Variant) -> Options {
             // Filters sized per table from the lookups the model makes.
             o.filter_allocation = siftdb::FilterAllocation::Adaptive;
             o.range_filter_bits_per_key = 14.0;
+            // A memtable bloom over prefixes and whole keys: a lookup or prefix scan it
+            // wrongly ruled out would show here as a missing value.
+            o.memtable_prefix_bloom_size_ratio = 0.1;
+            o.memtable_whole_key_filtering = true;
         }
     }
     o

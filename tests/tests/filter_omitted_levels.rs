@@ -131,7 +131,10 @@ fn optimize_filters_for_hits_leaves_the_bottom_unfiltered_and_spends_the_budget_
     // Monkey still orders them: an upper level gets at least the bits of the one below it.
     let filtered: Vec<&LevelInfo> = levels[1..bottom].iter().filter(|l| l.files > 0).collect();
     for w in filtered.windows(2) {
-        assert!(w[0].planned_bits_per_key + 0.5 >= w[1].planned_bits_per_key, "{text}");
+        assert!(
+            w[0].planned_bits_per_key + 0.5 >= w[1].planned_bits_per_key,
+            "{text}"
+        );
     }
 
     // Present keys are all found, and never ask the bottom level's (missing) filters.

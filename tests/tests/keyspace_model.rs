@@ -132,10 +132,12 @@ fn keyspace_options(index: usize, db: &Options) -> KeyspaceOptions {
         1 => KeyspaceOptions {
             prefix_extractor: Some(siftdb::FixedPrefix::shared(1)),
             filter_allocation: siftdb::FilterAllocation::Uniform,
+            memtable_prefix_bloom_size_ratio: 0.2,
             ..base
         },
         2 => KeyspaceOptions {
-            filter_bits_per_key: 4.0,
+            // No filters at all: every lookup goes to the tables' indexes.
+            filter_bits_per_key: 0.0,
             compression_per_level: vec![siftdb::Compression::Zstd],
             write_buffer_size: 4096,
             ..base

@@ -1,11 +1,14 @@
 //! filter-bench: build speed, query speed and FPR of siftdb's filters against bits/key, with
-//! standard bloom and binary fuse as comparison rows; and the Monkey-versus-uniform report.
+//! standard bloom and binary fuse as comparison rows; the Monkey-versus-uniform report; and the
+//! standalone structures (counting, scalable and rotating bloom, cuckoo, quotient) side by side.
 //!
 //! ```text
 //! cargo run --release -p siftdb-bench --bin filter-bench -- [--keys 10000000] [--json] [--plot fpr.svg]
 //! cargo run --release -p siftdb-bench --bin filter-bench -- --range [--keys 1000000] [--sweep 8,10,12,16] [--json]
 //! cargo run --release -p siftdb-bench --bin filter-bench -- --monkey --level-keys 1000,10000,100000 \
 //!     --bits-per-key 10 --kind bloom|ribbon|policy [--json]
+//! cargo run --release -p siftdb-bench --bin filter-bench -- --standalone \
+//!     [--standalone-items 1000000,10000000] [--queries 4000000] [--json]
 //! ```
 
 use std::path::PathBuf;
@@ -13,7 +16,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
 use siftdb_bench::filters::{
-    monkey_report, plot_fpr, run_range_sweep, run_sweep, MonkeyKind, SweepConfig, SweepRow,
+    monkey_report, plot_fpr, run_range_sweep, run_standalone, run_sweep, MonkeyKind, StandaloneRow,
+    SweepConfig, SweepRow,
 };
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -30,7 +34,8 @@ struct Args {
     /// Keys inserted into each filter.
     #[arg(long, default_value_t = 1_000_000)]
     keys: usize,
-    /// Never-inserted keys queried per filter (FPR sample; raised to at least 2,000,000 and the key count).
+    /// Never-inserted keys queried per filter (FPR sample; raised to at least 2,000,000 and the key
+    /// count; with `--standalone`, to at least 1,000,000).
     #[arg(long, default_value_t = 4_000_000)]
     queries: usize,
     /// Bits/key values of the sweep (comma separated).
@@ -52,6 +57,20 @@ struct Args {
     /// against Grafite's bound, for each bits/key of `--sweep`.
     #[arg(long)]
     range: bool,
+    /// Standalone structures mode: bits/key, FPR (against the structure's own expectation and the
+    /// 2^-bits/key floor), insert, query and delete time of the counting, scalable and rotating
+    /// bloom, cuckoo and quotient filters, with a blocked bloom and a binary fuse filter as the
+    /// static references, at each count of `--standalone-items`.
+    #[arg(long)]
+    standalone: bool,
+    /// Item counts of `--standalone` (comma separated).
+    #[arg(
+        long = "standalone-items",
+        alias = "standalone_items",
+        value_delimiter = ',',
+        default_value = "1000000,10000000"
+    )]
+    standalone_items: Vec<usize>,
     /// Keys per level, L0 first (allocation mode).
     #[arg(
         long,
@@ -79,6 +98,8 @@ fn main() -> ExitCode {
         run_monkey(&args);
     } else if args.range {
         run_range(&args);
+    } else if args.standalone {
+        run_standalone_mode(&args);
     } else if let Err(e) = run_filters(&args) {
         eprintln!("filter-bench: {e}");
         return ExitCode::FAILURE;
@@ -241,5 +262,58 @@ fn run_monkey(args: &Args) {
     println!(
         "planned bits: monkey {:.0}, uniform {:.0}; real bits of built filters: monkey {:.0}, uniform {:.0}",
         summary.monkey_bits, summary.uniform_bits, summary.monkey_real_bits, summary.uniform_real_bits
+    );
+}
+
+fn run_standalone_mode(args: &Args) {
+    let absent = args.queries.max(1_000_000);
+    if !args.json {
+        println!(
+            "filter-bench --standalone: items {:?}, {absent} absent keys per FPR (16-byte keys, seed {})",
+            args.standalone_items, args.seed
+        );
+        println!(
+            "{:<15} {:>9} {:>8} {:>9} {:>9} {:>10} {:>8} {:>8} {:>8} {:>8} {:>10} {:>9}",
+            "structure",
+            "items",
+            "bits/key",
+            "fpr %",
+            "expect %",
+            "floor %",
+            "ins ns",
+            "pos ns",
+            "neg ns",
+            "del ns",
+            "del fpr %",
+            "fail load"
+        );
+    }
+    run_standalone(&args.standalone_items, absent, args.seed, |row| {
+        print_standalone_row(row, args.json)
+    });
+}
+
+fn print_standalone_row(row: &StandaloneRow, json: bool) {
+    if json {
+        println!("{}", row.to_json());
+        return;
+    }
+    let or_dash = |value: Option<f64>, scale: f64, digits: usize| {
+        value.map_or_else(|| "-".to_string(), |v| format!("{:.digits$}", v * scale))
+    };
+    println!(
+        "{:<15} {:>9} {:>8.3} {:>9.4} {:>9.4} {:>10.6} {:>8.1} {:>8.1} {:>8.1} {:>8} {:>10} {:>9}",
+        row.structure,
+        row.items,
+        row.bits_per_key,
+        row.fpr * 100.0,
+        row.expected_fpr * 100.0,
+        row.floor_fpr * 100.0,
+        row.insert_ns,
+        row.query_present_ns,
+        row.query_absent_ns,
+        or_dash(row.delete_ns, 1.0, 1),
+        or_dash(row.fpr_after_deletes, 100.0, 4),
+        or_dash(row.load_at_first_failure, 1.0, 4),
     );
 }

@@ -358,6 +358,21 @@ pub struct Args {
     /// Average filter bits per key over the tree (Options::filter_bits_per_key).
     #[arg(long = "bloom_bits", default_value_t = 10.0)]
     pub bloom_bits: f64,
+    /// No whole-key filter on the bottom level (siftdb `Options::optimize_filters_for_hits`,
+    /// RocksDB's option of the same name; fjall has none).
+    #[arg(long = "optimize_filters_for_hits", num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", action = ArgAction::Set,
+          value_parser = BoolishValueParser::new())]
+    pub optimize_filters_for_hits: bool,
+    /// Memtable bloom memory as a fraction of the write buffer, 0 = none (db_bench's flag;
+    /// siftdb and RocksDB `memtable_prefix_bloom_size_ratio`; fjall has none).
+    #[arg(long = "memtable_bloom_size_ratio", default_value_t = 0.0)]
+    pub memtable_bloom_size_ratio: f64,
+    /// Whole keys in the memtable bloom too, not only prefixes (db_bench's flag).
+    #[arg(long = "memtable_whole_key_filtering", num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", action = ArgAction::Set,
+          value_parser = BoolishValueParser::new())]
+    pub memtable_whole_key_filtering: bool,
     /// Filter kind per level.
     #[arg(long = "filter_policy", value_enum, default_value_t = FilterPolicyArg::Hybrid)]
     pub filter_policy: FilterPolicyArg,
@@ -530,6 +545,12 @@ pub struct Config {
     pub keyspaces: usize,
     /// Filters.
     pub filter: FilterConfig,
+    /// No whole-key filter on the bottom level.
+    pub optimize_filters_for_hits: bool,
+    /// Memtable bloom memory over the write buffer (0: none).
+    pub memtable_bloom_size_ratio: f64,
+    /// Whole keys in the memtable bloom too.
+    pub memtable_whole_key_filtering: bool,
     /// Block cache bytes (`None`: the engine's default).
     pub cache_size: Option<usize>,
     /// Memtable bytes (`None`: the engine's default).
@@ -594,6 +615,11 @@ impl Config {
         }
         if args.prefix_size == 0 {
             return Err(Error::new("--prefix_size must be at least 1"));
+        }
+        if !(0.0..=0.25).contains(&args.memtable_bloom_size_ratio) {
+            return Err(Error::new(
+                "--memtable_bloom_size_ratio must be a number from 0 to 0.25",
+            ));
         }
         if !(args.bloom_bits.is_finite() && args.bloom_bits >= 0.0) {
             return Err(Error::new("--bloom_bits must be a number >= 0"));
@@ -661,6 +687,9 @@ impl Config {
                 allocation: args.filter_allocation,
                 policy: args.filter_policy,
             },
+            optimize_filters_for_hits: args.optimize_filters_for_hits,
+            memtable_bloom_size_ratio: args.memtable_bloom_size_ratio,
+            memtable_whole_key_filtering: args.memtable_whole_key_filtering,
             cache_size: args.cache_size,
             write_buffer_size: args.write_buffer_size,
             db_write_buffer_size: args.db_write_buffer_size,

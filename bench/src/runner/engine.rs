@@ -231,6 +231,9 @@ pub fn siftdb_options(config: &Config) -> Options {
     let defaults = Options::default();
     Options {
         filter_bits_per_key: config.filter.bits_per_key,
+        optimize_filters_for_hits: config.optimize_filters_for_hits,
+        memtable_prefix_bloom_size_ratio: config.memtable_bloom_size_ratio,
+        memtable_whole_key_filtering: config.memtable_whole_key_filtering,
         bloom_before_level: config.filter.bloom_before_level,
         deep_filter_kind: if config.filter.policy == super::args::FilterPolicyArg::Fuse {
             siftdb::FilterKind::BinaryFuse

@@ -38,9 +38,10 @@ pub fn siftdb_rows(config: &Config) -> SettingRows {
         (
             "filters",
             format!(
-                "{} bits/key average ({allocation}); {}",
+                "{} bits/key average ({allocation}); {}{}",
                 config.filter.bits_per_key,
-                filter_layout(config)
+                filter_layout(config),
+                hits_text(config)
             ),
         ),
         (
@@ -54,9 +55,10 @@ pub fn siftdb_rows(config: &Config) -> SettingRows {
         (
             "memtable",
             format!(
-                "{} x{}",
+                "{} x{}{}",
                 human_bytes(o.write_buffer_size as u64),
-                o.max_write_buffer_number
+                o.max_write_buffer_number,
+                memtable_bloom_text(config)
             ),
         ),
         ("tree shape", tree_shape(config)),
@@ -79,6 +81,31 @@ pub fn siftdb_rows(config: &Config) -> SettingRows {
             ),
         ),
     ]
+}
+
+/// `--optimize_filters_for_hits` as siftdb and RocksDB apply it (empty when off).
+pub fn hits_text(config: &Config) -> &'static str {
+    if config.optimize_filters_for_hits {
+        "; no filter on the bottom level (optimize_filters_for_hits)"
+    } else {
+        ""
+    }
+}
+
+/// The memtable bloom as siftdb and RocksDB are given it (empty when off).
+pub fn memtable_bloom_text(config: &Config) -> String {
+    if config.memtable_bloom_size_ratio <= 0.0 {
+        return String::new();
+    }
+    format!(
+        "; memtable bloom {} of it over {}",
+        config.memtable_bloom_size_ratio,
+        if config.memtable_whole_key_filtering {
+            "prefixes and whole keys"
+        } else {
+            "prefixes"
+        }
+    )
 }
 
 /// The tree's shape as every engine is given it.

@@ -101,10 +101,15 @@ pub(crate) fn merge_for(
     spec: &ScanSpec<'_>,
 ) -> Result<MergingIterator> {
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    let prefix_hash = spec.prefix.and_then(|p| tree.prefix_hash(p));
     for mem in std::iter::once(&view.mem).chain(view.imm.iter()) {
+        // A memtable whose bloom rules the prefix out holds none of its keys (its range
+        // tombstones reach the scan through `visibility`, not through this child).
+        if prefix_hash.is_some_and(|hash| !mem.may_contain_prefix_hash(hash)) {
+            continue;
+        }
         children.push(Box::new(MemtableIter::new(Arc::clone(mem))));
     }
-    let prefix_hash = spec.prefix.and_then(|p| tree.prefix_hash(p));
     let wanted = |f: &Arc<TableFile>| -> Result<bool> {
         if !spec
             .bounds

@@ -420,7 +420,7 @@ fn commit(
     for (tree, version) in trees {
         db.versions.install_recovered(&tree, version, wal_number);
         if let Some(t) = state.trees.get_mut(&tree.id) {
-            t.mem = Arc::new(Memtable::new(wal_number));
+            t.mem = Arc::new(Memtable::for_tree(wal_number, &tree.options));
         }
         db.publish_view(&state, tree.id);
     }

@@ -137,7 +137,14 @@ impl FjallEngine {
         let rows = vec![
             (
                 "filters",
-                format!("bloom {bits} bits/key on every level (no ribbon, no Monkey)"),
+                format!(
+                    "bloom {bits} bits/key on every level (no ribbon, no Monkey{})",
+                    if config.optimize_filters_for_hits {
+                        "; fjall cannot leave the bottom level unfiltered"
+                    } else {
+                        ""
+                    }
+                ),
             ),
             (
                 "block cache",
@@ -149,7 +156,15 @@ impl FjallEngine {
             ("prefix filter", "none (no prefix extractor)".to_string()),
             (
                 "memtable",
-                format!("{} (max_memtable_size)", human_bytes(write_buffer)),
+                format!(
+                    "{} (max_memtable_size){}",
+                    human_bytes(write_buffer),
+                    if config.memtable_bloom_size_ratio > 0.0 {
+                        "; fjall has no memtable bloom"
+                    } else {
+                        ""
+                    }
+                ),
             ),
             (
                 "tree shape",

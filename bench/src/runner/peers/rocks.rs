@@ -141,6 +141,10 @@ impl RocksEngine {
         options.set_compression_per_level(&per_level);
         let compression = super::super::engine::compression_text(&config.compression);
         options.set_prefix_extractor(SliceTransform::create_fixed_prefix(config.prefix_size));
+        options.set_optimize_filters_for_hits(config.optimize_filters_for_hits);
+        options.set_memtable_prefix_bloom_ratio(config.memtable_bloom_size_ratio);
+        options.set_memtable_whole_key_filtering(config.memtable_whole_key_filtering);
+        let filter = format!("{filter}{}", settings::hits_text(config));
         options.set_write_buffer_size(sift.write_buffer_size);
         options.set_db_write_buffer_size(sift.db_write_buffer_size);
         options.set_max_write_buffer_number(sift.max_write_buffer_number as i32);
@@ -216,9 +220,10 @@ impl RocksEngine {
             (
                 "memtable",
                 format!(
-                    "{} x{}",
+                    "{} x{}{}",
                     super::super::report::human_bytes(sift.write_buffer_size as u64),
-                    sift.max_write_buffer_number
+                    sift.max_write_buffer_number,
+                    settings::memtable_bloom_text(config)
                 ),
             ),
             (
