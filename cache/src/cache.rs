@@ -122,7 +122,13 @@ impl<V> BlockCache<V> {
         let high_capacity =
             (shard_capacity as f64 * options.effective_high_priority_ratio()) as usize;
         let shards = (0..num_shards)
-            .map(|_| ShardSlot(Mutex::new(Shard::new(shard_capacity, high_capacity))))
+            .map(|_| {
+                ShardSlot(Mutex::new(Shard::new(
+                    shard_capacity,
+                    high_capacity,
+                    options.admission,
+                )))
+            })
             .collect();
         Self {
             inner: Arc::new(Inner {

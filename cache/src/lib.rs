@@ -6,9 +6,11 @@
 //! the behaviour and an example.
 //!
 //! Modules, one job each: `key` (what a block is), `options` (configuration),
+//! `admission` (which data blocks a full shard lets in),
 //! `stats` (counters), `shard` (eviction and accounting of one shard, no
 //! locking), `cache` (sharding and locking), `pin` (the pin guard).
 
+mod admission;
 mod cache;
 mod key;
 mod memo;
@@ -17,6 +19,7 @@ mod pin;
 mod shard;
 mod stats;
 
+pub use admission::Admission;
 pub use cache::BlockCache;
 pub use key::{BlockKey, BlockKind, Priority};
 pub use memo::{FalsePositiveMemo, MemoStats, ENTRY_OVERHEAD as MEMO_ENTRY_OVERHEAD};

@@ -1,5 +1,7 @@
 //! Cache configuration.
 
+use crate::admission::Admission;
+
 /// Configuration of a [`BlockCache`](crate::BlockCache).
 ///
 /// The cache never rejects options: out-of-range values are clamped by
@@ -20,6 +22,9 @@ pub struct CacheOptions {
     /// entries (RocksDB's `high_pri_pool_ratio`). Clamped to `0.0..=1.0`; NaN
     /// counts as `0.0`. With `0.0`, high-priority entries behave like low ones.
     pub high_priority_pool_ratio: f64,
+    /// Which data blocks a full shard lets in (see [`Admission`]); index and filter blocks
+    /// always enter.
+    pub admission: Admission,
 }
 
 impl CacheOptions {
@@ -46,6 +51,7 @@ impl CacheOptions {
             capacity_bytes,
             num_shard_bits: Self::default_shard_bits(capacity_bytes),
             high_priority_pool_ratio: Self::DEFAULT_HIGH_PRIORITY_POOL_RATIO,
+            admission: Admission::default(),
         }
     }
 
@@ -65,6 +71,12 @@ impl CacheOptions {
     /// These options with `num_shard_bits` replaced.
     pub fn with_num_shard_bits(mut self, num_shard_bits: u8) -> Self {
         self.num_shard_bits = num_shard_bits;
+        self
+    }
+
+    /// These options with `admission` replaced.
+    pub fn with_admission(mut self, admission: Admission) -> Self {
+        self.admission = admission;
         self
     }
 

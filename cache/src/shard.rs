@@ -24,6 +24,7 @@ use std::sync::Arc;
 
 use lru::LruCache;
 
+use crate::admission::{Admission, Admitter};
 use crate::key::{BlockKey, BlockKind, Priority};
 use crate::stats::{CacheStats, KindStats};
 
@@ -64,12 +65,14 @@ pub(crate) struct Shard<V> {
     pinned_usage: usize,
     next_pin_id: u64,
     counters: [KindStats; BlockKind::COUNT],
+    /// Which data blocks enter once the shard is full.
+    admitter: Admitter,
 }
 
 impl<V> Shard<V> {
     /// An empty shard holding up to `capacity` bytes of unpinned entries, of
     /// which up to `high_capacity` in the high-priority pool.
-    pub(crate) fn new(capacity: usize, high_capacity: usize) -> Self {
+    pub(crate) fn new(capacity: usize, high_capacity: usize, admission: Admission) -> Self {
         Self {
             // Unbounded in entry count: the shard bounds bytes itself.
             low: LruCache::unbounded(),
@@ -82,6 +85,7 @@ impl<V> Shard<V> {
             pinned_usage: 0,
             next_pin_id: 0,
             counters: [KindStats::default(); BlockKind::COUNT],
+            admitter: Admitter::new(admission, capacity),
         }
     }
 
@@ -90,6 +94,9 @@ impl<V> Shard<V> {
     pub(crate) fn lookup(&mut self, key: &BlockKey, kind: BlockKind) -> Option<Arc<V>> {
         let found = self.find(key);
         self.count_lookup(kind, found.is_some());
+        if kind == BlockKind::Data {
+            self.admitter.record_access(key);
+        }
         found
     }
 
@@ -117,6 +124,10 @@ impl<V> Shard<V> {
             self.counters[kind.index()].rejections += 1;
             return value;
         }
+        if !self.admits(&key, charge, kind, priority) {
+            self.counters[kind.index()].not_admitted += 1;
+            return value;
+        }
         self.account_insert(kind, charge);
         let entry = Entry {
             value: Arc::clone(&value),
@@ -127,6 +138,24 @@ impl<V> Shard<V> {
         self.push_unpinned(key, entry);
         self.evict_to_fit(garbage);
         value
+    }
+
+    /// Whether the admission policy lets an unpinned entry in (see `admission.rs`): data
+    /// blocks of low priority are asked, with the entry they would evict first; everything
+    /// else enters.
+    fn admits(
+        &mut self,
+        key: &BlockKey,
+        charge: usize,
+        kind: BlockKind,
+        priority: Priority,
+    ) -> bool {
+        if kind != BlockKind::Data || priority != Priority::Low {
+            return true;
+        }
+        let full = self.usage + charge > self.capacity;
+        let victim = self.low.peek_lru().map(|(k, _)| *k);
+        self.admitter.admit(key, full, victim.as_ref())
     }
 
     /// Pins the resident entry under `key`, without counting a lookup.
@@ -461,7 +490,7 @@ mod tests {
     #[test]
     fn high_pool_overflows_into_low_as_newest() {
         // 100 bytes, 40 for the high pool.
-        let mut shard = Shard::new(100, 40);
+        let mut shard = Shard::new(100, 40, Admission::All);
         insert(&mut shard, 0, 10, Priority::Low);
         for offset in 1..=4 {
             insert(&mut shard, offset, 10, Priority::High);
@@ -477,7 +506,7 @@ mod tests {
 
     #[test]
     fn pinned_then_erased_guard_cannot_unpin_a_new_entry() {
-        let mut shard = Shard::new(100, 50);
+        let mut shard = Shard::new(100, 50, Admission::All);
         let mut garbage = Vec::new();
         let (_, old_id) = shard.insert_pinned(
             key(1),
@@ -507,7 +536,7 @@ mod tests {
 
     #[test]
     fn zero_high_ratio_puts_everything_in_low() {
-        let mut shard = Shard::new(100, 0);
+        let mut shard = Shard::new(100, 0, Admission::All);
         insert(&mut shard, 1, 10, Priority::High);
         assert!(shard.low.contains(&key(1)));
         assert!(shard.high.is_empty());

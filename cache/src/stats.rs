@@ -32,6 +32,9 @@ pub struct KindStats {
     /// Unpinned inserts not admitted because the entry alone is larger than
     /// its shard's capacity (not counted in `inserts`).
     pub rejections: u64,
+    /// Data blocks the admission policy kept out of a full shard (see
+    /// [`Admission`](crate::Admission); not counted in `inserts`).
+    pub not_admitted: u64,
     /// Entries of this kind now resident (pinned or not).
     pub entries: usize,
     /// Bytes charged by resident entries of this kind (pinned or not).
@@ -60,6 +63,7 @@ impl KindStats {
         self.evictions += other.evictions;
         self.erasures += other.erasures;
         self.rejections += other.rejections;
+        self.not_admitted += other.not_admitted;
         self.entries += other.entries;
         self.bytes += other.bytes;
     }

@@ -682,10 +682,12 @@ impl DbInner {
 
 /// Creates the shared block cache: shards of at least 4 MiB so a large table's filter block
 /// (often over a megabyte) is never refused as oversize.
-pub(crate) fn new_cache(capacity: usize) -> Arc<TableCache> {
+pub(crate) fn new_cache(capacity: usize, admission: siftdb_cache::Admission) -> Arc<TableCache> {
     let shards = (capacity / (4 << 20)).max(1).next_power_of_two();
     let bits = shards.trailing_zeros().min(6) as u8;
     Arc::new(TableCache::new(
-        CacheOptions::new(capacity).with_num_shard_bits(bits),
+        CacheOptions::new(capacity)
+            .with_num_shard_bits(bits)
+            .with_admission(admission),
     ))
 }

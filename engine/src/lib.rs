@@ -79,7 +79,7 @@ pub use options::{
 };
 pub use options_file::FORMAT_VERSION;
 pub use properties::LevelInfo;
-pub use siftdb_cache::{BlockKind, CacheStats, KindStats, MemoStats};
+pub use siftdb_cache::{Admission as CacheAdmission, BlockKind, CacheStats, KindStats, MemoStats};
 pub use siftdb_compaction::picker::CompactionPri;
 pub use siftdb_filter::{FilterAllocation, FilterKind, HashId, KeyHasher};
 pub use siftdb_sstable::{Compression, FixedPrefix, PrefixExtractor, RandomAccessFile, ReadMode};

@@ -62,6 +62,14 @@ pub struct Options {
     pub block_restart_interval: usize,
     /// Block cache capacity in bytes.
     pub block_cache_capacity: usize,
+    /// Which data blocks the block cache lets in once full ([`CacheAdmission`]): with
+    /// `SecondSighting` (the default) a data block enters on its second read within a window
+    /// of recent misses, so a scan larger than the cache does not push out what lookups keep
+    /// reading; `All` is a plain LRU. Filter and index blocks always enter. See
+    /// `docs/TUNING.md`.
+    ///
+    /// [`CacheAdmission`]: crate::CacheAdmission
+    pub block_cache_admission: siftdb_cache::Admission,
     /// Bytes of the memo of hot false positives, shared by all keyspaces (0: off). A lookup
     /// whose filter says "maybe" for a table that then turns out not to hold the key remembers
     /// (table, key), so the next lookup of that key skips the table's index and data blocks;
@@ -186,6 +194,7 @@ impl std::fmt::Debug for Options {
             .field("write_buffer_size", &self.write_buffer_size)
             .field("max_write_buffer_number", &self.max_write_buffer_number)
             .field("block_cache_capacity", &self.block_cache_capacity)
+            .field("block_cache_admission", &self.block_cache_admission)
             .field("false_positive_memo_bytes", &self.false_positive_memo_bytes)
             .field("filter_bits_per_key", &self.filter_bits_per_key)
             .field("optimize_filters_for_hits", &self.optimize_filters_for_hits)
@@ -235,6 +244,7 @@ impl Default for Options {
             block_size: 4096,
             block_restart_interval: 16,
             block_cache_capacity: 64 << 20,
+            block_cache_admission: siftdb_cache::Admission::SecondSighting,
             false_positive_memo_bytes: DEFAULT_FALSE_POSITIVE_MEMO_BYTES,
             pin_l0_filter_and_index_blocks_in_cache: true,
             filter_bits_per_key: 10.0,

@@ -139,6 +139,30 @@ impl CountingBloom {
         self.slots(hash).all(|slot| self.get(slot) > 0)
     }
 
+    /// How many times `key` was inserted (minus removed), as a frequency sketch reads it: the
+    /// smallest of its counters (count-min), never below the true count while no counter
+    /// saturated and [`CountingBloom::halve`] was not called, at most 15.
+    pub fn estimate(&self, key: &[u8]) -> u8 {
+        let hash = self.hasher.hash(key);
+        self.slots(hash)
+            .map(|slot| self.get(slot))
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// Halves every counter (TinyLFU's reset, which keeps a frequency sketch following recent
+    /// accesses rather than all-time ones). After it the filter is a sketch, not a set: a key
+    /// counted once may read 0 (a "no" is no longer certain) and [`CountingBloom::remove`] must
+    /// not be used for keys inserted before.
+    pub fn halve(&mut self) {
+        for byte in &mut self.counters {
+            // Both 4-bit counters at once: shift each nibble right by one.
+            *byte = (*byte >> 1) & 0x77;
+        }
+        self.len /= 2;
+        self.saturated = 0;
+    }
+
     /// Removes one insertion of `key`; returns `false`, changing nothing, when the filter rules
     /// the key out. Remove only keys that were inserted (see the module documentation).
     /// Saturated counters stay at 15.

@@ -273,13 +273,13 @@ fn run_standalone_mode(args: &Args) {
             args.standalone_items, args.seed
         );
         println!(
-            "{:<15} {:>9} {:>8} {:>9} {:>9} {:>10} {:>8} {:>8} {:>8} {:>8} {:>10} {:>9}",
+            "{:<15} {:>9} {:>8} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>10} {:>9}",
             "structure",
             "items",
             "bits/key",
             "fpr %",
             "expect %",
-            "floor %",
+            "floor",
             "ins ns",
             "pos ns",
             "neg ns",
@@ -302,13 +302,13 @@ fn print_standalone_row(row: &StandaloneRow, json: bool) {
         value.map_or_else(|| "-".to_string(), |v| format!("{:.digits$}", v * scale))
     };
     println!(
-        "{:<15} {:>9} {:>8.3} {:>9.4} {:>9.4} {:>10.6} {:>8.1} {:>8.1} {:>8.1} {:>8} {:>10} {:>9}",
+        "{:<15} {:>9} {:>8.3} {:>9.4} {:>9.4} {:>9.2e} {:>8.1} {:>8.1} {:>8.1} {:>8} {:>10} {:>9}",
         row.structure,
         row.items,
         row.bits_per_key,
         row.fpr * 100.0,
         row.expected_fpr * 100.0,
-        row.floor_fpr * 100.0,
+        row.floor_fpr,
         row.insert_ns,
         row.query_present_ns,
         row.query_absent_ns,

@@ -29,6 +29,11 @@ pub enum Benchmark {
     MultiReadMissing,
     /// Read `--reads` keys drawn from a hot set of `--hot_keys` keys, half of them missing.
     ReadHot,
+    /// Read `--reads` keys of a hot key range (the first `--hot_fraction` of the keys) on one
+    /// thread: the first half alone, the second half interleaved with a full `readseq` scan in
+    /// 20 chunks. Reports the hot reads' data-block cache hit rate in both halves (the scan's
+    /// own block reads are not counted): what a scan does to the blocks lookups keep reading.
+    ReadHotScan,
     /// Read `--reads` keys whose positions follow a Zipf law (`--zipf_theta`), a fraction
     /// `--zipf_missing_fraction` of them never written; ranks in key order (a hot key range)
     /// or scattered (`--zipf_scramble`, as YCSB's scrambled Zipfian).
@@ -85,7 +90,7 @@ pub enum Benchmark {
 
 impl Benchmark {
     /// Every workload, in documentation order.
-    pub const ALL: [Benchmark; 28] = [
+    pub const ALL: [Benchmark; 29] = [
         Benchmark::FillSeq,
         Benchmark::FillRandom,
         Benchmark::Overwrite,
@@ -94,6 +99,7 @@ impl Benchmark {
         Benchmark::MultiReadRandom,
         Benchmark::MultiReadMissing,
         Benchmark::ReadHot,
+        Benchmark::ReadHotScan,
         Benchmark::ReadZipf,
         Benchmark::SeekRandom,
         Benchmark::SeekMissing,
@@ -127,6 +133,7 @@ impl Benchmark {
             Benchmark::MultiReadRandom => "multireadrandom",
             Benchmark::MultiReadMissing => "multireadmissing",
             Benchmark::ReadHot => "readhot",
+            Benchmark::ReadHotScan => "readhotscan",
             Benchmark::ReadZipf => "readzipf",
             Benchmark::SeekRandom => "seekrandom",
             Benchmark::SeekMissing => "seekmissing",
@@ -249,6 +256,19 @@ pub enum AllocationArg {
     Adaptive,
 }
 
+/// `--cache_admission`: which data blocks siftdb's block cache lets in once full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AdmissionArg {
+    /// Every block (plain LRU, as the peers').
+    All,
+    /// A data block on its second sighting within a window (siftdb's default).
+    #[value(name = "second_sighting")]
+    SecondSighting,
+    /// A data block more frequent than its victim in a TinyLFU sketch.
+    #[value(name = "tiny_lfu")]
+    TinyLfu,
+}
+
 /// `--compaction_pri`: which file of a level a compaction takes first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
 pub enum CompactionPriArg {
@@ -311,6 +331,13 @@ pub struct Args {
     /// Keys of readhot's hot set (half of them written, half never written).
     #[arg(long = "hot_keys", default_value_t = 1000)]
     pub hot_keys: u64,
+    /// Share of the keys (the first ones, a key range) readhotscan reads.
+    #[arg(long = "hot_fraction", default_value_t = 0.2)]
+    pub hot_fraction: f64,
+    /// Which data blocks siftdb's block cache lets in once full (`Options::block_cache_admission`;
+    /// the peers have plain LRU caches).
+    #[arg(long = "cache_admission", value_enum, default_value_t = AdmissionArg::SecondSighting)]
+    pub cache_admission: AdmissionArg,
     /// Key positions per seekmissing range.
     #[arg(long = "range_width", default_value_t = 16)]
     pub range_width: u64,
@@ -521,6 +548,10 @@ pub struct Config {
     pub keys_per_prefix: u64,
     /// Size of readhot's hot set.
     pub hot_keys: u64,
+    /// readhotscan's share of the keys.
+    pub hot_fraction: f64,
+    /// siftdb's block cache admission.
+    pub cache_admission: AdmissionArg,
     /// Key positions per seekmissing range (`--range_width`).
     pub range_width: u64,
     /// readzipf's skew.
@@ -616,6 +647,9 @@ impl Config {
         if args.prefix_size == 0 {
             return Err(Error::new("--prefix_size must be at least 1"));
         }
+        if !(args.hot_fraction > 0.0 && args.hot_fraction <= 1.0) {
+            return Err(Error::new("--hot_fraction must be in (0, 1]"));
+        }
         if !(0.0..=0.25).contains(&args.memtable_bloom_size_ratio) {
             return Err(Error::new(
                 "--memtable_bloom_size_ratio must be a number from 0 to 0.25",
@@ -670,6 +704,8 @@ impl Config {
             prefix_size: args.prefix_size,
             keys_per_prefix: args.keys_per_prefix,
             hot_keys: args.hot_keys.max(2),
+            hot_fraction: args.hot_fraction,
+            cache_admission: args.cache_admission,
             hot_false_positives: args.hot_false_positives,
             range_width: args.range_width.max(1),
             zipf_theta: args.zipf_theta,

@@ -247,6 +247,11 @@ pub fn siftdb_options(config: &Config) -> Options {
         },
         prefix_extractor: Some(FixedPrefix::shared(config.prefix_size)),
         block_cache_capacity: config.cache_size.unwrap_or(defaults.block_cache_capacity),
+        block_cache_admission: match config.cache_admission {
+            super::args::AdmissionArg::All => siftdb::CacheAdmission::All,
+            super::args::AdmissionArg::SecondSighting => siftdb::CacheAdmission::SecondSighting,
+            super::args::AdmissionArg::TinyLfu => siftdb::CacheAdmission::TinyLfu,
+        },
         false_positive_memo_bytes: config
             .false_positive_memo_bytes
             .unwrap_or(defaults.false_positive_memo_bytes),

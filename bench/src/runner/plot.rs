@@ -484,6 +484,7 @@ mod tests {
             stats: None,
             shape: None,
             disk_bytes: None,
+            hot_hit_rates: None,
             expected_known: true,
             live_keys: 3,
             skipped: None,

@@ -270,6 +270,7 @@ pub(crate) fn is_point_read(b: Benchmark) -> bool {
             | Benchmark::MultiReadRandom
             | Benchmark::MultiReadMissing
             | Benchmark::ReadHot
+            | Benchmark::ReadHotScan
             | Benchmark::ReadZipf
             | Benchmark::ReadWhileWriting
             | Benchmark::ReadWhileCompacting
@@ -425,6 +426,14 @@ pub fn text(result: &PhaseResult, config: &Config) -> String {
     out.push_str(&kinds_text(m));
     if let Some(c) = &result.checkpoint {
         out.push_str(&checkpoint_text(c, m));
+    }
+    if let Some((alone, beside)) = result.hot_hit_rates {
+        let _ = writeln!(
+            out,
+            "  hot set hits : data-block cache hit rate {alone:.4} alone, {beside:.4} beside the \
+             scan ({:.3} of alone)",
+            beside / alone.max(f64::MIN_POSITIVE)
+        );
     }
     if let Some(stats) = &result.stats {
         if result.benchmark.writes() {
@@ -972,6 +981,10 @@ pub fn json(result: &PhaseResult, config: &Config, engine: &str) -> Value {
     // phase's counters of the same name (they are equal for siftdb; `null` where not counted).
     if let (Some(c), Some(m)) = (&result.checkpoint, &result.measured) {
         checkpoint_json(c, m, &mut map);
+    }
+    if let Some((alone, beside)) = result.hot_hit_rates {
+        map.insert("hot_hit_rate_alone".into(), json!(alone));
+        map.insert("hot_hit_rate_beside_scan".into(), json!(beside));
     }
     if let Some(shape) = &result.shape {
         map.insert("tree".into(), json!(shape));

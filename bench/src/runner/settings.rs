@@ -47,8 +47,15 @@ pub fn siftdb_rows(config: &Config) -> SettingRows {
         (
             "block cache",
             format!(
-                "{} LRU; filter+index blocks in it, L0's pinned",
-                human_bytes(o.block_cache_capacity as u64)
+                "{} LRU, {}; filter+index blocks in it, L0's pinned",
+                human_bytes(o.block_cache_capacity as u64),
+                match o.block_cache_admission {
+                    siftdb::CacheAdmission::All => "every block admitted",
+                    siftdb::CacheAdmission::SecondSighting => {
+                        "data blocks admitted on their second sighting"
+                    }
+                    siftdb::CacheAdmission::TinyLfu => "data blocks admitted by TinyLFU",
+                }
             ),
         ),
         ("prefix filter", format!("fixed:{}", config.prefix_size)),

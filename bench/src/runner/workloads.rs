@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use siftdb::Stats;
+use std::sync::{Mutex, PoisonError};
 
 use super::args::{Benchmark, Config};
 use super::engine::{BatchOp, Engine};
@@ -36,6 +37,8 @@ pub struct PhaseResult {
     pub shape: Option<String>,
     /// Bytes of every file in the database directory (`stats` only).
     pub disk_bytes: Option<u64>,
+    /// readhotscan's hot-read data-block cache hit rates: alone, and beside the scan.
+    pub hot_hit_rates: Option<(f64, f64)>,
     /// Whether `expected` counts are exact (a database this run created).
     pub expected_known: bool,
     /// Keys that exist now according to the key model.
@@ -78,6 +81,7 @@ impl PhaseResult {
             stats: None,
             shape: None,
             disk_bytes: None,
+            hot_hit_rates: None,
             expected_known: model.known(),
             live_keys: model.live_count(),
             skipped: None,
@@ -281,6 +285,11 @@ impl<'a> Workbench<'a> {
             Benchmark::MultiReadRandom => self.multi_reads(benchmark, stream, Variant::Written)?,
             Benchmark::MultiReadMissing => self.multi_reads(benchmark, stream, Variant::Missing)?,
             Benchmark::ReadHot => self.read_hot(stream, hot_set.unwrap_or_default())?,
+            Benchmark::ReadHotScan => {
+                let (measured, rates) = self.read_hot_scan(stream)?;
+                result.hot_hit_rates = rates;
+                measured
+            }
             Benchmark::ReadZipf => self.read_zipf(stream)?,
             Benchmark::SeekRandom => self.reads(benchmark, stream, |w, ctx| {
                 let index = ctx.rng.below(w.config.num);
@@ -849,6 +858,59 @@ impl<'a> Workbench<'a> {
         })
     }
 
+    /// readhotscan (see [`Benchmark::ReadHotScan`]): returns the measurement of every hot read
+    /// (scan chunks run inside the reads that start them, so they weigh on the latency tail)
+    /// and the hot reads' data-block hit rates, alone and beside the scan (`None` for an engine
+    /// without cache counters).
+    fn read_hot_scan(&self, stream: u64) -> Result<(Measured, Option<(f64, f64)>)> {
+        const CHUNKS: u64 = 20;
+        let num = self.config.num;
+        let hot = ((num as f64 * self.config.hot_fraction) as u64).clamp(1, num.max(1));
+        let reads = self.config.reads.max(2 * CHUNKS);
+        let half = reads / 2;
+        let per_chunk = half / CHUNKS;
+        let chunk_keys = num.div_ceil(CHUNKS);
+        // Data-block (hits, misses) at the start of the current hot batch, and the sums over
+        // the batches of each half.
+        let counted = Mutex::new((self.data_block_counts(), [(0u64, 0u64); 2]));
+        let measured = self.timed(Benchmark::ReadHotScan, 1, reads, reads, stream, |ctx, i| {
+            let beside = i >= half;
+            let boundary = i == half || (beside && (i - half).is_multiple_of(per_chunk));
+            if boundary {
+                let mut c = counted.lock().unwrap_or_else(PoisonError::into_inner);
+                let now = self.data_block_counts();
+                let half_index = usize::from(i > half);
+                let start = c.0;
+                add_delta(&mut c.1[half_index], now, start);
+                let chunk = ((i - half) / per_chunk).min(CHUNKS);
+                if chunk < CHUNKS {
+                    let start = chunk * chunk_keys;
+                    self.keys
+                        .encode(start.min(num - 1), Variant::Written, &mut ctx.key);
+                    self.engine.seek_read(0, &ctx.key, chunk_keys as usize)?;
+                }
+                c.0 = self.data_block_counts();
+            }
+            let index = ctx.rng.below(hot);
+            self.read_written(ctx, index)
+        })?;
+        let mut c = counted.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = self.data_block_counts();
+        let last = c.0;
+        add_delta(&mut c.1[1], now, last);
+        let rate = |(h, m): (u64, u64)| h as f64 / (h + m).max(1) as f64;
+        let rates = self.engine.stats().map(|_| (rate(c.1[0]), rate(c.1[1])));
+        Ok((measured, rates))
+    }
+
+    /// The engine's data-block cache (hits, misses) so far ((0, 0) without statistics).
+    fn data_block_counts(&self) -> (u64, u64) {
+        self.engine.stats().map_or((0, 0), |s| {
+            let data = s.cache.kind(siftdb::BlockKind::Data);
+            (data.hits, data.misses)
+        })
+    }
+
     /// readzipf: lookups whose key positions follow a Zipf law; the same ranks map to the same
     /// positions in every readzipf phase of a run (the permutation depends on `--seed` only), so
     /// a later phase reads the hot keys an earlier one did.
@@ -932,6 +994,12 @@ impl<'a> Workbench<'a> {
             Ok((measured, steps.load(Ordering::Relaxed)))
         })
     }
+}
+
+/// Adds the counts between `before` and `now` to `sum`.
+fn add_delta(sum: &mut (u64, u64), now: (u64, u64), before: (u64, u64)) {
+    sum.0 += now.0.saturating_sub(before.0);
+    sum.1 += now.1.saturating_sub(before.1);
 }
 
 /// A fresh directory for a checkpoint, beside the database in `db_dir`: on its file system, so

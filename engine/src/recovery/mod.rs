@@ -311,7 +311,7 @@ fn new_inner(
     Ok(Arc::new(DbInner {
         dir: dir.to_path_buf(),
         fs: Arc::clone(&options.fs),
-        cache: new_cache(options.block_cache_capacity),
+        cache: new_cache(options.block_cache_capacity, options.block_cache_admission),
         memo: (options.false_positive_memo_bytes > 0)
             .then(|| Arc::new(FalsePositiveMemo::new(options.false_positive_memo_bytes))),
         counters: EngineCounters::default(),
