@@ -143,7 +143,7 @@ impl QuotientFilter {
     /// A filter with room for at least `capacity` keys at no more than
     /// [`MAX_LOAD`](Self::MAX_LOAD), with remainders of `remainder_bits` bits (1 to 32; FPR at
     /// full load about `0.95 / 2^bits`). The table is the smallest power of two of slots that
-    /// does it; `capacity` plus the quotient bits may use at most 64 hash bits.
+    /// does it; its quotient bits and `remainder_bits` may total at most 64 (one hash's bits).
     pub fn new(
         capacity: u64,
         remainder_bits: u32,

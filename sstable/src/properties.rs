@@ -311,8 +311,19 @@ mod tests {
                 size: 12,
             }),
             merge_operands: 7,
+            filter_omitted: "optimize_filters_for_hits".into(),
         };
         assert_eq!(TableProperties::decode(p.encode()).unwrap(), p);
+        // Without a reason the field is not written, and reads back empty.
+        let with_filter = TableProperties {
+            filter_omitted: String::new(),
+            ..p.clone()
+        };
+        assert!(with_filter.encode().len() < p.encode().len());
+        assert_eq!(
+            TableProperties::decode(with_filter.encode()).unwrap(),
+            with_filter
+        );
         assert!(TableProperties::decode(vec![0, 0, 0, 0]).is_err());
     }
 

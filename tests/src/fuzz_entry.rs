@@ -103,11 +103,14 @@ pub fn filter_decode(data: &[u8]) {
 }
 
 /// Decodes `data` as each standalone structure of `siftdb-filter` (counting, scalable and
-/// rotating bloom, cuckoo), then, so that the payload parsers are reached past the checksum,
-/// `data` as the payload of a well-formed envelope of each (`docs/FORMAT.md`). Whatever
+/// rotating bloom, cuckoo and quotient filters), then, so that the payload parsers are reached
+/// past the checksum, `data` as the payload of a well-formed envelope of each
+/// (`docs/FORMAT.md`), and as the slots of a quotient filter behind a valid header. Whatever
 /// decodes is queried, written to once and serialized again.
 pub fn standalone_filters_decode(data: &[u8]) {
-    use siftdb_filter::{CountingBloom, CuckooFilter, KeyHasher, RotatingBloom, ScalableBloom};
+    use siftdb_filter::{
+        CountingBloom, CuckooFilter, KeyHasher, QuotientFilter, RotatingBloom, ScalableBloom,
+    };
     let hasher = KeyHasher::default();
     let decode_all = |bytes: &[u8]| {
         if let Ok(mut f) = CountingBloom::from_bytes(bytes, &hasher) {
@@ -134,11 +137,56 @@ pub fn standalone_filters_decode(data: &[u8]) {
             }
             let _ = f.to_bytes();
         }
+        if let Ok(mut f) = QuotientFilter::from_bytes(bytes, &hasher) {
+            for probe in [&b"probe"[..], b"", b"key", &[0xFF; 16]] {
+                let _ = f.contains(probe);
+            }
+            let _ = (f.expected_fpr(), f.merge(&f));
+            if f.insert(b"probe").is_ok() {
+                assert!(f.contains(b"probe"));
+                assert!(f.remove(b"probe"));
+            }
+            let bytes = f.to_bytes();
+            assert_eq!(QuotientFilter::from_bytes(&bytes, &hasher).as_ref(), Ok(&f));
+            if f.grow().is_ok() {
+                let _ = f.contains(b"probe");
+            }
+        }
     };
     decode_all(data);
-    for magic in [b"SCBF", b"SSBF", b"SRBF", b"SCKF"] {
+    for magic in [b"SCBF", b"SSBF", b"SRBF", b"SCKF", b"SQTF"] {
         decode_all(&envelope(*magic, hasher.seed_tag(), data));
     }
+    decode_all(&envelope(
+        *b"SQTF",
+        hasher.seed_tag(),
+        &quotient_slots(data),
+    ));
+}
+
+/// A quotient filter payload of one block of 64 slots (`docs/FORMAT.md`) whose remainder width
+/// comes from `data`'s first byte and whose words are the rest of `data` (zero-padded), with the
+/// key count the slots hold: the header passes, so the structure check sees arbitrary slots.
+fn quotient_slots(data: &[u8]) -> Vec<u8> {
+    let Some((&first, rest)) = data.split_first() else {
+        return Vec::new();
+    };
+    let remainder_bits = 1 + u32::from(first % 16);
+    let mut words = vec![0u64; 3 + remainder_bits as usize];
+    for (word, chunk) in words.iter_mut().zip(rest.chunks(8)) {
+        let mut bytes = [0u8; 8];
+        bytes[..chunk.len()].copy_from_slice(chunk);
+        *word = u64::from_le_bytes(bytes);
+    }
+    let held = u64::from((words[0] | words[1] | words[2]).count_ones());
+    let mut out = Vec::with_capacity(16 + 8 * words.len());
+    out.extend_from_slice(&6u32.to_le_bytes());
+    out.extend_from_slice(&remainder_bits.to_le_bytes());
+    out.extend_from_slice(&held.to_le_bytes());
+    for w in words {
+        out.extend_from_slice(&w.to_le_bytes());
+    }
+    out
 }
 
 /// `payload` in the standalone structures' envelope (version 1, xxh3 with `seed`).

@@ -65,8 +65,11 @@ fn valid_range_filter() -> Vec<u8> {
 
 /// One serialized instance of each standalone structure, holding a few keys.
 fn valid_standalone_filters() -> Vec<Vec<u8>> {
-    use siftdb_filter::{CountingBloom, CuckooFilter, KeyHasher, RotatingBloom, ScalableBloom};
+    use siftdb_filter::{
+        CountingBloom, CuckooFilter, KeyHasher, QuotientFilter, RotatingBloom, ScalableBloom,
+    };
     let h = KeyHasher::default();
+    let mut quotient = QuotientFilter::new(50, 6, h).unwrap();
     let mut counting = CountingBloom::new(50, 0.05, h).unwrap();
     let mut scalable = ScalableBloom::new(8, 0.05, h).unwrap();
     let mut rotating = RotatingBloom::new(3, 16, 0.05, h).unwrap();
@@ -77,6 +80,7 @@ fn valid_standalone_filters() -> Vec<Vec<u8>> {
         scalable.insert(&k);
         rotating.insert(&k);
         cuckoo.insert(&k).unwrap();
+        quotient.insert(&k).unwrap();
         if i % 10 == 9 {
             rotating.rotate();
         }
@@ -86,6 +90,7 @@ fn valid_standalone_filters() -> Vec<Vec<u8>> {
         scalable.to_bytes(),
         rotating.to_bytes(),
         cuckoo.to_bytes(),
+        quotient.to_bytes(),
     ]
 }
 

@@ -1,4 +1,5 @@
-//! Fuzz target: `siftdb_tests::fuzz_entry::standalone_filters_decode`.
+//! Fuzz target: `siftdb_tests::fuzz_entry::standalone_filters_decode` (the counting, scalable
+//! and rotating bloom, cuckoo and quotient filters' serialized forms).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
