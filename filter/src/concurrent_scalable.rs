@@ -172,8 +172,15 @@ impl ConcurrentScalableBloom {
         self.insert_hash(self.hasher.hash(key));
     }
 
-    /// Inserts a key by its hash (from [`ConcurrentScalableBloom::hasher`]).
+    /// Inserts a key by its hash (from [`ConcurrentScalableBloom::hasher`]). A key the chain
+    /// already answers "maybe" for is not inserted again (as in [`ScalableBloom`]), so repeated
+    /// keys — a memtable's shared prefixes — do not use up room.
+    ///
+    /// [`ScalableBloom`]: crate::ScalableBloom
     pub fn insert_hash(&self, hash: u64) {
+        if self.contains_hash(hash) {
+            return;
+        }
         let n = self.inserts.fetch_add(1, Ordering::Relaxed);
         let mut i = self.slot_for(n);
         // Sizing only fails for an FPR too small to express; slot 0 exists since `new`, so
@@ -209,7 +216,7 @@ impl ConcurrentScalableBloom {
         &self.hasher
     }
 
-    /// Inserts so far (a key inserted twice counts twice).
+    /// Keys inserted (a key already "maybe" when inserted is not counted).
     pub fn len(&self) -> u64 {
         self.inserts.load(Ordering::Relaxed)
     }

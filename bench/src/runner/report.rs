@@ -646,10 +646,18 @@ fn lookups_text(s: &Stats, point_reads_only: bool) -> String {
     } else {
         String::new()
     };
+    let memtable_bloom = if s.memtable_bloom_checked > 0 {
+        format!(
+            "; memtable bloom: {} asked, {} ruled out",
+            s.memtable_bloom_checked, s.memtable_bloom_useful
+        )
+    } else {
+        String::new()
+    };
     format!(
         "  lookups      : {} ({} in memtables); data blocks per lookup {:.4}{file_reads}; \
          filter false positives per lookup {:.4}{expected}; \
-         blocks read from file: {} data, {} index, {} filter{memo}\n",
+         blocks read from file: {} data, {} index, {} filter{memo}{memtable_bloom}\n",
         s.gets,
         s.memtable_hits,
         ratio(total.data_block_accesses, s.gets),
@@ -831,6 +839,8 @@ fn stats_json(s: &Stats, point_reads_only: bool, map: &mut Map<String, Value>) {
     put("gets", json!(s.gets));
     put("gets_found", json!(s.gets_found));
     put("memtable_hits", json!(s.memtable_hits));
+    put("memtable_bloom_checked", json!(s.memtable_bloom_checked));
+    put("memtable_bloom_useful", json!(s.memtable_bloom_useful));
     put(
         "data_blocks_per_lookup",
         json!(ratio(total.data_block_accesses, s.gets)),

@@ -132,6 +132,8 @@ pub fn stats_delta(after: &Stats, before: &Stats) -> Stats {
     delta.gets = d(after.gets, before.gets);
     delta.gets_found = d(after.gets_found, before.gets_found);
     delta.memtable_hits = d(after.memtable_hits, before.memtable_hits);
+    delta.memtable_bloom_checked = d(after.memtable_bloom_checked, before.memtable_bloom_checked);
+    delta.memtable_bloom_useful = d(after.memtable_bloom_useful, before.memtable_bloom_useful);
     delta.data_block_reads = d(after.data_block_reads, before.data_block_reads);
     delta.index_block_reads = d(after.index_block_reads, before.index_block_reads);
     delta.filter_block_reads = d(after.filter_block_reads, before.filter_block_reads);
