@@ -60,7 +60,7 @@ fn mix(mut x: u64) -> u64 {
 /// at k = 6 see one), so the loop almost always runs exactly `num_probes` times and its exit
 /// branch predicts well. Computed without touching the filter.
 #[inline(always)]
-fn probe_mask(hash: u64, num_probes: u8) -> [u64; 8] {
+pub(crate) fn probe_mask(hash: u64, num_probes: u8) -> [u64; 8] {
     // Fast path: OR the first `num_probes` fields in. If they are distinct (the mask has exactly
     // `num_probes` bits set) they are the answer; otherwise redo it skipping repeats. The branch
     // depends on the hash only, so a misprediction resolves before the block load returns.
@@ -155,7 +155,7 @@ impl std::fmt::Debug for BlockedBloom {
 }
 
 #[inline]
-fn block_index(hash: u64, num_blocks: usize) -> usize {
+pub(crate) fn block_index(hash: u64, num_blocks: usize) -> usize {
     // fastrange: maps the upper 32 bits uniformly onto [0, num_blocks) without a division.
     (((hash >> 32) * num_blocks as u64) >> 32) as usize
 }
