@@ -220,80 +220,48 @@ impl Subject for Hashed<BinaryFuseFilter> {
     }
 }
 
-impl Subject for CountingBloom {
-    fn contains(&self, key: &[u8]) -> bool {
-        CountingBloom::contains(self, key)
-    }
-    fn remove(&mut self, key: &[u8]) -> Option<bool> {
-        Some(CountingBloom::remove(self, key))
-    }
-    fn size_bytes(&self) -> usize {
-        CountingBloom::size_bytes(self)
-    }
-    fn expected_fpr(&self, _: usize) -> f64 {
-        CountingBloom::expected_fpr(self)
-    }
+/// `Subject` for a structure whose own methods answer: `remove` if it deletes (else no
+/// deletes), and the method giving its expected FPR.
+macro_rules! subject {
+    ($ty:ty, $fpr:ident, remove) => {
+        impl Subject for $ty {
+            fn contains(&self, key: &[u8]) -> bool {
+                <$ty>::contains(self, key)
+            }
+            fn remove(&mut self, key: &[u8]) -> Option<bool> {
+                Some(<$ty>::remove(self, key))
+            }
+            fn size_bytes(&self) -> usize {
+                <$ty>::size_bytes(self)
+            }
+            fn expected_fpr(&self, _: usize) -> f64 {
+                <$ty>::$fpr(self)
+            }
+        }
+    };
+    ($ty:ty, $fpr:ident) => {
+        impl Subject for $ty {
+            fn contains(&self, key: &[u8]) -> bool {
+                <$ty>::contains(self, key)
+            }
+            fn remove(&mut self, _: &[u8]) -> Option<bool> {
+                None
+            }
+            fn size_bytes(&self) -> usize {
+                <$ty>::size_bytes(self)
+            }
+            fn expected_fpr(&self, _: usize) -> f64 {
+                <$ty>::$fpr(self)
+            }
+        }
+    };
 }
 
-impl Subject for ScalableBloom {
-    fn contains(&self, key: &[u8]) -> bool {
-        ScalableBloom::contains(self, key)
-    }
-    fn remove(&mut self, _: &[u8]) -> Option<bool> {
-        None
-    }
-    fn size_bytes(&self) -> usize {
-        ScalableBloom::size_bytes(self)
-    }
-    fn expected_fpr(&self, _: usize) -> f64 {
-        self.current_fpr()
-    }
-}
-
-impl Subject for RotatingBloom {
-    fn contains(&self, key: &[u8]) -> bool {
-        RotatingBloom::contains(self, key)
-    }
-    fn remove(&mut self, _: &[u8]) -> Option<bool> {
-        None
-    }
-    fn size_bytes(&self) -> usize {
-        RotatingBloom::size_bytes(self)
-    }
-    fn expected_fpr(&self, _: usize) -> f64 {
-        self.current_fpr()
-    }
-}
-
-impl Subject for CuckooFilter {
-    fn contains(&self, key: &[u8]) -> bool {
-        CuckooFilter::contains(self, key)
-    }
-    fn remove(&mut self, key: &[u8]) -> Option<bool> {
-        Some(CuckooFilter::remove(self, key))
-    }
-    fn size_bytes(&self) -> usize {
-        CuckooFilter::size_bytes(self)
-    }
-    fn expected_fpr(&self, _: usize) -> f64 {
-        CuckooFilter::expected_fpr(self)
-    }
-}
-
-impl Subject for QuotientFilter {
-    fn contains(&self, key: &[u8]) -> bool {
-        QuotientFilter::contains(self, key)
-    }
-    fn remove(&mut self, key: &[u8]) -> Option<bool> {
-        Some(QuotientFilter::remove(self, key))
-    }
-    fn size_bytes(&self) -> usize {
-        QuotientFilter::size_bytes(self)
-    }
-    fn expected_fpr(&self, _: usize) -> f64 {
-        QuotientFilter::expected_fpr(self)
-    }
-}
+subject!(CountingBloom, expected_fpr, remove);
+subject!(CuckooFilter, expected_fpr, remove);
+subject!(QuotientFilter, expected_fpr, remove);
+subject!(ScalableBloom, current_fpr);
+subject!(RotatingBloom, current_fpr);
 
 /// Inserts every key with `insert`, stopping at the first error.
 fn insert_all<S>(
