@@ -33,9 +33,6 @@ fn options(fs: &FaultFs) -> Options {
         merge_operator: Some(Arc::new(siftdb::merge::U64Add)),
         // Range filter blocks in the default keyspace's tables, read by the bounded scans.
         range_filter_bits_per_key: 8.0,
-        // No whole-key filter in the bottom level's tables (their properties say why), so
-        // flips land in tables a lookup reads without a filter too.
-        optimize_filters_for_hits: true,
         ..Options::default()
     }
 }
