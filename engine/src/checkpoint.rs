@@ -35,6 +35,8 @@ struct Point {
     wals: Vec<u64>,
     /// Per keyspace: its version and the oldest WAL its memtables need.
     trees: Vec<(Arc<Tree>, Arc<Version>, u64)>,
+    /// Where those WALs start (see `DbState::wal_starts`).
+    wal_starts: std::collections::BTreeMap<u64, u64>,
 }
 
 /// Pauses file deletions while it lives; then deletes what became obsolete meanwhile.
@@ -126,6 +128,7 @@ fn choose_point(db: &DbInner) -> Result<Point> {
         wal: (state.wal_number, wal_size),
         wals,
         trees,
+        wal_starts: state.wal_starts.clone(),
     })
 }
 
@@ -183,11 +186,12 @@ fn write_manifest(db: &DbInner, point: &Point, target: &Path) -> Result<()> {
         .map(|(tree, version, _)| (Arc::clone(tree), Version::clone(version)))
         .collect();
     let oldest = |tree: &Tree| {
-        point
+        let wal = point
             .trees
             .iter()
             .find(|(t, _, _)| t.id == tree.id)
-            .map_or(point.wal.0, |(_, _, wal)| *wal)
+            .map_or(point.wal.0, |(_, _, wal)| *wal);
+        (wal, point.wal_starts.get(&wal).copied())
     };
     let mut edits = crate::recovery::snapshot_edits(&trees, point.sequence, oldest);
     let number = db.versions.new_file_number();

@@ -97,6 +97,9 @@ pub(crate) struct DbState {
     /// Sizes of the earlier WALs (by number) that may still be live, for
     /// `Options::max_total_wal_size`.
     pub closed_wal_sizes: std::collections::BTreeMap<u64, u64>,
+    /// The sequence number the first record of each WAL that may still be live has (its
+    /// `last_sequence + 1` when it was created), for the manifest edits that name it.
+    pub wal_starts: std::collections::BTreeMap<u64, u64>,
     /// First background error; writes fail once it is set.
     pub bg_error: Option<String>,
 }
@@ -109,6 +112,17 @@ impl DbState {
             .map(TreeMemtables::oldest_wal)
             .min()
             .unwrap_or(self.wal_number)
+    }
+
+    /// Manifest edit entries saying where WALs `numbers` start (those still known).
+    pub(crate) fn wal_starts_of(&self, numbers: impl IntoIterator<Item = u64>) -> Vec<(u64, u64)> {
+        let mut starts: Vec<(u64, u64)> = numbers
+            .into_iter()
+            .filter_map(|n| self.wal_starts.get(&n).map(|s| (n, *s)))
+            .collect();
+        starts.sort_unstable();
+        starts.dedup();
+        starts
     }
 }
 

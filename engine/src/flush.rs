@@ -209,15 +209,17 @@ fn log_numbers_after_flush(db: &DbInner, tree: &Tree) -> VersionEdit {
             .get(1)
             .map_or_else(|| t.mem.wal_number(), |m| m.wal_number())
     });
-    let idle = state
+    let idle: Vec<(u32, u64)> = state
         .trees
         .iter()
         .filter(|(id, t)| **id != tree.id && t.imm.is_empty() && t.mem.is_empty())
         .map(|(id, t)| (*id, t.mem.wal_number()))
         .collect();
+    let wal_starts = state.wal_starts_of(next_log.into_iter().chain(idle.iter().map(|i| i.1)));
     VersionEdit {
         log_number: next_log,
         other_log_numbers: idle,
+        wal_starts,
         ..VersionEdit::default()
     }
 }

@@ -21,10 +21,11 @@ use crate::options::Options;
 /// format 2 (compressed blocks, partitioned index and filters); 4 adds keyspaces (WAL ops
 /// tagged with a keyspace id, manifest fields 7-11); 5 adds merge operands and range
 /// tombstones (WAL op kinds 3 and 4, tables of table format 3 with a range tombstone block, the
-/// merge operator's name in `OPTIONS`). Older databases open and are upgraded
+/// merge operator's name in `OPTIONS`); 6 records where WALs start (manifest field 12).
+/// Older databases open and are upgraded
 /// (their tables are read as they are and rewritten by compactions; everything they hold is
 /// the "default" keyspace).
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 
 /// What `OPTIONS` records: the settings that shape on-disk data.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -19,6 +19,10 @@
 //!        | 11 varint keyspace_id | varint log_number (another keyspace's log number: an idle
 //!            keyspace holds nothing in WALs below it; written with another keyspace's flush so
 //!            that idle keyspaces do not keep old WALs)
+//!        | 12 varint wal_number | varint first_sequence (the sequence number WAL `wal_number`'s
+//!            first record has, written with each log number an edit records: recovery checks
+//!            that the oldest WAL it replays starts there, so a log emptied or cut to nothing is
+//!            seen even when another keyspace's flush has moved `last_sequence` past it)
 //! bytes := varint length | raw bytes
 //! ```
 //! `log_number` (1) and the files (4, 5, 6) belong to the edit's keyspace; 2, 3 and 10 are the
@@ -70,6 +74,8 @@ pub struct VersionEdit {
     pub next_keyspace_id: Option<u32>,
     /// Log numbers of other keyspaces: (keyspace id, log number).
     pub other_log_numbers: Vec<(u32, u64)>,
+    /// Where WALs start: (WAL number, the sequence number its first record has).
+    pub wal_starts: Vec<(u64, u64)>,
 }
 
 impl VersionEdit {
@@ -96,6 +102,11 @@ impl VersionEdit {
             put_varint(&mut out, 11);
             put_varint(&mut out, u64::from(*keyspace));
             put_varint(&mut out, *log_number);
+        }
+        for (wal, first_sequence) in &self.wal_starts {
+            put_varint(&mut out, 12);
+            put_varint(&mut out, *wal);
+            put_varint(&mut out, *first_sequence);
         }
         if let Some(v) = self.log_number {
             put_varint(&mut out, 1);
@@ -196,6 +207,10 @@ impl VersionEdit {
                     e.other_log_numbers
                         .push((keyspace, get_varint(bytes, &mut pos)?));
                 }
+                12 => {
+                    let wal = get_varint(bytes, &mut pos)?;
+                    e.wal_starts.push((wal, get_varint(bytes, &mut pos)?));
+                }
                 _ => return None,
             }
         }
@@ -246,6 +261,7 @@ mod tests {
             next_keyspace_id: Some(4),
             log_number: Some(9),
             other_log_numbers: vec![(0, 8), (2, 9)],
+            wal_starts: vec![(8, 1000), (9, 1234)],
             ..VersionEdit::default()
         };
         let bytes = e.encode();

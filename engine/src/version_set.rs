@@ -387,8 +387,12 @@ impl VersionSet {
         edit.next_keyspace_id = Some(next);
         edit.next_file_number = Some(self.next_file_number());
         // The tree holds nothing yet: no WAL before the current one can hold its writes.
-        let log_number = db.state.lock().wal_number;
+        let (log_number, wal_starts) = {
+            let state = db.state.lock();
+            (state.wal_number, state.wal_starts_of([state.wal_number]))
+        };
         edit.log_number = Some(log_number);
+        edit.wal_starts = wal_starts;
         self.append(db, &mut writer, &edit)?;
         self.next_keyspace_id.store(next, Ordering::Relaxed);
         self.files.lock().log_numbers.insert(id, log_number);

@@ -371,6 +371,9 @@ impl DbInner {
             Ok(wal) => {
                 let old_number = std::mem::replace(&mut state.wal_number, number);
                 state.closed_wal_sizes.insert(old_number, old_size);
+                // No group is in flight: every sequence number handed out is in older logs.
+                let first_sequence = self.versions.last_sequence() + 1;
+                state.wal_starts.insert(number, first_sequence);
                 state.wal = Some(wal);
                 for id in ids {
                     if let Some(t) = state.trees.get_mut(id) {
@@ -385,6 +388,7 @@ impl DbInner {
                 }
                 let oldest = state.min_live_wal();
                 state.closed_wal_sizes.retain(|n, _| *n >= oldest);
+                state.wal_starts.retain(|n, _| *n >= oldest);
                 for id in ids {
                     self.publish_view(state, *id);
                 }

@@ -597,7 +597,10 @@ fn a_format_4_database_opens_with_its_keyspaces_and_upgrades() {
         assert!(levels.iter().any(|l| l.partitioned_tables > 0));
     }
     let upgraded = std::fs::read_to_string(dir.path().join("OPTIONS")).unwrap();
-    assert!(upgraded.contains("format_version=5"), "{upgraded}");
+    assert!(
+        upgraded.contains(&format!("format_version={}", siftdb::FORMAT_VERSION)),
+        "{upgraded}"
+    );
 
     // This build's writes on the old data: range deletes over old tables and the WAL tail, merge
     // operands on old values (expired ones count as absent), in single writes and in a batch.
@@ -660,7 +663,10 @@ fn a_format_4_database_opens_with_its_keyspaces_and_upgrades() {
     let db = Db::open(dir.path(), options).unwrap();
     check_v4(&db, &state);
     let upgraded = std::fs::read_to_string(dir.path().join("OPTIONS")).unwrap();
-    assert!(upgraded.contains("format_version=5"), "{upgraded}");
+    assert!(
+        upgraded.contains(&format!("format_version={}", siftdb::FORMAT_VERSION)),
+        "{upgraded}"
+    );
     assert!(
         upgraded.contains("merge_operator=siftdb.u64add"),
         "{upgraded}"

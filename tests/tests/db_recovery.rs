@@ -275,3 +275,44 @@ fn writes_after_close_fail_cleanly() {
     assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
     let _ = std::io::stdout().flush();
 }
+
+/// Two keyspaces whose WALs differ: "second" still needs the oldest log while "default" has
+/// flushed past it. Emptying or removing that oldest log loses "second"'s write: recovery must
+/// say so, not open without it (the manifest's last sequence, which the flush of "default"
+/// advanced, cannot show the gap).
+#[test]
+fn lost_oldest_wal_of_a_lagging_keyspace_is_corruption() {
+    for removed in [false, true] {
+        let dir = siftdb_tests::temp_dir();
+        {
+            let db = Db::open(dir.path(), Options::default()).unwrap();
+            let second = db
+                .create_keyspace("second", siftdb::KeyspaceOptions::default())
+                .unwrap();
+            second.put(b"lagging", b"1").unwrap();
+            db.put(b"a", b"1").unwrap();
+            db.flush().unwrap(); // a new WAL; "second" still needs the old one
+            db.put(b"b", b"2").unwrap();
+            second.put(b"later", b"2").unwrap();
+        }
+        let wals = wal_files(dir.path());
+        assert_eq!(wals.len(), 2, "{wals:?}");
+        if removed {
+            std::fs::remove_file(&wals[0]).unwrap();
+        } else {
+            std::fs::write(&wals[0], b"").unwrap();
+        }
+        match Db::open(dir.path(), Options::default()) {
+            Err(Error::Corruption(c)) => assert!(c.reason().contains("WAL"), "{c}"),
+            Ok(db) => {
+                let second = db.keyspace("second").unwrap();
+                panic!(
+                    "opened with lagging = {:?}, later = {:?}",
+                    second.get(b"lagging").unwrap(),
+                    second.get(b"later").unwrap()
+                );
+            }
+            Err(e) => panic!("expected corruption, got {e}"),
+        }
+    }
+}

@@ -29,6 +29,9 @@ pub(crate) struct ManifestState {
     pub next_keyspace_id: u32,
     /// By keyspace id; "default" (0) is always there.
     pub keyspaces: BTreeMap<u32, RecoveredKeyspace>,
+    /// By WAL number, the sequence number its first record has (format 6 on; absent for WALs
+    /// an older build named).
+    pub wal_starts: BTreeMap<u64, u64>,
 }
 
 impl ManifestState {
@@ -49,6 +52,7 @@ impl ManifestState {
             last_sequence: 0,
             next_keyspace_id: 1,
             keyspaces,
+            wal_starts: BTreeMap::new(),
         }
     }
 
@@ -71,8 +75,15 @@ impl ManifestState {
             .unwrap_or(0)
     }
 
+    /// The sequence number the first record of the oldest WAL recovery replays must have, if
+    /// the manifest says (databases written by format 5 or older do not).
+    pub(crate) fn first_wal_sequence(&self) -> Option<u64> {
+        self.wal_starts.get(&self.min_log_number()).copied()
+    }
+
     fn apply(&mut self, e: VersionEdit) -> Result<()> {
         self.next_file_number = e.next_file_number.or(self.next_file_number);
+        self.wal_starts.extend(e.wal_starts.iter().copied());
         self.last_sequence = e.last_sequence.unwrap_or(self.last_sequence);
         if let Some(next) = e.next_keyspace_id {
             self.next_keyspace_id = self.next_keyspace_id.max(next);

@@ -320,6 +320,7 @@ fn new_inner(
             wal: None,
             wal_number: 0,
             closed_wal_sizes: Default::default(),
+            wal_starts: Default::default(),
             bg_error: None,
         }),
         versions: VersionSet::new(
@@ -412,11 +413,15 @@ fn commit(
     // New WAL first, then the manifest that makes the old WALs obsolete.
     let wal_file = db.fs.create(&names::wal(&db.dir, wal_number))?;
     db.fs.sync_dir(&db.dir)?;
-    let snapshot = snapshot_edits(&trees, recovered.last_sequence, |_| wal_number);
+    let first_sequence = recovered.last_sequence + 1;
+    let snapshot = snapshot_edits(&trees, recovered.last_sequence, |_| {
+        (wal_number, Some(first_sequence))
+    });
     db.versions.create_manifest(db, &snapshot)?;
     let mut state = db.state.lock();
     state.wal = Some(LogWriter::new(wal_file));
     state.wal_number = wal_number;
+    state.wal_starts.insert(wal_number, first_sequence);
     for (tree, version) in trees {
         db.versions.install_recovered(&tree, version, wal_number);
         if let Some(t) = state.trees.get_mut(&tree.id) {
@@ -452,30 +457,34 @@ fn flush_recovered(db: &DbInner, tree: &Tree, version: Version, mem: &Memtable) 
 
 /// The edits a fresh manifest starts with: a header with the counters (`create_manifest` adds
 /// the file and keyspace numbers), then per keyspace its creation (with the options it runs
-/// with), its log number and its tables.
+/// with), its log number with where that WAL starts, and its tables.
 pub(crate) fn snapshot_edits(
     trees: &[(Arc<Tree>, Version)],
     last_sequence: u64,
-    log_number: impl Fn(&Tree) -> u64,
+    log_number: impl Fn(&Tree) -> (u64, Option<u64>),
 ) -> Vec<VersionEdit> {
     let header = VersionEdit {
         last_sequence: Some(last_sequence),
         ..VersionEdit::default()
     };
-    let per_tree = trees.iter().map(|(tree, version)| VersionEdit {
-        keyspace: tree.id,
-        created: (tree.id != 0).then(|| {
-            (
-                tree.name.clone(),
-                options_text(&KeyspaceOptions::from(&tree.options)),
-            )
-        }),
-        log_number: Some(log_number(tree)),
-        added: version
-            .all()
-            .map(|(level, f)| (level, f.meta.clone()))
-            .collect(),
-        ..VersionEdit::default()
+    let per_tree = trees.iter().map(|(tree, version)| {
+        let (log, first_sequence) = log_number(tree);
+        VersionEdit {
+            keyspace: tree.id,
+            created: (tree.id != 0).then(|| {
+                (
+                    tree.name.clone(),
+                    options_text(&KeyspaceOptions::from(&tree.options)),
+                )
+            }),
+            log_number: Some(log),
+            wal_starts: first_sequence.map(|s| (log, s)).into_iter().collect(),
+            added: version
+                .all()
+                .map(|(level, f)| (level, f.meta.clone()))
+                .collect(),
+            ..VersionEdit::default()
+        }
     });
     std::iter::once(header).chain(per_tree).collect()
 }

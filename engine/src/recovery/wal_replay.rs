@@ -42,7 +42,7 @@ pub(crate) fn replay_wals(
         db,
         recovered,
         manifest,
-        expected_next: None,
+        expected_next: manifest.first_wal_sequence(),
     };
     for (index, number) in wals.iter().enumerate() {
         let bytes = db.fs.read(&names::wal(&db.dir, *number))?;
@@ -59,7 +59,8 @@ struct WalReplay<'a> {
     db: &'a DbInner,
     recovered: Recovered,
     manifest: &'a ManifestState,
-    /// The sequence the next record must start at (`None` before the first record).
+    /// The sequence the next record must start at (`None` before the first record when the
+    /// manifest does not say where the oldest log starts).
     expected_next: Option<u64>,
 }
 
@@ -109,8 +110,12 @@ impl WalReplay<'_> {
             Error::corruption(format!("WAL {number:06}.log holds an undecodable batch"))
         })?;
         // Writes reach the logs in sequence order with consecutive numbers, so the records of
-        // all logs form one unbroken run continuing the manifest's. A jump means records are
-        // missing that no checksum can show (a log cut at a record boundary).
+        // all logs form one unbroken run, starting where the manifest says the oldest log
+        // starts. A jump means records are missing that no checksum can show (a log cut at a
+        // record boundary, or emptied). Without that start (a manifest of format 5 or older)
+        // the first record may only not leave a gap after the manifest's last sequence, which
+        // cannot see records lost at the start of a keyspace's log once another keyspace has
+        // flushed past them.
         let continues = match self.expected_next {
             Some(next) => seq == next,
             None => seq <= self.manifest.last_sequence + 1,
