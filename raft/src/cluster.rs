@@ -1,0 +1,121 @@
+//! Several nodes in one process over the in-process [`Router`]: what the tests, the benchmark
+//! and the example cluster share.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use openraft::error::{ClientWriteError, RaftError};
+use openraft::storage::{RaftLogStorage, RaftStateMachine};
+use openraft::{BasicNode, Config};
+
+use crate::network::Router;
+use crate::{Command, Error, NodeId, Raft, Response, TypeConfig};
+
+/// Timing for nodes in one process: heartbeats every 50 ms, elections after 300–600 ms of
+/// silence; a snapshot every `snapshot_every` applied entries, keeping `keep_logs` entries
+/// behind it (so a node that was down long catches up by snapshot).
+pub fn local_config(snapshot_every: u64, keep_logs: u64) -> Result<Arc<Config>, Error> {
+    let config = Config {
+        cluster_name: "siftdb-local".to_string(),
+        heartbeat_interval: 50,
+        election_timeout_min: 300,
+        election_timeout_max: 600,
+        snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(snapshot_every),
+        max_in_snapshot_log_to_keep: keep_logs,
+        ..Config::default()
+    };
+    config
+        .validate()
+        .map(Arc::new)
+        .map_err(|e| Error::Cluster(format!("bad configuration: {e}")))
+}
+
+/// Starts node `id` over `log_store` and `state_machine` and makes it reachable.
+pub async fn start_node<LS, SM>(
+    router: &Router<TypeConfig>,
+    id: NodeId,
+    config: Arc<Config>,
+    log_store: LS,
+    state_machine: SM,
+) -> Result<Raft, Error>
+where
+    LS: RaftLogStorage<TypeConfig>,
+    SM: RaftStateMachine<TypeConfig>,
+{
+    let raft = Raft::new(id, config, router.clone(), log_store, state_machine)
+        .await
+        .map_err(|e| Error::Cluster(format!("node {id} did not start: {e}")))?;
+    router.add(id, raft.clone());
+    Ok(raft)
+}
+
+/// Stops node `id`: unreachable at once, its storage released once its tasks end.
+pub async fn stop_node(router: &Router<TypeConfig>, id: NodeId) -> Result<(), Error> {
+    if let Some(raft) = router.remove(&id) {
+        raft.shutdown()
+            .await
+            .map_err(|e| Error::Cluster(format!("node {id} did not stop: {e}")))?;
+    }
+    Ok(())
+}
+
+/// Makes `ids` one cluster, initialized through the first of them.
+pub async fn initialize(router: &Router<TypeConfig>, ids: &[NodeId]) -> Result<(), Error> {
+    let first = ids
+        .first()
+        .and_then(|id| router.get(id))
+        .ok_or_else(|| Error::Cluster("no node to initialize".to_string()))?;
+    let members: BTreeMap<NodeId, BasicNode> = ids
+        .iter()
+        .map(|id| (*id, BasicNode::new(format!("local:{id}"))))
+        .collect();
+    first
+        .initialize(members)
+        .await
+        .map_err(|e| Error::Cluster(format!("initialize: {e}")))
+}
+
+/// The node the reachable nodes say leads, if one does and is reachable.
+pub fn leader(router: &Router<TypeConfig>) -> Option<(NodeId, Raft)> {
+    router.ids().into_iter().find_map(|id| {
+        let raft = router.get(&id)?;
+        let leader = raft.metrics().borrow().current_leader?;
+        Some((leader, router.get(&leader)?))
+    })
+}
+
+/// Writes `command` through the leader, following redirects and waiting out elections, for at
+/// most `timeout`. `Ok` means committed (by a quorum) and applied on the leader.
+pub async fn write(
+    router: &Router<TypeConfig>,
+    command: Command,
+    timeout: Duration,
+) -> Result<Response, Error> {
+    let deadline = Instant::now() + timeout;
+    let mut last_error = "no leader".to_string();
+    while Instant::now() < deadline {
+        if let Some((_, raft)) = leader(router) {
+            match raft.client_write(command.clone()).await {
+                Ok(written) => return Ok(written.data),
+                Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
+                    last_error = format!("forwarded to {:?}", f.leader_id);
+                }
+                Err(e) => last_error = e.to_string(),
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Err(Error::Cluster(format!(
+        "no write within {timeout:?}: {last_error}"
+    )))
+}
+
+/// Waits until node `id` has applied every entry up to `index`.
+pub async fn wait_applied(raft: &Raft, index: u64, timeout: Duration) -> Result<(), Error> {
+    raft.wait(Some(timeout))
+        .applied_index_at_least(Some(index), "catch up")
+        .await
+        .map(|_| ())
+        .map_err(|e| Error::Cluster(format!("not applied up to {index}: {e}")))
+}

@@ -1,0 +1,402 @@
+//! The state-machine half of the storage: commands applied to the live state keyspace with the
+//! last applied log id in the same batch; snapshots built from and installed into it.
+
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use openraft::storage::{RaftStateMachine, Snapshot};
+use openraft::{
+    EntryPayload, ErrorSubject, ErrorVerb, LogId, OptionalSend, RaftSnapshotBuilder, StorageError,
+    StoredMembership,
+};
+use siftdb::{Keyspace, WriteBatch};
+
+use crate::codec::encode;
+use crate::error::IntoStorage;
+use crate::keys;
+use crate::log_store::{blocking, read_meta};
+use crate::snapshot_file::{self, Meta, SnapshotReader, SnapshotWriter};
+use crate::store::Shared;
+use crate::{Command, Error, KeyValue, NodeId, Response, TypeConfig};
+
+type Entry = openraft::Entry<TypeConfig>;
+type Membership = StoredMembership<NodeId, openraft::BasicNode>;
+
+/// A batch being filled while a snapshot is installed is written once it holds this much.
+const INSTALL_BATCH_BYTES: usize = 4 << 20;
+
+/// The state machine openraft applies committed entries to ([`RaftStateMachine`]).
+pub struct StateMachine {
+    shared: Arc<Shared>,
+    /// The file the snapshot being received is written to.
+    receiving: Option<PathBuf>,
+}
+
+impl StateMachine {
+    pub(crate) fn new(shared: Arc<Shared>) -> StateMachine {
+        StateMachine {
+            shared,
+            receiving: None,
+        }
+    }
+
+    /// A handle reading what this state machine has applied; it stays valid after the state
+    /// machine is handed to openraft.
+    pub fn reader(&self) -> StateReader {
+        StateReader {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+/// Reads a node's applied state: the key-value pairs its commands wrote.
+#[derive(Clone)]
+pub struct StateReader {
+    shared: Arc<Shared>,
+}
+
+impl StateReader {
+    /// The value of `key`, as applied on this node so far.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        Ok(self.shared.state.read().1.get(key)?)
+    }
+
+    /// Every key-value pair, in key order, at one point.
+    pub fn entries(&self) -> Result<Vec<KeyValue>, Error> {
+        let state = self.shared.state.read();
+        let snapshot = self.shared.db.snapshot();
+        let pairs = snapshot.iter_in(&state.1).collect::<Result<_, _>>()?;
+        Ok(pairs)
+    }
+
+    /// The id of the last log entry applied.
+    pub fn last_applied(&self) -> Result<Option<LogId<NodeId>>, Error> {
+        read_meta(&self.shared, keys::APPLIED, "applied log id")
+    }
+
+    /// The database beneath (for its statistics and properties).
+    pub fn db(&self) -> &siftdb::Db {
+        &self.shared.db
+    }
+}
+
+/// Adds the puts and deletes of `command` to `batch`; returns how many.
+fn add_command(batch: &mut WriteBatch, state: &Keyspace, command: &Command) -> u64 {
+    match command {
+        Command::Put { key, value } => {
+            batch.put_in(state, key, value);
+            1
+        }
+        Command::Delete { key } => {
+            batch.delete_in(state, key);
+            1
+        }
+        Command::Batch(commands) => commands.iter().map(|c| add_command(batch, state, c)).sum(),
+    }
+}
+
+/// Applies `entries` in one write batch (not synced: see `build_snapshot`), with the last
+/// applied log id and, if one of them changes it, the membership.
+fn apply_entries(shared: &Shared, entries: Vec<Entry>) -> Result<Vec<Response>, Error> {
+    let state = shared.state.read();
+    let mut batch = WriteBatch::new();
+    let mut responses = Vec::with_capacity(entries.len());
+    let mut last = None;
+    let mut membership = None;
+    for entry in entries {
+        let ops = match &entry.payload {
+            EntryPayload::Blank => 0,
+            EntryPayload::Normal(command) => add_command(&mut batch, &state.1, command),
+            EntryPayload::Membership(m) => {
+                membership = Some(Membership::new(Some(entry.log_id), m.clone()));
+                0
+            }
+        };
+        last = Some(entry.log_id);
+        responses.push(Response { ops });
+    }
+    if last.is_none() {
+        return Ok(responses);
+    }
+    batch.put_in(
+        &shared.meta,
+        keys::APPLIED,
+        &encode("applied log id", &last)?,
+    );
+    if let Some(m) = membership {
+        batch.put_in(&shared.meta, keys::MEMBERSHIP, &encode("membership", &m)?);
+    }
+    shared.db.write(batch)?;
+    Ok(responses)
+}
+
+/// The applied log id and membership as the meta keyspace holds them.
+fn applied_state(shared: &Shared) -> Result<(Option<LogId<NodeId>>, Membership), Error> {
+    let applied: Option<Option<LogId<NodeId>>> =
+        read_meta(shared, keys::APPLIED, "applied log id")?;
+    let membership = read_meta(shared, keys::MEMBERSHIP, "membership")?.unwrap_or_default();
+    Ok((applied.flatten(), membership))
+}
+
+impl RaftStateMachine<TypeConfig> for StateMachine {
+    type SnapshotBuilder = SnapshotBuilder;
+
+    async fn applied_state(
+        &mut self,
+    ) -> Result<(Option<LogId<NodeId>>, Membership), StorageError<NodeId>> {
+        applied_state(&self.shared).or_storage(ErrorSubject::StateMachine, ErrorVerb::Read)
+    }
+
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Response>, StorageError<NodeId>>
+    where
+        I: IntoIterator<Item = Entry> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let entries: Vec<Entry> = entries.into_iter().collect();
+        apply_entries(&self.shared, entries)
+            .or_storage(ErrorSubject::StateMachine, ErrorVerb::Write)
+    }
+
+    async fn get_snapshot_builder(&mut self) -> SnapshotBuilder {
+        SnapshotBuilder {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    async fn begin_receiving_snapshot(
+        &mut self,
+    ) -> Result<Box<tokio::fs::File>, StorageError<NodeId>> {
+        let path = snapshot_file::part_path(&self.shared.snapshot_dir, "receiving");
+        let file = tokio::fs::File::options()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .await
+            .or_storage(ErrorSubject::Snapshot(None), ErrorVerb::Write)?;
+        if let Some(old) = self.receiving.replace(path) {
+            let _ = tokio::fs::remove_file(old).await;
+        }
+        Ok(Box::new(file))
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &Meta,
+        snapshot: Box<tokio::fs::File>,
+    ) -> Result<(), StorageError<NodeId>> {
+        let subject = ErrorSubject::Snapshot(Some(meta.signature()));
+        let file = snapshot.into_std().await;
+        let shared = Arc::clone(&self.shared);
+        let expected = meta.clone();
+        blocking(move || install(&shared, file, &expected))
+            .await
+            .or_storage(subject, ErrorVerb::Write)?;
+        if let Some(path) = self.receiving.take() {
+            let _ = tokio::fs::remove_file(path).await;
+        }
+        Ok(())
+    }
+
+    async fn get_current_snapshot(
+        &mut self,
+    ) -> Result<Option<Snapshot<TypeConfig>>, StorageError<NodeId>> {
+        let path = self.shared.snapshot_dir.join(snapshot_file::CURRENT);
+        let current = blocking(move || {
+            let Some(meta) = snapshot_file::read_meta(&path)? else {
+                return Ok(None);
+            };
+            Ok(Some((meta, std::fs::File::open(&path)?)))
+        })
+        .await
+        .or_storage(ErrorSubject::Snapshot(None), ErrorVerb::Read)?;
+        Ok(current.map(|(meta, file)| Snapshot {
+            meta,
+            snapshot: Box::new(tokio::fs::File::from_std(file)),
+        }))
+    }
+}
+
+/// Installs the snapshot streamed into `file`: its entries go into a fresh state keyspace, one
+/// synced batch makes that keyspace live with the snapshot's applied log id and membership,
+/// then the old keyspace is dropped and the file becomes the current snapshot.
+fn install(shared: &Shared, mut file: std::fs::File, expected: &Meta) -> Result<(), Error> {
+    file.seek(SeekFrom::Start(0))?;
+    let part = snapshot_file::part_path(&shared.snapshot_dir, "installing");
+    let copy = snapshot_file::create(&part)?;
+    let result = fill_and_switch(
+        shared,
+        Tee {
+            input: BufReader::new(file),
+            copy,
+        },
+        expected,
+    );
+    match result {
+        Ok(()) => {
+            let _guard = shared.snapshot_file.lock();
+            snapshot_file::publish(&shared.snapshot_dir, &part, expected)?;
+            let _ = std::fs::remove_file(&part);
+            Ok(())
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&part);
+            Err(e)
+        }
+    }
+}
+
+fn fill_and_switch<R: Read>(shared: &Shared, input: Tee<R>, expected: &Meta) -> Result<(), Error> {
+    let (mut reader, meta) = SnapshotReader::new(input)?;
+    if meta != *expected {
+        return Err(Error::corrupt(
+            "snapshot",
+            format!(
+                "file holds snapshot {}, not {}",
+                meta.snapshot_id, expected.snapshot_id
+            ),
+        ));
+    }
+    let generation = shared.state.read().0 + 1;
+    let name = keys::state_keyspace(generation);
+    if shared.db.keyspace_names().contains(&name) {
+        shared.db.drop_keyspace(&name)?; // left by an install that failed
+    }
+    let fresh = shared.db.keyspace(&name)?;
+    let filled = fill(shared, &fresh, &mut reader);
+    if let Err(e) = filled {
+        let _ = shared.db.drop_keyspace(&name);
+        return Err(e);
+    }
+    reader.into_inner().flush_all()?;
+    let mut switch = WriteBatch::new();
+    switch.put_in(&shared.meta, keys::STATE, &generation.to_be_bytes());
+    switch.put_in(
+        &shared.meta,
+        keys::APPLIED,
+        &encode("applied log id", &meta.last_log_id)?,
+    );
+    switch.put_in(
+        &shared.meta,
+        keys::MEMBERSHIP,
+        &encode("membership", &meta.last_membership)?,
+    );
+    let mut state = shared.state.write();
+    shared.write_synced(switch)?;
+    let old = std::mem::replace(&mut *state, (generation, fresh));
+    drop(state);
+    shared.db.drop_keyspace(old.1.name())?;
+    Ok(())
+}
+
+/// Writes every entry of `reader` into `state` (the CRC is checked when the end is reached).
+fn fill<R: Read>(
+    shared: &Shared,
+    state: &Keyspace,
+    reader: &mut SnapshotReader<R>,
+) -> Result<(), Error> {
+    let mut batch = WriteBatch::new();
+    while let Some((key, value)) = reader.next_entry()? {
+        batch.put_in(state, &key, &value);
+        if batch.size_bytes() >= INSTALL_BATCH_BYTES {
+            shared.db.write(std::mem::take(&mut batch))?;
+        }
+    }
+    if !batch.is_empty() {
+        shared.db.write(batch)?;
+    }
+    Ok(())
+}
+
+/// Reads `input` and copies every byte read into `copy` (the snapshot file kept as current).
+struct Tee<R: Read> {
+    input: R,
+    copy: std::io::BufWriter<std::fs::File>,
+}
+
+impl<R: Read> Tee<R> {
+    fn flush_all(&mut self) -> Result<(), Error> {
+        use std::io::Write;
+        self.copy.flush()?;
+        Ok(())
+    }
+}
+
+impl<R: Read> Read for Tee<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use std::io::Write;
+        let n = self.input.read(buf)?;
+        self.copy.write_all(&buf[..n])?;
+        Ok(n)
+    }
+}
+
+/// Builds snapshots of the state machine ([`RaftSnapshotBuilder`]).
+pub struct SnapshotBuilder {
+    shared: Arc<Shared>,
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
+    async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError<NodeId>> {
+        let shared = Arc::clone(&self.shared);
+        let (meta, file) = blocking(move || build(&shared))
+            .await
+            .or_storage(ErrorSubject::Snapshot(None), ErrorVerb::Write)?;
+        Ok(Snapshot {
+            meta,
+            snapshot: Box::new(tokio::fs::File::from_std(file)),
+        })
+    }
+}
+
+/// Writes the live state keyspace, read at one siftdb snapshot, to a snapshot file and makes it
+/// the current one. First makes every applied write durable: openraft may purge the log up to
+/// the snapshot once it exists, and the state machine's writes are not synced one by one.
+fn build(shared: &Shared) -> Result<(Meta, std::fs::File), Error> {
+    let state = shared.state.read();
+    shared.write_synced(WriteBatch::new())?;
+    let snapshot = shared.db.snapshot();
+    let applied: Option<LogId<NodeId>> = match snapshot.get_in(&shared.meta, keys::APPLIED)? {
+        Some(bytes) => crate::codec::decode("applied log id", &bytes)?,
+        None => None,
+    };
+    let last_membership: Membership = match snapshot.get_in(&shared.meta, keys::MEMBERSHIP)? {
+        Some(bytes) => crate::codec::decode("membership", &bytes)?,
+        None => Membership::default(),
+    };
+    let meta = Meta {
+        last_log_id: applied,
+        last_membership,
+        snapshot_id: snapshot_id(applied),
+    };
+    let part = snapshot_file::part_path(&shared.snapshot_dir, "building");
+    let mut writer = SnapshotWriter::new(snapshot_file::create(&part)?, &meta)?;
+    for item in snapshot.iter_in(&state.1) {
+        let (key, value) = item?;
+        writer.entry(&key, &value)?;
+    }
+    writer
+        .finish()?
+        .into_inner()
+        .map_err(|e| Error::Io(e.into_error()))?;
+    drop(state);
+    // Opened before the rename: if a newer snapshot wins meanwhile, this one is still readable.
+    let file = std::fs::File::open(&part)?;
+    let _guard = shared.snapshot_file.lock();
+    if !snapshot_file::publish(&shared.snapshot_dir, &part, &meta)? {
+        std::fs::remove_file(&part)?;
+    }
+    Ok((meta, file))
+}
+
+/// A snapshot id unique on this node: the last applied log id and a time stamp.
+fn snapshot_id(applied: Option<LogId<NodeId>>) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    match applied {
+        Some(id) => format!("{}-{}-{nanos:x}", id.leader_id, id.index),
+        None => format!("none-{nanos:x}"),
+    }
+}

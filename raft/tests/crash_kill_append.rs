@@ -1,0 +1,176 @@
+//! A node's storage SIGKILLed while appending: a child process appends log entries (batches of
+//! 1 to 8), raises its vote now and then and purges old entries, reporting each acknowledgement
+//! on stdout; the parent kills it at a random moment and reopens the store. The log must hold
+//! every acknowledged entry, unchanged, with no hole after the purged ones (a prefix of what
+//! was appended), and the vote must never be older than the last one acknowledged.
+//! `SIFTDB_RAFT_CRASH_CYCLES` sets the number of cycles (default 12).
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use openraft::storage::{RaftLogStorage, RaftLogStorageExt};
+use openraft::{CommittedLeaderId, EntryPayload, LogId, RaftLogReader, Vote};
+use siftdb_raft::{LogStore, TypeConfig};
+
+const CHILD_ENV: &str = "SIFTDB_RAFT_CRASH_CHILD_DIR";
+const NODE: u64 = 1;
+
+type Entry = openraft::Entry<TypeConfig>;
+
+fn command(index: u64) -> siftdb_raft::Command {
+    siftdb_raft::Command::put(format!("k{index}"), format!("value of entry {index}"))
+}
+
+fn entry(term: u64, index: u64) -> Entry {
+    Entry {
+        log_id: LogId::new(CommittedLeaderId::new(term, NODE), index),
+        payload: EntryPayload::Normal(command(index)),
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The child: not a test of its own; does nothing unless started by the parent.
+#[test]
+fn crash_child() {
+    let Ok(dir) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    runtime().block_on(async move {
+        let (mut log, _sm) = siftdb_raft::open(&dir, siftdb::Options::default()).unwrap();
+        let state = log.get_log_state().await.unwrap();
+        let mut next = state.last_log_id.map_or(1, |l| l.index + 1);
+        let mut term = log
+            .read_vote()
+            .await
+            .unwrap()
+            .map_or(1, |v| v.leader_id.term);
+        let mut out = std::io::stdout().lock();
+        let mut round = 0u64;
+        loop {
+            round += 1;
+            if round.is_multiple_of(7) {
+                term += 1;
+                log.save_vote(&Vote::new(term, NODE)).await.unwrap();
+                let _ = writeln!(out, "vote {term}");
+            }
+            let n = 1 + round % 8;
+            let batch: Vec<Entry> = (next..next + n).map(|i| entry(term, i)).collect();
+            log.blocking_append(batch).await.unwrap();
+            next += n;
+            let _ = writeln!(out, "ack {}", next - 1);
+            if round.is_multiple_of(50) && next > 200 {
+                let upto = next - 150;
+                let id = log.try_get_log_entries(upto..=upto).await.unwrap()[0].log_id;
+                log.purge(id).await.unwrap();
+            }
+            let _ = out.flush();
+        }
+    });
+}
+
+/// What the parent saw the child acknowledge.
+#[derive(Default)]
+struct Acked {
+    index: u64,
+    term: u64,
+}
+
+fn run_child(exe: &std::path::Path, dir: &std::path::Path, millis: u64) -> Acked {
+    let mut child = Command::new(exe)
+        .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut acked = Acked::default();
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(n) = line.strip_prefix("ack ").and_then(|s| s.parse().ok()) {
+                acked.index = n;
+            } else if let Some(t) = line.strip_prefix("vote ").and_then(|s| s.parse().ok()) {
+                acked.term = t;
+            }
+        }
+        acked
+    });
+    std::thread::sleep(Duration::from_millis(millis));
+    child.kill().unwrap(); // SIGKILL
+    let _ = child.wait();
+    reader.join().unwrap()
+}
+
+async fn check(log: &mut LogStore, acked: &Acked, cycle: usize) -> u64 {
+    let state = log.get_log_state().await.unwrap();
+    let last = state.last_log_id.map_or(0, |l| l.index);
+    assert!(
+        last >= acked.index,
+        "cycle {cycle}: acknowledged up to {}, log ends at {last}",
+        acked.index
+    );
+    let first = state.last_purged_log_id.map_or(1, |p| p.index + 1);
+    let entries = log.try_get_log_entries(first..=last).await.unwrap();
+    assert_eq!(
+        entries.len() as u64,
+        last + 1 - first,
+        "cycle {cycle}: a hole in the log"
+    );
+    let mut term = 0;
+    for (i, e) in (first..).zip(&entries) {
+        assert_eq!(e.log_id.index, i, "cycle {cycle}");
+        assert!(
+            e.log_id.leader_id.term >= term,
+            "cycle {cycle}: terms go back at {i}"
+        );
+        term = e.log_id.leader_id.term;
+        assert!(
+            matches!(&e.payload, EntryPayload::Normal(c) if *c == command(i)),
+            "cycle {cycle}: entry {i} changed"
+        );
+    }
+    let vote = log.read_vote().await.unwrap();
+    let vote_term = vote.map_or(0, |v| v.leader_id.term);
+    assert!(
+        vote_term >= acked.term,
+        "cycle {cycle}: vote {vote_term} older than the acknowledged {}",
+        acked.term
+    );
+    last
+}
+
+#[test]
+fn kill_nine_while_appending_keeps_every_acknowledged_entry_and_vote() {
+    let cycles: usize = std::env::var("SIFTDB_RAFT_CRASH_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(12);
+    let dir = tempfile::tempdir().unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let rt = runtime();
+    let mut total = Acked::default();
+    for cycle in 0..cycles {
+        let millis = 40 + (cycle as u64 * 37) % 160;
+        let mut acked = run_child(&exe, dir.path(), millis);
+        acked.term = acked.term.max(total.term); // a vote acknowledged in an earlier cycle
+        let last = rt.block_on(async {
+            let (mut log, _sm) = siftdb_raft::open(dir.path(), siftdb::Options::default()).unwrap();
+            check(&mut log, &acked, cycle).await
+        });
+        total.index = last;
+        total.term = total.term.max(acked.term);
+    }
+    assert!(total.index > 0, "the child never acknowledged an append");
+    println!(
+        "raft kill cycles: {cycles}, entries: {}, terms: {}, lost: 0, holes: 0",
+        total.index, total.term
+    );
+}
