@@ -76,17 +76,29 @@ pub async fn initialize(router: &Router<TypeConfig>, ids: &[NodeId]) -> Result<(
         .map_err(|e| Error::Cluster(format!("initialize: {e}")))
 }
 
-/// The node the reachable nodes say leads, if one does and is reachable.
+/// The node that leads in the newest term any reachable node knows of, if it is reachable. (A
+/// restarted node may still take itself for the leader of an older term until it hears of the
+/// newer one.)
 pub fn leader(router: &Router<TypeConfig>) -> Option<(NodeId, Raft)> {
-    router.ids().into_iter().find_map(|id| {
-        let raft = router.get(&id)?;
-        let leader = raft.metrics().borrow().current_leader?;
-        Some((leader, router.get(&leader)?))
-    })
+    let newest = router
+        .ids()
+        .into_iter()
+        .filter_map(|id| {
+            let metrics = router.get(&id)?.metrics().borrow().clone();
+            Some((metrics.current_term, metrics.current_leader?))
+        })
+        .max()?;
+    let leader = newest.1;
+    Some((leader, router.get(&leader)?))
 }
 
+/// How long one attempt of [`write`] waits for the leader's answer.
+const ATTEMPT: Duration = Duration::from_secs(2);
+
 /// Writes `command` through the leader, following redirects and waiting out elections, for at
-/// most `timeout`. `Ok` means committed (by a quorum) and applied on the leader.
+/// most `timeout`. `Ok` means committed (by a quorum) and applied on the leader. An attempt
+/// that got no answer is retried, so a command may be applied twice: fine for puts and
+/// deletes, not for commands whose effect depends on the state.
 pub async fn write(
     router: &Router<TypeConfig>,
     command: Command,
@@ -96,12 +108,16 @@ pub async fn write(
     let mut last_error = "no leader".to_string();
     while Instant::now() < deadline {
         if let Some((_, raft)) = leader(router) {
-            match raft.client_write(command.clone()).await {
-                Ok(written) => return Ok(written.data),
-                Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
+            // A leader that has lost its term may not answer until it steps down: bounded, and
+            // retried (a put applied twice is the same put).
+            let attempt = ATTEMPT.min(deadline.saturating_duration_since(Instant::now()));
+            match tokio::time::timeout(attempt, raft.client_write(command.clone())).await {
+                Ok(Ok(written)) => return Ok(written.data),
+                Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => {
                     last_error = format!("forwarded to {:?}", f.leader_id);
                 }
-                Err(e) => last_error = e.to_string(),
+                Ok(Err(e)) => last_error = e.to_string(),
+                Err(_) => last_error = format!("no answer within {attempt:?}"),
             }
         }
         tokio::time::sleep(Duration::from_millis(20)).await;

@@ -108,8 +108,13 @@ async fn wait_all_applied(router: &Router<TypeConfig>) {
     }
 }
 
-async fn scenario() {
-    let router = Router::<TypeConfig>::new();
+/// Prints where the scenario is (seen with `--nocapture`, and in a failure's output).
+fn phase(what: &str) {
+    eprintln!("cluster scenario: {what}");
+}
+
+async fn scenario(router: Router<TypeConfig>) {
+    let router = &router;
     let mut nodes: BTreeMap<NodeId, Node> = (1..=3)
         .map(|id| {
             let node = Node {
@@ -120,16 +125,17 @@ async fn scenario() {
         })
         .collect();
     for id in 1..=3 {
-        start(&router, &mut nodes, id).await;
+        start(router, &mut nodes, id).await;
     }
-    cluster::initialize(&router, &[1, 2, 3]).await.unwrap();
+    cluster::initialize(router, &[1, 2, 3]).await.unwrap();
     let acked: Acked = Arc::default();
 
     // 10,000 keys through the leader, then a batch that deletes a hundred and sets another.
-    write_keys(&router, 0..10_000, 0, &acked).await;
+    phase("writing 10,000 keys");
+    write_keys(router, 0..10_000, 0, &acked).await;
     let mut batch: Vec<Command> = (0..100).map(|i| Command::delete(key(i))).collect();
     batch.push(Command::put(b"batch".to_vec(), b"done".to_vec()));
-    let response = cluster::write(&router, Command::Batch(batch), WRITE_TIMEOUT)
+    let response = cluster::write(router, Command::Batch(batch), WRITE_TIMEOUT)
         .await
         .unwrap();
     assert_eq!(response.ops, 101);
@@ -142,12 +148,14 @@ async fn scenario() {
     }
 
     // A follower goes down; the others go on, snapshot and purge the log it would need.
-    let leader = leader_id(&router);
+    let leader = leader_id(router);
     let follower = (1..=3).find(|id| *id != leader).unwrap();
-    stop(&router, &mut nodes, follower).await;
-    write_keys(&router, 10_000..12_000, 0, &acked).await;
-    write_keys(&router, 5_000..6_000, 1, &acked).await;
-    let (_, raft) = cluster::leader(&router).unwrap();
+    phase(&format!("stopping follower {follower}"));
+    stop(router, &mut nodes, follower).await;
+    write_keys(router, 10_000..12_000, 0, &acked).await;
+    write_keys(router, 5_000..6_000, 1, &acked).await;
+    let (_, raft) = cluster::leader(router).unwrap();
+    phase("snapshot and purge");
     raft.trigger().snapshot().await.unwrap();
     let purged = raft
         .wait(Some(Duration::from_secs(30)))
@@ -158,8 +166,9 @@ async fn scenario() {
         .await
         .unwrap()
         .purged;
-    start(&router, &mut nodes, follower).await;
-    wait_all_applied(&router).await;
+    phase(&format!("restarting follower {follower}"));
+    start(router, &mut nodes, follower).await;
+    wait_all_applied(router).await;
     let restarted = router.get(&follower).unwrap();
     let snapshot = restarted.metrics().borrow().snapshot;
     assert!(
@@ -168,14 +177,17 @@ async fn scenario() {
     );
 
     // The leader goes down; another is elected and takes writes; the old one rejoins.
-    let old_leader = leader_id(&router);
-    stop(&router, &mut nodes, old_leader).await;
-    write_keys(&router, 12_000..14_000, 0, &acked).await;
-    assert_ne!(leader_id(&router), old_leader);
-    start(&router, &mut nodes, old_leader).await;
-    write_keys(&router, 14_000..14_500, 0, &acked).await;
-    wait_all_applied(&router).await;
+    let old_leader = leader_id(router);
+    phase(&format!("stopping leader {old_leader}"));
+    stop(router, &mut nodes, old_leader).await;
+    write_keys(router, 12_000..14_000, 0, &acked).await;
+    assert_ne!(leader_id(router), old_leader);
+    phase(&format!("restarting {old_leader}"));
+    start(router, &mut nodes, old_leader).await;
+    write_keys(router, 14_000..14_500, 0, &acked).await;
+    wait_all_applied(router).await;
 
+    phase("comparing the nodes");
     // Every acknowledged write on every node; the state keyspaces equal.
     let acked = acked.lock().clone();
     let mut states = Vec::new();
@@ -201,13 +213,22 @@ async fn scenario() {
         );
     }
     for id in 1..=3 {
-        cluster::stop_node(&router, id).await.unwrap();
+        cluster::stop_node(router, id).await.unwrap();
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_nodes_replicate_restart_and_agree() {
-    tokio::time::timeout(Duration::from_secs(240), scenario())
+    let router = Router::<TypeConfig>::new();
+    if tokio::time::timeout(Duration::from_secs(240), scenario(router.clone()))
         .await
-        .expect("the scenario did not finish in time");
+        .is_err()
+    {
+        for id in router.ids() {
+            if let Some(raft) = router.get(&id) {
+                eprintln!("node {id}: {:?}", raft.metrics().borrow());
+            }
+        }
+        panic!("the scenario did not finish in time");
+    }
 }
