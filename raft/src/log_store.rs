@@ -7,13 +7,12 @@ use std::sync::Arc;
 
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{ErrorSubject, ErrorVerb, LogId, OptionalSend, RaftLogReader, StorageError, Vote};
-use serde::de::DeserializeOwned;
 use siftdb::WriteBatch;
 
 use crate::codec::{decode, encode};
 use crate::error::IntoStorage;
 use crate::keys;
-use crate::store::Shared;
+use crate::store::{blocking, read_meta, Shared};
 use crate::{Error, NodeId, TypeConfig};
 
 type Entry = openraft::Entry<TypeConfig>;
@@ -71,27 +70,6 @@ fn index_bounds(range: &impl RangeBounds<u64>) -> (u64, Option<u64>) {
         Bound::Unbounded => None,
     };
     (start, end)
-}
-
-/// The value of meta record `key`, decoded.
-pub(crate) fn read_meta<T: DeserializeOwned>(
-    shared: &Shared,
-    key: &[u8],
-    what: &'static str,
-) -> Result<Option<T>, Error> {
-    match shared.meta.get(key)? {
-        Some(bytes) => Ok(Some(decode(what, &bytes)?)),
-        None => Ok(None),
-    }
-}
-
-/// Runs `f` (which blocks on a synced write) on tokio's blocking pool.
-pub(crate) async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, Error> + Send + 'static,
-) -> Result<T, Error> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| Error::Io(std::io::Error::other(format!("storage task failed: {e}"))))?
 }
 
 impl RaftLogReader<TypeConfig> for LogStore {

@@ -15,9 +15,8 @@ use siftdb::{Keyspace, WriteBatch};
 use crate::codec::encode;
 use crate::error::IntoStorage;
 use crate::keys;
-use crate::log_store::{blocking, read_meta};
 use crate::snapshot_file::{self, Meta, SnapshotReader, SnapshotWriter};
-use crate::store::Shared;
+use crate::store::{blocking, read_meta, Shared};
 use crate::{Command, Error, KeyValue, NodeId, Response, TypeConfig};
 
 type Entry = openraft::Entry<TypeConfig>;

@@ -7,6 +7,9 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 use siftdb::{Db, Keyspace, WriteBatch, WriteOptions};
 
+use serde::de::DeserializeOwned;
+
+use crate::codec::decode;
 use crate::keys;
 use crate::log_store::LogStore;
 use crate::state_machine::StateMachine;
@@ -84,4 +87,25 @@ fn live_state(db: &Db, meta: &Keyspace) -> Result<(u64, Keyspace), Error> {
         }
     }
     Ok((generation, db.keyspace(&live)?))
+}
+
+/// The value of meta record `key`, decoded.
+pub(crate) fn read_meta<T: DeserializeOwned>(
+    shared: &Shared,
+    key: &[u8],
+    what: &'static str,
+) -> Result<Option<T>, Error> {
+    match shared.meta.get(key)? {
+        Some(bytes) => Ok(Some(decode(what, &bytes)?)),
+        None => Ok(None),
+    }
+}
+
+/// Runs `f` (which blocks on a synced write) on tokio's blocking pool.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, Error> + Send + 'static,
+) -> Result<T, Error> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::Io(std::io::Error::other(format!("storage task failed: {e}"))))?
 }
