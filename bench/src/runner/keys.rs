@@ -310,6 +310,9 @@ impl ValueSource {
 #[derive(Debug)]
 pub struct KeyModel {
     words: Vec<AtomicU64>,
+    /// Keys a put has been started on since their last delete: a concurrent lookup may find
+    /// such a key before the put is acknowledged and the key marked live.
+    announced: Vec<AtomicU64>,
     known: bool,
 }
 
@@ -330,6 +333,7 @@ impl KeyModel {
         };
         KeyModel {
             words: (0..words).map(|w| AtomicU64::new(fill(w))).collect(),
+            announced: (0..words).map(|_| AtomicU64::new(0)).collect(),
             known,
         }
     }
@@ -340,7 +344,7 @@ impl KeyModel {
     }
 
     fn slot(&self, index: u64) -> (&AtomicU64, u64) {
-        (&self.words[(index / 64) as usize], 1u64 << (index % 64))
+        bit_of(&self.words, index)
     }
 
     /// Whether the written key of `index` exists. Acquire pairs with [`KeyModel::set_live`]'s
@@ -356,8 +360,23 @@ impl KeyModel {
         word.fetch_or(bit, Ordering::Release);
     }
 
+    /// Records that a put of `index` is about to be issued. Release pairs with
+    /// [`KeyModel::was_announced`]: a thread that finds the put's key also sees the bit.
+    pub fn announce(&self, index: u64) {
+        let (word, bit) = bit_of(&self.announced, index);
+        word.fetch_or(bit, Ordering::Release);
+    }
+
+    /// Whether a put of `index` was started since its last delete (it may be in flight).
+    pub fn was_announced(&self, index: u64) -> bool {
+        let (word, bit) = bit_of(&self.announced, index);
+        word.load(Ordering::Acquire) & bit != 0
+    }
+
     /// Records a delete of `index`; returns whether the key existed.
     pub fn set_dead(&self, index: u64) -> bool {
+        let (announced, bit) = bit_of(&self.announced, index);
+        announced.fetch_and(!bit, Ordering::Relaxed);
         let (word, bit) = self.slot(index);
         word.fetch_and(!bit, Ordering::Relaxed) & bit != 0
     }
@@ -369,6 +388,11 @@ impl KeyModel {
             .map(|w| u64::from(w.load(Ordering::Relaxed).count_ones()))
             .sum()
     }
+}
+
+/// The word of a bitset that holds `index`, and its bit there.
+fn bit_of(words: &[AtomicU64], index: u64) -> (&AtomicU64, u64) {
+    (&words[(index / 64) as usize], 1u64 << (index % 64))
 }
 
 #[cfg(test)]
@@ -443,6 +467,10 @@ mod tests {
         assert!(m.is_live(5) && m.is_live(130));
         assert!(m.set_dead(5));
         assert!(!m.set_dead(5));
+        m.announce(7);
+        assert!(m.was_announced(7) && !m.is_live(7));
+        m.set_dead(7);
+        assert!(!m.was_announced(7));
         assert_eq!(m.live_count(), 1);
         assert!(KeyModel::new(10, 10, false).is_live(9));
         assert_eq!(KeyModel::new(70, 70, false).live_count(), 70);

@@ -180,6 +180,7 @@ impl Workbench<'_> {
         match kind {
             OpKind::Read | OpKind::ReadModifyWrite => {
                 outcome.found = u64::from(self.engine.get(ks, &ctx.key, &mut ctx.buf)?);
+                outcome.expected = self.recheck_expected(index, expected, outcome.found);
                 if kind == OpKind::ReadModifyWrite {
                     self.ycsb_put(ctx, index)?;
                 }
@@ -188,6 +189,7 @@ impl Workbench<'_> {
                 let length = 1 + ctx.rng.below(MAX_SCAN_LENGTH);
                 let seek = self.engine.seek_read(ks, &ctx.key, length as usize - 1)?;
                 outcome.found = u64::from(seek.found);
+                outcome.expected = self.recheck_expected(index, expected, outcome.found);
                 outcome.entries = seek.entries;
             }
             // An update looks nothing up (and `Insert` returned above).
@@ -199,9 +201,22 @@ impl Workbench<'_> {
         Ok(outcome)
     }
 
+    /// The expected count of a lookup that found `found` where the model said `before`. A
+    /// deleted record may be rewritten by another thread's update between the model read and
+    /// the lookup (YCSB's updates only ever make records live), so a hit on a record whose put
+    /// had been started was expected; a miss on a record live before the lookup stays a miss.
+    fn recheck_expected(&self, index: u64, before: u64, found: u64) -> u64 {
+        if found > before && self.model.was_announced(index) {
+            found
+        } else {
+            before
+        }
+    }
+
     /// A put of a new value under the key in `ctx.key` (record `index`).
     fn ycsb_put(&self, ctx: &mut ThreadCtx, index: u64) -> Result<()> {
         let value = self.values.value(&mut ctx.rng);
+        self.model.announce(index);
         self.engine
             .put(self.keys.keyspace(index), &ctx.key, value)?;
         self.model.set_live(index);
