@@ -140,7 +140,8 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         Ok(committed.flatten())
     }
 
-    /// One synced batch of all `entries`; `callback` hears of it once it is durable.
+    /// One write batch of all `entries`, readable when this returns; `callback` hears of it
+    /// once a WAL sync has made it durable (see `log_sync`).
     async fn append<I>(
         &mut self,
         entries: I,
@@ -157,10 +158,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             batch.put_in(&self.shared.log, &keys::log_key(entry.log_id.index), &bytes);
         }
         let shared = Arc::clone(&self.shared);
-        let written = blocking(move || shared.write_synced(batch)).await;
+        let written = blocking(move || Ok(shared.db.write(batch)?)).await;
         match written {
             Ok(()) => {
-                callback.log_io_completed(Ok(()));
+                self.shared.log_syncer.after_sync(callback);
                 Ok(())
             }
             Err(e) => {

@@ -20,7 +20,7 @@ use crate::codec::{decode, encode};
 use crate::{Error, KeyValue, NodeId};
 
 /// The metadata openraft keeps with a snapshot.
-pub(crate) type Meta = SnapshotMeta<NodeId, openraft::BasicNode>;
+pub type Meta = SnapshotMeta<NodeId, openraft::BasicNode>;
 
 /// The current snapshot's file name.
 pub(crate) const CURRENT: &str = "current.snap";
@@ -208,6 +208,26 @@ fn truncated(e: io::Error) -> Error {
     }
 }
 
+/// Reads a whole snapshot file (as a node's `snapshot/current.snap` holds it, or as openraft
+/// streams it): its metadata and its key-value pairs in key order. Damaged or truncated bytes
+/// are [`Error::Corrupt`]; nothing is trusted before the end record's checksum matches.
+///
+/// ```
+/// # fn main() -> Result<(), siftdb_raft::Error> {
+/// let damaged = b"SIFTRSNP\x01\x00\x00\x00";
+/// assert!(siftdb_raft::read_snapshot(&damaged[..]).is_err());
+/// # Ok(())
+/// # }
+/// ```
+pub fn read_snapshot(input: impl Read) -> Result<(Meta, Vec<KeyValue>), Error> {
+    let (mut reader, meta) = SnapshotReader::new(input)?;
+    let mut entries = Vec::new();
+    while let Some(entry) = reader.next_entry()? {
+        entries.push(entry);
+    }
+    Ok((meta, entries))
+}
+
 /// The metadata of the snapshot file at `path`, if there is one.
 pub(crate) fn read_meta(path: &Path) -> Result<Option<Meta>, Error> {
     match File::open(path) {
@@ -280,12 +300,7 @@ mod tests {
     }
 
     fn read_all(bytes: &[u8]) -> Result<(Meta, Vec<KeyValue>), Error> {
-        let (mut r, meta) = SnapshotReader::new(bytes)?;
-        let mut out = Vec::new();
-        while let Some(e) = r.next_entry()? {
-            out.push(e);
-        }
-        Ok((meta, out))
+        read_snapshot(bytes)
     }
 
     #[test]
