@@ -350,7 +350,7 @@ async fn main() {
         "three nodes in one process, {clients} clients, {writes} commands each (batch 1) or {} (batch 64), 100-byte values, median of {rounds} rounds",
         writes / 8
     );
-    println!("openraft 0.9 defaults but heartbeat 50 ms, elections 300-600 ms, snapshot every 5000 entries; siftdb: default options, every append one batch, acknowledged after a WAL sync (one per group); memory: nothing on disk");
+    println!("openraft 0.9 defaults but heartbeat 50 ms, elections 300-600 ms, snapshot every 5000 entries; siftdb: default options, every append one synced batch; memory: nothing on disk");
     println!(
         "{:<8} {:>5} {:>12} {:>12} {:>9} {:>9}",
         "store", "batch", "commands/s", "puts/s", "p50 ms", "p99 ms"

@@ -2,9 +2,7 @@
 //! vote and the state machine of one Raft node in one siftdb database.
 //!
 //! - The log lives in its own keyspace, one entry per key (the big-endian log index). An append
-//!   is one write batch, readable when `append` returns; openraft is told the entries are
-//!   durable only after a WAL sync that covers them (one sync for all appends waiting, done off
-//!   openraft's path, so a leader's sync overlaps replication).
+//!   is one synced write batch; openraft is told the entries are durable only after it.
 //! - The vote, the committed and purged log ids and the state machine's last applied log id and
 //!   membership live in a meta keyspace; a vote is written synced.
 //! - `truncate` and `purge` are each one range delete (one WAL record, whatever the number of
@@ -44,7 +42,6 @@ mod codec;
 mod error;
 mod keys;
 mod log_store;
-mod log_sync;
 pub mod network;
 mod snapshot_file;
 mod state_machine;

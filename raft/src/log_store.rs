@@ -140,8 +140,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         Ok(committed.flatten())
     }
 
-    /// One write batch of all `entries`, readable when this returns; `callback` hears of it
-    /// once a WAL sync has made it durable (see `log_sync`).
+    /// One synced batch of all `entries`; `callback` hears of it once it is durable.
     async fn append<I>(
         &mut self,
         entries: I,
@@ -158,10 +157,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             batch.put_in(&self.shared.log, &keys::log_key(entry.log_id.index), &bytes);
         }
         let shared = Arc::clone(&self.shared);
-        let written = blocking(move || Ok(shared.db.write(batch)?)).await;
+        let written = blocking(move || shared.write_synced(batch)).await;
         match written {
             Ok(()) => {
-                self.shared.log_syncer.after_sync(callback);
+                callback.log_io_completed(Ok(()));
                 Ok(())
             }
             Err(e) => {

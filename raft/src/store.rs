@@ -12,7 +12,6 @@ use serde::de::DeserializeOwned;
 use crate::codec::decode;
 use crate::keys;
 use crate::log_store::LogStore;
-use crate::log_sync::LogSyncer;
 use crate::state_machine::StateMachine;
 use crate::Error;
 
@@ -29,8 +28,6 @@ pub(crate) struct Shared {
     pub snapshot_dir: PathBuf,
     /// Held while the current snapshot file is replaced.
     pub snapshot_file: Mutex<()>,
-    /// Syncs the WAL after appends and tells openraft.
-    pub log_syncer: LogSyncer,
 }
 
 impl Shared {
@@ -56,7 +53,6 @@ pub fn open(
     let meta = db.keyspace(keys::META)?;
     let state = live_state(&db, &meta)?;
     crate::snapshot_file::remove_partial_files(&snapshot_dir)?;
-    let log_syncer = LogSyncer::start(db.clone())?;
     let shared = Arc::new(Shared {
         db,
         log,
@@ -64,7 +60,6 @@ pub fn open(
         state: RwLock::new(state),
         snapshot_dir,
         snapshot_file: Mutex::new(()),
-        log_syncer,
     });
     Ok((
         LogStore::new(Arc::clone(&shared)),

@@ -1,6 +1,6 @@
 //! The store's own promises beyond openraft's suite, with siftdb's counters as the oracle:
 //! a purge or truncate of thousands of entries is one small WAL record in one synced batch;
-//! an append is one batch made durable by one WAL sync; what the store holds survives a
+//! an append is one synced batch; what the store holds survives a
 //! reopen; a snapshot install interrupted before its switch leaves the old state, and the next
 //! open drops its leftover.
 
@@ -34,7 +34,7 @@ fn purge_and_truncate_are_one_small_record_each_and_append_one_synced_batch() {
         let syncs = db.stats().wal_syncs;
         log.blocking_append((1..=5000).map(put)).await.unwrap();
         let stats = db.stats();
-        assert_eq!(stats.wal_syncs - syncs, 1, "one append, one batch and one WAL sync");
+        assert_eq!(stats.wal_syncs - syncs, 1, "one append, one synced batch");
         let entry_bytes = stats.wal_bytes;
 
         let before = db.stats();
