@@ -99,6 +99,11 @@ fn options(fs: &FaultFs) -> Options {
         deep_filter_kind: siftdb::FilterKind::BinaryFuse,
         range_filter_bits_per_key: 6.0,
         false_positive_memo_bytes: 16 * 200,
+        // A memtable bloom over whole keys (no prefix extractor): the memtables WAL replay
+        // rebuilds after power loss must fill theirs, or a `get` would miss a recovered key.
+        // No filter on the bottom level: unfiltered tables go through power loss too.
+        memtable_prefix_bloom_size_ratio: 0.25,
+        optimize_filters_for_hits: true,
         fs: Arc::new(fs.clone()),
         ..Options::default()
     }
