@@ -207,7 +207,10 @@ impl RaftStateMachine<TypeConfig> for MemStateMachine {
                 }
             };
             s.applied = Some(e.log_id);
-            out.push(Response { ops });
+            out.push(Response {
+                ops,
+                rejected: None,
+            });
         }
         Ok(out)
     }

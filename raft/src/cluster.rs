@@ -96,7 +96,8 @@ pub fn leader(router: &Router<TypeConfig>) -> Option<(NodeId, Raft)> {
 const ATTEMPT: Duration = Duration::from_secs(2);
 
 /// Writes `command` through the leader, following redirects and waiting out elections, for at
-/// most `timeout`. `Ok` means committed (by a quorum) and applied on the leader. An attempt
+/// most `timeout`. `Ok` means committed (by a quorum) and applied on the leader. A command
+/// siftdb cannot store is refused first ([`Command::check`]). An attempt
 /// that got no answer is retried, so a command may be applied twice: fine for puts and
 /// deletes, not for commands whose effect depends on the state.
 pub async fn write(
@@ -104,6 +105,7 @@ pub async fn write(
     command: Command,
     timeout: Duration,
 ) -> Result<Response, Error> {
+    command.check()?;
     let deadline = Instant::now() + timeout;
     let mut last_error = "no leader".to_string();
     while Instant::now() < deadline {

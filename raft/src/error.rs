@@ -17,6 +17,10 @@ pub enum Error {
     /// leader kept failing it).
     #[error("cluster write failed: {0}")]
     Cluster(String),
+    /// A command siftdb cannot store (a key or value over its limits): see
+    /// [`crate::Command::check`].
+    #[error("invalid command: {0}")]
+    InvalidCommand(String),
     /// A stored value does not decode: the bytes are damaged or were written by something else.
     #[error("corrupt {what}: {detail}")]
     Corrupt {

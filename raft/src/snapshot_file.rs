@@ -11,7 +11,7 @@
 //! rename; files being built or received end in `.part` and are removed when the store opens.
 
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufReader, BufWriter, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use openraft::SnapshotMeta;
@@ -24,6 +24,8 @@ pub type Meta = SnapshotMeta<NodeId, openraft::BasicNode>;
 
 /// The current snapshot's file name.
 pub(crate) const CURRENT: &str = "current.snap";
+/// How the names of files snapshots are received into begin (see [`part_path`]).
+pub(crate) const RECEIVING: &str = "receiving";
 const MAGIC: &[u8; 8] = b"SIFTRSNP";
 const VERSION: u32 = 1;
 const END: u32 = u32::MAX;
@@ -151,11 +153,6 @@ impl<R: Read> SnapshotReader<R> {
         Ok(Some((key, value)))
     }
 
-    /// The input, after the end record.
-    pub(crate) fn into_inner(self) -> R {
-        self.input
-    }
-
     fn end(&mut self) -> Result<(), Error> {
         let mut count = [0u8; 8];
         self.fill(&mut count)?;
@@ -237,6 +234,19 @@ pub(crate) fn read_meta(path: &Path) -> Result<Option<Meta>, Error> {
     }
 }
 
+/// The current snapshot, if there is one: its metadata and a handle at its start. One open
+/// serves both, so a newer file renamed over it meanwhile cannot mix with it.
+pub(crate) fn open_current(path: &Path) -> Result<Option<(Meta, File)>, Error> {
+    let mut file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let (_, meta) = SnapshotReader::new(BufReader::new(&mut file))?;
+    file.seek(io::SeekFrom::Start(0))?;
+    Ok(Some((meta, file)))
+}
+
 /// A new file for a snapshot being built or received: `<dir>/<what>-<unique>.part`.
 pub(crate) fn part_path(dir: &Path, what: &str) -> PathBuf {
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -255,10 +265,12 @@ pub(crate) fn create(path: &Path) -> Result<BufWriter<File>, Error> {
 pub(crate) fn publish(dir: &Path, part: &Path, meta: &Meta) -> Result<bool, Error> {
     File::open(part)?.sync_all()?;
     let current = dir.join(CURRENT);
-    let older = read_meta(&current)
-        .ok()
-        .flatten()
-        .is_some_and(|c| c.last_log_id > meta.last_log_id);
+    let older = match read_meta(&current) {
+        Ok(found) => found.is_some_and(|c| c.last_log_id > meta.last_log_id),
+        // A damaged current snapshot is worth nothing: any whole one replaces it.
+        Err(Error::Corrupt { .. }) => false,
+        Err(e) => return Err(e),
+    };
     if older {
         return Ok(false);
     }

@@ -1,7 +1,6 @@
 //! The state-machine half of the storage: commands applied to the live state keyspace with the
 //! last applied log id in the same batch; snapshots built from and installed into it.
 
-use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -15,15 +14,13 @@ use siftdb::{Keyspace, WriteBatch};
 use crate::codec::encode;
 use crate::error::IntoStorage;
 use crate::keys;
-use crate::snapshot_file::{self, Meta, SnapshotReader, SnapshotWriter};
+use crate::snapshot_file::{self, Meta, SnapshotWriter};
+use crate::snapshot_install;
 use crate::store::{blocking, read_meta, Shared};
 use crate::{Command, Error, KeyValue, NodeId, Response, TypeConfig};
 
 type Entry = openraft::Entry<TypeConfig>;
 type Membership = StoredMembership<NodeId, openraft::BasicNode>;
-
-/// A batch being filled while a snapshot is installed is written once it holds this much.
-const INSTALL_BATCH_BYTES: usize = 4 << 20;
 
 /// The state machine openraft applies committed entries to ([`RaftStateMachine`]).
 pub struct StateMachine {
@@ -58,12 +55,14 @@ pub struct StateReader {
 impl StateReader {
     /// The value of `key`, as applied on this node so far.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
-        Ok(self.shared.state.read().1.get(key)?)
+        // Recursive: a reader never queues behind an install waiting for the write lock (which
+        // waits for a snapshot build's whole scan).
+        Ok(self.shared.state.read_recursive().1.get(key)?)
     }
 
     /// Every key-value pair, in key order, at one point.
     pub fn entries(&self) -> Result<Vec<KeyValue>, Error> {
-        let state = self.shared.state.read();
+        let state = self.shared.state.read_recursive();
         let snapshot = self.shared.db.snapshot();
         let pairs = snapshot.iter_in(&state.1).collect::<Result<_, _>>()?;
         Ok(pairs)
@@ -104,16 +103,26 @@ fn apply_entries(shared: &Shared, entries: Vec<Entry>) -> Result<Vec<Response>, 
     let mut last = None;
     let mut membership = None;
     for entry in entries {
-        let ops = match &entry.payload {
-            EntryPayload::Blank => 0,
-            EntryPayload::Normal(command) => add_command(&mut batch, &state.1, command),
+        let response = match &entry.payload {
+            EntryPayload::Blank => Response::default(),
+            // Refused alike on every node, so the states stay equal and no node fails on it.
+            EntryPayload::Normal(command) => match command.check() {
+                Ok(()) => Response {
+                    ops: add_command(&mut batch, &state.1, command),
+                    rejected: None,
+                },
+                Err(e) => Response {
+                    ops: 0,
+                    rejected: Some(e.to_string()),
+                },
+            },
             EntryPayload::Membership(m) => {
                 membership = Some(Membership::new(Some(entry.log_id), m.clone()));
-                0
+                Response::default()
             }
         };
         last = Some(entry.log_id);
-        responses.push(Response { ops });
+        responses.push(response);
     }
     if last.is_none() {
         return Ok(responses);
@@ -166,7 +175,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     async fn begin_receiving_snapshot(
         &mut self,
     ) -> Result<Box<tokio::fs::File>, StorageError<NodeId>> {
-        let path = snapshot_file::part_path(&self.shared.snapshot_dir, "receiving");
+        let path = snapshot_file::part_path(&self.shared.snapshot_dir, snapshot_file::RECEIVING);
         let file = tokio::fs::File::options()
             .read(true)
             .write(true)
@@ -189,7 +198,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         let file = snapshot.into_std().await;
         let shared = Arc::clone(&self.shared);
         let expected = meta.clone();
-        blocking(move || install(&shared, file, &expected))
+        blocking(move || snapshot_install::install(&shared, file, &expected))
             .await
             .or_storage(subject, ErrorVerb::Write)?;
         if let Some(path) = self.receiving.take() {
@@ -202,132 +211,13 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         &mut self,
     ) -> Result<Option<Snapshot<TypeConfig>>, StorageError<NodeId>> {
         let path = self.shared.snapshot_dir.join(snapshot_file::CURRENT);
-        let current = blocking(move || {
-            let Some(meta) = snapshot_file::read_meta(&path)? else {
-                return Ok(None);
-            };
-            Ok(Some((meta, std::fs::File::open(&path)?)))
-        })
-        .await
-        .or_storage(ErrorSubject::Snapshot(None), ErrorVerb::Read)?;
+        let current = blocking(move || snapshot_file::open_current(&path))
+            .await
+            .or_storage(ErrorSubject::Snapshot(None), ErrorVerb::Read)?;
         Ok(current.map(|(meta, file)| Snapshot {
             meta,
             snapshot: Box::new(tokio::fs::File::from_std(file)),
         }))
-    }
-}
-
-/// Installs the snapshot streamed into `file`: its entries go into a fresh state keyspace, one
-/// synced batch makes that keyspace live with the snapshot's applied log id and membership,
-/// then the old keyspace is dropped and the file becomes the current snapshot.
-fn install(shared: &Shared, mut file: std::fs::File, expected: &Meta) -> Result<(), Error> {
-    file.seek(SeekFrom::Start(0))?;
-    let part = snapshot_file::part_path(&shared.snapshot_dir, "installing");
-    let copy = snapshot_file::create(&part)?;
-    let result = fill_and_switch(
-        shared,
-        Tee {
-            input: BufReader::new(file),
-            copy,
-        },
-        expected,
-    );
-    match result {
-        Ok(()) => {
-            let _guard = shared.snapshot_file.lock();
-            snapshot_file::publish(&shared.snapshot_dir, &part, expected)?;
-            let _ = std::fs::remove_file(&part);
-            Ok(())
-        }
-        Err(e) => {
-            let _ = std::fs::remove_file(&part);
-            Err(e)
-        }
-    }
-}
-
-fn fill_and_switch<R: Read>(shared: &Shared, input: Tee<R>, expected: &Meta) -> Result<(), Error> {
-    let (mut reader, meta) = SnapshotReader::new(input)?;
-    if meta != *expected {
-        return Err(Error::corrupt(
-            "snapshot",
-            format!(
-                "file holds snapshot {}, not {}",
-                meta.snapshot_id, expected.snapshot_id
-            ),
-        ));
-    }
-    let generation = shared.state.read().0 + 1;
-    let name = keys::state_keyspace(generation);
-    if shared.db.keyspace_names().contains(&name) {
-        shared.db.drop_keyspace(&name)?; // left by an install that failed
-    }
-    let fresh = shared.db.keyspace(&name)?;
-    let filled = fill(shared, &fresh, &mut reader);
-    if let Err(e) = filled {
-        let _ = shared.db.drop_keyspace(&name);
-        return Err(e);
-    }
-    reader.into_inner().flush_all()?;
-    let mut switch = WriteBatch::new();
-    switch.put_in(&shared.meta, keys::STATE, &generation.to_be_bytes());
-    switch.put_in(
-        &shared.meta,
-        keys::APPLIED,
-        &encode("applied log id", &meta.last_log_id)?,
-    );
-    switch.put_in(
-        &shared.meta,
-        keys::MEMBERSHIP,
-        &encode("membership", &meta.last_membership)?,
-    );
-    let mut state = shared.state.write();
-    shared.write_synced(switch)?;
-    let old = std::mem::replace(&mut *state, (generation, fresh));
-    drop(state);
-    shared.db.drop_keyspace(old.1.name())?;
-    Ok(())
-}
-
-/// Writes every entry of `reader` into `state` (the CRC is checked when the end is reached).
-fn fill<R: Read>(
-    shared: &Shared,
-    state: &Keyspace,
-    reader: &mut SnapshotReader<R>,
-) -> Result<(), Error> {
-    let mut batch = WriteBatch::new();
-    while let Some((key, value)) = reader.next_entry()? {
-        batch.put_in(state, &key, &value);
-        if batch.size_bytes() >= INSTALL_BATCH_BYTES {
-            shared.db.write(std::mem::take(&mut batch))?;
-        }
-    }
-    if !batch.is_empty() {
-        shared.db.write(batch)?;
-    }
-    Ok(())
-}
-
-/// Reads `input` and copies every byte read into `copy` (the snapshot file kept as current).
-struct Tee<R: Read> {
-    input: R,
-    copy: std::io::BufWriter<std::fs::File>,
-}
-
-impl<R: Read> Tee<R> {
-    fn flush_all(&mut self) -> Result<(), Error> {
-        use std::io::Write;
-        self.copy.flush()?;
-        Ok(())
-    }
-}
-
-impl<R: Read> Read for Tee<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        use std::io::Write;
-        let n = self.input.read(buf)?;
-        self.copy.write_all(&buf[..n])?;
-        Ok(n)
     }
 }
 
@@ -354,8 +244,9 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
 /// the snapshot once it exists, and the state machine's writes are not synced one by one.
 fn build(shared: &Shared) -> Result<(Meta, std::fs::File), Error> {
     let state = shared.state.read();
-    shared.write_synced(WriteBatch::new())?;
     let snapshot = shared.db.snapshot();
+    // Everything the snapshot sees is made durable before the file exists.
+    shared.write_synced(WriteBatch::new())?;
     let applied: Option<LogId<NodeId>> = match snapshot.get_in(&shared.meta, keys::APPLIED)? {
         Some(bytes) => crate::codec::decode("applied log id", &bytes)?,
         None => None,

@@ -52,7 +52,6 @@ pub fn open(
     let log = db.keyspace(keys::LOG)?;
     let meta = db.keyspace(keys::META)?;
     let state = live_state(&db, &meta)?;
-    crate::snapshot_file::remove_partial_files(&snapshot_dir)?;
     let shared = Arc::new(Shared {
         db,
         log,
@@ -61,6 +60,8 @@ pub fn open(
         snapshot_dir,
         snapshot_file: Mutex::new(()),
     });
+    crate::snapshot_install::finish_interrupted(&shared)?;
+    crate::snapshot_file::remove_partial_files(&shared.snapshot_dir)?;
     Ok((
         LogStore::new(Arc::clone(&shared)),
         StateMachine::new(shared),

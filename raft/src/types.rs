@@ -2,6 +2,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::Error;
+
+/// The largest command, in bytes of keys and values: siftdb's value limit (the log stores a
+/// command as one value), less room for the entry's log id and encoding.
+pub const MAX_COMMAND_BYTES: usize = siftdb::MAX_VALUE_SIZE - 4096;
+
 /// A node's id in the cluster.
 pub type NodeId = u64;
 
@@ -41,6 +47,62 @@ impl Command {
         Command::Delete { key: key.into() }
     }
 
+    /// Whether siftdb can store the command: every key at most [`siftdb::MAX_KEY_SIZE`]
+    /// bytes, every value at most [`siftdb::MAX_VALUE_SIZE`], and the whole command (which the
+    /// log stores as one value) at most [`MAX_COMMAND_BYTES`]. A command that fails this is
+    /// applied as a no-op on every node (its [`Response::rejected`] says why);
+    /// [`crate::cluster::write`] refuses it before it reaches the log. Check a command before
+    /// `Raft::client_write`: a log entry larger than siftdb's value limit fails the leader's
+    /// append, which openraft treats as fatal.
+    ///
+    /// ```
+    /// use siftdb_raft::Command;
+    /// assert!(Command::put(b"k", b"v").check().is_ok());
+    /// assert!(Command::delete(vec![0; siftdb::MAX_KEY_SIZE + 1]).check().is_err());
+    /// ```
+    pub fn check(&self) -> Result<(), Error> {
+        self.check_sizes()?;
+        let bytes = self.size_bytes();
+        if bytes > MAX_COMMAND_BYTES {
+            return Err(Error::InvalidCommand(format!(
+                "{bytes} bytes of keys and values exceed the {MAX_COMMAND_BYTES}-byte limit"
+            )));
+        }
+        Ok(())
+    }
+
+    fn check_sizes(&self) -> Result<(), Error> {
+        let (key, value) = match self {
+            Command::Put { key, value } => (key, Some(value)),
+            Command::Delete { key } => (key, None),
+            Command::Batch(commands) => return commands.iter().try_for_each(Command::check_sizes),
+        };
+        if key.len() > siftdb::MAX_KEY_SIZE {
+            return Err(Error::InvalidCommand(format!(
+                "key of {} bytes exceeds siftdb's {}-byte limit",
+                key.len(),
+                siftdb::MAX_KEY_SIZE
+            )));
+        }
+        match value {
+            Some(v) if v.len() > siftdb::MAX_VALUE_SIZE => Err(Error::InvalidCommand(format!(
+                "value of {} bytes exceeds siftdb's {}-byte limit",
+                v.len(),
+                siftdb::MAX_VALUE_SIZE
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// The bytes of the command's keys and values.
+    pub fn size_bytes(&self) -> usize {
+        match self {
+            Command::Put { key, value } => key.len() + value.len(),
+            Command::Delete { key } => key.len(),
+            Command::Batch(commands) => commands.iter().map(Command::size_bytes).sum(),
+        }
+    }
+
     /// How many puts and deletes the command holds.
     pub fn ops(&self) -> u64 {
         match self {
@@ -55,6 +117,9 @@ impl Command {
 pub struct Response {
     /// Puts and deletes applied (0 for a blank or membership entry).
     pub ops: u64,
+    /// Why the command was applied as a no-op, if it was (see [`Command::check`]).
+    #[serde(default)]
+    pub rejected: Option<String>,
 }
 
 openraft::declare_raft_types!(

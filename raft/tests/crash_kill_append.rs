@@ -1,17 +1,19 @@
 //! A node's storage SIGKILLed while appending: a child process appends log entries (batches of
-//! 1 to 8), raises its vote now and then and purges old entries, reporting each acknowledgement
-//! on stdout; the parent kills it at a random moment and reopens the store. The log must hold
-//! every acknowledged entry, unchanged, with no hole after the purged ones (a prefix of what
-//! was appended), and the vote must never be older than the last one acknowledged.
+//! 1 to 8) and applies them, raises its vote now and then, and builds a snapshot and purges
+//! the entries it covers (as openraft does), reporting each acknowledgement on stdout; the
+//! parent kills it at a random moment and reopens the store. The log must hold every
+//! acknowledged entry, unchanged, with no hole after the purged ones (a prefix of what was
+//! appended), the vote must never be older than the last one acknowledged, and the state
+//! machine must hold exactly the entries up to its applied id, never past the log's end.
 //! `SIFTDB_RAFT_CRASH_CYCLES` sets the number of cycles (default 12).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use openraft::storage::{RaftLogStorage, RaftLogStorageExt};
-use openraft::{CommittedLeaderId, EntryPayload, LogId, RaftLogReader, Vote};
-use siftdb_raft::{LogStore, TypeConfig};
+use openraft::storage::{RaftLogStorage, RaftLogStorageExt, RaftStateMachine};
+use openraft::{CommittedLeaderId, EntryPayload, LogId, RaftLogReader, RaftSnapshotBuilder, Vote};
+use siftdb_raft::{LogStore, StateMachine, TypeConfig};
 
 const CHILD_ENV: &str = "SIFTDB_RAFT_CRASH_CHILD_DIR";
 const NODE: u64 = 1;
@@ -44,9 +46,13 @@ fn crash_child() {
         return;
     };
     runtime().block_on(async move {
-        let (mut log, _sm) = siftdb_raft::open(&dir, siftdb::Options::default()).unwrap();
+        let (mut log, mut sm) = siftdb_raft::open(&dir, siftdb::Options::default()).unwrap();
         let state = log.get_log_state().await.unwrap();
         let mut next = state.last_log_id.map_or(1, |l| l.index + 1);
+        // Re-apply what the last run appended but did not apply (openraft does the same).
+        let applied = sm.applied_state().await.unwrap().0.map_or(0, |id| id.index);
+        let missing = log.try_get_log_entries(applied + 1..next).await.unwrap();
+        sm.apply(missing).await.unwrap();
         let mut term = log
             .read_vote()
             .await
@@ -63,10 +69,17 @@ fn crash_child() {
             }
             let n = 1 + round % 8;
             let batch: Vec<Entry> = (next..next + n).map(|i| entry(term, i)).collect();
-            log.blocking_append(batch).await.unwrap();
+            log.blocking_append(batch.clone()).await.unwrap();
             next += n;
             let _ = writeln!(out, "ack {}", next - 1);
+            sm.apply(batch).await.unwrap();
             if round.is_multiple_of(50) && next > 200 {
+                // Purged entries are always covered by a snapshot.
+                sm.get_snapshot_builder()
+                    .await
+                    .build_snapshot()
+                    .await
+                    .unwrap();
                 let upto = next - 150;
                 let id = log.try_get_log_entries(upto..=upto).await.unwrap()[0].log_id;
                 log.purge(id).await.unwrap();
@@ -147,6 +160,28 @@ async fn check(log: &mut LogStore, acked: &Acked, cycle: usize) -> u64 {
     last
 }
 
+/// The state machine holds exactly the puts of entries 1 to its applied id, and that id is in
+/// the log (at most `last`).
+async fn check_state(sm: &mut StateMachine, last: u64, cycle: usize) {
+    let applied = sm.applied_state().await.unwrap().0.map_or(0, |id| id.index);
+    assert!(
+        applied <= last,
+        "cycle {cycle}: applied {applied} past the log's end {last}"
+    );
+    let pairs = sm.reader().entries().unwrap();
+    assert_eq!(
+        pairs.len() as u64,
+        applied,
+        "cycle {cycle}: state of {} keys at applied {applied}",
+        pairs.len()
+    );
+    for i in [1, applied] {
+        if let (true, siftdb_raft::Command::Put { key, value }) = (i > 0, command(i)) {
+            assert_eq!(sm.reader().get(&key).unwrap(), Some(value), "cycle {cycle}");
+        }
+    }
+}
+
 #[test]
 fn kill_nine_while_appending_keeps_every_acknowledged_entry_and_vote() {
     let cycles: usize = std::env::var("SIFTDB_RAFT_CRASH_CYCLES")
@@ -162,8 +197,11 @@ fn kill_nine_while_appending_keeps_every_acknowledged_entry_and_vote() {
         let mut acked = run_child(&exe, dir.path(), millis);
         acked.term = acked.term.max(total.term); // a vote acknowledged in an earlier cycle
         let last = rt.block_on(async {
-            let (mut log, _sm) = siftdb_raft::open(dir.path(), siftdb::Options::default()).unwrap();
-            check(&mut log, &acked, cycle).await
+            let (mut log, mut sm) =
+                siftdb_raft::open(dir.path(), siftdb::Options::default()).unwrap();
+            let last = check(&mut log, &acked, cycle).await;
+            check_state(&mut sm, last, cycle).await;
+            last
         });
         total.index = last;
         total.term = total.term.max(acked.term);

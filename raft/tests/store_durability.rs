@@ -164,3 +164,67 @@ fn a_snapshot_moves_the_state_and_a_damaged_one_is_refused() {
         );
     });
 }
+
+/// A command siftdb cannot store (a key over its limit) is applied as a no-op, the same on
+/// every node, instead of failing `apply` (which openraft treats as fatal, on every node and at
+/// every replay); the entries around it apply as usual.
+#[test]
+fn a_command_siftdb_cannot_store_is_applied_as_a_refused_no_op() {
+    let dir = tempfile::tempdir().unwrap();
+    runtime().block_on(async {
+        let (_log, mut sm) = siftdb_raft::open(dir.path(), siftdb::Options::default()).unwrap();
+        let huge = Command::Batch(vec![
+            Command::put("fits", "x"),
+            Command::put(vec![b'k'; siftdb::MAX_KEY_SIZE + 1], "x"),
+        ]);
+        assert!(matches!(
+            huge.check(),
+            Err(siftdb_raft::Error::InvalidCommand(_))
+        ));
+        let entries = vec![
+            put(1),
+            Entry {
+                log_id: log_id(2),
+                payload: EntryPayload::Normal(huge),
+            },
+            put(3),
+        ];
+        let responses = sm.apply(entries).await.unwrap();
+        assert_eq!(responses[0].ops, 1);
+        assert_eq!(responses[1].ops, 0);
+        assert!(responses[1]
+            .rejected
+            .as_deref()
+            .is_some_and(|r| r.contains("key of")));
+        assert_eq!(
+            (responses[2].ops, responses[2].rejected.as_deref()),
+            (1, None)
+        );
+        assert_eq!(sm.applied_state().await.unwrap().0, Some(log_id(3)));
+        let reader = sm.reader();
+        assert_eq!(
+            reader.get(b"fits").unwrap(),
+            None,
+            "the whole batch is refused"
+        );
+        assert_eq!(reader.entries().unwrap().len(), 2);
+    });
+}
+
+/// A log purged past the applied state with no snapshot file to cover it (state openraft could
+/// never apply its next entry from) is refused at open with a clear error.
+#[test]
+fn a_log_purged_past_the_state_without_a_snapshot_refuses_to_open() {
+    let dir = tempfile::tempdir().unwrap();
+    runtime().block_on(async {
+        let (mut log, _sm) = siftdb_raft::open(dir.path(), siftdb::Options::default()).unwrap();
+        log.blocking_append((1..=10).map(put)).await.unwrap();
+        log.purge(log_id(5)).await.unwrap();
+    });
+    let refused = siftdb_raft::open(dir.path(), siftdb::Options::default()).map(|_| ());
+    let message = format!("{refused:?}");
+    assert!(
+        matches!(refused, Err(siftdb_raft::Error::Corrupt { .. })) && message.contains("behind"),
+        "{message}"
+    );
+}

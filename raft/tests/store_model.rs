@@ -33,26 +33,33 @@ type Entry = openraft::Entry<TypeConfig>;
 type State = BTreeMap<Vec<u8>, Vec<u8>>;
 type Members = StoredMembership<u64, openraft::BasicNode>;
 
-/// One thing openraft asks of the storage (indexes and terms are derived from the model, so
-/// every step is one openraft could take).
+/// One thing openraft asks of the storage. Indexes are derived from the model so that every
+/// step is one openraft could take: the state machine applies the log's own entries up to the
+/// committed one, truncation stays above what is committed and applied, purges stay within what
+/// is applied, and an installed snapshot is followed by a purge up to it.
 #[derive(Debug, Clone)]
 enum Op {
-    /// Append this many entries after the last one, in the current term.
-    Append(u8),
+    /// Append entries of these commands after the last one, in the current term (and a
+    /// membership change after them with `true`).
+    Append(Vec<Command>, bool),
     /// A new term (a new leader): the vote rises to it.
     Elect,
-    /// Truncate the log from the entry this far back from the end (within what is not purged).
+    /// Truncate the log from the entry this far back from the end (above what is committed).
     Truncate(u8),
-    /// Purge the log up to the entry at this fraction (in 1/256ths) of what is left.
+    /// Purge the log up to the entry at this fraction (in 1/256ths) of what is applied.
     Purge(u8),
     /// Save the last log id as committed.
     Commit,
-    /// Apply these commands as the next entries (a membership change with `true`).
-    Apply(Vec<Command>, bool),
+    /// Apply up to this many committed entries.
+    Apply(u8),
     /// Build a snapshot; it must hold the model's state.
     Snapshot,
-    /// Install a snapshot of a store that applied these commands after the model's state.
+    /// Install a snapshot of a leader that applied these commands after the model's state.
     Install(Vec<Command>),
+    /// The same, but the node loses power before the install finishes: after the snapshot was
+    /// received and the log purged up to it (`false`), or after it was published as the
+    /// current snapshot (`true`). The next open must finish the install.
+    InterruptedInstall(Vec<Command>, bool),
     /// Drop the store and open it again (no loss).
     Reopen,
     /// Power loss (keeping this many bytes of each file's unsynced tail), then reopen.
@@ -78,14 +85,15 @@ fn commands() -> impl Strategy<Value = Vec<Command>> {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        6 => (1u8..12).prop_map(Op::Append),
+        6 => (commands(), proptest::bool::weighted(0.1)).prop_map(|(c, m)| Op::Append(c, m)),
         1 => Just(Op::Elect),
         2 => any::<u8>().prop_map(Op::Truncate),
         2 => any::<u8>().prop_map(Op::Purge),
-        2 => Just(Op::Commit),
-        6 => (commands(), proptest::bool::weighted(0.1)).prop_map(|(c, m)| Op::Apply(c, m)),
+        3 => Just(Op::Commit),
+        5 => (1u8..12).prop_map(Op::Apply),
         1 => Just(Op::Snapshot),
         1 => commands().prop_map(Op::Install),
+        1 => (commands(), any::<bool>()).prop_map(|(c, p)| Op::InterruptedInstall(c, p)),
         1 => Just(Op::Reopen),
         2 => (0u8..40).prop_map(Op::Crash),
     ]
@@ -101,6 +109,8 @@ struct Model {
     committed: Option<LogId<u64>>,
     /// The committed id as of the last synced write (power loss cannot take it below that).
     durable_committed: Option<LogId<u64>>,
+    /// What openraft knows is committed (saved or not): the state machine applies up to it.
+    commit_point: Option<LogId<u64>>,
     machine: Machine,
     /// The last applied id of the current snapshot, if there is one.
     snapshot: Option<Option<LogId<u64>>>,
@@ -126,6 +136,14 @@ impl Model {
     fn next_index(&self) -> u64 {
         self.last_log_id().map_or(0, |id| id.index + 1)
     }
+
+    /// The index up to which entries are settled: committed (saved or not) or applied.
+    fn settled_index(&self) -> Option<u64> {
+        self.commit_point
+            .max(self.machine.applied)
+            .max(self.durable_committed)
+            .map(|id| id.index)
+    }
 }
 
 fn log_id(term: u64, index: u64) -> LogId<u64> {
@@ -149,32 +167,41 @@ fn membership(index: u64) -> Membership<u64, openraft::BasicNode> {
     Membership::new(vec![voters], None)
 }
 
-/// The entries `apply` gets for `commands` after `machine`'s last applied one, and the machine
-/// after them.
-fn entries_for(machine: &Machine, commands: &[Command], change: bool) -> (Vec<Entry>, Machine) {
-    let mut next = machine.clone();
-    let mut index = machine.applied.map_or(1, |id| id.index + 1);
-    let mut entries = Vec::new();
-    for command in commands {
-        let id = log_id(1, index);
-        apply_command(&mut next.state, command);
-        entries.push(Entry {
-            log_id: id,
+/// `entries` in order, as `commands` and a membership change (`true`) starting at `index` in
+/// `term`.
+fn entries_of(term: u64, index: u64, commands: &[Command], change: bool) -> Vec<Entry> {
+    let mut entries: Vec<Entry> = commands
+        .iter()
+        .zip(index..)
+        .map(|(command, i)| Entry {
+            log_id: log_id(term, i),
             payload: EntryPayload::Normal(command.clone()),
-        });
-        index += 1;
-    }
+        })
+        .collect();
     if change {
-        let id = log_id(1, index);
-        let m = membership(index);
-        next.membership = StoredMembership::new(Some(id), m.clone());
+        let i = index + commands.len() as u64;
         entries.push(Entry {
-            log_id: id,
-            payload: EntryPayload::Membership(m),
+            log_id: log_id(term, i),
+            payload: EntryPayload::Membership(membership(i)),
         });
     }
-    next.applied = entries.last().map(|e| e.log_id).or(machine.applied);
-    (entries, next)
+    entries
+}
+
+/// `machine` after applying `entries`.
+fn applied(machine: &Machine, entries: &[Entry]) -> Machine {
+    let mut next = machine.clone();
+    for entry in entries {
+        match &entry.payload {
+            EntryPayload::Normal(command) => apply_command(&mut next.state, command),
+            EntryPayload::Membership(m) => {
+                next.membership = StoredMembership::new(Some(entry.log_id), m.clone());
+            }
+            EntryPayload::Blank => {}
+        }
+        next.applied = Some(entry.log_id);
+    }
+    next
 }
 
 /// A store with its database on `fs` and its snapshot files in `dir`.
@@ -227,11 +254,13 @@ async fn read_machine(node: &mut Node) -> Machine {
     }
 }
 
-/// A fresh store (on the real file system) that has applied `machine`'s state and then
-/// `commands`; returns its snapshot's metadata and bytes, and the machine it holds.
+/// A leader's snapshot: a fresh store (on the real file system) that applied `machine`'s state
+/// and then `commands`, its last entry at `last` (past everything the node has). Returns the
+/// snapshot's metadata and bytes, and the machine it holds.
 async fn donor_snapshot(
     machine: &Machine,
     commands: &[Command],
+    last: LogId<u64>,
 ) -> (
     openraft::SnapshotMeta<u64, openraft::BasicNode>,
     Vec<u8>,
@@ -245,18 +274,37 @@ async fn donor_snapshot(
         .map(|(k, v)| Command::put(k.clone(), v.clone()))
         .collect();
     base.extend_from_slice(commands);
-    // The donor's entries follow the model's: the install moves the machine forward.
-    let start = Machine {
-        applied: machine.applied,
-        ..Machine::default()
-    };
-    let (entries, donor) = entries_for(&start, &base, true);
+    let first = last.index - base.len() as u64;
+    let entries = entries_of(last.leader_id.term, first, &base, true);
+    let donor = applied(&Machine::default(), &entries);
     sm.apply(entries).await.unwrap();
     let mut builder = sm.get_snapshot_builder().await;
     let mut snapshot = builder.build_snapshot().await.unwrap();
     let mut bytes = Vec::new();
     snapshot.snapshot.read_to_end(&mut bytes).await.unwrap();
+    assert_eq!(snapshot.meta.last_log_id, Some(last));
     (snapshot.meta, bytes, donor)
+}
+
+/// The id a leader's snapshot ends at: past the node's log and its applied state.
+fn donor_last(model: &Model, commands: &[Command]) -> LogId<u64> {
+    let past = model
+        .next_index()
+        .max(model.machine.applied.map_or(0, |id| id.index + 1));
+    log_id(
+        model.term,
+        past + model.machine.state.len() as u64 + commands.len() as u64,
+    )
+}
+
+/// What the model becomes once a leader's snapshot ending at `last` is installed: openraft
+/// purges the log up to it.
+fn installed(model: &mut Model, donor: Machine, last: LogId<u64>) {
+    model.machine = donor;
+    model.snapshot = Some(Some(last));
+    model.log.clear();
+    model.purged = Some(last);
+    model.commit_point = model.commit_point.max(Some(last));
 }
 
 fn run(ops: &[Op]) {
@@ -287,11 +335,23 @@ async fn run_async(ops: &[Op]) {
                 assert_eq!(committed, model.committed, "committed after a reopen");
             }
             Op::Crash(torn) => {
-                fs.crash();
-                drop(node);
-                fs.restart(usize::from(*torn));
-                node = open(dir.path(), &fs);
+                node = power_loss(node, dir.path(), &fs, *torn);
                 after_power_loss(&mut node, &mut model, &machines).await;
+            }
+            Op::InterruptedInstall(commands, published) => {
+                let last = donor_last(&model, commands);
+                let (_, bytes, donor) = donor_snapshot(&model.machine, commands, last).await;
+                if *published {
+                    let current = dir.path().join("snapshot").join("current.snap");
+                    std::fs::write(current, &bytes).unwrap();
+                } else {
+                    receive(&mut node, &bytes).await;
+                }
+                node.log.purge(last).await.unwrap();
+                node = power_loss(node, dir.path(), &fs, 0);
+                after_power_loss(&mut node, &mut model, &[]).await;
+                installed(&mut model, donor, last);
+                check_machine(&mut node, &model.machine).await;
             }
             op => {
                 if !step(&mut node, &mut model, &mut machines, op).await {
@@ -300,7 +360,7 @@ async fn run_async(ops: &[Op]) {
                 }
             }
         }
-        if matches!(op, Op::Reopen | Op::Crash(_)) {
+        if matches!(op, Op::Reopen | Op::Crash(_) | Op::InterruptedInstall(..)) {
             let current = node.sm.get_current_snapshot().await.unwrap();
             assert_eq!(current.map(|s| s.meta.last_log_id), model.snapshot);
         }
@@ -311,7 +371,26 @@ async fn run_async(ops: &[Op]) {
     }
 }
 
-/// Checks what power loss may change and takes it into the model.
+/// Power loss: the machine goes off with `node` open, comes back with what was durable
+/// (keeping `torn` bytes of each unsynced tail), and the store is opened again.
+fn power_loss(node: Node, dir: &Path, fs: &FaultFs, torn: u8) -> Node {
+    fs.crash();
+    drop(node);
+    fs.restart(usize::from(torn));
+    open(dir, fs)
+}
+
+/// Streams `bytes` into the node as openraft does when a leader sends a snapshot.
+async fn receive(node: &mut Node, bytes: &[u8]) -> Box<tokio::fs::File> {
+    let mut file = node.sm.begin_receiving_snapshot().await.unwrap();
+    file.write_all(bytes).await.unwrap();
+    file.flush().await.unwrap();
+    file
+}
+
+/// Checks what power loss may change and takes it into the model. `machines`: the states the
+/// state machine may be found in (empty: whatever an interrupted install leads to, checked by
+/// the caller).
 async fn after_power_loss(node: &mut Node, model: &mut Model, machines: &[Machine]) {
     let committed = node.log.read_committed().await.unwrap();
     assert!(
@@ -321,6 +400,9 @@ async fn after_power_loss(node: &mut Node, model: &mut Model, machines: &[Machin
         model.durable_committed
     );
     model.committed = committed;
+    if machines.is_empty() {
+        return;
+    }
     let now = read_machine(node).await;
     assert!(
         machines.contains(&now),
@@ -334,14 +416,8 @@ async fn after_power_loss(node: &mut Node, model: &mut Model, machines: &[Machin
 /// One step that keeps the store open; returns whether it ended with a synced write.
 async fn step(node: &mut Node, model: &mut Model, machines: &mut Vec<Machine>, op: &Op) -> bool {
     match op {
-        Op::Append(n) => {
-            let start = model.next_index();
-            let entries: Vec<Entry> = (start..start + u64::from(*n))
-                .map(|i| Entry {
-                    log_id: log_id(model.term, i),
-                    payload: EntryPayload::Normal(Command::put(format!("log{i}"), vec![7; 30])),
-                })
-                .collect();
+        Op::Append(commands, change) => {
+            let entries = entries_of(model.term, model.next_index(), commands, *change);
             node.log.blocking_append(entries.clone()).await.unwrap();
             model
                 .log
@@ -359,8 +435,8 @@ async fn step(node: &mut Node, model: &mut Model, machines: &mut Vec<Machine>, o
             else {
                 return false;
             };
-            // Committed entries are never truncated (openraft never asks).
-            let first = first.max(model.committed.map_or(0, |id| id.index + 1));
+            // Committed and applied entries are never truncated (openraft never asks).
+            let first = first.max(model.settled_index().map_or(0, |i| i + 1));
             if first > last {
                 return false;
             }
@@ -369,11 +445,17 @@ async fn step(node: &mut Node, model: &mut Model, machines: &mut Vec<Machine>, o
             model.log.split_off(&at);
         }
         Op::Purge(fraction) => {
-            let (Some(&first), Some(&last)) =
-                (model.log.keys().next(), model.log.keys().next_back())
+            // Only applied entries are purged (a snapshot covers them).
+            let (Some(&first), Some(applied)) = (model.log.keys().next(), model.machine.applied)
             else {
                 return false;
             };
+            let last = applied
+                .index
+                .min(model.log.keys().next_back().copied().unwrap_or(0));
+            if first > last {
+                return false;
+            }
             let at = first + (last - first) * u64::from(*fraction) / 256;
             let id = model.log[&at].log_id;
             node.log.purge(id).await.unwrap();
@@ -381,20 +463,35 @@ async fn step(node: &mut Node, model: &mut Model, machines: &mut Vec<Machine>, o
             model.purged = Some(id);
         }
         Op::Commit => {
-            let committed = model.last_log_id();
+            let committed = model.last_log_id().max(model.committed);
             node.log.save_committed(committed).await.unwrap();
             model.committed = committed;
+            model.commit_point = model.commit_point.max(committed);
             assert_eq!(node.log.read_committed().await.unwrap(), committed);
             return false;
         }
-        Op::Apply(commands, change) => {
-            let (entries, next) = entries_for(&model.machine, commands, *change);
+        Op::Apply(n) => {
+            let from = model.machine.applied.map_or(0, |id| id.index + 1);
+            let to = model.commit_point.map_or(0, |id| id.index + 1);
+            let entries: Vec<Entry> = model
+                .log
+                .range(from..to)
+                .take(usize::from(*n))
+                .map(|(_, e)| e.clone())
+                .collect();
+            if entries.is_empty() {
+                return false;
+            }
+            let want: Vec<u64> = entries
+                .iter()
+                .map(|e| match &e.payload {
+                    EntryPayload::Normal(c) => c.ops(),
+                    _ => 0,
+                })
+                .collect();
+            let next = applied(&model.machine, &entries);
             let responses = node.sm.apply(entries).await.unwrap();
             let ops: Vec<u64> = responses.iter().map(|r| r.ops).collect();
-            let mut want: Vec<u64> = commands.iter().map(Command::ops).collect();
-            if *change {
-                want.push(0);
-            }
             assert_eq!(ops, want, "responses");
             model.machine = next;
             machines.push(model.machine.clone());
@@ -409,17 +506,18 @@ async fn step(node: &mut Node, model: &mut Model, machines: &mut Vec<Machine>, o
             model.snapshot = Some(model.machine.applied);
         }
         Op::Install(commands) => {
-            let (meta, bytes, donor) = donor_snapshot(&model.machine, commands).await;
-            let mut file = node.sm.begin_receiving_snapshot().await.unwrap();
-            file.write_all(&bytes).await.unwrap();
-            file.flush().await.unwrap();
+            let last = donor_last(model, commands);
+            let (meta, bytes, donor) = donor_snapshot(&model.machine, commands, last).await;
+            let file = receive(node, &bytes).await;
             node.sm.install_snapshot(&meta, file).await.unwrap();
-            model.machine = donor;
-            model.snapshot = Some(model.machine.applied);
+            node.log.purge(last).await.unwrap();
+            installed(model, donor, last);
             let current = node.sm.get_current_snapshot().await.unwrap().unwrap();
-            assert_eq!(current.meta.last_log_id, model.machine.applied);
+            assert_eq!(current.meta.last_log_id, Some(last));
         }
-        Op::Reopen | Op::Crash(_) => unreachable!("handled by the caller"),
+        Op::Reopen | Op::Crash(_) | Op::InterruptedInstall(..) => {
+            unreachable!("handled by the caller")
+        }
     }
     true
 }
