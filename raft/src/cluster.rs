@@ -3,7 +3,10 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// tokio's clock, as the sleeps and timeouts below use: a paused test clock stays consistent.
+use tokio::time::Instant;
 
 use openraft::error::{ClientWriteError, RaftError};
 use openraft::storage::{RaftLogStorage, RaftStateMachine};

@@ -342,4 +342,50 @@ mod tests {
         longer.push(0);
         assert!(read_all(&longer).is_err());
     }
+
+    // The same entry point as the cargo-fuzz target `raft_snapshot` (`tests/fuzz/`): whatever
+    // the bytes, an error and never a panic, and no allocation a damaged length asks for.
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_bytes_are_an_error_never_a_panic(
+            tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512),
+            header in proptest::prelude::any::<bool>(),
+        ) {
+            let mut bytes = Vec::new();
+            if header {
+                bytes.extend_from_slice(MAGIC);
+                bytes.extend_from_slice(&VERSION.to_le_bytes());
+            }
+            bytes.extend_from_slice(&tail);
+            proptest::prop_assert!(read_snapshot(&bytes[..]).is_err());
+        }
+
+        #[test]
+        fn a_damaged_snapshot_file_is_refused(
+            entries in proptest::collection::vec(
+                (proptest::collection::vec(0u8..8, 1..12), proptest::collection::vec(0u8..=255, 0..40)),
+                0..30,
+            ),
+            at in proptest::prelude::any::<proptest::sample::Index>(),
+            xor in 1u8..=255,
+            damage in 0u8..3,
+        ) {
+            let pairs: Vec<(&[u8], &[u8])> =
+                entries.iter().map(|(k, v)| (k.as_slice(), v.as_slice())).collect();
+            let bytes = file(&pairs);
+            proptest::prop_assert_eq!(read_all(&bytes).map(|r| r.1.len()).ok(), Some(pairs.len()));
+            let mut damaged = bytes.clone();
+            let i = at.index(bytes.len());
+            match damage {
+                0 => damaged[i] ^= xor,
+                1 => damaged.truncate(i),
+                _ => damaged.insert(i, xor),
+            }
+            let read = read_all(&damaged);
+            proptest::prop_assert!(
+                matches!(read, Err(Error::Corrupt { .. })),
+                "damage {} at {}: {:?}", damage, i, read
+            );
+        }
+    }
 }
