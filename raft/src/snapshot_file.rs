@@ -227,11 +227,7 @@ pub fn read_snapshot(input: impl Read) -> Result<(Meta, Vec<KeyValue>), Error> {
 
 /// The metadata of the snapshot file at `path`, if there is one.
 pub(crate) fn read_meta(path: &Path) -> Result<Option<Meta>, Error> {
-    match File::open(path) {
-        Ok(file) => Ok(Some(SnapshotReader::new(BufReader::new(file))?.1)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e.into()),
-    }
+    Ok(open_current(path)?.map(|(meta, _)| meta))
 }
 
 /// The current snapshot, if there is one: its metadata and a handle at its start. One open

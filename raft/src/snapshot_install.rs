@@ -8,6 +8,9 @@
 //! 2. the current file fills a fresh state keyspace, and one synced batch switches to it (with
 //!    the applied log id and membership); the old keyspace is dropped.
 //!
+//! The snapshot's bytes are thus read twice (to publish, then to fill): the fill must not start
+//! before the file it could be redone from is durable.
+//!
 //! At open, a current snapshot newer than the applied state means step 2 did not finish: it is
 //! run again. A log purged beyond the applied state with no current snapshot covering it means
 //! step 1 did not finish either: a received file that is whole and covers the purge is
@@ -24,7 +27,7 @@ use siftdb::{Keyspace, WriteBatch};
 use crate::codec::encode;
 use crate::keys;
 use crate::snapshot_file::{self, Meta, SnapshotReader};
-use crate::store::{read_meta, Shared};
+use crate::store::{applied_log_id, read_meta, Shared};
 use crate::{Error, NodeId};
 
 /// A batch being filled while a snapshot is installed is written once it holds this much.
@@ -161,8 +164,7 @@ fn fill<R: Read>(
 
 /// At open: finishes an install a crash interrupted (see the module's documentation).
 pub(crate) fn finish_interrupted(shared: &Shared) -> Result<(), Error> {
-    let applied: Option<LogId<NodeId>> =
-        read_meta::<Option<LogId<NodeId>>>(shared, keys::APPLIED, "applied log id")?.flatten();
+    let applied = applied_log_id(shared)?;
     let current_path = shared.snapshot_dir.join(snapshot_file::CURRENT);
     let current = match snapshot_file::read_meta(&current_path) {
         Ok(current) => current,

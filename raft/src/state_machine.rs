@@ -16,7 +16,7 @@ use crate::error::IntoStorage;
 use crate::keys;
 use crate::snapshot_file::{self, Meta, SnapshotWriter};
 use crate::snapshot_install;
-use crate::store::{blocking, read_meta, Shared};
+use crate::store::{applied_log_id, blocking, read_meta, Shared};
 use crate::{Command, Error, KeyValue, NodeId, Response, TypeConfig};
 
 type Entry = openraft::Entry<TypeConfig>;
@@ -70,7 +70,7 @@ impl StateReader {
 
     /// The id of the last log entry applied.
     pub fn last_applied(&self) -> Result<Option<LogId<NodeId>>, Error> {
-        read_meta(&self.shared, keys::APPLIED, "applied log id")
+        applied_log_id(&self.shared)
     }
 
     /// The database beneath (for its statistics and properties).
@@ -141,10 +141,8 @@ fn apply_entries(shared: &Shared, entries: Vec<Entry>) -> Result<Vec<Response>, 
 
 /// The applied log id and membership as the meta keyspace holds them.
 fn applied_state(shared: &Shared) -> Result<(Option<LogId<NodeId>>, Membership), Error> {
-    let applied: Option<Option<LogId<NodeId>>> =
-        read_meta(shared, keys::APPLIED, "applied log id")?;
     let membership = read_meta(shared, keys::MEMBERSHIP, "membership")?.unwrap_or_default();
-    Ok((applied.flatten(), membership))
+    Ok((applied_log_id(shared)?, membership))
 }
 
 impl RaftStateMachine<TypeConfig> for StateMachine {

@@ -7,13 +7,14 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 use siftdb::{Db, Keyspace, WriteBatch, WriteOptions};
 
+use openraft::LogId;
 use serde::de::DeserializeOwned;
 
 use crate::codec::decode;
 use crate::keys;
 use crate::log_store::LogStore;
 use crate::state_machine::StateMachine;
-use crate::Error;
+use crate::{Error, NodeId};
 
 /// What the log store, the state machine and their readers and builders share.
 pub(crate) struct Shared {
@@ -100,6 +101,13 @@ pub(crate) fn read_meta<T: DeserializeOwned>(
         Some(bytes) => Ok(Some(decode(what, &bytes)?)),
         None => Ok(None),
     }
+}
+
+/// The state machine's last applied log id (stored as an `Option`, as openraft hands it over).
+pub(crate) fn applied_log_id(shared: &Shared) -> Result<Option<LogId<NodeId>>, Error> {
+    let applied: Option<Option<LogId<NodeId>>> =
+        read_meta(shared, keys::APPLIED, "applied log id")?;
+    Ok(applied.flatten())
 }
 
 /// Runs `f` (which blocks on a synced write) on tokio's blocking pool.

@@ -87,6 +87,7 @@ fn everything_survives_a_reopen() {
         );
         assert_eq!(sm.applied_state().await.unwrap().0, Some(log_id(90)));
         let reader = sm.reader();
+        assert_eq!(reader.last_applied().unwrap(), Some(log_id(90)));
         assert_eq!(reader.get(b"k00090").unwrap(), Some(vec![b'v'; 64]));
         assert_eq!(reader.get(b"k00091").unwrap(), None);
         assert_eq!(reader.entries().unwrap().len(), 90);
