@@ -19,73 +19,47 @@
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used, clippy::expect_used)]
 
-mod batch;
-mod checkpoint;
-mod compaction;
-mod compaction_filter;
-mod db;
-mod error;
-mod filter_plan;
-mod flush;
-pub mod fs;
-mod heat;
-mod iterator;
-mod key_head;
-mod keyspace;
-mod keyspace_options;
-mod manifest;
-mod memtable;
-mod memtable_bloom;
-pub mod merge;
-mod options;
-mod options_file;
-mod properties;
-mod read;
-mod recovery;
-mod snapshot;
-mod stats;
+mod api;
+mod base;
+mod core;
+mod jobs;
+mod paths;
+
+pub use crate::base::fs;
+pub use crate::base::merge;
 #[cfg(feature = "test-hooks")]
-pub mod sync_point;
-#[cfg(not(feature = "test-hooks"))]
-mod sync_point;
-mod tree;
-mod ttl;
-mod version;
-mod version_edit;
-mod version_set;
-mod wal;
+pub use crate::base::sync_point;
 
 /// Engine internals for the criterion benchmarks of `siftdb-bench` (cargo feature `internals`).
 /// Not a stable API.
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::memtable::{MemGet, Memtable};
-    pub use crate::wal::writer::LogWriter;
+    pub use crate::base::wal::writer::LogWriter;
+    pub use crate::core::memtable::{MemGet, Memtable};
 }
-mod write;
 
-pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
-pub use compaction_filter::{CompactionDecision, CompactionFilter};
-pub use db::Db;
-pub use error::{Corruption, Error, Result};
-pub use iterator::{DbIterator, RawIterator};
-pub use keyspace::Keyspace;
-pub use keyspace_options::{KeyspaceOptions, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN};
-pub use merge::MergeOperator;
-pub use options::{
+pub use crate::base::batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+pub use crate::base::compaction_filter::{CompactionDecision, CompactionFilter};
+pub use crate::api::db::Db;
+pub use crate::base::error::{Corruption, Error, Result};
+pub use crate::paths::iterator::{DbIterator, RawIterator};
+pub use crate::api::keyspace::Keyspace;
+pub use crate::base::keyspace_options::{KeyspaceOptions, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN};
+pub use crate::base::merge::MergeOperator;
+pub use crate::base::options::{
     Options, ReadOptions, WriteOptions, DEFAULT_FALSE_POSITIVE_MEMO_BYTES, MAX_FILTER_BITS_PER_KEY,
     MAX_LEVELS,
 };
-pub use options_file::FORMAT_VERSION;
-pub use properties::LevelInfo;
+pub use crate::base::options_file::FORMAT_VERSION;
+pub use crate::paths::properties::LevelInfo;
 pub use siftdb_cache::{Admission as CacheAdmission, BlockKind, CacheStats, KindStats, MemoStats};
 pub use siftdb_compaction::picker::CompactionPri;
 pub use siftdb_filter::{FilterAllocation, FilterKind, HashId, KeyHasher};
 pub use siftdb_sstable::{Compression, FixedPrefix, PrefixExtractor, RandomAccessFile, ReadMode};
-pub use snapshot::Snapshot;
-pub use stats::{LevelFilterStats, Stats};
-pub use ttl::{Clock, SystemClock};
+pub use crate::api::snapshot::Snapshot;
+pub use crate::core::stats::{LevelFilterStats, Stats};
+pub use crate::base::ttl::{Clock, SystemClock};
 
 /// The crate README's examples, compiled and run as doctests.
 #[cfg(doctest)]

@@ -1,0 +1,707 @@
+//! The database handle: public API, shared state, the read path.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex};
+use siftdb_cache::{CacheOptions, FalsePositiveMemo};
+use siftdb_sstable::TableCache;
+
+use crate::base::batch::WriteBatch;
+use crate::base::error::{Error, Result};
+use crate::base::fs::{FileLock, FileSystem};
+use crate::paths::iterator::{DbIterator, RawIterator};
+use crate::api::keyspace::Keyspace;
+use crate::base::keyspace_options::KeyspaceOptions;
+use crate::core::memtable::Memtable;
+use crate::base::options::{Options, ReadOptions, WriteOptions};
+use crate::paths::properties::LevelInfo;
+use crate::api::snapshot::{Snapshot, SnapshotList};
+use crate::core::stats::{EngineCounters, Stats};
+use crate::core::tree::{Tree, TreeMemtables};
+use crate::core::version::Version;
+use crate::core::version_set::VersionSet;
+use crate::base::wal::writer::LogWriter;
+use crate::paths::write::WriteQueue;
+
+/// An embedded LSM-tree key-value store.
+///
+/// `Db` is `Send + Sync`: share it through an `Arc` (or clone it: clones are handles to the same
+/// database). Writes are atomic per call and per [`WriteBatch`]; reads see every acknowledged
+/// write. A second `open` of the same directory fails with [`Error::Locked`].
+///
+/// ```
+/// use siftdb::{Db, Options, WriteBatch};
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path(), Options::default())?;
+/// db.put(b"apple", b"red")?;
+/// let mut batch = WriteBatch::new();
+/// batch.put(b"pear", b"green").delete(b"apple");
+/// db.write(batch)?;
+/// assert_eq!(db.get(b"pear")?, Some(b"green".to_vec()));
+/// assert_eq!(db.get(b"apple")?, None);
+///
+/// let snapshot = db.snapshot();
+/// db.put(b"pear", b"yellow")?;
+/// assert_eq!(snapshot.get(b"pear")?, Some(b"green".to_vec()));
+///
+/// db.flush()?; // memtable -> L0 table
+/// let keys: Vec<Vec<u8>> = db.iter().map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+/// assert_eq!(keys, vec![b"pear".to_vec()]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Db {
+    pub(crate) inner: Arc<DbInner>,
+    /// Shared by the clones of this handle; the last one dropped closes the database.
+    _guard: Arc<CloseOnDrop>,
+}
+
+/// Closes the database when the last user handle goes away. Iterators and snapshots keep the
+/// data they read alive (they hold `DbInner`), but not the background work or the lock.
+struct CloseOnDrop(Arc<DbInner>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.shutdown();
+    }
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("path", &self.inner.dir).finish()
+    }
+}
+
+/// What reads of one tree need, captured under the state lock and then used without it.
+#[derive(Clone)]
+pub(crate) struct ReadView {
+    pub mem: Arc<Memtable>,
+    /// Immutable memtables, newest first.
+    pub imm: Vec<Arc<Memtable>>,
+    pub version: Arc<Version>,
+}
+
+/// The memtables of every keyspace and the write-ahead log they share, changed under
+/// [`DbInner::state`]. The trees' metadata (versions, file numbers, the manifest) belongs to the
+/// [`VersionSet`].
+pub(crate) struct DbState {
+    /// Per keyspace id (0 = "default" first), its memtables.
+    pub trees: std::collections::BTreeMap<u32, TreeMemtables>,
+    /// The WAL being appended to (taken out by the write leader while it appends).
+    pub wal: Option<LogWriter>,
+    /// The number of that WAL.
+    pub wal_number: u64,
+    /// Sizes of the earlier WALs (by number) that may still be live, for
+    /// `Options::max_total_wal_size`.
+    pub closed_wal_sizes: std::collections::BTreeMap<u64, u64>,
+    /// The sequence number the first record of each WAL that may still be live has (its
+    /// `last_sequence + 1` when it was created), for the manifest edits that name it.
+    pub wal_starts: std::collections::BTreeMap<u64, u64>,
+    /// First background error; writes fail once it is set.
+    pub bg_error: Option<String>,
+}
+
+impl DbState {
+    /// The oldest WAL any keyspace still needs: every older one can be deleted.
+    pub(crate) fn min_live_wal(&self) -> u64 {
+        self.trees
+            .values()
+            .map(TreeMemtables::oldest_wal)
+            .min()
+            .unwrap_or(self.wal_number)
+    }
+
+    /// Manifest edit entries saying where WALs `numbers` start (those still known).
+    pub(crate) fn wal_starts_of(&self, numbers: impl IntoIterator<Item = u64>) -> Vec<(u64, u64)> {
+        let mut starts: Vec<(u64, u64)> = numbers
+            .into_iter()
+            .filter_map(|n| self.wal_starts.get(&n).map(|s| (n, *s)))
+            .collect();
+        starts.sort_unstable();
+        starts.dedup();
+        starts
+    }
+}
+
+pub(crate) struct DbInner {
+    pub dir: PathBuf,
+    pub options: Options,
+    pub fs: Arc<dyn FileSystem>,
+    pub cache: Arc<TableCache>,
+    /// The memo of hot false positives every table consults (`None`: off).
+    pub memo: Option<Arc<FalsePositiveMemo>>,
+    pub counters: EngineCounters,
+    pub state: Mutex<DbState>,
+    /// The trees' metadata and the manifest.
+    pub versions: VersionSet,
+    /// The keyspace "default", which `Db`'s own methods act on.
+    pub default: Arc<Tree>,
+    /// Tells this open instance apart from others (a batch may only name its keyspaces).
+    pub instance: u64,
+    /// Opened by `Db::open_read_only`: no writes, no background work, no file changes.
+    pub read_only: bool,
+    /// Why the last background compaction was abandoned in the compaction filter (cleared by
+    /// the next that succeeds); `wait_for_compaction` reports it instead of waiting forever.
+    pub compaction_filter_failure: Mutex<Option<String>>,
+    /// New snapshots are registered under it shared; a compaction whose filter changed values
+    /// holds it exclusively while it checks that no snapshot appeared during its merge and
+    /// installs.
+    pub snapshot_gate: parking_lot::RwLock<()>,
+    /// Held by `delete_obsolete_files` from its pause check to its last deletion, and by a
+    /// checkpoint while it pauses deletions.
+    pub file_deletions: Mutex<()>,
+    /// While above zero (a checkpoint is copying files), no file is deleted.
+    pub file_deletions_paused: std::sync::atomic::AtomicUsize,
+    /// Signalled when memtables are flushed or a background error occurs.
+    pub state_changed: Condvar,
+    /// Signalled when there is background work.
+    pub work_available: Condvar,
+    pub writes: WriteQueue,
+    /// Sequence number of the newest write visible to reads.
+    pub visible_sequence: AtomicU64,
+    pub snapshots: SnapshotList,
+    pub shutting_down: AtomicBool,
+    pub background: Mutex<Option<JoinHandle<()>>>,
+    pub compaction_threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Background compactions hold it shared (they keep clear of each other through the
+    /// version set's reservations); `compact_range` holds it exclusively and so runs alone.
+    pub compaction_lock: parking_lot::RwLock<()>,
+    /// The directory lock, released at shutdown.
+    pub lock: Mutex<Option<Box<dyn FileLock>>>,
+    /// Test pause points (`Db::set_sync_point`).
+    #[cfg(feature = "test-hooks")]
+    pub sync_points: crate::base::sync_point::SyncPoints,
+}
+
+impl Db {
+    /// Opens (or creates) the database in `path`.
+    ///
+    /// Recovers every acknowledged write: replays the manifest, opens the live tables of every
+    /// keyspace, replays the WALs newer than the last flush (dropping a torn tail record from a
+    /// crash), and flushes what they held to tables. Fails with [`Error::Locked`] if another
+    /// instance has the directory open, [`Error::NotADatabase`] for a directory holding something
+    /// else, [`Error::UnsupportedVersion`] for a database from a newer format, and
+    /// [`Error::Corruption`] for damaged metadata. A failed open changes nothing on disk.
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        let inner = crate::paths::recovery::open(path.as_ref(), options)?;
+        let db = Db::with_inner(inner);
+        crate::jobs::flush::start_background(&db.inner);
+        crate::jobs::compaction::start_background(&db.inner);
+        Ok(db)
+    }
+
+    /// Opens the database in `path` for reading only, as it is at this moment: no lock (a
+    /// writer may have it open, in this process or another), no writes, no background work, no
+    /// file created or deleted. It keeps working when the writer later compacts and deletes
+    /// files (it holds the ones it reads open); several read-only opens may coexist. Writes,
+    /// flushes, compactions, keyspace changes and checkpoints fail with [`Error::ReadOnly`].
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+    /// db.put("k", "v")?;
+    /// let reader = siftdb::Db::open_read_only(dir.path(), siftdb::Options::default())?;
+    /// assert_eq!(reader.get("k")?, Some(b"v".to_vec()));
+    /// assert!(matches!(reader.put("k", "w"), Err(siftdb::Error::ReadOnly)));
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        let inner = crate::paths::recovery::open_read_only(path.as_ref(), options)?;
+        Ok(Db::with_inner(inner))
+    }
+
+    fn with_inner(inner: Arc<DbInner>) -> Db {
+        Db {
+            _guard: Arc::new(CloseOnDrop(Arc::clone(&inner))),
+            inner,
+        }
+    }
+
+    /// The keyspace `name`, created with `KeyspaceOptions::default()` if it does not exist (with
+    /// a read-only open: [`Error::KeyspaceNotFound`]). `"default"` is the keyspace of `Db`'s own
+    /// methods. Names are 1 to 255 bytes without control characters.
+    pub fn keyspace(&self, name: &str) -> Result<Keyspace> {
+        crate::base::keyspace_options::validate_name(name)?;
+        self.inner.check_open()?;
+        let tree = match self.inner.tree_named(name) {
+            Some(tree) => tree,
+            None if self.inner.read_only => return Err(Error::KeyspaceNotFound(name.to_string())),
+            None => self
+                .inner
+                .create_tree(name, &KeyspaceOptions::default(), true)?,
+        };
+        Ok(Keyspace::new(self.clone(), tree))
+    }
+
+    /// Creates keyspace `name` with `opts`; [`Error::AlreadyExists`] if it exists. The options
+    /// are recorded, and a reopened keyspace runs with them (see [`Options::keyspaces`]).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+    /// let opts = siftdb::KeyspaceOptions {
+    ///     prefix_extractor: Some(siftdb::FixedPrefix::shared(4)),
+    ///     ..Default::default()
+    /// };
+    /// let index = db.create_keyspace("index", opts.clone())?;
+    /// assert!(matches!(db.create_keyspace("index", opts), Err(siftdb::Error::AlreadyExists(_))));
+    /// # let _ = index;
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn create_keyspace(&self, name: &str, opts: KeyspaceOptions) -> Result<Keyspace> {
+        self.inner.check_open()?;
+        let tree = self.inner.create_tree(name, &opts, false)?;
+        Ok(Keyspace::new(self.clone(), tree))
+    }
+
+    /// Drops keyspace `name`: its memtables, cached blocks and table files go, and its handles
+    /// fail with [`Error::KeyspaceDropped`] from then on. A crash in the middle leaves it wholly
+    /// there or wholly gone. `"default"` cannot be dropped.
+    pub fn drop_keyspace(&self, name: &str) -> Result<()> {
+        crate::base::keyspace_options::validate_name(name)?;
+        self.inner.check_open()?;
+        self.inner.drop_tree(name)
+    }
+
+    /// The names of the keyspaces, `"default"` first, then in creation order.
+    pub fn keyspace_names(&self) -> Vec<String> {
+        self.inner.keyspace_names()
+    }
+
+    /// Writes a consistent copy of the database into `dir` (which must not exist, or be empty)
+    /// that [`Db::open`] opens as an ordinary database: every write acknowledged before the call
+    /// and none after. Table files are hard-linked (copied where `dir` is on another file
+    /// system); the WAL is copied up to the checkpoint's sequence number; a fresh manifest names
+    /// it all. Writers are held up only while the checkpoint's point is chosen (no I/O).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = siftdb::Db::open(dir.path().join("db"), siftdb::Options::default())?;
+    /// db.put("k", "v")?;
+    /// db.checkpoint(dir.path().join("backup"))?;
+    /// db.put("k", "after")?;
+    /// let copy = siftdb::Db::open(dir.path().join("backup"), siftdb::Options::default())?;
+    /// assert_eq!(copy.get("k")?, Some(b"v".to_vec()));
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<()> {
+        self.inner.check_open()?;
+        self.inner.check_writable()?;
+        crate::jobs::checkpoint::checkpoint(&self.inner, dir.as_ref())
+    }
+
+    /// Stores `value` under `key`. Keys and values are anything that is bytes: `&[u8]`,
+    /// `Vec<u8>`, `&str`, `String`, byte-string literals.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+    /// db.put("user:1", "ann")?;
+    /// db.put(b"user:2", vec![1u8, 2, 3])?;
+    /// assert_eq!(db.get("user:1")?, Some(b"ann".to_vec()));
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn put<K: AsRef<[u8]>, V: AsRef<[u8]>>(&self, key: K, value: V) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.put(key, value);
+        self.write(batch)
+    }
+
+    /// Stores `value` under `key` until `ttl` has passed (by `Options::clock`): from then on it
+    /// reads as absent — from `get`, iterators and `multi_get` at once — and compactions remove
+    /// it. Values written without a TTL carry no expiry.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+    /// use std::time::Duration;
+    /// db.put_with_ttl(b"session:1", b"token", Duration::from_secs(3600))?;
+    /// assert_eq!(db.get("session:1")?, Some(b"token".to_vec()));
+    /// db.put_with_ttl(b"session:2", b"token", Duration::ZERO)?; // expired at once
+    /// assert_eq!(db.get("session:2")?, None);
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn put_with_ttl(&self, key: &[u8], value: &[u8], ttl: std::time::Duration) -> Result<()> {
+        let expiry = crate::base::ttl::expiry_after(self.inner.options.clock.as_ref(), ttl);
+        let mut batch = WriteBatch::new();
+        batch.put_expiring(None, key, value, expiry);
+        self.write(batch)
+    }
+
+    /// Removes `key` (no error if it is absent).
+    pub fn delete<K: AsRef<[u8]>>(&self, key: K) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.delete(key);
+        self.write(batch)
+    }
+
+    /// Removes every key in `[start, end)` with one record (a range tombstone), however many
+    /// keys the range holds; compaction reclaims their space later. `start == end` removes
+    /// nothing; `start > end` is [`Error::InvalidArgument`].
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+    /// for i in 0..100u32 {
+    ///     db.put(format!("log:{i:03}"), b"entry")?;
+    /// }
+    /// db.delete_range(b"log:000", b"log:090")?; // purge all but the last ten
+    /// assert_eq!(db.get(b"log:089")?, None);
+    /// assert_eq!(db.prefix_iter(b"log:").count(), 10);
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.delete_range(start, end);
+        self.write(batch)
+    }
+
+    /// Stores a merge operand for `key`: the database's merge operator
+    /// (`Options::merge_operator`) combines it with the key's older value when the key is read
+    /// or compacted. Without an operator: [`Error::InvalidArgument`].
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let options = siftdb::Options {
+    ///     merge_operator: Some(std::sync::Arc::new(siftdb::merge::U64Add)),
+    ///     ..Default::default()
+    /// };
+    /// let db = siftdb::Db::open(dir.path(), options)?;
+    /// for _ in 0..3 {
+    ///     db.merge(b"hits", &1u64.to_le_bytes())?;
+    /// }
+    /// assert_eq!(db.get(b"hits")?, Some(3u64.to_le_bytes().to_vec()));
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn merge(&self, key: &[u8], operand: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.merge(key, operand);
+        self.write(batch)
+    }
+
+    /// Applies a batch atomically (in one keyspace or several): after a crash either all of it
+    /// is there or none.
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.write_opt(batch, &WriteOptions::default())
+    }
+
+    /// [`Db::write`] with options (`sync` for durability across power loss).
+    pub fn write_opt(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
+        self.inner.write(batch, opts.sync)
+    }
+
+    /// The value of `key`, or `None`.
+    pub fn get<K: AsRef<[u8]>>(&self, key: K) -> Result<Option<Vec<u8>>> {
+        let mut value = Vec::new();
+        let found = self.get_into(key, &mut value)?;
+        Ok(found.then_some(value))
+    }
+
+    /// [`Db::get`] reading as `opts` say (`fill_cache: false` leaves the block cache as it
+    /// was: blocks it holds are used, others are read and dropped).
+    pub fn get_opt<K: AsRef<[u8]>>(&self, key: K, opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
+        let mut value = Vec::new();
+        let found = self
+            .inner
+            .get_latest(&self.inner.default, key.as_ref(), opts, &mut value)?;
+        Ok(found.then_some(value))
+    }
+
+    /// Reads `key` into `buf` (cleared first); returns whether it was found. The value is copied
+    /// once, straight from the memtable or the data block into `buf`, so a caller that reuses
+    /// one buffer allocates nothing per lookup.
+    pub fn get_into<K: AsRef<[u8]>>(&self, key: K, buf: &mut Vec<u8>) -> Result<bool> {
+        buf.clear();
+        self.inner.get_latest(
+            &self.inner.default,
+            key.as_ref(),
+            &ReadOptions::default(),
+            buf,
+        )
+    }
+
+    /// Looks up every key of `keys` at one point in time, answers in the same order: as many
+    /// `get`s, but each key hashed once and the filters of all keys probed level by level with
+    /// their memory requested ahead (RocksDB's `MultiGet`). An error (a damaged block) is the
+    /// answer of the keys it concerns only.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+    /// db.put("a", "1")?;
+    /// db.put("c", "3")?;
+    /// let got = db.multi_get(&["c", "b", "a"]);
+    /// let got: Vec<Option<Vec<u8>>> = got.into_iter().collect::<Result<_, _>>()?;
+    /// assert_eq!(got, [Some(b"3".to_vec()), None, Some(b"1".to_vec())]);
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Vec<u8>>>> {
+        let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
+        self.inner.multi_get(&self.inner.default, &keys)
+    }
+
+    /// A consistent view of the database (every keyspace) as of now.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::new(Arc::clone(&self.inner))
+    }
+
+    /// An iterator over all keys in order (`.rev()` for descending order). It owns what it
+    /// reads (no borrow of `Db`) and can move to another thread; it sees the database as of its
+    /// creation. Use [`DbIterator::seek`] to start at a key.
+    pub fn iter(&self) -> DbIterator {
+        self.iter_opt(&ReadOptions::default())
+    }
+
+    /// [`Db::iter`] reading as `opts` say (`fill_cache: false` for a scan that must not push
+    /// the working set out of the block cache).
+    pub fn iter_opt(&self, opts: &ReadOptions) -> DbIterator {
+        crate::paths::read::iterator::<&[u8], _>(&self.inner, &self.inner.default, None, &(..), None, opts)
+    }
+
+    /// An iterator over the keys in `range`, any [`RangeBounds`](std::ops::RangeBounds) of
+    /// byte strings: `db.range("a".."m")`, `db.range(b"k".to_vec()..)`,
+    /// `db.range::<&[u8], _>((Bound::Excluded(start), Bound::Included(end)))`. Both bounds hold
+    /// in both directions and after a [`DbIterator::seek`].
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+    /// for k in ["apple", "banana", "cherry", "date"] {
+    ///     db.put(k, "fruit")?;
+    /// }
+    /// let keys: Vec<Vec<u8>> = db
+    ///     .range("b"..="cherry")
+    ///     .rev()
+    ///     .map(|kv| kv.map(|(k, _)| k))
+    ///     .collect::<Result<_, _>>()?;
+    /// assert_eq!(keys, [b"cherry".to_vec(), b"banana".to_vec()]);
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn range<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(&self, range: R) -> DbIterator {
+        crate::paths::read::iterator(
+            &self.inner,
+            &self.inner.default,
+            None,
+            &range,
+            None,
+            &ReadOptions::default(),
+        )
+    }
+
+    /// An iterator over the keys that start with `prefix`, in order (`.rev()`: descending); it
+    /// never yields another key. Tables whose prefix filter says the prefix is absent are
+    /// skipped without being read.
+    pub fn prefix_iter<P: AsRef<[u8]>>(&self, prefix: P) -> DbIterator {
+        crate::paths::read::prefix_iterator(&self.inner, &self.inner.default, None, prefix.as_ref())
+    }
+
+    /// A cursor over all keys, both ways, that lends its key and value instead of copying them
+    /// (RocksDB's `DBRawIterator`); unpositioned until a `seek*`.
+    pub fn raw_iter(&self) -> RawIterator {
+        self.raw_iter_opt(&ReadOptions::default())
+    }
+
+    /// [`Db::raw_iter`] reading as `opts` say, within its
+    /// [`iterate_lower_bound`](ReadOptions::iterate_lower_bound) and
+    /// [`iterate_upper_bound`](ReadOptions::iterate_upper_bound) (RocksDB's bounded
+    /// `DBRawIterator`). A seek with an upper bound passes over every table whose range filter
+    /// ([`Options::range_filter_bits_per_key`]) says it holds no key between the target and the
+    /// bound.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+    /// for k in ["a1", "a2", "b1", "b2"] {
+    ///     db.put(k, "v")?;
+    /// }
+    /// let opts = siftdb::ReadOptions {
+    ///     iterate_lower_bound: Some(b"a2".to_vec()),
+    ///     iterate_upper_bound: Some(b"b2".to_vec()),
+    ///     ..Default::default()
+    /// };
+    /// let mut it = db.raw_iter_opt(&opts);
+    /// it.seek_to_last(); // the last key below the upper bound
+    /// assert_eq!(it.key(), b"b1");
+    /// it.seek(b"a"); // below the lower bound: lands on it
+    /// assert_eq!(it.key(), b"a2");
+    /// it.next();
+    /// it.next(); // past "b1": the bound ends the walk
+    /// assert!(!it.valid());
+    /// it.status()?;
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn raw_iter_opt(&self, opts: &ReadOptions) -> RawIterator {
+        crate::paths::read::raw_iterator(&self.inner, &self.inner.default, None, opts)
+    }
+
+    /// Flushes the memtable to an L0 table and waits until it (and any earlier one) is on disk.
+    pub fn flush(&self) -> Result<()> {
+        crate::jobs::flush::flush_and_wait(&self.inner, &self.inner.default)
+    }
+
+    /// Compacts the key range `[start, end]` (`None` = open end) down to the bottom level,
+    /// reclaiming the space of overwritten and deleted keys; `compact_range(None, None)` rewrites
+    /// the whole database. Flushes the memtable first. Waits until done.
+    pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.inner.check_open()?;
+        self.inner.check_writable()?;
+        crate::jobs::compaction::compact_range(&self.inner, &self.inner.default, start, end)
+    }
+
+    /// Waits until every keyspace's tree is in shape (no level over its target, L0 below its
+    /// trigger) and no compaction is running; the background threads do the work. Benchmarks
+    /// call it so reads meet a settled tree. Fails with [`Error::Background`] if background work
+    /// has failed (writes are stopped then), and with [`Error::Closed`] if the database closes
+    /// meanwhile. A read-only `Db` has nothing to wait for.
+    pub fn wait_for_compaction(&self) -> Result<()> {
+        self.inner.check_open()?;
+        if self.inner.read_only {
+            return Ok(()); // no background work: nothing to wait for
+        }
+        crate::jobs::compaction::wait_for_compaction(&self.inner)
+    }
+
+    /// A snapshot of the statistics (of every keyspace together).
+    pub fn stats(&self) -> Stats {
+        self.inner.stats()
+    }
+
+    /// Every level of the current tree (index = level), with the filters its tables were built
+    /// with: where the filter memory went. The same figures as the `siftdb.levels` property.
+    pub fn level_info(&self) -> Vec<LevelInfo> {
+        let tree = &self.inner.default;
+        crate::paths::properties::level_reports(tree, &tree.read_view().version)
+    }
+
+    /// A named property (`siftdb.levels`, `siftdb.sstables`, `siftdb.stats`, `siftdb.keyspaces`,
+    /// `siftdb.num-files-at-level<N>`, `siftdb.estimate-num-keys`,
+    /// `siftdb.cur-size-all-mem-tables`, `siftdb.num-immutable-mem-table`), or `None` if
+    /// unknown. The tree properties are the
+    /// "default" keyspace's ([`Keyspace::property`] for another).
+    pub fn property(&self, name: &str) -> Option<String> {
+        crate::paths::properties::property(&self.inner, &self.inner.default, name)
+    }
+
+    /// Installs `callback` at the named pause point (see the `sync_point` module); it runs on
+    /// every thread that reaches the point until [`Db::clear_sync_point`]. Test builds only
+    /// (cargo feature `test-hooks`).
+    #[cfg(feature = "test-hooks")]
+    pub fn set_sync_point(&self, name: &'static str, callback: impl Fn() + Send + Sync + 'static) {
+        self.inner.sync_points.set(name, Arc::new(callback));
+    }
+
+    /// Removes the callback of a pause point. Test builds only (cargo feature `test-hooks`).
+    #[cfg(feature = "test-hooks")]
+    pub fn clear_sync_point(&self, name: &str) {
+        self.inner.sync_points.clear(name);
+    }
+
+    /// Stops background work and waits for it. Further calls on any handle fail with
+    /// [`Error::Closed`]. Acknowledged writes are already durable (or in the OS cache); `close`
+    /// is not needed for safety, only for an orderly shutdown. Dropping the last handle closes too.
+    pub fn close(&self) -> Result<()> {
+        self.inner.shutdown();
+        Ok(())
+    }
+}
+
+impl DbInner {
+    /// What a read of `tree` uses: its published view, then the visible sequence number — in
+    /// this order.
+    ///
+    /// Why the order: a compaction drops an old version of a key once a newer one exists and no
+    /// registered snapshot needs the old one, and every table of a published view holds only
+    /// sequence numbers that were visible before the view was published. A sequence loaded
+    /// *after* the view is therefore at least as new as everything in its tables, so the newest
+    /// version the view kept of any key is visible to the read. Loaded *before* the view, the
+    /// sequence could predate an overwrite whose compaction removed the version the read should
+    /// see (issue 11's race: the key seemed absent).
+    pub(crate) fn read_point(&self, tree: &Tree) -> (Arc<ReadView>, u64) {
+        let view = tree.read_view();
+        crate::base::sync_point::sync_point!(self, crate::base::sync_point::READ_SEQUENCE_AND_VIEW);
+        let seq = self.visible_sequence.load(Ordering::Acquire);
+        (view, seq)
+    }
+
+    /// Publishes the view of tree `id` in `state` for readers. Called, with the state lock
+    /// held, by every change of the tree's active memtable, immutable memtables or version, so
+    /// that a reader that sees a write's sequence number also sees the memtable or table holding
+    /// it (the write is made visible after the switch that created its memtable published it).
+    pub(crate) fn publish_view(&self, state: &DbState, id: u32) {
+        let Some(t) = state.trees.get(&id) else {
+            return;
+        };
+        let view = Arc::new(ReadView {
+            mem: Arc::clone(&t.mem),
+            imm: t.imm.iter().rev().cloned().collect(),
+            version: self.versions.current(&t.tree),
+        });
+        *t.tree.view.write() = view;
+    }
+
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    /// Fails with [`Error::ReadOnly`] for a read-only open.
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
+        Ok(())
+    }
+
+    /// The statistics of every keyspace together.
+    pub(crate) fn stats(&self) -> Stats {
+        let trees: Vec<Arc<Tree>> = {
+            let state = self.state.lock();
+            state.trees.values().map(|t| Arc::clone(&t.tree)).collect()
+        };
+        let mut stats = self.counters.snapshot(self.cache.stats());
+        stats.memo = self.memo.as_ref().map(|m| m.stats()).unwrap_or_default();
+        stats.levels = crate::core::stats::level_filter_stats(trees.iter().map(|t| &t.levels));
+        stats
+    }
+
+    pub(crate) fn shutdown(&self) {
+        if self.shutting_down.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        {
+            let _state = self.state.lock();
+            self.work_available.notify_all();
+            self.state_changed.notify_all();
+        }
+        let handles = self
+            .background
+            .lock()
+            .take()
+            .into_iter()
+            .chain(std::mem::take(&mut *self.compaction_threads.lock()));
+        for handle in handles {
+            if handle.thread().id() != std::thread::current().id() {
+                let _ = handle.join();
+            }
+        }
+        // Let another instance open the directory; this one's readers keep their open files.
+        self.lock.lock().take();
+    }
+}
+
+/// Creates the shared block cache: shards of at least 4 MiB so a large table's filter block
+/// (often over a megabyte) is never refused as oversize.
+pub(crate) fn new_cache(capacity: usize, admission: siftdb_cache::Admission) -> Arc<TableCache> {
+    let shards = (capacity / (4 << 20)).max(1).next_power_of_two();
+    let bits = shards.trailing_zeros().min(6) as u8;
+    Arc::new(TableCache::new(
+        CacheOptions::new(capacity)
+            .with_num_shard_bits(bits)
+            .with_admission(admission),
+    ))
+}

@@ -1,0 +1,19 @@
+//! The bottom layer: what every other layer builds on and that names none of them — errors,
+//! options (with keyspace options and the `OPTIONS` file), version edits, the WAL format, the file
+//! system, write batches, the TTL clock, merge operators, compaction filters and test pause points.
+
+pub(crate) mod batch;
+pub(crate) mod compaction_filter;
+pub(crate) mod error;
+pub mod fs;
+pub(crate) mod keyspace_options;
+pub mod merge;
+pub(crate) mod options;
+pub(crate) mod options_file;
+#[cfg(feature = "test-hooks")]
+pub mod sync_point;
+#[cfg(not(feature = "test-hooks"))]
+pub(crate) mod sync_point;
+pub(crate) mod ttl;
+pub(crate) mod version_edit;
+pub(crate) mod wal;

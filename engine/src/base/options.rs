@@ -1,0 +1,466 @@
+//! Database options, named after RocksDB's where one exists.
+
+use std::sync::Arc;
+
+use siftdb_compaction::picker::CompactionPri;
+use siftdb_filter::{FilterAllocation, FilterPolicy, KeyHasher};
+use siftdb_sstable::{Compression, FixedPrefix, PrefixExtractor, ReadMode, TableBuildOptions};
+
+use crate::base::error::{Error, Result};
+use crate::base::fs::{FileSystem, RealFs};
+
+/// Number of levels (L0..L6).
+pub const MAX_LEVELS: usize = 7;
+
+/// The largest [`Options::memtable_prefix_bloom_size_ratio`] accepted (RocksDB's bound).
+pub const MAX_MEMTABLE_BLOOM_RATIO: f64 = 0.25;
+
+/// The largest [`Options::filter_bits_per_key`] accepted (an FPR far below anything measurable;
+/// more only costs memory).
+pub const MAX_FILTER_BITS_PER_KEY: f64 = 64.0;
+
+/// Options of a database. `Options::default()` is a sensible start; fields are public.
+///
+/// ```
+/// let mut options = siftdb::Options::default();
+/// options.write_buffer_size = 16 << 20;
+/// options.filter_bits_per_key = 12.0;
+/// options.prefix_extractor = Some(siftdb::FixedPrefix::shared(8));
+/// ```
+#[derive(Clone)]
+pub struct Options {
+    /// Create the database if the directory holds none.
+    pub create_if_missing: bool,
+    /// Fail if a database already exists.
+    pub error_if_exists: bool,
+    /// Bytes of memtable before it is frozen and flushed to L0.
+    pub write_buffer_size: usize,
+    /// Memtables in memory at most (the active one plus immutable ones waiting for flush);
+    /// writers stall beyond that.
+    pub max_write_buffer_number: usize,
+    /// L0 file count that triggers an L0 → L1 compaction.
+    pub level0_file_num_compaction_trigger: usize,
+    /// L0 file count at which writes stop until compaction catches up.
+    pub level0_stop_writes_trigger: usize,
+    /// Background compaction threads (at least 1). Compactions run side by side when they share
+    /// no input file and write disjoint key ranges; `compact_range` runs alone. Flushes have one
+    /// thread of their own (memtables are flushed and installed oldest first).
+    pub max_background_compactions: usize,
+    /// Target size of a compaction output table.
+    pub target_file_size_base: u64,
+    /// Target size of L1.
+    pub max_bytes_for_level_base: u64,
+    /// Growth factor of level target sizes.
+    pub max_bytes_for_level_multiplier: f64,
+    /// Which file of an oversized level a compaction moves down first (RocksDB's option of
+    /// this name): the one that rewrites the fewest bytes of the next level per byte moved
+    /// (the default, as RocksDB's), or round robin over the key space.
+    pub compaction_pri: CompactionPri,
+    /// Target size of a data block.
+    pub block_size: usize,
+    /// Entries between restart points in data blocks.
+    pub block_restart_interval: usize,
+    /// Block cache capacity in bytes.
+    pub block_cache_capacity: usize,
+    /// Which data blocks the block cache lets in once full ([`CacheAdmission`]): with
+    /// `SecondSighting` (the default) a data block enters on its second read within a window
+    /// of recent misses, so a scan larger than the cache does not push out what lookups keep
+    /// reading; `All` is a plain LRU. Filter and index blocks always enter. See
+    /// `docs/TUNING.md`.
+    ///
+    /// [`CacheAdmission`]: crate::CacheAdmission
+    pub block_cache_admission: siftdb_cache::Admission,
+    /// Bytes of the memo of hot false positives, shared by all keyspaces (0: off). A lookup
+    /// whose filter says "maybe" for a table that then turns out not to hold the key remembers
+    /// (table, key), so the next lookup of that key skips the table's index and data blocks;
+    /// entries leave with their table and under memory pressure (LRU). Only filter "maybe"s
+    /// consult it, so lookups the filters answer pay nothing. See `docs/TUNING.md`.
+    pub false_positive_memo_bytes: usize,
+    /// Keep L0 tables' filter and index blocks pinned in the cache.
+    pub pin_l0_filter_and_index_blocks_in_cache: bool,
+    /// Average filter bits per key over the tree. `0` writes no whole-key filter at all (the
+    /// articles' advice for tables that are only scanned): lookups go straight to a table's
+    /// index, and each table records why it has none (`filter_omitted`).
+    pub filter_bits_per_key: f64,
+    /// Write no whole-key filter on the bottom level (RocksDB's option of the same name): for
+    /// workloads whose lookups almost always find their key, where the bottom filter (about
+    /// 90 % of filter memory) only costs, since a present key's lookup reaches the bottom level
+    /// anyway. Monkey then splits the budget (bits per key of the levels that keep filters)
+    /// over the upper levels only. Flushes to L0 keep their filters (except a sequential
+    /// load's, headed for the bottom unchanged); a table with a filter is rewritten, not moved,
+    /// into the bottom level. The bottom is the deepest level that holds tables: when the tree
+    /// grows a level, the old bottom's unfiltered tables stay so until compacted down. Tables
+    /// written without a filter record why (`filter_omitted`), shown in `siftdb.levels`.
+    pub optimize_filters_for_hits: bool,
+    /// Levels below this use blocked bloom filters; this level and deeper use ribbon.
+    pub bloom_before_level: usize,
+    /// How filter memory is split across levels.
+    pub filter_allocation: FilterAllocation,
+    /// The filter kind of the levels from `bloom_before_level` on: [`FilterKind::Ribbon`]
+    /// (default; ~30 % smaller than a bloom filter at equal FPR) or [`FilterKind::BinaryFuse`]
+    /// (faster queries and builds; 8- or 16-bit fingerprints, so about 9 or 18 bits/key, which
+    /// Monkey plans in those steps). `BlockedBloom` is allowed too.
+    ///
+    /// [`FilterKind::Ribbon`]: crate::FilterKind::Ribbon
+    /// [`FilterKind::BinaryFuse`]: crate::FilterKind::BinaryFuse
+    pub deep_filter_kind: siftdb_filter::FilterKind,
+    /// Bits per key of each table's range filter (0: none, the default). A range filter
+    /// (Grafite, over an order-preserving image of the table's keys) answers "does this table
+    /// hold any key in `[a, b)`?", so a range scan over an empty stretch of keys can skip the
+    /// table's index and data blocks. FPR for a range of `w` key positions ≈ `w / 2^(bits-2)`.
+    /// Tables keep the range filter they were written with. See `docs/TUNING.md`.
+    pub range_filter_bits_per_key: f64,
+    /// Hash of keys for filters (seeded xxh3 by default; keyed SipHash for adversarial keys).
+    /// Recorded in every filter block; a reader with another hasher refuses the block.
+    pub filter_hasher: KeyHasher,
+    /// A bloom filter in each memtable over its keys' prefixes (RocksDB's option of the same
+    /// name), asked by `get` and `prefix_iter` before the skiplist: a lookup of a key the
+    /// memtable lacks skips the skiplist search. The ratio (0 to 0.25; 0, the default, is off)
+    /// caps the filter's memory as a fraction of `write_buffer_size`; the filter is a scalable
+    /// bloom (it grows with the memtable's keys, FPR under 1 %, until the cap) and its memory
+    /// is charged to the memtable. Holds prefixes by `prefix_extractor`, and whole keys with
+    /// `memtable_whole_key_filtering` or without an extractor. See `docs/TUNING.md`.
+    pub memtable_prefix_bloom_size_ratio: f64,
+    /// Put whole keys in the memtable bloom too (RocksDB's option of the same name), for
+    /// point lookups; implied without a prefix extractor.
+    pub memtable_whole_key_filtering: bool,
+    /// With an extractor, every table carries a prefix filter consulted by `prefix_iter`.
+    pub prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
+    /// Refuse to open a database whose WAL is damaged before its tail (instead of recovering
+    /// up to the damage).
+    pub paranoid_checks: bool,
+    /// How table files are read: `pread` per block-cache miss (the default, as RocksDB's
+    /// `allow_mmap_reads = false`), or through a memory map (`ReadMode::Mmap`: no system call
+    /// per miss, ~10-15 % faster point reads that miss the cache on a large tree, but every
+    /// page a read touches stays in the process's resident set while its table lives; a tree
+    /// read at random ends up resident whole). Compactions read around the map either way.
+    /// `docs/TUNING.md` ("Reading tables: pread or mmap") has the measurements.
+    pub read_mode: ReadMode,
+    /// Codec of the data blocks of every level `compression_per_level` does not name (RocksDB's
+    /// `compression`). A block is stored compressed only where that saves an eighth of it;
+    /// the block cache holds blocks uncompressed.
+    pub compression: Compression,
+    /// Codec per level (index = level; the last entry holds for every deeper level), RocksDB's
+    /// `compression_per_level`; empty: `compression` everywhere. The default leaves L0 and L1
+    /// uncompressed and compresses from L2 on with LZ4 (see `docs/TUNING.md`).
+    pub compression_per_level: Vec<Compression>,
+    /// Compress index blocks too (RocksDB's `enable_index_compression`). Filter blocks never are.
+    pub compress_index: bool,
+    /// A table whose index or whole-key filter would be larger than this (bytes) gets both
+    /// partitioned (RocksDB's partitioned index + `partition_filters`): small top levels the
+    /// table holds, and partitions of about `metadata_block_size` that go through the block
+    /// cache, so a lookup reads one filter partition and one index partition instead of loading
+    /// the whole filter and index. `None`: never.
+    pub partition_above: Option<usize>,
+    /// Target size of an index partition (RocksDB's `metadata_block_size`).
+    pub metadata_block_size: usize,
+    /// The file system all I/O goes through.
+    pub fs: Arc<dyn FileSystem>,
+    /// Options for named keyspaces at open, overriding what was recorded when each was created
+    /// (RocksDB's column family descriptors). A keyspace not named here opens with its recorded
+    /// options; name one here to change its tuning or to give it a prefix extractor that cannot
+    /// be rebuilt from its name. `"default"` takes the tree fields of these `Options` instead.
+    pub keyspaces: Vec<(String, crate::KeyspaceOptions)>,
+    /// With several keyspaces, the WAL bytes kept before the memtables that hold the oldest WAL
+    /// are flushed so that it can be deleted (RocksDB's `max_total_wal_size`): a keyspace written
+    /// rarely would otherwise keep every WAL since its last flush. 0: four times the memtable
+    /// memory of all keyspaces (`write_buffer_size · max_write_buffer_number` each).
+    pub max_total_wal_size: u64,
+    /// Memtable memory of all keyspaces together (RocksDB's `db_write_buffer_size`): above it,
+    /// the largest active memtable is switched and flushed, so that several keyspaces, each
+    /// allowed `write_buffer_size`, stay within one budget. 0: no shared budget (each keyspace
+    /// is bounded by its own `write_buffer_size · max_write_buffer_number`).
+    pub db_write_buffer_size: usize,
+    /// Asked about values as compactions rewrite them: keep, remove or change (see
+    /// [`CompactionFilter`](crate::CompactionFilter)). Applies to every keyspace.
+    pub compaction_filter: Option<Arc<dyn crate::CompactionFilter>>,
+    /// Combines the operands [`Db::merge`](crate::Db::merge) stores with the values they apply
+    /// to (see [`MergeOperator`](crate::MergeOperator); ready ones in [`crate::base::merge`]). Applies
+    /// to every keyspace; `merge` without one is [`Error::InvalidArgument`]. Its name is
+    /// recorded in `OPTIONS`: a database holding operands refuses to open under another.
+    pub merge_operator: Option<Arc<dyn crate::MergeOperator>>,
+    /// The clock expiring values (`Db::put_with_ttl`) are written and judged by
+    /// ([`SystemClock`](crate::SystemClock) by default; tests move one by hand).
+    pub clock: Arc<dyn crate::Clock>,
+}
+
+/// The default of [`Options::false_positive_memo_bytes`]: 256 KiB, about 2,500 remembered false
+/// positives of 24-byte keys.
+pub const DEFAULT_FALSE_POSITIVE_MEMO_BYTES: usize = 256 << 10;
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("write_buffer_size", &self.write_buffer_size)
+            .field("max_write_buffer_number", &self.max_write_buffer_number)
+            .field("block_cache_capacity", &self.block_cache_capacity)
+            .field("block_cache_admission", &self.block_cache_admission)
+            .field("false_positive_memo_bytes", &self.false_positive_memo_bytes)
+            .field("filter_bits_per_key", &self.filter_bits_per_key)
+            .field("optimize_filters_for_hits", &self.optimize_filters_for_hits)
+            .field(
+                "memtable_prefix_bloom_size_ratio",
+                &self.memtable_prefix_bloom_size_ratio,
+            )
+            .field(
+                "memtable_whole_key_filtering",
+                &self.memtable_whole_key_filtering,
+            )
+            .field("bloom_before_level", &self.bloom_before_level)
+            .field("filter_allocation", &self.filter_allocation)
+            .field(
+                "prefix_extractor",
+                &self.prefix_extractor.as_ref().map(|p| p.name()),
+            )
+            .field(
+                "compaction_filter",
+                &self
+                    .compaction_filter
+                    .as_ref()
+                    .map(|f| f.name().to_string()),
+            )
+            .field(
+                "merge_operator",
+                &self.merge_operator.as_ref().map(|m| m.name().to_string()),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: true,
+            error_if_exists: false,
+            write_buffer_size: 64 << 20,
+            max_write_buffer_number: 2,
+            level0_file_num_compaction_trigger: 4,
+            level0_stop_writes_trigger: 36,
+            max_background_compactions: 1,
+            target_file_size_base: 64 << 20,
+            max_bytes_for_level_base: 256 << 20,
+            max_bytes_for_level_multiplier: 10.0,
+            compaction_pri: CompactionPri::MinOverlappingRatio,
+            block_size: 4096,
+            block_restart_interval: 16,
+            block_cache_capacity: 64 << 20,
+            block_cache_admission: siftdb_cache::Admission::SecondSighting,
+            false_positive_memo_bytes: DEFAULT_FALSE_POSITIVE_MEMO_BYTES,
+            pin_l0_filter_and_index_blocks_in_cache: true,
+            filter_bits_per_key: 10.0,
+            optimize_filters_for_hits: false,
+            memtable_prefix_bloom_size_ratio: 0.0,
+            memtable_whole_key_filtering: false,
+            bloom_before_level: 2,
+            filter_allocation: FilterAllocation::Monkey,
+            deep_filter_kind: siftdb_filter::FilterKind::Ribbon,
+            range_filter_bits_per_key: 0.0,
+            filter_hasher: KeyHasher::default(),
+            prefix_extractor: None,
+            paranoid_checks: true,
+            read_mode: ReadMode::Pread,
+            compression: Compression::Lz4,
+            compression_per_level: vec![Compression::None, Compression::None, Compression::Lz4],
+            compress_index: true,
+            partition_above: Some(siftdb_sstable::DEFAULT_PARTITION_ABOVE),
+            metadata_block_size: 4096,
+            fs: Arc::new(RealFs),
+            keyspaces: Vec::new(),
+            max_total_wal_size: 0,
+            db_write_buffer_size: 0,
+            compaction_filter: None,
+            merge_operator: None,
+            clock: Arc::new(crate::SystemClock),
+        }
+    }
+}
+
+impl Options {
+    /// The filter policy these options describe.
+    pub(crate) fn filter_policy(&self) -> FilterPolicy {
+        FilterPolicy {
+            bits_per_key: self.filter_bits_per_key,
+            bloom_before_level: self.bloom_before_level,
+            allocation: self.filter_allocation,
+            deep_kind: self.deep_filter_kind,
+        }
+    }
+
+    /// Checks that every setting can work; [`Db::open`](crate::Db::open) calls it first. A value
+    /// that cannot is an [`Error::InvalidArgument`] naming the field (instead of being clamped
+    /// silently to something that can).
+    ///
+    /// ```
+    /// let mut options = siftdb::Options::default();
+    /// options.max_write_buffer_number = 1; // no room to write while a memtable is flushed
+    /// let err = options.validate().unwrap_err();
+    /// assert!(err.to_string().contains("max_write_buffer_number"), "{err}");
+    /// ```
+    pub fn validate(&self) -> Result<()> {
+        let invalid =
+            |field: &str, why: &str| Err(Error::InvalidArgument(format!("Options::{field} {why}")));
+        if self.write_buffer_size == 0 {
+            return invalid("write_buffer_size", "must be at least 1 byte");
+        }
+        if self.max_write_buffer_number < 2 {
+            return invalid(
+                "max_write_buffer_number",
+                "must be at least 2 (the active memtable and one being flushed)",
+            );
+        }
+        if self.level0_file_num_compaction_trigger == 0 {
+            return invalid("level0_file_num_compaction_trigger", "must be at least 1");
+        }
+        if self.level0_stop_writes_trigger < self.level0_file_num_compaction_trigger {
+            return invalid(
+                "level0_stop_writes_trigger",
+                "must be at least level0_file_num_compaction_trigger (writes would stop before any compaction starts)",
+            );
+        }
+        if self.max_background_compactions == 0 {
+            return invalid("max_background_compactions", "must be at least 1");
+        }
+        if self.target_file_size_base == 0 {
+            return invalid("target_file_size_base", "must be at least 1 byte");
+        }
+        if self.max_bytes_for_level_base == 0 {
+            return invalid("max_bytes_for_level_base", "must be at least 1 byte");
+        }
+        let multiplier = self.max_bytes_for_level_multiplier;
+        if !multiplier.is_finite() || multiplier <= 1.0 {
+            return invalid(
+                "max_bytes_for_level_multiplier",
+                "must be a finite number above 1 (levels must grow)",
+            );
+        }
+        if self.block_size == 0 {
+            return invalid("block_size", "must be at least 1 byte");
+        }
+        if self.block_restart_interval == 0 {
+            return invalid("block_restart_interval", "must be at least 1");
+        }
+        if self.metadata_block_size == 0 {
+            return invalid("metadata_block_size", "must be at least 1 byte");
+        }
+        let bits = self.filter_bits_per_key;
+        if !bits.is_finite() || !(0.0..=MAX_FILTER_BITS_PER_KEY).contains(&bits) {
+            return invalid(
+                "filter_bits_per_key",
+                &format!("must be a number from 0 to {MAX_FILTER_BITS_PER_KEY}"),
+            );
+        }
+        let ratio = self.memtable_prefix_bloom_size_ratio;
+        if !ratio.is_finite() || !(0.0..=MAX_MEMTABLE_BLOOM_RATIO).contains(&ratio) {
+            return invalid(
+                "memtable_prefix_bloom_size_ratio",
+                &format!("must be a number from 0 (off) to {MAX_MEMTABLE_BLOOM_RATIO}"),
+            );
+        }
+        let bits = self.range_filter_bits_per_key;
+        if !bits.is_finite() || !(bits == 0.0 || (3.0..=64.0).contains(&bits)) {
+            return invalid(
+                "range_filter_bits_per_key",
+                "must be 0 (no range filter) or a number from 3 to 64",
+            );
+        }
+        for (name, ks) in &self.keyspaces {
+            crate::base::keyspace_options::validate_name(name)?;
+            if name == crate::base::keyspace_options::DEFAULT_KEYSPACE {
+                return invalid(
+                    "keyspaces",
+                    "must not name \"default\" (its options are the tree fields of Options)",
+                );
+            }
+            ks.apply_to(self).validate().map_err(|e| {
+                Error::InvalidArgument(format!("options of keyspace {name:?}: {e}"))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The codec of data blocks written to `level`.
+    pub fn compression_for_level(&self, level: usize) -> Compression {
+        match self.compression_per_level.as_slice() {
+            [] => self.compression,
+            per_level => per_level[level.min(per_level.len() - 1)],
+        }
+    }
+
+    /// How a table headed for `level` (the level its filter and codec are planned for) is
+    /// written, with the whole-key filter `filter`.
+    pub(crate) fn table_build_options(
+        &self,
+        level: usize,
+        filter: crate::core::filter_plan::TableFilter,
+    ) -> TableBuildOptions {
+        TableBuildOptions {
+            block_size: self.block_size,
+            block_restart_interval: self.block_restart_interval,
+            filter: filter.spec,
+            filter_omitted: filter.omitted,
+            key_hasher: self.filter_hasher,
+            prefix_extractor: self.prefix_extractor.clone(),
+            compression: self.compression_for_level(level),
+            compress_index: self.compress_index,
+            partition_above: self.partition_above,
+            metadata_block_size: self.metadata_block_size,
+            // L0 tables are pinned: a pinned whole filter answers without choosing a partition
+            // (their index is still partitioned when large).
+            partition_filters: level > 0 || !self.pin_l0_filter_and_index_blocks_in_cache,
+            range_filter_bits_per_key: self.range_filter_bits_per_key,
+        }
+    }
+
+    /// Shorthand for a fixed-length prefix extractor.
+    pub fn with_fixed_prefix(mut self, len: usize) -> Self {
+        self.prefix_extractor = Some(FixedPrefix::shared(len));
+        self
+    }
+}
+
+/// Options of one read ([`Db::get_opt`](crate::Db::get_opt), [`Db::iter_opt`](crate::Db::iter_opt)).
+/// More fields may come; build it with `..ReadOptions::default()`.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+/// // A one-off full scan that must not push the service's working set out of the cache.
+/// let scan = siftdb::ReadOptions { fill_cache: false, ..Default::default() };
+/// let entries = db.iter_opt(&scan).count();
+/// # assert_eq!(entries, 0);
+/// # Ok::<(), siftdb::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct ReadOptions {
+    /// Insert the blocks read from table files into the block cache (default `true`). With
+    /// `false`, blocks already cached are used (without counting a lookup or making them more
+    /// recent) and others are read and dropped: the path compactions read through.
+    pub fill_cache: bool,
+    /// Iterators keep to keys `≥` this (RocksDB's `iterate_lower_bound`; default none). With
+    /// [`ReadOptions::iterate_upper_bound`], a seek asks each table's range filter whether it
+    /// holds a key between the seek target and the bound, and reads no block of one that does
+    /// not.
+    pub iterate_lower_bound: Option<Vec<u8>>,
+    /// Iterators keep to keys `<` this (RocksDB's `iterate_upper_bound`; default none): a
+    /// forward walk stops at it without reading further, and a forward seek skips tables whose
+    /// range filter rules out the keys between the target and the bound.
+    pub iterate_upper_bound: Option<Vec<u8>>,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            fill_cache: true,
+            iterate_lower_bound: None,
+            iterate_upper_bound: None,
+        }
+    }
+}
+
+/// Options of one write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// Sync the WAL before acknowledging (survives power loss). Without it a write survives a
+    /// process crash (it is in the operating system's page cache) but not power loss.
+    pub sync: bool,
+}

@@ -1,0 +1,508 @@
+//! The memtable: a concurrent skiplist of internal keys, flushed to an L0 table when full.
+
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use crossbeam_skiplist::map::Entry;
+use crossbeam_skiplist::SkipMap;
+use parking_lot::Mutex;
+use siftdb_sstable::{FragmentedRangeTombstones, InternalKey, Lookup, RangeTombstone, ValueKind};
+
+use crate::core::key_head::KeyHead;
+use crate::core::memtable_bloom::MemtableBloom;
+
+/// Per-entry bookkeeping charged on top of key and value bytes (skiplist node, pointers).
+const ENTRY_OVERHEAD: usize = 64;
+
+/// A skiplist key: the internal key with its user key's [`KeyHead`] inline.
+///
+/// Why: an insert or lookup compares its key with a few dozen skiplist keys, and comparing
+/// [`InternalKey`]s directly means following each one's heap pointer and calling `memcmp`
+/// (together about a third of a random fill's time in profiles).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct MemKey {
+    head: KeyHead,
+    key: InternalKey,
+}
+
+impl MemKey {
+    fn new(key: InternalKey) -> MemKey {
+        MemKey {
+            head: KeyHead::of(key.user_key()),
+            key,
+        }
+    }
+}
+
+impl PartialOrd for MemKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for MemKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.head.cmp_then(other.head, || self.key.cmp(&other.key))
+    }
+}
+
+/// Result of a memtable lookup (the benchmarks' and tests' API; the engine uses
+/// [`Memtable::get_into`]).
+#[cfg(any(test, feature = "internals"))]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemGet {
+    /// The newest visible version is this value.
+    Found(Vec<u8>),
+    /// The newest visible version is a tombstone.
+    Deleted,
+    /// No visible version here.
+    NotFound,
+}
+
+/// An in-memory sorted run. Writers insert under the engine's write lock; readers read
+/// concurrently without locks.
+#[derive(Debug)]
+pub struct Memtable {
+    map: SkipMap<MemKey, Vec<u8>>,
+    size: AtomicUsize,
+    /// The oldest WAL that may hold this memtable's writes (moved forward while the memtable is
+    /// empty, so an idle keyspace does not keep old WALs alive).
+    wal_number: AtomicU64,
+    /// Range tombstones, kept apart from the point entries (RocksDB's range-del memtable).
+    range_dels: Mutex<RangeDels>,
+    /// Whether `range_dels` holds any: readers of a memtable without them never lock it.
+    has_range_dels: AtomicBool,
+    /// Merge operands inserted.
+    merge_operands: AtomicU64,
+    /// Prefixes (and optionally whole keys) of the entries, asked before the skiplist.
+    bloom: Option<MemtableBloom>,
+}
+
+/// A memtable's range tombstones as written, and their fragmented form, built by the first
+/// reader after a change and shared until the next (fragmenting is O(n log n); reads are many).
+#[derive(Debug, Default)]
+struct RangeDels {
+    written: Vec<RangeTombstone>,
+    fragmented: Option<Arc<FragmentedRangeTombstones>>,
+}
+
+impl Memtable {
+    /// An empty memtable whose writes are logged in WAL `wal_number`.
+    pub fn new(wal_number: u64) -> Memtable {
+        Memtable {
+            map: SkipMap::new(),
+            size: AtomicUsize::new(0),
+            wal_number: AtomicU64::new(wal_number),
+            range_dels: Mutex::new(RangeDels::default()),
+            has_range_dels: AtomicBool::new(false),
+            merge_operands: AtomicU64::new(0),
+            bloom: None,
+        }
+    }
+
+    /// An empty memtable of a tree with `options` (with the memtable bloom they ask for).
+    pub(crate) fn for_tree(wal_number: u64, options: &crate::base::options::Options) -> Memtable {
+        Memtable {
+            bloom: MemtableBloom::for_options(options),
+            ..Memtable::new(wal_number)
+        }
+    }
+
+    /// Inserts one entry. A [`ValueKind::RangeDelete`] is a range tombstone: `key` is its start
+    /// and `value` its end.
+    pub fn insert(&self, key: &[u8], sequence: u64, kind: ValueKind, value: &[u8]) {
+        self.size
+            .fetch_add(key.len() + value.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
+        if kind == ValueKind::RangeDelete {
+            let mut dels = self.range_dels.lock();
+            dels.written.push(RangeTombstone {
+                start: key.to_vec(),
+                end: value.to_vec(),
+                sequence,
+            });
+            dels.fragmented = None;
+            self.has_range_dels.store(true, Ordering::Release);
+            return;
+        }
+        if kind == ValueKind::Merge {
+            self.merge_operands.fetch_add(1, Ordering::Relaxed);
+        }
+        // Before the skiplist: a reader that finds the entry must find it in the bloom too.
+        if let Some(bloom) = &self.bloom {
+            bloom.insert(key);
+        }
+        self.map.insert(
+            MemKey::new(InternalKey::new(key, sequence, kind)),
+            value.to_vec(),
+        );
+    }
+
+    /// Approximate memory used (the bloom's filters included).
+    pub fn approximate_size(&self) -> usize {
+        self.size.load(Ordering::Relaxed) + self.bloom.as_ref().map_or(0, MemtableBloom::size_bytes)
+    }
+
+    /// Whether the memtable may hold a point entry of `key`, by its bloom (`true` without one):
+    /// `false` is certain. Range tombstones are not in the bloom.
+    pub(crate) fn may_contain_key(&self, key: &[u8]) -> bool {
+        self.bloom.as_ref().is_none_or(|b| b.may_contain_key(key))
+    }
+
+    /// Whether the memtable may hold a point entry of the prefix hashed as `prefix_hash` (see
+    /// `Tree::prefix_hash`), by its bloom (`true` without one): `false` is certain.
+    pub(crate) fn may_contain_prefix_hash(&self, prefix_hash: u64) -> bool {
+        self.bloom
+            .as_ref()
+            .is_none_or(|b| b.may_contain_prefix_hash(prefix_hash))
+    }
+
+    /// Whether the memtable has a bloom.
+    pub(crate) fn has_bloom(&self) -> bool {
+        self.bloom.is_some()
+    }
+
+    /// Point entries (range tombstones not counted).
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Merge operands inserted.
+    pub fn merge_operands(&self) -> u64 {
+        self.merge_operands.load(Ordering::Relaxed)
+    }
+
+    /// Whether the memtable holds nothing: no point entry and no range tombstone.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty() && !self.has_range_dels.load(Ordering::Acquire)
+    }
+
+    /// The range tombstones, fragmented (`None` when there are none: the common case costs one
+    /// atomic load).
+    pub fn range_tombstones(&self) -> Option<Arc<FragmentedRangeTombstones>> {
+        if !self.has_range_dels.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut dels = self.range_dels.lock();
+        let dels = &mut *dels;
+        let fragmented = dels.fragmented.get_or_insert_with(|| {
+            Arc::new(FragmentedRangeTombstones::new(dels.written.iter().cloned()))
+        });
+        Some(Arc::clone(fragmented))
+    }
+
+    /// The sequence number of the newest range tombstone visible at `snapshot` that covers
+    /// `key`, if any.
+    pub fn covering_tombstone(&self, key: &[u8], snapshot: u64) -> Option<u64> {
+        self.range_tombstones()?.max_covering(key, snapshot)
+    }
+
+    /// The oldest WAL that may hold this memtable's writes.
+    pub fn wal_number(&self) -> u64 {
+        self.wal_number.load(Ordering::Acquire)
+    }
+
+    /// Moves an empty memtable to a newer WAL (the caller owns the write path, so nothing is
+    /// being inserted).
+    pub(crate) fn move_to_wal(&self, wal_number: u64) {
+        if self.is_empty() {
+            self.wal_number.store(wal_number, Ordering::Release);
+        }
+    }
+
+    /// The newest version of `key` visible at `snapshot`.
+    #[cfg(any(test, feature = "internals"))]
+    pub fn get(&self, key: &[u8], snapshot: u64) -> MemGet {
+        let mut value = Vec::new();
+        match self.get_into(key, snapshot, &mut value) {
+            // The benchmarks' and tests' view: an expiring value as stored (expiry first).
+            Lookup::Found | Lookup::FoundExpiring | Lookup::Merge => MemGet::Found(value),
+            Lookup::Deleted => MemGet::Deleted,
+            Lookup::NotFound => MemGet::NotFound,
+        }
+    }
+
+    /// [`Memtable::get`] copying a found value into `value` (cleared first; untouched unless
+    /// the result is [`Lookup::Found`]).
+    #[cfg(any(test, feature = "internals"))]
+    pub fn get_into(&self, key: &[u8], snapshot: u64, value: &mut Vec<u8>) -> Lookup {
+        self.get_versioned(key, snapshot, value).0
+    }
+
+    /// [`Memtable::get_into`], with the sequence number of the version found (0 when none).
+    /// Range tombstones are not consulted (see [`Memtable::covering_tombstone`]).
+    pub fn get_versioned(&self, key: &[u8], snapshot: u64, value: &mut Vec<u8>) -> (Lookup, u64) {
+        let target = MemKey::new(InternalKey::for_lookup(key, snapshot));
+        let Some(entry) = self.map.range(target..).next() else {
+            return (Lookup::NotFound, 0);
+        };
+        let parsed = entry.key().key.parsed();
+        if parsed.user_key != key {
+            return (Lookup::NotFound, 0);
+        }
+        let found = match parsed.kind {
+            ValueKind::Put => {
+                value.clear();
+                value.extend_from_slice(entry.value());
+                Lookup::Found
+            }
+            ValueKind::ExpiringPut => {
+                value.clear();
+                value.extend_from_slice(entry.value());
+                Lookup::FoundExpiring
+            }
+            ValueKind::Merge => {
+                value.clear();
+                value.extend_from_slice(entry.value());
+                Lookup::Merge
+            }
+            ValueKind::Delete | ValueKind::RangeDelete => Lookup::Deleted,
+        };
+        (found, parsed.sequence)
+    }
+
+    /// The smallest and largest user keys of the point entries, or `None` when there are none.
+    pub fn user_key_range(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        let first = self.map.front()?;
+        let last = self.map.back()?;
+        Some((
+            first.key().key.user_key().to_vec(),
+            last.key().key.user_key().to_vec(),
+        ))
+    }
+
+    /// All entries in internal-key order (for flushing).
+    pub fn entries(&self) -> impl Iterator<Item = (InternalKey, Vec<u8>)> + '_ {
+        self.map
+            .iter()
+            .map(|e| (e.key().key.clone(), e.value().clone()))
+    }
+}
+
+/// A position in a memtable's skiplist: an entry (reference-counted by the skiplist, so it
+/// stays valid while held) or none.
+type Position<'a> = Option<Entry<'a, MemKey, Vec<u8>>>;
+
+self_cell::self_cell!(
+    /// A skiplist position together with the memtable it points into.
+    struct Cursor {
+        owner: Arc<Memtable>,
+        #[covariant]
+        dependent: Position,
+    }
+);
+
+/// A cursor over a memtable that owns it (an `Arc`), so iterators need no borrow of the `Db`.
+/// It holds a skiplist entry: a step is one link followed, in either direction, and the key and
+/// value are read in place (nothing is copied).
+pub struct MemtableIter {
+    cursor: Cursor,
+}
+
+impl std::fmt::Debug for MemtableIter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemtableIter")
+            .field("valid", &self.valid())
+            .finish()
+    }
+}
+
+impl MemtableIter {
+    /// An unpositioned cursor.
+    pub fn new(mem: Arc<Memtable>) -> MemtableIter {
+        MemtableIter {
+            cursor: Cursor::new(mem, |_| None),
+        }
+    }
+
+    fn entry(&self) -> Option<&Entry<'_, MemKey, Vec<u8>>> {
+        self.cursor.borrow_dependent().as_ref()
+    }
+
+    /// Whether the cursor is on an entry.
+    pub fn valid(&self) -> bool {
+        self.entry().is_some()
+    }
+
+    /// Current internal key (encoded).
+    pub fn key(&self) -> &[u8] {
+        self.entry().map_or(&[], |e| e.key().key.encoded())
+    }
+
+    /// Current value.
+    pub fn value(&self) -> &[u8] {
+        self.entry().map_or(&[], |e| e.value().as_slice())
+    }
+
+    /// First entry.
+    pub fn seek_to_first(&mut self) {
+        self.cursor
+            .with_dependent_mut(|mem, position| *position = mem.map.front());
+    }
+
+    /// Last entry.
+    pub fn seek_to_last(&mut self) {
+        self.cursor
+            .with_dependent_mut(|mem, position| *position = mem.map.back());
+    }
+
+    /// First entry ≥ `target` (an encoded internal key; an unparsable one seeks to the start).
+    pub fn seek(&mut self, target: &[u8]) {
+        let target = InternalKey::from_encoded(target.to_vec()).map(MemKey::new);
+        self.cursor.with_dependent_mut(|mem, position| {
+            *position = match &target {
+                Some(t) => mem.map.lower_bound(Bound::Included(t)),
+                None => mem.map.front(),
+            }
+        });
+    }
+
+    /// Last entry ≤ `target` (an encoded internal key; an unparsable one seeks to the end).
+    pub fn seek_for_prev(&mut self, target: &[u8]) {
+        let target = InternalKey::from_encoded(target.to_vec()).map(MemKey::new);
+        self.cursor.with_dependent_mut(|mem, position| {
+            *position = match &target {
+                Some(t) => mem.map.upper_bound(Bound::Included(t)),
+                None => mem.map.back(),
+            }
+        });
+    }
+
+    /// Next entry.
+    pub fn next(&mut self) {
+        self.cursor.with_dependent_mut(|_, position| {
+            if position.as_mut().is_some_and(|e| !e.move_next()) {
+                *position = None;
+            }
+        });
+    }
+
+    /// Previous entry.
+    pub fn prev(&mut self) {
+        self.cursor.with_dependent_mut(|_, position| {
+            if position.as_mut().is_some_and(|e| !e.move_prev()) {
+                *position = None;
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use siftdb_sstable::ParsedKey;
+
+    fn parse(key: &[u8]) -> Option<ParsedKey<'_>> {
+        ParsedKey::parse(key)
+    }
+
+    #[test]
+    fn memtable_returns_newest_visible_version() {
+        let m = Memtable::new(1);
+        m.insert(b"k", 1, ValueKind::Put, b"v1");
+        m.insert(b"k", 3, ValueKind::Delete, b"");
+        m.insert(b"k", 5, ValueKind::Put, b"v5");
+        m.insert(b"j", 9, ValueKind::Put, b"j");
+        assert_eq!(m.get(b"k", 0), MemGet::NotFound);
+        assert_eq!(m.get(b"k", 2), MemGet::Found(b"v1".to_vec()));
+        assert_eq!(m.get(b"k", 4), MemGet::Deleted);
+        assert_eq!(m.get(b"k", 99), MemGet::Found(b"v5".to_vec()));
+        assert_eq!(m.get(b"l", 99), MemGet::NotFound);
+        assert!(m.approximate_size() > 0);
+    }
+
+    #[test]
+    fn memkey_order_is_internal_key_order() {
+        let users: [&[u8]; 9] = [
+            b"",
+            b"\0",
+            b"a",
+            b"a\0",
+            b"abcdefghijklmnop",
+            b"abcdefghijklmnop\0",
+            b"abcdefghijklmnoq",
+            b"abcdefghijklmnopq",
+            b"\xff",
+        ];
+        let keys: Vec<InternalKey> = users
+            .iter()
+            .flat_map(|u| [1u64, 7].map(|seq| InternalKey::new(u, seq, ValueKind::Put)))
+            .collect();
+        for a in &keys {
+            for b in &keys {
+                assert_eq!(
+                    MemKey::new(a.clone()).cmp(&MemKey::new(b.clone())),
+                    a.cmp(b),
+                    "{a:?} vs {b:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn memtable_iter_walks_in_order() {
+        let m = Arc::new(Memtable::new(1));
+        for (i, k) in [b"c", b"a", b"b"].iter().enumerate() {
+            m.insert(*k, i as u64 + 1, ValueKind::Put, b"v");
+        }
+        let mut it = MemtableIter::new(Arc::clone(&m));
+        it.seek_to_first();
+        let mut seen = Vec::new();
+        while it.valid() {
+            seen.push(parse(it.key()).unwrap().user_key.to_vec());
+            it.next();
+        }
+        assert_eq!(seen, vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+        it.seek(InternalKey::for_lookup(b"b", 100).encoded());
+        assert_eq!(parse(it.key()).unwrap().user_key, b"b");
+        // Backward, and across direction changes.
+        it.prev();
+        assert_eq!(parse(it.key()).unwrap().user_key, b"a");
+        it.prev();
+        assert!(!it.valid());
+        it.seek_to_last();
+        assert_eq!(parse(it.key()).unwrap().user_key, b"c");
+        it.seek_for_prev(InternalKey::new(b"bb", 0, ValueKind::Delete).encoded());
+        assert_eq!(parse(it.key()).unwrap().user_key, b"b");
+        it.next();
+        assert_eq!(parse(it.key()).unwrap().user_key, b"c");
+        it.next();
+        assert!(!it.valid());
+    }
+
+    #[test]
+    fn memtable_iter_keeps_its_entry_while_writers_insert_around_it() {
+        // The cursor's entry borrows from the memtable it owns: inserts before and after it
+        // (on another thread) neither move nor invalidate it, and the walk then sees them.
+        let m = Arc::new(Memtable::new(1));
+        m.insert(b"m", 1, ValueKind::Put, b"middle");
+        let mut it = MemtableIter::new(Arc::clone(&m));
+        it.seek_to_first();
+        let writer = {
+            let m = Arc::clone(&m);
+            std::thread::spawn(move || {
+                for i in 0..1000u32 {
+                    let k = format!("{}{i:04}", if i % 2 == 0 { 'a' } else { 'z' });
+                    m.insert(k.as_bytes(), 2, ValueKind::Put, b"v");
+                }
+            })
+        };
+        assert_eq!(it.value(), b"middle");
+        writer.join().unwrap();
+        drop(m); // the iterator alone keeps the memtable alive
+        assert_eq!(it.value(), b"middle");
+        let mut after = 0;
+        while it.valid() {
+            after += 1;
+            it.next();
+        }
+        assert_eq!(after, 501); // "m" and the 500 "z" keys
+        it.seek_to_last();
+        let mut all = 0;
+        while it.valid() {
+            all += 1;
+            it.prev();
+        }
+        assert_eq!(all, 1001);
+    }
+}

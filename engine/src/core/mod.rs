@@ -1,0 +1,15 @@
+//! The engine's shared state: the tree of each keyspace (memtables, published read views),
+//! versions and the [`VersionSet`](version_set::VersionSet) that owns them with the manifest,
+//! memtables, snapshots, the write queue, statistics and the filter plan. It names only `base`.
+
+pub(crate) mod filter_plan;
+pub(crate) mod heat;
+pub(crate) mod key_head;
+pub(crate) mod manifest;
+pub(crate) mod manifest_state;
+pub(crate) mod memtable;
+pub(crate) mod memtable_bloom;
+pub(crate) mod stats;
+pub(crate) mod tree;
+pub(crate) mod version;
+pub(crate) mod version_set;

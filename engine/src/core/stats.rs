@@ -1,0 +1,302 @@
+//! Engine statistics: RocksDB-style tickers, per level where it matters.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use siftdb_cache::{BlockKind, CacheStats, MemoStats};
+use siftdb_sstable::ReadStatistics;
+
+use crate::base::options::MAX_LEVELS;
+
+/// Live counters (shared by the engine's threads).
+#[derive(Debug, Default)]
+pub(crate) struct EngineCounters {
+    /// Block reads from table files (all levels) for users: lookups and iterators.
+    pub reads: std::sync::Arc<ReadStatistics>,
+    /// Block reads from table files by compactions (kept apart from users' reads).
+    pub compaction_reads: std::sync::Arc<ReadStatistics>,
+    pub trivial_moves: AtomicU64,
+    pub table_bytes_uncompressed: AtomicU64,
+    pub gets: AtomicU64,
+    pub gets_found: AtomicU64,
+    pub memtable_hits: AtomicU64,
+    pub memtable_bloom_checked: AtomicU64,
+    pub memtable_bloom_useful: AtomicU64,
+    pub keys_written: AtomicU64,
+    pub bytes_written_user: AtomicU64,
+    pub wal_bytes: AtomicU64,
+    pub wal_syncs: AtomicU64,
+    pub write_groups: AtomicU64,
+    pub flushes: AtomicU64,
+    pub flush_bytes: AtomicU64,
+    pub compactions: AtomicU64,
+    pub compactions_peak_concurrency: AtomicU64,
+    pub compaction_bytes_read: AtomicU64,
+    pub compaction_bytes_written: AtomicU64,
+    pub stall_micros: AtomicU64,
+    pub checkpoints: AtomicU64,
+    pub checkpoint_files_linked: AtomicU64,
+    pub checkpoint_bytes_copied: AtomicU64,
+    pub compaction_filter_removed: AtomicU64,
+    pub compaction_filter_changed: AtomicU64,
+    pub compaction_filter_failures: AtomicU64,
+    pub range_deleted_dropped: AtomicU64,
+    pub range_tombstones_dropped: AtomicU64,
+    pub merges_in_compaction: AtomicU64,
+}
+
+/// Filter tickers of one level.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LevelFilterStats {
+    /// Lookups that consulted a filter on this level.
+    pub checked: u64,
+    /// Filter said "no" (`bloom.filter.useful`).
+    pub useful: u64,
+    /// Filter said "maybe" (`bloom.filter.full.positive`).
+    pub positive: u64,
+    /// Filter said "maybe" and the key was there (`bloom.filter.full.true.positive`).
+    pub true_positive: u64,
+    /// Data blocks point lookups used on this level (cache or file).
+    pub data_block_accesses: u64,
+    /// Lookups on this level the false-positive memo answered (an index and a data block
+    /// saved each).
+    pub memo_hits: u64,
+    /// False positives on this level the memo remembered.
+    pub memo_inserts: u64,
+    /// The false positives the asked filters' expected FPRs predict, in billionths (see
+    /// [`LevelFilterStats::expected_false_positives`]).
+    pub expected_false_positives_ppb: u64,
+}
+
+impl LevelFilterStats {
+    /// False positives: "maybe" for a key that was not there.
+    pub fn false_positives(&self) -> u64 {
+        self.positive.saturating_sub(self.true_positive)
+    }
+
+    /// The false positives the filters' sizes predict: each filter asked about a key it does
+    /// not hold adds its expected FPR. Unlike [`LevelFilterStats::false_positives`] it does not
+    /// hang on whether a few hot keys happen to be false positives, so it compares filter
+    /// allocations on a skewed workload with little noise.
+    pub fn expected_false_positives(&self) -> f64 {
+        self.expected_false_positives_ppb as f64 / 1e9
+    }
+
+    /// Measured FPR = false positives / (false positives + true negatives); 0 with no sample.
+    pub fn measured_fpr(&self) -> f64 {
+        let negatives = self.false_positives() + self.useful;
+        if negatives == 0 {
+            0.0
+        } else {
+            self.false_positives() as f64 / negatives as f64
+        }
+    }
+}
+
+/// A snapshot of the engine's statistics ([`Db::stats`](crate::Db::stats)).
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    /// Filter tickers per level (index = level).
+    pub levels: Vec<LevelFilterStats>,
+    /// Point lookups.
+    pub gets: u64,
+    /// Point lookups that found a value.
+    pub gets_found: u64,
+    /// Lookups answered by a memtable.
+    pub memtable_hits: u64,
+    /// Memtable searches that asked the memtable's bloom first
+    /// (`Options::memtable_prefix_bloom_size_ratio`).
+    pub memtable_bloom_checked: u64,
+    /// Of those, the ones the bloom answered "no" (the skiplist search skipped; RocksDB's
+    /// `bloom.memtable.miss`).
+    pub memtable_bloom_useful: u64,
+    /// Data blocks read from table files.
+    pub data_block_reads: u64,
+    /// Index blocks read from table files.
+    pub index_block_reads: u64,
+    /// Filter blocks read from table files.
+    pub filter_block_reads: u64,
+    /// Bytes read from table files.
+    pub bytes_read: u64,
+    /// Prefix filter checks.
+    pub prefix_checked: u64,
+    /// Prefix filter "no" answers (tables skipped by prefix seeks).
+    pub prefix_useful: u64,
+    /// Range filters consulted by range scans (`Options::range_filter_bits_per_key`).
+    pub range_checked: u64,
+    /// Range filters that ruled their table out of a scan (its blocks never read).
+    pub range_useful: u64,
+    /// Keys written by the user (puts and deletes).
+    pub keys_written: u64,
+    /// Bytes of keys and values written by the user.
+    pub bytes_written_user: u64,
+    /// Bytes appended to the WAL.
+    pub wal_bytes: u64,
+    /// WAL syncs.
+    pub wal_syncs: u64,
+    /// Write groups committed (several concurrent writers share one group).
+    pub write_groups: u64,
+    /// Memtable flushes.
+    pub flushes: u64,
+    /// Bytes of tables written by flushes.
+    pub flush_bytes: u64,
+    /// Compactions.
+    pub compactions: u64,
+    /// Most background compactions seen running at once (at most
+    /// `Options::max_background_compactions`).
+    pub compactions_peak_concurrency: u64,
+    /// Bytes read by compactions.
+    pub compaction_bytes_read: u64,
+    /// Bytes written by compactions.
+    pub compaction_bytes_written: u64,
+    /// Blocks compactions read from table files (not in `data_block_reads` and friends, and
+    /// never inserted into the block cache).
+    pub compaction_blocks_read: u64,
+    /// Tables moved one level down by a manifest edit alone, without being rewritten.
+    pub trivial_moves: u64,
+    /// What the tables written by flushes and compactions (`flush_bytes +
+    /// compaction_bytes_written` on disk) would have taken uncompressed.
+    pub table_bytes_uncompressed: u64,
+    /// Microseconds writers spent stalled.
+    pub stall_micros: u64,
+    /// Checkpoints written.
+    pub checkpoints: u64,
+    /// Table files checkpoints hard-linked (no bytes copied).
+    pub checkpoint_files_linked: u64,
+    /// Bytes checkpoints copied: WALs, and tables where a hard link was not possible (another
+    /// file system).
+    pub checkpoint_bytes_copied: u64,
+    /// Values the compaction filter removed, expired values (`put_with_ttl`) included.
+    pub compaction_filter_removed: u64,
+    /// Values the compaction filter changed.
+    pub compaction_filter_changed: u64,
+    /// Compactions abandoned because the compaction filter panicked (each retried later).
+    pub compaction_filter_failures: u64,
+    /// Entries compactions dropped because a range tombstone deleted them.
+    pub range_deleted_dropped: u64,
+    /// Range tombstone pieces compactions dropped (superseded within a snapshot stripe, or at
+    /// the bottom once nothing is left for them to delete).
+    pub range_tombstones_dropped: u64,
+    /// Runs of merge operands compactions combined (into a value or one operand).
+    pub merges_in_compaction: u64,
+    /// The block cache's counters.
+    pub cache: CacheStats,
+    /// The false-positive memo's counters and size (all zero when it is off).
+    pub memo: MemoStats,
+}
+
+impl Stats {
+    /// All levels' filter tickers added up.
+    pub fn filter_total(&self) -> LevelFilterStats {
+        self.levels
+            .iter()
+            .fold(LevelFilterStats::default(), |a, l| LevelFilterStats {
+                checked: a.checked + l.checked,
+                useful: a.useful + l.useful,
+                positive: a.positive + l.positive,
+                true_positive: a.true_positive + l.true_positive,
+                data_block_accesses: a.data_block_accesses + l.data_block_accesses,
+                memo_hits: a.memo_hits + l.memo_hits,
+                memo_inserts: a.memo_inserts + l.memo_inserts,
+                expected_false_positives_ppb: a.expected_false_positives_ppb
+                    + l.expected_false_positives_ppb,
+            })
+    }
+
+    /// Write amplification: bytes written to disk (WAL, flushes, compactions) / user bytes.
+    pub fn write_amplification(&self) -> f64 {
+        if self.bytes_written_user == 0 {
+            return 0.0;
+        }
+        (self.wal_bytes + self.flush_bytes + self.compaction_bytes_written) as f64
+            / self.bytes_written_user as f64
+    }
+
+    /// Table bytes written / what they would have taken uncompressed (1.0 when nothing was
+    /// compressed or nothing written).
+    pub fn compression_ratio(&self) -> f64 {
+        if self.table_bytes_uncompressed == 0 {
+            return 1.0;
+        }
+        (self.flush_bytes + self.compaction_bytes_written) as f64
+            / self.table_bytes_uncompressed as f64
+    }
+
+    /// Block cache hit ratio for one block kind.
+    pub fn cache_hit_ratio(&self, kind: BlockKind) -> f64 {
+        self.cache.kind(kind).hit_ratio()
+    }
+}
+
+/// Filter tickers per level, added up over the trees whose per-level counters are given.
+pub(crate) fn level_filter_stats<'a>(
+    trees: impl Iterator<Item = &'a [ReadStatistics; MAX_LEVELS]>,
+) -> Vec<LevelFilterStats> {
+    let mut sum = vec![LevelFilterStats::default(); MAX_LEVELS];
+    for levels in trees {
+        for (total, s) in sum.iter_mut().zip(levels) {
+            total.checked += s.filter_checked.load(Relaxed);
+            total.useful += s.filter_useful.load(Relaxed);
+            total.positive += s.filter_positive.load(Relaxed);
+            total.true_positive += s.filter_true_positive.load(Relaxed);
+            total.data_block_accesses += s.data_block_accesses.load(Relaxed);
+            total.memo_hits += s.memo_hits.load(Relaxed);
+            total.memo_inserts += s.memo_inserts.load(Relaxed);
+            total.expected_false_positives_ppb += s.filter_expected_fp_ppb.load(Relaxed);
+        }
+    }
+    sum
+}
+
+impl EngineCounters {
+    /// The counters as [`Stats`], with no per-level filter tickers (those are per tree:
+    /// [`level_filter_stats`]).
+    pub(crate) fn snapshot(&self, cache: CacheStats) -> Stats {
+        Stats {
+            levels: Vec::new(),
+            gets: self.gets.load(Relaxed),
+            gets_found: self.gets_found.load(Relaxed),
+            memtable_hits: self.memtable_hits.load(Relaxed),
+            memtable_bloom_checked: self.memtable_bloom_checked.load(Relaxed),
+            memtable_bloom_useful: self.memtable_bloom_useful.load(Relaxed),
+            data_block_reads: self.reads.data_block_reads.load(Relaxed),
+            index_block_reads: self.reads.index_block_reads.load(Relaxed),
+            filter_block_reads: self.reads.filter_block_reads.load(Relaxed),
+            bytes_read: self.reads.bytes_read.load(Relaxed),
+            prefix_checked: self.reads.prefix_checked.load(Relaxed),
+            prefix_useful: self.reads.prefix_useful.load(Relaxed),
+            range_checked: self.reads.range_checked.load(Relaxed),
+            range_useful: self.reads.range_useful.load(Relaxed),
+            keys_written: self.keys_written.load(Relaxed),
+            bytes_written_user: self.bytes_written_user.load(Relaxed),
+            wal_bytes: self.wal_bytes.load(Relaxed),
+            wal_syncs: self.wal_syncs.load(Relaxed),
+            write_groups: self.write_groups.load(Relaxed),
+            flushes: self.flushes.load(Relaxed),
+            flush_bytes: self.flush_bytes.load(Relaxed),
+            compactions: self.compactions.load(Relaxed),
+            compactions_peak_concurrency: self.compactions_peak_concurrency.load(Relaxed),
+            compaction_bytes_read: self.compaction_bytes_read.load(Relaxed),
+            compaction_bytes_written: self.compaction_bytes_written.load(Relaxed),
+            compaction_blocks_read: {
+                let r = &self.compaction_reads;
+                r.data_block_reads.load(Relaxed)
+                    + r.index_block_reads.load(Relaxed)
+                    + r.filter_block_reads.load(Relaxed)
+            },
+            trivial_moves: self.trivial_moves.load(Relaxed),
+            table_bytes_uncompressed: self.table_bytes_uncompressed.load(Relaxed),
+            stall_micros: self.stall_micros.load(Relaxed),
+            checkpoints: self.checkpoints.load(Relaxed),
+            checkpoint_files_linked: self.checkpoint_files_linked.load(Relaxed),
+            checkpoint_bytes_copied: self.checkpoint_bytes_copied.load(Relaxed),
+            compaction_filter_removed: self.compaction_filter_removed.load(Relaxed),
+            compaction_filter_changed: self.compaction_filter_changed.load(Relaxed),
+            compaction_filter_failures: self.compaction_filter_failures.load(Relaxed),
+            range_deleted_dropped: self.range_deleted_dropped.load(Relaxed),
+            range_tombstones_dropped: self.range_tombstones_dropped.load(Relaxed),
+            merges_in_compaction: self.merges_in_compaction.load(Relaxed),
+            cache,
+            memo: MemoStats::default(),
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! One keyspace's LSM tree as the engine holds it: its identity, options, published read view and
+//! read counters. Its memtables live in [`DbState`](crate::api::db::DbState) (changed under the state
+//! lock) and its versions in the [`VersionSet`](crate::core::version_set::VersionSet); this is what a
+//! [`Keyspace`](crate::Keyspace) handle and a reader hold.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use siftdb_sstable::ReadStatistics;
+
+use crate::api::db::ReadView;
+use crate::base::error::{Error, Result};
+use crate::core::memtable::Memtable;
+use crate::base::options::{Options, MAX_LEVELS};
+use crate::core::version::Version;
+
+/// See the module documentation.
+pub(crate) struct Tree {
+    /// The keyspace id WAL records and manifest edits name (0: `"default"`; never reused).
+    pub id: u32,
+    pub name: String,
+    /// The database's options with this keyspace's tree fields.
+    pub options: Options,
+    /// What reads see, republished by every change of the tree's memtables or version.
+    pub view: RwLock<Arc<ReadView>>,
+    /// Filter and data-block tickers of point lookups, per level.
+    pub levels: [ReadStatistics; MAX_LEVELS],
+    /// Point lookups that searched the tables (counted under adaptive filter allocation).
+    pub lookups: crate::core::heat::LookupClock,
+    /// Whether lookups count filter probes per table (adaptive filter allocation).
+    pub counts_heat: bool,
+    /// L0 tables in the current version (the write path's stall check reads it per group).
+    pub l0_files: AtomicUsize,
+    /// Set once the keyspace is dropped: its handles fail from then on.
+    pub dropped: AtomicBool,
+}
+
+impl std::fmt::Debug for Tree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tree")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tree {
+    /// A tree with nothing in it yet.
+    pub(crate) fn new(id: u32, name: &str, options: Options, mem: Arc<Memtable>) -> Tree {
+        let counts_heat = options.filter_allocation == siftdb_filter::FilterAllocation::Adaptive;
+        Tree {
+            id,
+            name: name.to_string(),
+            options,
+            view: RwLock::new(Arc::new(ReadView {
+                mem,
+                imm: Vec::new(),
+                version: Arc::new(Version::empty()),
+            })),
+            levels: Default::default(),
+            lookups: Default::default(),
+            counts_heat,
+            l0_files: AtomicUsize::new(0),
+            dropped: AtomicBool::new(false),
+        }
+    }
+
+    /// Fails with [`Error::KeyspaceDropped`] once the keyspace is dropped.
+    pub(crate) fn check_live(&self) -> Result<()> {
+        if self.dropped.load(Ordering::Acquire) {
+            return Err(Error::KeyspaceDropped(self.name.clone()));
+        }
+        Ok(())
+    }
+
+    /// The view published last: one `Arc` clone under a read lock.
+    pub(crate) fn read_view(&self) -> Arc<ReadView> {
+        Arc::clone(&self.view.read())
+    }
+
+    /// The hash of `prefix`'s extracted prefix, which every table's prefix filter is probed with
+    /// (`None`: no extractor, or `prefix` too short for it — no filter can rule it out).
+    pub(crate) fn prefix_hash(&self, prefix: &[u8]) -> Option<u64> {
+        let extractor = self.options.prefix_extractor.as_ref()?;
+        extractor
+            .prefix(prefix)
+            .map(|p| self.options.filter_hasher.hash(p))
+    }
+}
+
+/// A tree's memtables, changed under the state lock.
+pub(crate) struct TreeMemtables {
+    pub tree: Arc<Tree>,
+    pub mem: Arc<Memtable>,
+    /// Immutable memtables waiting for flush, oldest first.
+    pub imm: Vec<Arc<Memtable>>,
+}
+
+impl TreeMemtables {
+    /// The WAL the oldest memtable's writes start in: every older WAL holds nothing of this
+    /// tree that is not in its tables.
+    pub(crate) fn oldest_wal(&self) -> u64 {
+        self.imm
+            .first()
+            .map_or_else(|| self.mem.wal_number(), |m| m.wal_number())
+    }
+}

@@ -1,0 +1,274 @@
+//! Versions: the set of live tables per level, replaced (never mutated) by each edit.
+
+use std::sync::{Arc, OnceLock};
+
+use siftdb_sstable::{FragmentedRangeTombstones, Table};
+
+use crate::base::error::{Error, Result};
+use crate::core::key_head::KeyHead;
+use crate::base::options::MAX_LEVELS;
+use crate::base::version_edit::{FileMeta, VersionEdit};
+
+/// A live table: what the manifest says about it, and the open reader.
+#[derive(Debug)]
+pub struct TableFile {
+    /// Manifest metadata.
+    pub meta: FileMeta,
+    /// The open table.
+    pub table: Arc<Table>,
+    /// The heads of the smallest and largest user keys ([`KeyHead`]): most range checks of a
+    /// lookup are decided by them without a `memcmp`.
+    heads: (KeyHead, KeyHead),
+    /// The largest key is a range tombstone's end sentinel: the table's range ends just before
+    /// its user key (which may be the next table's smallest).
+    largest_exclusive: bool,
+    /// Its filter probes (counted under adaptive filter allocation).
+    pub(crate) heat: crate::core::heat::TableHeat,
+}
+
+impl TableFile {
+    /// A live table over `table`, described by `meta`.
+    pub fn new(meta: FileMeta, table: Arc<Table>) -> TableFile {
+        let heads = (
+            KeyHead::of(meta.smallest.user_key()),
+            KeyHead::of(meta.largest.user_key()),
+        );
+        let largest_exclusive = meta.largest.is_range_end_sentinel();
+        TableFile {
+            meta,
+            table,
+            heads,
+            largest_exclusive,
+            heat: crate::core::heat::TableHeat::default(),
+        }
+    }
+
+    /// Smallest user key.
+    pub fn smallest_user_key(&self) -> &[u8] {
+        self.meta.smallest.user_key()
+    }
+
+    /// Largest user key.
+    pub fn largest_user_key(&self) -> &[u8] {
+        self.meta.largest.user_key()
+    }
+
+    /// Whether `user_key` (whose head is `head`) lies within the table's key range.
+    pub(crate) fn contains_key_with_head(&self, user_key: &[u8], head: KeyHead) -> bool {
+        use std::cmp::Ordering::Greater;
+        self.heads
+            .0
+            .cmp_then(head, || self.smallest_user_key().cmp(user_key))
+            != Greater
+            && head.cmp_then(self.heads.1, || user_key.cmp(self.largest_user_key())) != Greater
+    }
+}
+
+/// An immutable snapshot of the live tables. L0 is ordered newest first (its tables overlap);
+/// deeper levels are ordered by key and do not overlap.
+#[derive(Debug, Clone, Default)]
+pub struct Version {
+    levels: Vec<Vec<Arc<TableFile>>>,
+    /// Per level, each table's (smallest, largest) key heads, in `levels` order: a lookup's
+    /// binary search over a level reads this contiguous array and touches a table's own
+    /// (separately allocated, likely uncached) metadata only on a head tie.
+    heads: Vec<Vec<(KeyHead, KeyHead)>>,
+    /// The range tombstones of the tables that have any.
+    tombstone_lists: Vec<Arc<FragmentedRangeTombstones>>,
+    /// All of them fragmented together, built by the first iterator that needs them.
+    tombstones: OnceLock<Option<Arc<FragmentedRangeTombstones>>>,
+}
+
+impl Version {
+    /// An empty version.
+    pub fn empty() -> Version {
+        Version::from_levels(vec![Vec::new(); MAX_LEVELS])
+    }
+
+    fn from_levels(levels: Vec<Vec<Arc<TableFile>>>) -> Version {
+        let heads = levels
+            .iter()
+            .map(|files| files.iter().map(|f| f.heads).collect())
+            .collect();
+        let tombstone_lists = levels
+            .iter()
+            .flatten()
+            .filter_map(|f| f.table.range_tombstones().cloned())
+            .collect();
+        Version {
+            levels,
+            heads,
+            tombstone_lists,
+            tombstones: OnceLock::new(),
+        }
+    }
+
+    /// The range tombstones of every table, fragmented together (`None` if no table has any):
+    /// what an iterator checks each key against.
+    pub(crate) fn range_tombstones(&self) -> Option<Arc<FragmentedRangeTombstones>> {
+        self.tombstones
+            .get_or_init(|| match self.tombstone_lists.as_slice() {
+                [] => None,
+                [one] => Some(Arc::clone(one)),
+                lists => Some(Arc::new(FragmentedRangeTombstones::new(
+                    lists.iter().flat_map(|l| l.tombstones()),
+                ))),
+            })
+            .clone()
+    }
+
+    /// Tables of `level`.
+    pub fn level(&self, level: usize) -> &[Arc<TableFile>] {
+        self.levels.get(level).map_or(&[], Vec::as_slice)
+    }
+
+    /// All tables with their levels.
+    pub fn all(&self) -> impl Iterator<Item = (usize, &Arc<TableFile>)> {
+        self.levels
+            .iter()
+            .enumerate()
+            .flat_map(|(l, files)| files.iter().map(move |f| (l, f)))
+    }
+
+    /// Number of levels.
+    pub fn num_levels(&self) -> usize {
+        self.levels.len()
+    }
+
+    /// The one table of a sorted level (≥ 1) whose range may hold `user_key`.
+    pub(crate) fn find_with_head(
+        &self,
+        level: usize,
+        user_key: &[u8],
+        head: KeyHead,
+    ) -> Option<&Arc<TableFile>> {
+        let n = self.level(level).len();
+        let at = self.first_not_below(level, user_key, head, 0, n);
+        self.holding(level, at, user_key, head)
+    }
+
+    /// [`Version::find_with_head`] for keys looked up in ascending order: the search starts at
+    /// `*from`, the previous key's position (updated), and gallops forward, so a batch of sorted
+    /// keys costs O(log gap) per key instead of O(log tables).
+    pub(crate) fn find_sorted_with_head(
+        &self,
+        level: usize,
+        user_key: &[u8],
+        head: KeyHead,
+        from: &mut usize,
+    ) -> Option<&Arc<TableFile>> {
+        let n = self.level(level).len();
+        let (mut lo, mut bound, mut step) = ((*from).min(n), (*from).min(n), 1);
+        while bound < n && self.below(level, bound, user_key, head) {
+            lo = bound + 1;
+            bound = (bound + step).min(n);
+            step *= 2;
+        }
+        let at = self.first_not_below(level, user_key, head, lo, bound.max(lo));
+        *from = at;
+        self.holding(level, at, user_key, head)
+    }
+
+    /// Whether table `i` of `level` ends before `user_key` (whose head is `head`).
+    fn below(&self, level: usize, i: usize, user_key: &[u8], head: KeyHead) -> bool {
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        let (Some(file), Some(heads)) = (self.level(level).get(i), self.heads.get(level)) else {
+            return false;
+        };
+        let Some(&(_, largest)) = heads.get(i) else {
+            return false;
+        };
+        match largest.cmp_then(head, || file.largest_user_key().cmp(user_key)) {
+            Less => true,
+            // A table ending just before the key (a range tombstone's end) does not hold it.
+            Equal => file.largest_exclusive,
+            Greater => false,
+        }
+    }
+
+    /// The first table of `level` in `lo..hi` that does not end before `user_key` (`hi` if
+    /// none): a binary search deciding by key heads where they differ (`heads[i]` belongs to
+    /// `files[i]`, built together in `from_levels`).
+    fn first_not_below(
+        &self,
+        level: usize,
+        user_key: &[u8],
+        head: KeyHead,
+        mut lo: usize,
+        mut hi: usize,
+    ) -> usize {
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.below(level, mid, user_key, head) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// Table `at` of `level` if its range holds `user_key` (it does not end before it).
+    fn holding(
+        &self,
+        level: usize,
+        at: usize,
+        user_key: &[u8],
+        head: KeyHead,
+    ) -> Option<&Arc<TableFile>> {
+        let (smallest, _) = *self.heads.get(level)?.get(at)?;
+        let file = self.level(level).get(at)?;
+        let starts_after = smallest.cmp_then(head, || file.smallest_user_key().cmp(user_key))
+            == std::cmp::Ordering::Greater;
+        (!starts_after).then_some(file)
+    }
+
+    /// Whether any table of any level holds a key in `[smallest, largest]` (user keys).
+    pub(crate) fn overlaps(&self, smallest: &[u8], largest: &[u8]) -> bool {
+        self.all()
+            .any(|(_, f)| f.smallest_user_key() <= largest && f.largest_user_key() >= smallest)
+    }
+
+    /// Distinct keys per level (the Monkey allocation's input).
+    pub fn level_keys(&self) -> Vec<u64> {
+        self.levels
+            .iter()
+            .map(|files| files.iter().map(|f| f.meta.distinct_keys).sum())
+            .collect()
+    }
+
+    /// The version after `edit`, opening added tables with `open`.
+    pub fn apply(
+        &self,
+        edit: &VersionEdit,
+        mut open: impl FnMut(usize, &FileMeta) -> Result<Arc<TableFile>>,
+    ) -> Result<Version> {
+        let mut levels = self.levels.clone();
+        for &(level, number) in &edit.deleted {
+            let files = levels
+                .get_mut(level)
+                .ok_or_else(|| Error::corruption(format!("edit names level {level}")))?;
+            let before = files.len();
+            files.retain(|f| f.meta.number != number);
+            if files.len() == before {
+                return Err(Error::corruption(format!(
+                    "edit deletes table {number} not in level {level}"
+                )));
+            }
+        }
+        for (level, meta) in &edit.added {
+            let files = levels
+                .get_mut(*level)
+                .ok_or_else(|| Error::corruption(format!("edit names level {level}")))?;
+            files.push(open(*level, meta)?);
+        }
+        for (level, files) in levels.iter_mut().enumerate() {
+            if level == 0 {
+                files.sort_by_key(|f| std::cmp::Reverse(f.meta.number));
+            } else {
+                files.sort_by(|a, b| a.meta.smallest.cmp(&b.meta.smallest));
+            }
+        }
+        Ok(Version::from_levels(levels))
+    }
+}

@@ -1,0 +1,534 @@
+//! The one owner of the trees' metadata, after LevelDB's `VersionSet`: per keyspace the current
+//! version, its recorded log number and the compaction picker's bookkeeping (round-robin cursors,
+//! running jobs); and for the database the manifest writer, file numbers, keyspace ids, the last
+//! sequence number and the outputs being written.
+//!
+//! Every change of a tree goes through [`VersionSet::log_and_apply`], and every creation or drop
+//! of a keyspace through [`VersionSet::create_tree`] / [`VersionSet::drop_tree`]; each appends its
+//! edit to the manifest and syncs it **without** holding the state mutex (writers, readers and
+//! `get` never wait behind a manifest `fsync`), then installs the change and republishes the read
+//! view under it. Keyspace changes also run with write groups held off (`WriteQueue::exclusive`). Manifest writers go one at a time (the manifest lock is held for the whole
+//! call), so the version an edit is applied to is still current when it is installed.
+//!
+//! Lock order: `manifest` → `DbInner::state` → `files`. `files` is only ever held briefly and
+//! never while taking another lock.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use siftdb_compaction::picker::{self, LevelFile, Pick, PickerConfig, Running};
+
+use crate::api::db::{DbInner, DbState};
+use crate::base::error::{Error, Result};
+use crate::core::manifest::Manifest;
+use crate::base::options::MAX_LEVELS;
+use crate::core::tree::Tree;
+use crate::core::version::{TableFile, Version};
+use crate::base::version_edit::VersionEdit;
+
+/// One keyspace's tree as the set knows it.
+struct TreeFiles {
+    tree: Arc<Tree>,
+    current: Arc<Version>,
+    /// Per level, the largest key of the last compaction out of it (round-robin cursor).
+    compact_cursors: Vec<Vec<u8>>,
+    /// Background compactions under way (their inputs and output ranges are off limits).
+    compacting: Vec<Running>,
+}
+
+impl TreeFiles {
+    fn new(tree: Arc<Tree>, current: Version) -> TreeFiles {
+        tree.l0_files
+            .store(current.level(0).len(), Ordering::Release);
+        TreeFiles {
+            tree,
+            current: Arc::new(current),
+            compact_cursors: vec![Vec::new(); MAX_LEVELS],
+            compacting: Vec::new(),
+        }
+    }
+}
+
+/// What the set knows about the files of every tree, under one lock: a file is live (in a
+/// tree's `current`), pending (being written, `pending_outputs`) or neither — and only then may
+/// `delete_obsolete_files` remove it. Installing a version and releasing its outputs from
+/// `pending_outputs` happen in the same critical section, so no reader of this struct ever sees
+/// an output in neither place.
+struct Files {
+    trees: BTreeMap<u32, TreeFiles>,
+    /// Per tree, the log number the manifest holds: WALs below it hold nothing of the tree that
+    /// is not in its tables. WALs below the smallest are obsolete.
+    log_numbers: BTreeMap<u32, u64>,
+    pending_outputs: BTreeSet<u64>,
+    manifest_number: u64,
+    /// The tree the next compaction pick looks at first (round robin over keyspaces).
+    pick_start: u32,
+}
+
+/// The manifest and whether an append to it failed (after which nothing more is appended:
+/// the file may end in a partial record, and appending after it would turn a torn tail into
+/// corruption).
+struct ManifestWriter {
+    manifest: Option<Manifest>,
+    failed: bool,
+}
+
+/// See the module documentation.
+pub(crate) struct VersionSet {
+    manifest: Mutex<ManifestWriter>,
+    files: Mutex<Files>,
+    next_file_number: AtomicU64,
+    /// The last sequence number handed to a write (assigned by the write leader under the state
+    /// lock; may be ahead of what reads see until the group is in the memtable).
+    last_sequence: AtomicU64,
+    /// The id the next keyspace created gets (ids are never reused).
+    next_keyspace_id: AtomicU32,
+}
+
+/// The files a picked compaction reserved, released on drop however the job ends.
+pub(crate) struct Reservation<'a> {
+    db: &'a DbInner,
+    tree: u32,
+    running: Running,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        {
+            let mut files = self.db.versions.files.lock();
+            if let Some(t) = files.trees.get_mut(&self.tree) {
+                if let Some(i) = t.compacting.iter().position(|r| *r == self.running) {
+                    t.compacting.swap_remove(i);
+                }
+            }
+        }
+        // Waiters (`wait_for_compaction`, stalled writers) sleep on the state lock's condvars.
+        let _state = self.db.state.lock();
+        self.db.state_changed.notify_all();
+        self.db.work_available.notify_all();
+    }
+}
+
+/// A picked compaction: the tree, what to compact, the version it was picked from, and the
+/// reservation that keeps other picks off its files.
+pub(crate) struct PickedCompaction<'a> {
+    pub tree: Arc<Tree>,
+    pub pick: Pick,
+    pub version: Arc<Version>,
+    pub reservation: Reservation<'a>,
+}
+
+impl VersionSet {
+    /// An empty set numbering new files from `next_file_number` on.
+    pub(crate) fn new(
+        next_file_number: u64,
+        last_sequence: u64,
+        next_keyspace_id: u32,
+    ) -> VersionSet {
+        VersionSet {
+            manifest: Mutex::new(ManifestWriter {
+                manifest: None,
+                failed: false,
+            }),
+            files: Mutex::new(Files {
+                trees: BTreeMap::new(),
+                log_numbers: BTreeMap::new(),
+                pending_outputs: BTreeSet::new(),
+                manifest_number: 0,
+                pick_start: 0,
+            }),
+            next_file_number: AtomicU64::new(next_file_number),
+            last_sequence: AtomicU64::new(last_sequence),
+            next_keyspace_id: AtomicU32::new(next_keyspace_id),
+        }
+    }
+
+    /// The current version of `tree` (empty once the tree is dropped).
+    pub(crate) fn current(&self, tree: &Tree) -> Arc<Version> {
+        self.files
+            .lock()
+            .trees
+            .get(&tree.id)
+            .map_or_else(|| Arc::new(Version::empty()), |t| Arc::clone(&t.current))
+    }
+
+    /// A fresh file number (for a WAL or a manifest; table outputs use [`VersionSet::new_output`]).
+    pub(crate) fn new_file_number(&self) -> u64 {
+        self.next_file_number.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The next file number to be handed out.
+    pub(crate) fn next_file_number(&self) -> u64 {
+        self.next_file_number.load(Ordering::Relaxed)
+    }
+
+    /// The id the next keyspace gets.
+    pub(crate) fn next_keyspace_id(&self) -> u32 {
+        self.next_keyspace_id.load(Ordering::Relaxed)
+    }
+
+    /// A fresh number for a table about to be written, registered as pending until the version
+    /// naming it is installed (or [`VersionSet::release_outputs`] gives up on it).
+    pub(crate) fn new_output(&self) -> u64 {
+        let number = self.new_file_number();
+        self.files.lock().pending_outputs.insert(number);
+        number
+    }
+
+    /// Forgets pending outputs that will never be installed (a failed job): they become
+    /// orphans for `delete_obsolete_files`.
+    pub(crate) fn release_outputs(&self, numbers: &[u64]) {
+        let mut files = self.files.lock();
+        for n in numbers {
+            files.pending_outputs.remove(n);
+        }
+    }
+
+    pub(crate) fn last_sequence(&self) -> u64 {
+        self.last_sequence.load(Ordering::Acquire)
+    }
+
+    /// Sets the last assigned sequence number (the write leader, under the state lock).
+    pub(crate) fn set_last_sequence(&self, sequence: u64) {
+        self.last_sequence.store(sequence, Ordering::Release);
+    }
+
+    /// Live tables of every tree, pending outputs and the live manifest's number, read together.
+    pub(crate) fn live_files(&self) -> (BTreeSet<u64>, u64) {
+        let files = self.files.lock();
+        let mut live: BTreeSet<u64> = files
+            .trees
+            .values()
+            .flat_map(|t| t.current.all().map(|(_, f)| f.meta.number))
+            .collect();
+        live.extend(files.pending_outputs.iter().copied());
+        (live, files.manifest_number)
+    }
+
+    /// The smallest log number the manifest holds for any tree: every older WAL is obsolete
+    /// (`None` before recovery has installed the trees).
+    pub(crate) fn min_log_number(&self) -> Option<u64> {
+        self.files.lock().log_numbers.values().copied().min()
+    }
+
+    /// Every tree's current version, read together.
+    pub(crate) fn all_current(&self) -> Vec<(Arc<Tree>, Arc<Version>)> {
+        let files = self.files.lock();
+        files
+            .trees
+            .values()
+            .map(|t| (Arc::clone(&t.tree), Arc::clone(&t.current)))
+            .collect()
+    }
+
+    /// Starts the manifest with `snapshot` (the whole database: a header edit, then one edit per
+    /// keyspace) and points `CURRENT` at it (recovery, before any background work runs).
+    pub(crate) fn create_manifest(&self, db: &DbInner, snapshot: &[VersionEdit]) -> Result<()> {
+        let mut writer = self.manifest.lock();
+        let number = self.new_file_number();
+        let mut edits = snapshot.to_vec();
+        if let Some(first) = edits.first_mut() {
+            first.next_file_number = Some(self.next_file_number());
+            first.next_keyspace_id = Some(self.next_keyspace_id());
+        }
+        let manifest = Manifest::create(db.fs.as_ref(), &db.dir, number, &edits)?;
+        self.files.lock().manifest_number = manifest.number();
+        writer.manifest = Some(manifest);
+        Ok(())
+    }
+
+    /// Makes `version` (the tree recovery built) current for `tree`, before any background
+    /// work runs.
+    pub(crate) fn install_recovered(&self, tree: &Arc<Tree>, version: Version, log_number: u64) {
+        let mut files = self.files.lock();
+        files.log_numbers.insert(tree.id, log_number);
+        for (_, f) in version.all() {
+            files.pending_outputs.remove(&f.meta.number);
+        }
+        files
+            .trees
+            .insert(tree.id, TreeFiles::new(Arc::clone(tree), version));
+    }
+
+    /// Takes the manifest for one edit: fails if writes have stopped or an earlier append failed.
+    fn manifest_writer(&self, db: &DbInner) -> Result<parking_lot::MutexGuard<'_, ManifestWriter>> {
+        let writer = self.manifest.lock();
+        if let Some(e) = db.state.lock().bg_error.clone() {
+            return Err(Error::Background(e));
+        }
+        if writer.failed {
+            return Err(Error::Background("an earlier manifest write failed".into()));
+        }
+        Ok(writer)
+    }
+
+    /// Appends `edit` to the manifest (synced). A failure stops writes: the manifest on disk may
+    /// or may not hold the edit, so nothing is installed or deleted until the next open reads it
+    /// back and decides.
+    fn append(&self, db: &DbInner, writer: &mut ManifestWriter, edit: &VersionEdit) -> Result<()> {
+        let appended = match writer.manifest.as_mut() {
+            Some(m) => m.append(edit),
+            None => Err(Error::Background("no manifest".to_string())),
+        };
+        if let Err(e) = appended {
+            writer.failed = true;
+            let mut state = db.state.lock();
+            state
+                .bg_error
+                .get_or_insert_with(|| format!("manifest write failed: {e}"));
+            db.state_changed.notify_all();
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Logs `edit` of `tree` to the manifest (synced, without the state lock), then installs the
+    /// version it makes: under the state lock, the new version becomes current, `on_install`
+    /// updates the rest of the state (say, drops the flushed memtable), and the tree's read view
+    /// is republished. Fails with [`Error::KeyspaceDropped`] if the tree was dropped meanwhile.
+    ///
+    /// Added tables are taken from `outputs` (opened by the caller) or, for a trivial move, from
+    /// the current version.
+    pub(crate) fn log_and_apply(
+        &self,
+        db: &DbInner,
+        tree: &Tree,
+        mut edit: VersionEdit,
+        outputs: &[Arc<TableFile>],
+        on_install: impl FnOnce(&mut DbState),
+    ) -> Result<()> {
+        let mut writer = self.manifest_writer(db)?;
+        // Stable while the manifest lock is held: only manifest writers replace it.
+        let base = {
+            let files = self.files.lock();
+            let t = files
+                .trees
+                .get(&tree.id)
+                .ok_or_else(|| Error::KeyspaceDropped(tree.name.clone()))?;
+            Arc::clone(&t.current)
+        };
+        edit.keyspace = tree.id;
+        edit.next_file_number = Some(self.next_file_number());
+        edit.last_sequence = Some(self.last_sequence());
+        let version = base.apply(&edit, |_, meta| {
+            outputs
+                .iter()
+                .find(|t| t.meta.number == meta.number)
+                .or_else(|| {
+                    base.all()
+                        .map(|(_, f)| f)
+                        .find(|f| f.meta.number == meta.number)
+                })
+                .cloned()
+                .ok_or_else(|| {
+                    Error::corruption(format!("edit adds unknown table {}", meta.number))
+                })
+        })?;
+        self.append(db, &mut writer, &edit)?;
+        let version = Arc::new(version);
+        let mut state = db.state.lock();
+        {
+            let mut files = self.files.lock();
+            if let Some(t) = files.trees.get_mut(&tree.id) {
+                t.current = Arc::clone(&version);
+            }
+            let logged = edit
+                .log_number
+                .map(|n| (tree.id, n))
+                .into_iter()
+                .chain(edit.other_log_numbers.iter().copied());
+            for (id, n) in logged {
+                if let Some(recorded) = files.log_numbers.get_mut(&id) {
+                    *recorded = (*recorded).max(n);
+                }
+            }
+            tree.l0_files
+                .store(version.level(0).len(), Ordering::Release);
+            for (_, meta) in &edit.added {
+                files.pending_outputs.remove(&meta.number);
+            }
+        }
+        on_install(&mut state);
+        db.publish_view(&state, tree.id);
+        db.state_changed.notify_all();
+        db.work_available.notify_all(); // the new shape may need a compaction
+        drop(state);
+        drop(writer);
+        unpin_moved_tables(&version, &edit);
+        Ok(())
+    }
+
+    /// Creates keyspace `name` with `options` (recorded as `options_text`): one manifest record,
+    /// then the empty tree joins the state. If the name exists: that tree when `exists_ok`,
+    /// [`Error::AlreadyExists`] otherwise.
+    pub(crate) fn create_tree(
+        &self,
+        db: &DbInner,
+        name: &str,
+        options: crate::base::options::Options,
+        options_text: &str,
+        exists_ok: bool,
+    ) -> Result<Arc<Tree>> {
+        let mut writer = self.manifest_writer(db)?;
+        if let Some(existing) = db.tree_named(name) {
+            return if exists_ok {
+                Ok(existing)
+            } else {
+                Err(Error::AlreadyExists(name.to_string()))
+            };
+        }
+        let id = self.next_keyspace_id.load(Ordering::Relaxed);
+        let next = id
+            .checked_add(1)
+            .ok_or_else(|| Error::InvalidArgument("keyspace ids exhausted".to_string()))?;
+        let mut edit = crate::api::keyspace::create_edit(id, name, options_text.to_string());
+        edit.next_keyspace_id = Some(next);
+        edit.next_file_number = Some(self.next_file_number());
+        // The tree holds nothing yet: no WAL before the current one can hold its writes.
+        let (log_number, wal_starts) = {
+            let state = db.state.lock();
+            (state.wal_number, state.wal_starts_of([state.wal_number]))
+        };
+        edit.log_number = Some(log_number);
+        edit.wal_starts = wal_starts;
+        self.append(db, &mut writer, &edit)?;
+        self.next_keyspace_id.store(next, Ordering::Relaxed);
+        self.files.lock().log_numbers.insert(id, log_number);
+        let mut state = db.state.lock();
+        let tree = crate::api::keyspace::new_tree(id, name, options, state.wal_number);
+        self.files
+            .lock()
+            .trees
+            .insert(id, TreeFiles::new(Arc::clone(&tree), Version::empty()));
+        let memtables = DbInner::new_tree_memtables(Arc::clone(&tree), state.wal_number);
+        state.trees.insert(id, memtables);
+        db.publish_view(&state, id);
+        Ok(tree)
+    }
+
+    /// Drops `tree`: one manifest record, then it leaves the state (its memtables go) and the
+    /// set (its tables become obsolete). Returns its last version. The caller keeps write groups
+    /// out meanwhile.
+    pub(crate) fn drop_tree(&self, db: &DbInner, tree: &Arc<Tree>) -> Result<Arc<Version>> {
+        let mut writer = self.manifest_writer(db)?;
+        if tree.check_live().is_err() {
+            return Err(Error::KeyspaceDropped(tree.name.clone()));
+        }
+        let edit = VersionEdit {
+            keyspace: tree.id,
+            dropped: true,
+            ..VersionEdit::default()
+        };
+        self.append(db, &mut writer, &edit)?;
+        let mut state = db.state.lock();
+        state.trees.remove(&tree.id);
+        let removed = {
+            let mut files = self.files.lock();
+            files.log_numbers.remove(&tree.id);
+            files.trees.remove(&tree.id)
+        };
+        crate::api::keyspace::mark_dropped(tree);
+        db.state_changed.notify_all();
+        Ok(removed.map_or_else(|| Arc::new(Version::empty()), |t| t.current))
+    }
+
+    /// The compaction some tree needs next that fits beside those under way, reserved (its files
+    /// off limits to other picks until the reservation drops). Trees take turns being looked at
+    /// first, so one busy keyspace does not starve the others.
+    pub(crate) fn pick_compaction<'a>(&self, db: &'a DbInner) -> Option<PickedCompaction<'a>> {
+        let mut files = self.files.lock();
+        let start = files.pick_start;
+        let order: Vec<u32> = files
+            .trees
+            .range(start..)
+            .chain(files.trees.range(..start))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in order {
+            let t = files.trees.get_mut(&id)?;
+            let config = crate::jobs::compaction::picker_config(&t.tree.options);
+            let Some((pick, running)) = next_pick(t, &config) else {
+                continue;
+            };
+            t.compacting.push(running.clone());
+            let concurrency = t.compacting.len() as u64;
+            if let Some(cursor) = t.compact_cursors.get_mut(pick.level) {
+                cursor.clone_from(&pick.end_key);
+            }
+            let picked = PickedCompaction {
+                tree: Arc::clone(&t.tree),
+                pick,
+                version: Arc::clone(&t.current),
+                reservation: Reservation {
+                    db,
+                    tree: id,
+                    running,
+                },
+            };
+            files.pick_start = id.wrapping_add(1);
+            let running_now: u64 = files
+                .trees
+                .values()
+                .map(|t| t.compacting.len() as u64)
+                .sum();
+            db.counters
+                .compactions_peak_concurrency
+                .fetch_max(running_now.max(concurrency), Ordering::Relaxed);
+            return Some(picked);
+        }
+        None
+    }
+
+    /// Whether no tree needs a compaction and none is running.
+    pub(crate) fn is_settled(&self) -> bool {
+        let files = self.files.lock();
+        files.trees.values().all(|t| {
+            let config = crate::jobs::compaction::picker_config(&t.tree.options);
+            t.compacting.is_empty() && next_pick(t, &config).is_none()
+        })
+    }
+}
+
+/// A table that left L0 by a trivial move gives its pinned blocks back to the LRU.
+fn unpin_moved_tables(version: &Version, edit: &VersionEdit) {
+    for (level, meta) in &edit.added {
+        if *level > 0 {
+            if let Some(f) = version
+                .level(*level)
+                .iter()
+                .find(|f| f.meta.number == meta.number)
+            {
+                if f.table.is_pinned() {
+                    f.table.unpin();
+                }
+            }
+        }
+    }
+}
+
+fn next_pick(tree: &TreeFiles, config: &PickerConfig) -> Option<(Pick, Running)> {
+    let levels = level_files(&tree.current);
+    let pick = picker::pick_besides(&levels, config, &tree.compact_cursors, &tree.compacting)?;
+    let running = Running::of(&pick, &levels, pick.level + 1);
+    Some((pick, running))
+}
+
+/// The picker's view of a version's levels.
+pub(crate) fn level_files(version: &Version) -> Vec<Vec<LevelFile>> {
+    (0..version.num_levels())
+        .map(|l| {
+            version
+                .level(l)
+                .iter()
+                .map(|f| LevelFile {
+                    number: f.meta.number,
+                    size: f.meta.file_size,
+                    smallest: f.smallest_user_key().to_vec(),
+                    largest: f.largest_user_key().to_vec(),
+                })
+                .collect()
+        })
+        .collect()
+}

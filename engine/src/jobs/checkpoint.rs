@@ -1,0 +1,204 @@
+//! Online checkpoints (RocksDB's `Checkpoint::CreateCheckpoint`): a consistent copy of the
+//! database in another directory, which opens as an ordinary database.
+//!
+//! 1. File deletions are paused, so nothing the checkpoint names can go before it is copied.
+//! 2. With write groups held off (no I/O meanwhile, so no writer waits longer than a memtable
+//!    switch would make it), the checkpoint's point is chosen under the state lock: the visible
+//!    sequence number, the WAL being appended and its length, and per keyspace its version and
+//!    the oldest WAL its memtables need. Nothing after that point is in any of them: every
+//!    table holds only writes of frozen memtables, and the WAL is cut at the last group.
+//! 3. Outside every lock: table files are hard-linked (copied where the target is on another
+//!    file system); the WALs from the oldest needed one are copied, the active one up to the
+//!    recorded length; `OPTIONS` is written, then a fresh manifest naming it all, then `CURRENT`.
+//!
+//! Opening the checkpoint replays its WALs as after a crash: it holds every write acknowledged
+//! before the call and none acknowledged after it.
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::api::db::DbInner;
+use crate::base::error::{Error, Result};
+use crate::base::fs::names;
+use crate::core::manifest::Manifest;
+use crate::base::options_file::{write_options_file, RecordedOptions};
+use crate::core::tree::Tree;
+use crate::core::version::Version;
+
+/// What the checkpoint holds, chosen at one point.
+struct Point {
+    sequence: u64,
+    /// The WAL being appended and its length at the point.
+    wal: (u64, u64),
+    /// Every WAL the keyspaces need, oldest first (the active one last).
+    wals: Vec<u64>,
+    /// Per keyspace: its version and the oldest WAL its memtables need.
+    trees: Vec<(Arc<Tree>, Arc<Version>, u64)>,
+    /// Where those WALs start (see `DbState::wal_starts`).
+    wal_starts: std::collections::BTreeMap<u64, u64>,
+}
+
+/// Pauses file deletions while it lives; then deletes what became obsolete meanwhile.
+struct DeletionsPaused<'a>(&'a DbInner);
+
+impl<'a> DeletionsPaused<'a> {
+    fn new(db: &'a DbInner) -> Self {
+        // A cleanup that passed its pause check before this finishes first.
+        let _deleting = db.file_deletions.lock();
+        db.file_deletions_paused.fetch_add(1, Ordering::AcqRel);
+        DeletionsPaused(db)
+    }
+}
+
+impl Drop for DeletionsPaused<'_> {
+    fn drop(&mut self) {
+        self.0.file_deletions_paused.fetch_sub(1, Ordering::AcqRel);
+        crate::paths::recovery::delete_obsolete_files(self.0);
+    }
+}
+
+/// Writes the checkpoint of `db` into `target` (see the module documentation).
+pub(crate) fn checkpoint(db: &Arc<DbInner>, target: &Path) -> Result<()> {
+    prepare_target(db, target)?;
+    let _paused = DeletionsPaused::new(db);
+    let point = db.writes.exclusive(|| choose_point(db))?;
+    crate::base::sync_point::sync_point!(db, crate::base::sync_point::CHECKPOINT_POINT_CHOSEN);
+    for (_, version, _) in &point.trees {
+        for (_, f) in version.all() {
+            link_or_copy(db, &names::table(&db.dir, f.meta.number), target)?;
+        }
+    }
+    copy_wals(db, &point, target)?;
+    write_options_file(db.fs.as_ref(), target, &RecordedOptions::of(&db.options))?;
+    write_manifest(db, &point, target)?;
+    db.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
+    Ok(())
+}
+
+/// `target` must be new or an empty directory; it is created with its parents.
+fn prepare_target(db: &DbInner, target: &Path) -> Result<()> {
+    let fs = db.fs.as_ref();
+    if fs.exists(target)? {
+        if !fs.list(target)?.is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "checkpoint directory {} is not empty",
+                target.display()
+            )));
+        }
+    } else {
+        fs.create_dir_all(target)?;
+    }
+    Ok(())
+}
+
+/// The checkpoint's point, chosen while no write group runs (see the module documentation).
+fn choose_point(db: &DbInner) -> Result<Point> {
+    let state = db.state.lock();
+    if let Some(e) = &state.bg_error {
+        return Err(Error::Background(e.clone()));
+    }
+    let wal_size = state
+        .wal
+        .as_ref()
+        .map(|w| w.size())
+        .ok_or_else(|| Error::Background("WAL unavailable after an earlier failure".into()))?;
+    // No group is in flight, so every assigned sequence number is visible.
+    let sequence = db.visible_sequence.load(Ordering::Acquire);
+    let trees = state
+        .trees
+        .values()
+        .map(|t| {
+            (
+                Arc::clone(&t.tree),
+                db.versions.current(&t.tree),
+                t.oldest_wal(),
+            )
+        })
+        .collect();
+    let oldest = state.min_live_wal();
+    let wals = state
+        .closed_wal_sizes
+        .range(oldest..)
+        .map(|(n, _)| *n)
+        .chain(std::iter::once(state.wal_number))
+        .collect();
+    Ok(Point {
+        sequence,
+        wal: (state.wal_number, wal_size),
+        wals,
+        trees,
+        wal_starts: state.wal_starts.clone(),
+    })
+}
+
+/// Hard-links `source` into `target` (same name), or copies it where linking fails (another
+/// file system, a file system without links).
+fn link_or_copy(db: &DbInner, source: &Path, target: &Path) -> Result<()> {
+    let name = source
+        .file_name()
+        .ok_or_else(|| Error::InvalidArgument(format!("{} has no file name", source.display())))?;
+    let dest = target.join(name);
+    match db.fs.hard_link(source, &dest) {
+        Ok(()) => {
+            db.counters
+                .checkpoint_files_linked
+                .fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::Io(e)),
+        Err(_) => copy_prefix(db, source, &dest, None),
+    }
+}
+
+/// Copies `source` to `dest` (its first `len` bytes if given), synced.
+fn copy_prefix(db: &DbInner, source: &Path, dest: &Path, len: Option<u64>) -> Result<()> {
+    let mut bytes = db.fs.read(source)?;
+    if let Some(len) = len {
+        bytes.truncate(usize::try_from(len).unwrap_or(usize::MAX));
+    }
+    let mut file = db.fs.create(dest)?;
+    std::io::Write::write_all(&mut file, &bytes)?;
+    file.sync()?;
+    db.counters
+        .checkpoint_bytes_copied
+        .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Copies the WALs the checkpoint's keyspaces need: from the oldest one on, the active one cut
+/// at the point's length.
+/// A WAL that is missing fails the checkpoint (deletions are paused, so it never should be).
+fn copy_wals(db: &DbInner, point: &Point, target: &Path) -> Result<()> {
+    let (active, active_len) = point.wal;
+    for &n in &point.wals {
+        let len = (n == active).then_some(active_len);
+        copy_prefix(db, &names::wal(&db.dir, n), &names::wal(target, n), len)?;
+    }
+    Ok(())
+}
+
+/// Writes the checkpoint's manifest (numbered above every file it names) and `CURRENT`.
+fn write_manifest(db: &DbInner, point: &Point, target: &Path) -> Result<()> {
+    let trees: Vec<(Arc<Tree>, Version)> = point
+        .trees
+        .iter()
+        .map(|(tree, version, _)| (Arc::clone(tree), Version::clone(version)))
+        .collect();
+    let oldest = |tree: &Tree| {
+        let wal = point
+            .trees
+            .iter()
+            .find(|(t, _, _)| t.id == tree.id)
+            .map_or(point.wal.0, |(_, _, wal)| *wal);
+        (wal, point.wal_starts.get(&wal).copied())
+    };
+    let mut edits = crate::paths::recovery::snapshot_edits(&trees, point.sequence, oldest);
+    let number = db.versions.new_file_number();
+    if let Some(header) = edits.first_mut() {
+        header.next_file_number = Some(number + 1);
+        header.next_keyspace_id = Some(db.versions.next_keyspace_id());
+    }
+    Manifest::create(db.fs.as_ref(), target, number, &edits)?;
+    Ok(())
+}

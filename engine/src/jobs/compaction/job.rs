@@ -1,0 +1,500 @@
+//! One compaction job, in named steps: [`CompactionJob::prepare`] fixes the inputs;
+//! [`CompactionJob::run`] either moves them down by a manifest edit alone (a trivial move) or
+//! writes their merge into new tables and installs those. The job owns its reservation and the
+//! outputs it has numbered but not installed; dropping it — however the job ends — releases both.
+
+use std::ops::Range;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use siftdb_compaction::picker::Pick;
+use siftdb_compaction::{merge_into, GcRules, InternalIterator, MergingIterator};
+use siftdb_filter::FilterAllocation;
+use siftdb_sstable::{FragmentedRangeTombstones, TableIterOptions};
+
+use super::heat_map::HeatMap;
+use super::sink::{TableSink, MAX_GRANDPARENT_OVERLAP_FILES};
+use crate::base::compaction_filter::JobFilter;
+use crate::api::db::DbInner;
+use crate::base::error::{Error, Result};
+use crate::paths::iterator::level::LevelIterator;
+use crate::paths::iterator::range_skip::RangeProbe;
+use crate::core::tree::Tree;
+use crate::core::version::{TableFile, Version};
+use crate::base::version_edit::VersionEdit;
+use crate::core::version_set::Reservation;
+
+/// See the module documentation.
+pub(crate) struct CompactionJob<'a> {
+    db: &'a Arc<DbInner>,
+    tree: Arc<Tree>,
+    /// The version the inputs were picked from.
+    version: Arc<Version>,
+    level: usize,
+    output_level: usize,
+    /// Input tables with their levels.
+    inputs: Vec<(usize, Arc<TableFile>)>,
+    /// Where the inputs sit in their sorted levels (contiguous runs of tables; the upper one is
+    /// unused for L0, whose tables overlap).
+    level_range: Range<usize>,
+    next_range: Range<usize>,
+    /// Output numbers taken but not installed: given back (they become orphans to delete) if
+    /// the job ends any other way.
+    uninstalled: Vec<u64>,
+    /// Keeps other background jobs off the inputs and the output range (`None` for
+    /// `compact_range`, which runs alone).
+    _reservation: Option<Reservation<'a>>,
+}
+
+impl Drop for CompactionJob<'_> {
+    fn drop(&mut self) {
+        if !self.uninstalled.is_empty() {
+            self.db.versions.release_outputs(&self.uninstalled);
+            crate::paths::recovery::delete_obsolete_files(self.db);
+        }
+    }
+}
+
+/// How often a job merges with the user's compaction filter when snapshots keep appearing
+/// during the merge (see [`CompactionJob::run`]); the last merge then runs without it.
+const FILTERED_MERGE_ATTEMPTS: u32 = 3;
+
+/// What one merge of a job wrote.
+struct Written {
+    outputs: Vec<Arc<TableFile>>,
+    /// The live snapshots the merge's garbage collection respected.
+    snapshots: Vec<u64>,
+    /// Whether the user's compaction filter removed or changed any value.
+    user_acted: bool,
+}
+
+/// Under Uniform allocation, how much richer (in bits/key) than its new level's plan a filter
+/// planned for another level may be for its table to move down unchanged (plans drift with the
+/// budget correction).
+const MAX_MOVED_FILTER_EXCESS: f64 = 1.1;
+
+/// Where the tables `numbers` sit in `level` of `version`: the run from the first to the last
+/// (empty if none). A pick's tables of a sorted level are contiguous.
+fn run_of(version: &Version, level: usize, numbers: &[u64]) -> Range<usize> {
+    let files = version.level(level);
+    let first = files.iter().position(|f| numbers.contains(&f.meta.number));
+    let last = files.iter().rposition(|f| numbers.contains(&f.meta.number));
+    match (first, last) {
+        (Some(first), Some(last)) => first..last + 1,
+        _ => 0..0,
+    }
+}
+
+impl<'a> CompactionJob<'a> {
+    /// The job compacting `pick` (files of `pick.level` and of the level below) into
+    /// `output_level`; `None` if none of the picked files is in `version`.
+    pub(crate) fn prepare(
+        db: &'a Arc<DbInner>,
+        tree: &Arc<Tree>,
+        version: Arc<Version>,
+        pick: &Pick,
+        output_level: usize,
+        reservation: Option<Reservation<'a>>,
+    ) -> Option<CompactionJob<'a>> {
+        let next_level = pick.level + 1;
+        let picked = |level: usize, numbers: &[u64]| -> Vec<(usize, Arc<TableFile>)> {
+            version
+                .level(level)
+                .iter()
+                .filter(|f| numbers.contains(&f.meta.number))
+                .map(|f| (level, Arc::clone(f)))
+                .collect()
+        };
+        let mut inputs = picked(pick.level, &pick.inputs);
+        inputs.extend(picked(next_level, &pick.next_inputs));
+        if inputs.is_empty() {
+            return None;
+        }
+        let level_range = run_of(&version, pick.level, &pick.inputs);
+        let next_range = run_of(&version, next_level, &pick.next_inputs);
+        Some(CompactionJob {
+            db,
+            tree: Arc::clone(tree),
+            version,
+            level: pick.level,
+            output_level,
+            inputs,
+            level_range,
+            next_range,
+            uninstalled: Vec::new(),
+            _reservation: reservation,
+        })
+    }
+
+    /// Runs the job to its end: moved or written, and installed.
+    ///
+    /// A value the user's compaction filter removed or changed must stay invisible to every
+    /// snapshot, but the filter was told of the snapshots of when the merge began: one taken
+    /// during the merge reads at a sequence number that sees the filtered values. So when the
+    /// filter acted, new snapshots wait at a gate while the job checks that none appeared and
+    /// installs; if one did, the merge runs again with it known (at most
+    /// [`FILTERED_MERGE_ATTEMPTS`] times, then once without the user's filter).
+    pub(crate) fn run(mut self) -> Result<()> {
+        if self.is_trivial_move() {
+            return self.install_move();
+        }
+        for attempt in 1.. {
+            let written = self.write(attempt <= FILTERED_MERGE_ATTEMPTS)?;
+            if !written.user_acted {
+                return self.install(written.outputs);
+            }
+            let gate = self.db.snapshot_gate.write();
+            let current = self.db.snapshots.sequences();
+            if current.iter().all(|s| written.snapshots.contains(s)) {
+                let installed = self.install(written.outputs);
+                drop(gate);
+                return installed;
+            }
+            drop(gate);
+            // Give this merge's outputs back (they become orphans) and merge again.
+            self.db.versions.release_outputs(&self.uninstalled);
+            self.uninstalled.clear();
+        }
+        Ok(())
+    }
+
+    /// The smallest and largest user keys of the inputs.
+    fn key_range(&self) -> (Vec<u8>, Vec<u8>) {
+        let keys = || self.inputs.iter().map(|(_, f)| f);
+        let smallest = keys().map(|f| f.smallest_user_key()).min().unwrap_or(&[]);
+        let largest = keys().map(|f| f.largest_user_key()).max().unwrap_or(&[]);
+        (smallest.to_vec(), largest.to_vec())
+    }
+
+    /// Whether the inputs can move to the output level unchanged (LevelDB's `IsTrivialMove`,
+    /// for several files as RocksDB allows): all from one level, no file of the output level in
+    /// their range, no two of them overlapping each other (L0 files may), and none overlapping
+    /// more of the level below the output than a compaction output may.
+    fn is_trivial_move(&self) -> bool {
+        if self.output_level == self.level || self.inputs.iter().any(|(l, _)| *l != self.level) {
+            return false;
+        }
+        let mut ranges: Vec<(&[u8], &[u8])> = self
+            .inputs
+            .iter()
+            .map(|(_, f)| (f.smallest_user_key(), f.largest_user_key()))
+            .collect();
+        ranges.sort_unstable();
+        if ranges.windows(2).any(|w| w[0].1 >= w[1].0) {
+            return false;
+        }
+        let limit = MAX_GRANDPARENT_OVERLAP_FILES * self.tree.options.target_file_size_base;
+        let grandparents = self.version.level(self.output_level + 1);
+        let small_overlap = ranges.iter().all(|(smallest, largest)| {
+            let overlap: u64 = grandparents
+                .iter()
+                .filter(|g| g.largest_user_key() >= *smallest && g.smallest_user_key() <= *largest)
+                .map(|g| g.meta.file_size)
+                .sum();
+            overlap <= limit
+        });
+        small_overlap && self.filters_fit_output_level()
+    }
+
+    /// Whether the inputs' filters suit the output level, so that moving them keeps the tree's
+    /// filters where the policy's plan put them:
+    /// * a filter planned for the output level or a deeper one fits (a flush of a sequential
+    ///   load is planned for the bottom, so its table moves down to it unchanged);
+    /// * under Uniform allocation, where every level plans the same bits/key, so does a filter
+    ///   of the output level's kind with at most [`MAX_MOVED_FILTER_EXCESS`] times its plan;
+    /// * otherwise it does not: under Monkey a filter planned for an upper level holds more bits
+    ///   than a larger level needs, and carried down it blurs the levels' order and takes its
+    ///   excess from the budget of the tables planned after it (with such moves the test tree of
+    ///   `compaction_monkey.rs` ended 2.6–3.5 % under Uniform's filter memory in 3 runs of 10).
+    ///   Such a table is rewritten with a filter planned for its new level, as without trivial
+    ///   moves.
+    ///
+    /// Under `optimize_filters_for_hits` only tables without a filter fit the bottom level:
+    /// moved there, a table would keep the filter the option exists to drop (a new bottom level
+    /// is born by moving the whole overflow of the level above, so nearly every bottom table
+    /// kept one in a growing tree until this rule).
+    fn filters_fit_output_level(&self) -> bool {
+        let options = &self.tree.options;
+        let uniform = options.filter_allocation == FilterAllocation::Uniform;
+        let filter = self.filter_spec();
+        if filter.omitted == crate::core::filter_plan::BOTTOM_FOR_HITS {
+            return self
+                .inputs
+                .iter()
+                .all(|(_, f)| f.table.properties().filter_kind == "none");
+        }
+        let spec = filter.spec;
+        self.inputs.iter().all(|(_, f)| {
+            let props = f.table.properties();
+            f.meta.filter_level >= self.output_level
+                || spec.is_some_and(|spec| {
+                    uniform
+                        && props.filter_kind == spec.kind.name()
+                        && props.filter_bits_per_key <= MAX_MOVED_FILTER_EXCESS * spec.bits_per_key
+                })
+        })
+    }
+
+    /// A trivial move: one manifest edit takes the inputs out of their level and puts the same
+    /// tables into the output level. No byte is written, and their cached blocks stay valid
+    /// (same table numbers). Each table keeps the filter it was built with; its `filter_level`
+    /// still names the level that filter was planned for (see `docs/TUNING.md`).
+    fn install_move(&mut self) -> Result<()> {
+        let mut edit = VersionEdit::default();
+        for (level, f) in &self.inputs {
+            edit.deleted.push((*level, f.meta.number));
+            edit.added.push((self.output_level, f.meta.clone()));
+        }
+        self.db
+            .versions
+            .log_and_apply(self.db, &self.tree, edit, &[], |_| {})?;
+        self.db
+            .counters
+            .trivial_moves
+            .fetch_add(self.inputs.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// What garbage collection may drop. The live snapshots are asked for only now, after the
+    /// inputs were fixed: a snapshot registered later reads at a sequence at least as new as
+    /// every input (see `SnapshotList::acquire_current`).
+    fn gc_rules(&self, filter: Arc<JobFilter>) -> GcRules {
+        let (smallest, largest) = self.key_range();
+        // Bottommost: no level below the output holds any key of the range.
+        let bottommost = (self.output_level + 1..self.version.num_levels()).all(|l| {
+            self.version.level(l).iter().all(|f| {
+                f.largest_user_key() < smallest.as_slice()
+                    || f.smallest_user_key() > largest.as_slice()
+            })
+        });
+        GcRules {
+            snapshots: self.db.snapshots.sequences(),
+            bottommost,
+            filter: Some(filter),
+            merger: self.tree.options.merge_operator.clone().map(|op| {
+                Arc::new(crate::base::merge::CompactionMerger(op))
+                    as Arc<dyn siftdb_compaction::OperandMerger>
+            }),
+            range_tombstones: self.input_range_tombstones(),
+        }
+    }
+
+    /// The range tombstones of the inputs, fragmented together (`None` if none has any).
+    fn input_range_tombstones(&self) -> Option<Arc<FragmentedRangeTombstones>> {
+        let lists: Vec<&Arc<FragmentedRangeTombstones>> = self
+            .inputs
+            .iter()
+            .filter_map(|(_, f)| f.table.range_tombstones())
+            .collect();
+        match lists.as_slice() {
+            [] => None,
+            [one] => Some(Arc::clone(one)),
+            lists => Some(Arc::new(FragmentedRangeTombstones::new(
+                lists.iter().flat_map(|l| l.tombstones()),
+            ))),
+        }
+    }
+
+    /// The outputs' filter: kind from the policy, bits/key from the plan of the tree as it will
+    /// be once the inputs have moved down; none if the options or the plan leave it out.
+    fn filter_spec(&self) -> crate::core::filter_plan::TableFilter {
+        let (level_keys, replaced) = self.keys_after();
+        crate::core::filter_plan::filter_for(
+            &self.tree.options,
+            &self.version,
+            self.output_level,
+            self.output_level,
+            &level_keys,
+            &replaced,
+        )
+    }
+
+    /// The key counts per level once the inputs have moved down, and the inputs' numbers.
+    fn keys_after(&self) -> (Vec<u64>, Vec<u64>) {
+        let mut level_keys = self.version.level_keys();
+        let moved: u64 = self.inputs.iter().map(|(_, f)| f.meta.distinct_keys).sum();
+        for (level, f) in &self.inputs {
+            level_keys[*level] = level_keys[*level].saturating_sub(f.meta.distinct_keys);
+        }
+        level_keys[self.output_level] += moved;
+        let replaced: Vec<u64> = self.inputs.iter().map(|(_, f)| f.meta.number).collect();
+        (level_keys, replaced)
+    }
+
+    /// Under adaptive allocation, what sizes each output's filter from the reads its key range
+    /// saw (see `heat_map.rs`); `None` otherwise.
+    fn heat_map(&self) -> Option<HeatMap> {
+        if !self.tree.counts_heat {
+            return None;
+        }
+        let (level_keys, replaced) = self.keys_after();
+        let basis = crate::core::filter_plan::adaptive_basis(
+            &self.tree.options,
+            &self.version,
+            self.output_level,
+            &level_keys,
+            &replaced,
+        );
+        Some(HeatMap::new(
+            &self.inputs,
+            self.output_level,
+            self.version.level(self.output_level),
+            basis,
+            self.tree.lookups.now(),
+        ))
+    }
+
+    /// Merges the inputs into new tables (synced, their directory entries durable) and opens
+    /// them. Input blocks are read without filling the block cache and counted apart from user
+    /// reads (`Stats::compaction_blocks_read`).
+    /// With `ask_user`, the user's compaction filter is consulted.
+    fn write(&mut self, ask_user: bool) -> Result<Written> {
+        let db = self.db;
+        // Always there: expired values go even without a user's filter.
+        let filter = Arc::new(JobFilter::new(
+            self.tree
+                .options
+                .compaction_filter
+                .clone()
+                .filter(|_| ask_user),
+            self.output_level,
+            crate::base::ttl::millis(self.tree.options.clock.now()),
+        ));
+        let rules = self.gc_rules(Arc::clone(&filter));
+        let snapshots = rules.snapshots.clone();
+        // The tombstones the outputs keep: the newest per snapshot stripe, and at the bottom
+        // none that every snapshot sees (what they deleted is dropped from the inputs).
+        let kept_tombstones = rules.range_tombstones.as_ref().map(|t| {
+            let (kept, dropped) = t.collapsed(&snapshots, rules.bottommost);
+            db.counters
+                .range_tombstones_dropped
+                .fetch_add(dropped, Ordering::Relaxed);
+            kept
+        });
+        let options = self
+            .tree
+            .options
+            .table_build_options(self.output_level, self.filter_spec());
+        // Inputs are read once and deleted after: around a table's memory map, so the pages
+        // a compaction reads do not stay resident in the process (docs/TUNING.md, memory).
+        let read_options = TableIterOptions {
+            fill_cache: false,
+            stats: Some(Arc::clone(&db.counters.compaction_reads)),
+            read_once: true,
+        };
+        // A cursor per L0 input (L0 tables overlap each other); the inputs of a sorted level are
+        // one level iterator, which opens one table at a time.
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        let runs = [
+            (self.level, &self.level_range),
+            (self.level + 1, &self.next_range),
+        ];
+        for (level, range) in runs {
+            let tables = self.inputs.iter().filter(|(l, _)| *l == level);
+            // A run holding exactly the inputs (never a table the edit does not delete).
+            if level > 0 && range.len() == tables.clone().count() {
+                if !range.is_empty() {
+                    children.push(Box::new(LevelIterator::new(
+                        Arc::clone(&self.version),
+                        level,
+                        range.clone(),
+                        Vec::new(),
+                        read_options.clone(),
+                        // Compaction reads every entry: nothing to skip.
+                        Arc::new(RangeProbe::default()),
+                    )));
+                }
+            } else {
+                for (_, f) in tables {
+                    children.push(Box::new(f.table.iter_with(read_options.clone())));
+                }
+            }
+        }
+        let mut merge = MergingIterator::new(children);
+        let grandparents = self
+            .version
+            .level(self.output_level + 1)
+            .iter()
+            .map(|f| (f.largest_user_key().to_vec(), f.meta.file_size))
+            .collect();
+        let mut sink = TableSink::new(
+            db,
+            options,
+            self.tree.options.target_file_size_base,
+            self.output_level,
+            grandparents,
+        );
+        sink.set_range_tombstones(kept_tombstones.filter(|t| !t.is_empty()));
+        sink.set_heat_map(self.heat_map());
+        let filter_failure = || filter.failure();
+        let merged = merge_into(&mut merge, &rules, &mut sink)
+            .map_err(|e| match filter_failure() {
+                Some(why) => Error::CompactionFilter(why),
+                None => sink.take_error().unwrap_or_else(|| Error::from(e)),
+            })
+            .and_then(|stats| {
+                db.counters
+                    .compaction_filter_removed
+                    .fetch_add(stats.filter_removed, Ordering::Relaxed);
+                db.counters
+                    .compaction_filter_changed
+                    .fetch_add(stats.filter_changed, Ordering::Relaxed);
+                db.counters
+                    .range_deleted_dropped
+                    .fetch_add(stats.range_deleted, Ordering::Relaxed);
+                db.counters
+                    .merges_in_compaction
+                    .fetch_add(stats.merges_full + stats.merges_partial, Ordering::Relaxed);
+                sink.finish()
+            });
+        self.uninstalled.extend_from_slice(sink.numbers());
+        merged?;
+        let (outputs, heats, bytes_written) = sink.into_outputs();
+        if !outputs.is_empty() {
+            // The outputs' directory entries must be durable before the manifest names them.
+            db.fs.sync_dir(&db.dir)?;
+        }
+        db.counters
+            .compaction_bytes_written
+            .fetch_add(bytes_written, Ordering::Relaxed);
+        let outputs = outputs
+            .iter()
+            .map(|m| crate::jobs::flush::open_table(db, &self.tree.options, self.output_level, m))
+            .collect::<Result<Vec<_>>>()?;
+        for (output, heat) in outputs.iter().zip(heats) {
+            output.heat.start(self.tree.lookups.now(), heat);
+        }
+        Ok(Written {
+            outputs,
+            snapshots,
+            user_acted: filter.user_acted(),
+        })
+    }
+
+    /// One manifest edit removes the inputs and adds the outputs; then the inputs' cached blocks
+    /// are dropped and their files deleted (readers still holding the old version keep their
+    /// open files).
+    fn install(&mut self, outputs: Vec<Arc<TableFile>>) -> Result<()> {
+        let db = self.db;
+        let mut edit = VersionEdit::default();
+        for (level, f) in &self.inputs {
+            edit.deleted.push((*level, f.meta.number));
+        }
+        for t in &outputs {
+            edit.added.push((self.output_level, t.meta.clone()));
+        }
+        db.versions
+            .log_and_apply(db, &self.tree, edit, &outputs, |_| {})?;
+        self.uninstalled.clear();
+        for (_, f) in &self.inputs {
+            db.cache.erase_table(f.meta.number);
+        }
+        let read: u64 = self.inputs.iter().map(|(_, f)| f.meta.file_size).sum();
+        db.counters.compactions.fetch_add(1, Ordering::Relaxed);
+        db.counters
+            .compaction_bytes_read
+            .fetch_add(read, Ordering::Relaxed);
+        crate::paths::recovery::delete_obsolete_files(db);
+        Ok(())
+    }
+}

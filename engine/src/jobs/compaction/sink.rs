@@ -1,0 +1,224 @@
+//! Where a compaction's surviving entries go: output tables of the target size, cut at user-key
+//! boundaries, and early where an output would overlap too much of the level below it.
+
+use siftdb_compaction::CompactionSink;
+use siftdb_sstable::{
+    FragmentedRangeTombstones, InternalKey, SstError, TableBuildOptions, TableBuilder,
+};
+
+use super::heat_map::HeatMap;
+use crate::api::db::DbInner;
+use crate::base::error::{Error, Result};
+use crate::base::fs::{names, WritableFile};
+use crate::base::version_edit::FileMeta;
+
+/// An output overlapping more than this many target file sizes of the level below it is cut
+/// early (LevelDB's grandparent limit): compacting it down later would rewrite that much. A
+/// trivial move is refused for the same reason.
+pub(crate) const MAX_GRANDPARENT_OVERLAP_FILES: u64 = 10;
+
+/// Writes surviving entries into output tables (see the module documentation).
+pub(crate) struct TableSink<'a> {
+    db: &'a DbInner,
+    options: TableBuildOptions,
+    output_level: usize,
+    target_size: u64,
+    /// Files of the level below the output level: (largest user key, size), in key order.
+    grandparents: Vec<(Vec<u8>, u64)>,
+    grandparent_index: usize,
+    grandparent_overlap: u64,
+    current: Option<(u64, TableBuilder<Box<dyn WritableFile>>)>,
+    /// Every output number this sink took (finished or not), for the job to give back if it
+    /// never installs them.
+    numbers: Vec<u64>,
+    outputs: Vec<FileMeta>,
+    bytes_written: u64,
+    /// The engine error that stopped the sink (the merge only carries table-layer errors).
+    error: Option<Error>,
+    /// The range tombstones the outputs carry: each output the part within its key range.
+    range_tombstones: Option<FragmentedRangeTombstones>,
+    /// The first user key of the output being written (`None` for the first output, which
+    /// also takes the tombstones before its first key).
+    output_start: Option<Vec<u8>>,
+    /// Under adaptive filter allocation, what sizes each output's filter when it is finished.
+    heat: Option<HeatMap>,
+    /// The heat each finished output was written with (1 without a heat map).
+    heats: Vec<f64>,
+}
+
+impl<'a> TableSink<'a> {
+    pub(crate) fn new(
+        db: &'a DbInner,
+        options: TableBuildOptions,
+        target_size: u64,
+        output_level: usize,
+        grandparents: Vec<(Vec<u8>, u64)>,
+    ) -> TableSink<'a> {
+        TableSink {
+            db,
+            options,
+            output_level,
+            target_size,
+            grandparents,
+            grandparent_index: 0,
+            grandparent_overlap: 0,
+            current: None,
+            numbers: Vec::new(),
+            outputs: Vec::new(),
+            bytes_written: 0,
+            error: None,
+            range_tombstones: None,
+            output_start: None,
+            heat: None,
+            heats: Vec::new(),
+        }
+    }
+
+    /// Sizes each output's filter from `heat` (adaptive filter allocation) instead of the
+    /// job's plan alone.
+    pub(crate) fn set_heat_map(&mut self, heat: Option<HeatMap>) {
+        self.heat = heat;
+    }
+
+    /// Gives the outputs `tombstones`, split between them at their boundaries: the output
+    /// ending before key `k` (where the next begins) keeps the pieces below `k`, and its range
+    /// reaches to just before `k` (an exclusive end), so no two outputs of a level overlap.
+    pub(crate) fn set_range_tombstones(&mut self, tombstones: Option<FragmentedRangeTombstones>) {
+        self.range_tombstones = tombstones;
+    }
+
+    /// Finishes the last output. Tombstones with no entry left around them still get an output
+    /// of their own: they may delete keys in the levels below.
+    pub(crate) fn finish(&mut self) -> Result<()> {
+        if self.current.is_none() && self.outputs.is_empty() && self.range_tombstones.is_some() {
+            self.start_output()?;
+        }
+        self.finish_current(None)
+    }
+
+    /// The output numbers taken so far.
+    pub(crate) fn numbers(&self) -> &[u64] {
+        &self.numbers
+    }
+
+    /// The error that stopped the sink, with its kind intact, if the merge failed because of it.
+    pub(crate) fn take_error(&mut self) -> Option<Error> {
+        self.error.take()
+    }
+
+    /// The finished outputs, the heat each was written with, and the bytes written.
+    pub(crate) fn into_outputs(self) -> (Vec<FileMeta>, Vec<f64>, u64) {
+        (self.outputs, self.heats, self.bytes_written)
+    }
+
+    /// Finishes and syncs the output being written, if any; the next output (if one follows)
+    /// starts at `next_start`.
+    fn finish_current(&mut self, next_start: Option<&[u8]>) -> Result<()> {
+        let Some((number, mut builder)) = self.current.take() else {
+            return Ok(());
+        };
+        if let Some(tombstones) = &self.range_tombstones {
+            let mine = tombstones.clipped(self.output_start.as_deref(), next_start);
+            if !mine.is_empty() {
+                builder.set_range_tombstones(mine);
+            }
+        }
+        self.output_start = next_start.map(<[u8]>::to_vec);
+        let heat = match &mut self.heat {
+            Some(map) => {
+                let (heat, bits) = map.finish_output();
+                builder.set_filter_bits_per_key(bits);
+                heat
+            }
+            None => 1.0,
+        };
+        self.heats.push(heat);
+        let (meta, mut file) = builder.finish_into()?;
+        file.sync()?;
+        self.bytes_written += meta.file_size;
+        self.db
+            .counters
+            .table_bytes_uncompressed
+            .fetch_add(meta.uncompressed_size, std::sync::atomic::Ordering::Relaxed);
+        let props = meta.properties;
+        let key = |bytes: Vec<u8>| {
+            InternalKey::from_encoded(bytes)
+                .ok_or_else(|| Error::corruption("compaction output without keys"))
+        };
+        self.outputs.push(FileMeta {
+            number,
+            file_size: meta.file_size,
+            smallest: key(props.smallest_key)?,
+            largest: key(props.largest_key)?,
+            entries: props.entries,
+            distinct_keys: props.distinct_keys,
+            filter_level: self.output_level,
+        });
+        Ok(())
+    }
+
+    /// Whether the output being written should end before `user_key` (a new user key): it is
+    /// full, or it overlaps too much of the level below.
+    fn should_cut_before(&mut self, user_key: &[u8]) -> bool {
+        // Grandparent files entirely before this key are overlapped by the current output.
+        while let Some((largest, size)) = self.grandparents.get(self.grandparent_index) {
+            if largest.as_slice() >= user_key {
+                break;
+            }
+            if self.current.is_some() {
+                self.grandparent_overlap += size;
+            }
+            self.grandparent_index += 1;
+        }
+        let full = self
+            .current
+            .as_ref()
+            .is_some_and(|c| c.1.estimated_size() >= self.target_size);
+        let overlaps_too_much =
+            self.grandparent_overlap > MAX_GRANDPARENT_OVERLAP_FILES * self.target_size;
+        self.current.is_some() && (full || overlaps_too_much)
+    }
+
+    fn start_output(&mut self) -> std::result::Result<(), SstError> {
+        let number = self.db.versions.new_output();
+        self.numbers.push(number);
+        let file = self
+            .db
+            .fs
+            .create(&names::table(&self.db.dir, number))
+            .map_err(|source| SstError::Io {
+                file: format!("{number:06}.sst"),
+                source,
+            })?;
+        self.current = Some((number, TableBuilder::new(file, self.options.clone())));
+        Ok(())
+    }
+}
+
+impl CompactionSink for TableSink<'_> {
+    fn add(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        boundary: bool,
+    ) -> std::result::Result<(), SstError> {
+        if boundary && self.should_cut_before(siftdb_sstable::user_key_of(key)) {
+            if let Err(e) = self.finish_current(Some(siftdb_sstable::user_key_of(key))) {
+                let message = e.to_string();
+                self.error = Some(e);
+                return Err(SstError::InvalidArgument(message));
+            }
+            self.grandparent_overlap = 0;
+        }
+        if self.current.is_none() {
+            self.start_output()?;
+        }
+        if let (true, Some(heat)) = (boundary, &mut self.heat) {
+            heat.observe(siftdb_sstable::user_key_of(key));
+        }
+        match self.current.as_mut() {
+            Some(c) => c.1.add(key, value),
+            None => Ok(()),
+        }
+    }
+}

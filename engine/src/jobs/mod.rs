@@ -1,0 +1,7 @@
+//! Background and maintenance jobs — flush, compaction, checkpoint, obsolete-file deletion and
+//! the table I/O they share — each handed a narrow context, never the database. They name `core`
+//! and `base` only.
+
+pub(crate) mod checkpoint;
+pub(crate) mod compaction;
+pub(crate) mod flush;

@@ -1,0 +1,8 @@
+//! The read path (point lookups, batched lookups, the iterator stack), the write path (group
+//! commit, memtable and WAL switches) and recovery at open. They name `jobs`, `core` and `base`.
+
+pub(crate) mod iterator;
+pub(crate) mod properties;
+pub(crate) mod read;
+pub(crate) mod recovery;
+pub(crate) mod write;

@@ -1,0 +1,543 @@
+//! The read path of one tree: point lookups (memtables, then L0 newest first, then one table per
+//! deeper level) and the constructors of its iterators. `Db`, `Keyspace` and `Snapshot` all read
+//! through here.
+
+use std::sync::Arc;
+
+use siftdb_sstable::{FilterOutcome, GetTrace, Lookup, PreparedGet};
+
+use crate::api::db::{DbInner, ReadView};
+use crate::base::error::Result;
+use crate::paths::iterator::{merge_for, visibility, DbIterator, KeyBounds, RawIterator, ScanSpec};
+use crate::core::key_head::KeyHead;
+use crate::core::memtable::{Memtable, MemtableIter};
+use crate::base::merge::OperandStack;
+use crate::base::options::ReadOptions;
+use crate::core::tree::Tree;
+use crate::core::version::{TableFile, Version};
+
+impl DbInner {
+    /// The newest value of `key` in `tree`, copied into `value` (cleared by the caller).
+    pub(crate) fn get_latest(
+        &self,
+        tree: &Tree,
+        key: &[u8],
+        opts: &ReadOptions,
+        value: &mut Vec<u8>,
+    ) -> Result<bool> {
+        tree.check_live()?;
+        let (view, seq) = self.read_point(tree);
+        self.get_in(tree, &view, key, seq, opts, value)
+    }
+
+    /// The value of `key` in `tree` as of `seq` (a registered snapshot's sequence), in the
+    /// tree's current view.
+    pub(crate) fn get_at(
+        &self,
+        tree: &Tree,
+        key: &[u8],
+        seq: u64,
+        value: &mut Vec<u8>,
+    ) -> Result<bool> {
+        tree.check_live()?;
+        self.get_in(
+            tree,
+            &tree.read_view(),
+            key,
+            seq,
+            &ReadOptions::default(),
+            value,
+        )
+    }
+
+    /// The read path: memtables, then L0 newest first, then one table per deeper level. A found
+    /// value is copied into `value` (cleared by the caller).
+    fn get_in(
+        &self,
+        tree: &Tree,
+        view: &ReadView,
+        key: &[u8],
+        seq: u64,
+        opts: &ReadOptions,
+        value: &mut Vec<u8>,
+    ) -> Result<bool> {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.check_open()?;
+        self.counters.gets.fetch_add(1, Relaxed);
+        let got = match self.get_from_memtables(view, key, seq, value) {
+            Some(got) => got,
+            None => self.get_from_tables(tree, &view.version, key, seq, opts.fill_cache, value)?,
+        };
+        let found = self.resolve(tree, view, key, seq, got, value)?;
+        if found {
+            self.counters.gets_found.fetch_add(1, Relaxed);
+        }
+        Ok(found)
+    }
+
+    /// The memtables' answer for `key` (newest first), once one holds a version of it or a
+    /// range tombstone over it; `None` if none does.
+    fn get_from_memtables(
+        &self,
+        view: &ReadView,
+        key: &[u8],
+        seq: u64,
+        value: &mut Vec<u8>,
+    ) -> Option<Lookup> {
+        use std::sync::atomic::Ordering::Relaxed;
+        for mem in std::iter::once(&view.mem).chain(view.imm.iter()) {
+            let (got, version) = if self.memtable_may_contain(mem, key) {
+                mem.get_versioned(key, seq, value)
+            } else {
+                (Lookup::NotFound, 0)
+            };
+            let covered = mem.covering_tombstone(key, seq);
+            if got == Lookup::NotFound && covered.is_none() {
+                continue;
+            }
+            self.counters.memtable_hits.fetch_add(1, Relaxed);
+            return Some(hidden_by(covered, got, version));
+        }
+        None
+    }
+
+    /// Whether `mem` may hold a point entry of `key`, by its bloom (counted in
+    /// `Stats::memtable_bloom_*`); `true` for a memtable without one.
+    fn memtable_may_contain(&self, mem: &Memtable, key: &[u8]) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        if !mem.has_bloom() {
+            return true;
+        }
+        self.counters.memtable_bloom_checked.fetch_add(1, Relaxed);
+        let maybe = mem.may_contain_key(key);
+        if !maybe {
+            self.counters.memtable_bloom_useful.fetch_add(1, Relaxed);
+        }
+        maybe
+    }
+
+    /// Whether a lookup's answer is a live value (then in `value`): a value, an expiring value
+    /// that has not expired by the clock now (its expiry removed from `value`), or merge
+    /// operands, resolved with everything below them.
+    fn resolve(
+        &self,
+        tree: &Tree,
+        view: &ReadView,
+        key: &[u8],
+        seq: u64,
+        got: Lookup,
+        value: &mut Vec<u8>,
+    ) -> Result<bool> {
+        match got {
+            Lookup::Merge => self.get_merged(tree, view, key, seq, value),
+            got => self.is_live(got, value),
+        }
+    }
+
+    /// Whether a lookup's answer is a live value (then in `value`): a value, or an expiring
+    /// value that has not expired by the clock now (its expiry removed from `value`).
+    fn is_live(&self, got: Lookup, value: &mut Vec<u8>) -> Result<bool> {
+        match got {
+            Lookup::Found => Ok(true),
+            Lookup::FoundExpiring => {
+                let now = crate::base::ttl::millis(self.options.clock.now());
+                crate::base::ttl::resolve_in_place(value, now)
+            }
+            Lookup::Deleted | Lookup::NotFound | Lookup::Merge => Ok(false),
+        }
+    }
+
+    /// The value of `key` whose newest visible version is a merge operand: the point path
+    /// again (memtables, then the tables that may hold the key, filter first), now gathering in
+    /// each memtable or table that holds versions of the key all of them, newest first, down to
+    /// the operands' base — a value, or nothing at a tombstone, a newer range tombstone, an
+    /// expired value or the end — and merging them (`merge_state.rs`).
+    fn get_merged(
+        &self,
+        tree: &Tree,
+        view: &ReadView,
+        key: &[u8],
+        seq: u64,
+        value: &mut Vec<u8>,
+    ) -> Result<bool> {
+        let now = crate::base::ttl::millis(self.options.clock.now());
+        let mut state = OperandStack::new(now);
+        for mem in std::iter::once(&view.mem).chain(view.imm.iter()) {
+            let covered = mem.covering_tombstone(key, seq);
+            let mut cursor = MemtableIter::new(Arc::clone(mem));
+            if state.take_versions(&mut cursor, key, seq, covered)? {
+                return state.merge(tree, key, value);
+            }
+        }
+        let version = &view.version;
+        let head = KeyHead::of(key);
+        let hash = self.options.filter_hasher.hash(key);
+        let candidates = version
+            .level(0)
+            .iter()
+            .filter(|f| f.contains_key_with_head(key, head))
+            .chain((1..version.num_levels()).filter_map(|l| version.find_with_head(l, key, head)));
+        let mut trace = GetTrace::default();
+        let mut scratch = Vec::new();
+        for file in candidates {
+            let covered = file
+                .table
+                .range_tombstones()
+                .and_then(|t| t.max_covering(key, seq));
+            // Filter first: only a table that holds a version of the key is read for all of them.
+            let got = if file.meta.entries > 0 {
+                let prepared = file.table.prepare_get_hashed(key, hash)?;
+                file.table
+                    .get_prepared_into(key, seq, prepared, &mut trace, &mut scratch)?
+            } else {
+                Lookup::NotFound
+            };
+            if got == Lookup::NotFound && covered.is_none() {
+                continue;
+            }
+            let mut cursor = file
+                .table
+                .iter_with(siftdb_sstable::TableIterOptions::default());
+            if state.take_versions(&mut cursor, key, seq, covered)? {
+                break;
+            }
+        }
+        state.merge(tree, key, value)
+    }
+
+    /// The tables that may hold the key, in the order that finds its newest version (L0 newest
+    /// first, then one table per level); the first that holds any version decides.
+    fn get_from_tables(
+        &self,
+        tree: &Tree,
+        version: &Version,
+        key: &[u8],
+        seq: u64,
+        fill_cache: bool,
+        value: &mut Vec<u8>,
+    ) -> Result<Lookup> {
+        let head = KeyHead::of(key);
+        if tree.counts_heat {
+            tree.lookups.tick_by(1);
+        }
+        // One hash for every table: all filters of a database share its hasher (a table built
+        // with another is refused at open).
+        let hash = self.options.filter_hasher.hash(key);
+        let mut candidates = version
+            .level(0)
+            .iter()
+            .filter(move |f| f.contains_key_with_head(key, head))
+            .map(|f| (0usize, f))
+            .chain((1..version.num_levels()).filter_map(move |level| {
+                version.find_with_head(level, key, head).map(|f| (level, f))
+            }));
+        // One table ahead: the next table's filter is fetched and its memory requested before
+        // this table's filter is probed, so on a tree whose filters do not fit the CPU's caches
+        // the two waits overlap. A failure to prepare a table only counts once it is reached.
+        fn prepare<'v>(
+            key: &[u8],
+            hash: u64,
+            fill_cache: bool,
+            (level, file): (usize, &'v Arc<TableFile>),
+        ) -> (
+            usize,
+            &'v TableFile,
+            Option<siftdb_sstable::Result<PreparedGet>>,
+        ) {
+            // A table of range tombstones alone (no entries) has no point lookup to prepare.
+            let prepared = (file.meta.entries > 0).then(|| {
+                let prepared = file.table.prepare_get_hashed(key, hash);
+                prepared.map(|p| p.filling_cache(fill_cache))
+            });
+            (level, file, prepared)
+        }
+        let mut trace = GetTrace::default();
+        let mut next = candidates.next().map(|c| prepare(key, hash, fill_cache, c));
+        while let Some((level, file, prepared)) = next.take() {
+            next = candidates.next().map(|c| prepare(key, hash, fill_cache, c));
+            let got = match prepared {
+                Some(prepared) => {
+                    let got = file
+                        .table
+                        .get_prepared_into(key, seq, prepared?, &mut trace, value)?;
+                    tree.levels[level].record(&trace);
+                    if tree.counts_heat && trace.filter != FilterOutcome::NotChecked {
+                        file.heat
+                            .probed(trace.filter == FilterOutcome::Maybe && !trace.key_found);
+                    }
+                    got
+                }
+                None => Lookup::NotFound,
+            };
+            // A table without range tombstones costs one `None` check here.
+            let covered = file
+                .table
+                .range_tombstones()
+                .and_then(|t| t.max_covering(key, seq));
+            if got != Lookup::NotFound || covered.is_some() {
+                return Ok(hidden_by(covered, got, trace.sequence));
+            }
+        }
+        Ok(Lookup::NotFound)
+    }
+}
+
+/// The answer of one memtable or table that holds a version of the key (`got`, at sequence
+/// `version`) or a range tombstone over it (the newest visible at `covered`): the version,
+/// unless the range tombstone is newer. Everything in later memtables and tables is older than
+/// both, so this answer decides.
+fn hidden_by(covered: Option<u64>, got: Lookup, version: u64) -> Lookup {
+    match covered {
+        Some(tombstone) if got == Lookup::NotFound || tombstone > version => Lookup::Deleted,
+        _ => got,
+    }
+}
+
+/// One key of a `multi_get` on its way through the tables.
+struct Probe<'k> {
+    /// Its position in the caller's keys.
+    index: usize,
+    key: &'k [u8],
+    head: KeyHead,
+    hash: u64,
+}
+
+/// The answers of a `multi_get` so far, in the caller's order (`None`: still looking).
+type Answers = Vec<Option<Result<Option<Vec<u8>>>>>;
+
+impl DbInner {
+    /// Looks up every key of `keys` in `tree` at one point in time (one view, one sequence
+    /// number); the answers come back in the order of `keys`.
+    ///
+    /// Each key is hashed once. Keys the memtables do not answer are sorted and go through the
+    /// tables level by level, L0 newest first: for each table (or level) the filters of all its
+    /// keys are located and their cache lines requested first, then probed, so the memory waits
+    /// of the keys overlap instead of queuing (a single `get` overlaps only two tables). In key
+    /// order, keys that share a data block read it one after another (the block cache then
+    /// serves the others), keys that share a table share its filter (one block cache lookup for
+    /// all of them, unless the filter is partitioned), and each key's table in a sorted level is
+    /// found by galloping from the previous key's.
+    pub(crate) fn multi_get(&self, tree: &Tree, keys: &[&[u8]]) -> Vec<Result<Option<Vec<u8>>>> {
+        use std::sync::atomic::Ordering::Relaxed;
+        if let Err(e) = tree.check_live().and_then(|()| self.check_open()) {
+            return keys.iter().map(|_| Err(e.duplicate())).collect();
+        }
+        let (view, seq) = self.read_point(tree);
+        self.counters.gets.fetch_add(keys.len() as u64, Relaxed);
+        let mut answers: Answers = keys.iter().map(|_| None).collect();
+        let mut probes = Vec::with_capacity(keys.len());
+        let mut value = Vec::new();
+        for (index, key) in keys.iter().enumerate() {
+            value.clear();
+            match self.get_from_memtables(&view, key, seq, &mut value) {
+                Some(got) => {
+                    answers[index] = Some(self.answer(tree, &view, key, seq, got, &mut value));
+                }
+                None => probes.push(Probe {
+                    index,
+                    key,
+                    head: KeyHead::of(key),
+                    hash: self.options.filter_hasher.hash(key),
+                }),
+            }
+        }
+        probes.sort_unstable_by(|a, b| a.key.cmp(b.key));
+        if tree.counts_heat {
+            tree.lookups.tick_by(probes.len() as u64);
+        }
+        let version = &view.version;
+        for file in version.level(0) {
+            let batch: Vec<(&Arc<TableFile>, &Probe)> = probes
+                .iter()
+                .filter(|p| {
+                    answers[p.index].is_none() && file.contains_key_with_head(p.key, p.head)
+                })
+                .map(|p| (file, p))
+                .collect();
+            self.probe_tables(tree, &view, 0, &batch, seq, &mut answers);
+        }
+        for level in 1..version.num_levels() {
+            // The probes are sorted: each key's table is at or after the previous key's.
+            let mut from = 0;
+            let batch: Vec<(&Arc<TableFile>, &Probe)> = probes
+                .iter()
+                .filter(|p| answers[p.index].is_none())
+                .filter_map(|p| {
+                    let file = version.find_sorted_with_head(level, p.key, p.head, &mut from);
+                    file.map(|f| (f, p))
+                })
+                .collect();
+            self.probe_tables(tree, &view, level, &batch, seq, &mut answers);
+        }
+        answers.into_iter().map(|a| a.unwrap_or(Ok(None))).collect()
+    }
+
+    /// Probes each (table, key) of `batch` — tables of one level — and records the answers
+    /// found. Every filter is located and prefetched before the first is probed.
+    fn probe_tables(
+        &self,
+        tree: &Tree,
+        view: &ReadView,
+        level: usize,
+        batch: &[(&Arc<TableFile>, &Probe)],
+        seq: u64,
+        answers: &mut Answers,
+    ) {
+        // Keys of one table are next to each other (sorted): a table whose filter is one block
+        // is prepared once and its filter reused for the others (`PreparedGet::for_hash`).
+        let mut last: Option<(&Arc<TableFile>, PreparedGet)> = None;
+        let prepared: Vec<Option<siftdb_sstable::Result<PreparedGet>>> = batch
+            .iter()
+            .map(|&(file, p)| {
+                // A table of range tombstones alone has no point lookup to prepare.
+                if file.meta.entries == 0 {
+                    return None;
+                }
+                let reused = last
+                    .as_ref()
+                    .filter(|(f, _)| Arc::ptr_eq(f, file))
+                    .and_then(|(_, prepared)| prepared.for_hash(p.hash));
+                if let Some(prepared) = reused {
+                    return Some(Ok(prepared));
+                }
+                let prepared = file.table.prepare_get_hashed(p.key, p.hash);
+                if let Ok(prepared) = &prepared {
+                    last = Some((file, prepared.clone()));
+                }
+                Some(prepared)
+            })
+            .collect();
+        let mut trace = GetTrace::default();
+        let mut value = Vec::new();
+        for ((file, probe), prepared) in batch.iter().zip(prepared) {
+            value.clear();
+            let got = match prepared {
+                Some(prepared) => {
+                    let got = prepared.and_then(|prepared| {
+                        file.table
+                            .get_prepared_into(probe.key, seq, prepared, &mut trace, &mut value)
+                    });
+                    tree.levels[level].record(&trace);
+                    if tree.counts_heat && trace.filter != FilterOutcome::NotChecked {
+                        file.heat
+                            .probed(trace.filter == FilterOutcome::Maybe && !trace.key_found);
+                    }
+                    got
+                }
+                None => Ok(Lookup::NotFound),
+            };
+            let covered = file
+                .table
+                .range_tombstones()
+                .and_then(|t| t.max_covering(probe.key, seq));
+            answers[probe.index] = match got {
+                Ok(Lookup::NotFound) if covered.is_none() => continue,
+                Ok(got) => {
+                    let got = hidden_by(covered, got, trace.sequence);
+                    Some(self.answer(tree, view, probe.key, seq, got, &mut value))
+                }
+                Err(e) => Some(Err(e.into())),
+            };
+        }
+    }
+
+    /// A `multi_get` key's answer from the lookup result `got` (the value in `value`).
+    fn answer(
+        &self,
+        tree: &Tree,
+        view: &ReadView,
+        key: &[u8],
+        seq: u64,
+        got: Lookup,
+        value: &mut Vec<u8>,
+    ) -> Result<Option<Vec<u8>>> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let found = self.resolve(tree, view, key, seq, got, value)?;
+        if found {
+            self.counters.gets_found.fetch_add(1, Relaxed);
+        }
+        Ok(found.then(|| std::mem::take(value)))
+    }
+}
+
+/// The view and sequence a scan of `tree` reads: the latest, or the tree's view at a snapshot's
+/// `sequence`.
+fn scan_point(db: &DbInner, tree: &Tree, sequence: Option<u64>) -> (Arc<ReadView>, u64) {
+    match sequence {
+        Some(seq) => (tree.read_view(), seq),
+        None => db.read_point(tree),
+    }
+}
+
+/// An iterator over `range` of `tree` (at `sequence`, or the latest).
+pub(crate) fn iterator<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(
+    db: &Arc<DbInner>,
+    tree: &Arc<Tree>,
+    sequence: Option<u64>,
+    range: &R,
+    prefix: Option<Vec<u8>>,
+    opts: &ReadOptions,
+) -> DbIterator {
+    if let Err(e) = tree.check_live() {
+        return DbIterator::failed(db, tree, e);
+    }
+    let (view, seq) = scan_point(db, tree, sequence);
+    let bounds = match &prefix {
+        Some(p) => KeyBounds::prefix(p),
+        None => KeyBounds::of(range),
+    }
+    .narrowed(
+        opts.iterate_lower_bound.as_deref(),
+        opts.iterate_upper_bound.as_deref(),
+    );
+    DbIterator::new(db, tree, view, seq, bounds, prefix, opts.clone())
+}
+
+/// An iterator over the keys of `tree` that start with `prefix`.
+pub(crate) fn prefix_iterator(
+    db: &Arc<DbInner>,
+    tree: &Arc<Tree>,
+    sequence: Option<u64>,
+    prefix: &[u8],
+) -> DbIterator {
+    iterator::<&[u8], _>(
+        db,
+        tree,
+        sequence,
+        &(..),
+        Some(prefix.to_vec()),
+        &ReadOptions::default(),
+    )
+}
+
+/// A raw cursor over `tree` (at `sequence`, or the latest), within `opts`' bounds.
+pub(crate) fn raw_iterator(
+    db: &Arc<DbInner>,
+    tree: &Arc<Tree>,
+    sequence: Option<u64>,
+    opts: &ReadOptions,
+) -> RawIterator {
+    let (view, seq) = scan_point(db, tree, sequence);
+    if let Err(e) = tree.check_live() {
+        return RawIterator::failed(Arc::clone(db), seq, e);
+    }
+    let bounds = KeyBounds::all().narrowed(
+        opts.iterate_lower_bound.as_deref(),
+        opts.iterate_upper_bound.as_deref(),
+    );
+    let spec = ScanSpec {
+        bounds: &bounds,
+        prefix: None,
+        read: opts,
+    };
+    let now = crate::base::ttl::millis(db.options.clock.now());
+    match merge_for(tree, &view, &spec) {
+        Ok(merge) => RawIterator::new(
+            Some(Arc::clone(db)),
+            merge,
+            visibility(tree, &view, seq, now),
+            bounds,
+        ),
+        Err(e) => RawIterator::failed(Arc::clone(db), seq, e),
+    }
+}

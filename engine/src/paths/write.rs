@@ -1,0 +1,529 @@
+//! The write path: group commit through the WAL into the memtable.
+//!
+//! Writers queue up; the first one in line becomes the leader, takes every queued batch (its
+//! group), makes room in the memtable (stalling if flushes are behind), appends the group to the
+//! WAL with one flush (and one sync if any writer asked for it), inserts it into the memtable,
+//! publishes the new sequence number and wakes the group. Concurrent writers thus share WAL
+//! writes and syncs.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::{Condvar, Mutex, MutexGuard};
+use siftdb_sstable::MAX_SEQUENCE;
+
+use crate::base::batch::{self, WriteBatch};
+use crate::api::db::{DbInner, DbState};
+use crate::base::error::{Error, Result};
+use crate::base::fs::names;
+use crate::core::memtable::Memtable;
+use crate::base::wal::writer::LogWriter;
+
+/// Largest group a leader assembles (bytes of encoded batches).
+const MAX_GROUP_BYTES: usize = 1 << 20;
+
+#[derive(Default)]
+struct Queue {
+    next_ticket: u64,
+    pending: VecDeque<(u64, WriteBatch, bool)>,
+    /// Results for the followers of finished groups (a failed group's error, duplicated for
+    /// each writer with its variant and I/O kind intact).
+    done: HashMap<u64, Result<()>>,
+    leader_active: bool,
+}
+
+/// The queue of writers waiting to commit.
+#[derive(Default)]
+pub(crate) struct WriteQueue {
+    queue: Mutex<Queue>,
+    changed: Condvar,
+}
+
+/// The memtables a group writes into, by keyspace id.
+type GroupMemtables = Vec<(u32, Arc<Memtable>)>;
+
+impl DbInner {
+    pub(crate) fn write(&self, batch: WriteBatch, sync: bool) -> Result<()> {
+        self.check_open()?;
+        self.check_writable()?;
+        batch.validate()?;
+        if batch.has_merges() && self.options.merge_operator.is_none() {
+            return Err(Error::InvalidArgument(
+                "merge needs a merge operator (Options::merge_operator)".to_string(),
+            ));
+        }
+        if batch.instance().is_some_and(|i| i != self.instance) {
+            return Err(Error::InvalidArgument(
+                "the batch names a keyspace of another database".to_string(),
+            ));
+        }
+        // An empty batch writes nothing, but a synced one still makes every earlier write
+        // durable (as a synced write of anything would): it goes through the WAL.
+        if batch.is_empty() && !sync {
+            return Ok(());
+        }
+        let q = &self.writes;
+        let mut queue = q.queue.lock();
+        let ticket = queue.next_ticket;
+        queue.next_ticket += 1;
+        queue.pending.push_back((ticket, batch, sync));
+        loop {
+            if let Some(result) = queue.done.remove(&ticket) {
+                return result;
+            }
+            if !queue.leader_active {
+                break;
+            }
+            q.changed.wait(&mut queue);
+        }
+        // Leader: take a group (our own batch is in it: it was queued before we led).
+        queue.leader_active = true;
+        let mut group = Vec::new();
+        let mut bytes = 0;
+        while let Some((t, b, s)) = queue.pending.pop_front() {
+            bytes += b.size_bytes();
+            group.push((t, b, s));
+            if bytes >= MAX_GROUP_BYTES {
+                break;
+            }
+        }
+        drop(queue);
+        let mut rejected = Vec::new();
+        let result = self.commit_group(&mut group, &mut rejected);
+        let mut queue = q.queue.lock();
+        for (t, _, _) in &group {
+            let shared = match &result {
+                Ok(()) => Ok(()),
+                Err(e) => Err(e.duplicate()),
+            };
+            queue.done.insert(*t, shared);
+        }
+        for (t, e) in rejected {
+            queue.done.insert(t, Err(e));
+        }
+        let own = queue.done.remove(&ticket).unwrap_or(result);
+        queue.leader_active = false;
+        q.changed.notify_all();
+        own
+    }
+
+    /// Commits `group`; a batch naming a keyspace that was dropped moves to `rejected` with its
+    /// error (the rest of the group is committed without it).
+    fn commit_group(
+        &self,
+        group: &mut Vec<(u64, WriteBatch, bool)>,
+        rejected: &mut Vec<(u64, Error)>,
+    ) -> Result<()> {
+        // Reserve room and sequence numbers, and take the WAL out for the unlocked append.
+        let (mems, mut wal, first_seq, count, sync) = {
+            let mut state = self.state.lock();
+            reject_dropped(&state, group, rejected);
+            let mut touched: Vec<u32> = group
+                .iter()
+                .flat_map(|(_, b, _)| b.keyspace_ids())
+                .collect();
+            touched.sort_unstable();
+            touched.dedup();
+            self.make_room(&mut state, &touched)?;
+            if group.is_empty() {
+                return Ok(());
+            }
+            let count: u64 = group.iter().map(|g| g.1.len() as u64).sum();
+            let sync = group.iter().any(|g| g.2);
+            let last = self.versions.last_sequence();
+            if last + count > MAX_SEQUENCE {
+                return Err(Error::InvalidArgument(
+                    "sequence numbers exhausted".to_string(),
+                ));
+            }
+            let first = last + 1;
+            self.versions.set_last_sequence(last + count);
+            let wal = state.wal.take().ok_or_else(|| {
+                Error::Background("WAL unavailable after an earlier failure".to_string())
+            })?;
+            let mems: GroupMemtables = touched
+                .iter()
+                .filter_map(|id| state.trees.get(id).map(|t| (*id, Arc::clone(&t.mem))))
+                .collect();
+            (mems, wal, first, count, sync)
+        };
+        let appended = self.append_group(&mems, &mut wal, group, first_seq, sync);
+        let mut state = self.state.lock();
+        state.wal = Some(wal);
+        if let Err(e) = appended {
+            // The WAL may hold part of the group: nothing more can be appended safely.
+            let msg = format!("WAL write failed: {e}");
+            state.bg_error.get_or_insert(msg);
+            state.wal = None;
+            self.state_changed.notify_all();
+            return Err(e);
+        }
+        drop(state);
+        self.visible_sequence
+            .store(first_seq + count - 1, Ordering::Release);
+        Ok(())
+    }
+
+    fn append_group(
+        &self,
+        mems: &GroupMemtables,
+        wal: &mut LogWriter,
+        group: &mut [(u64, WriteBatch, bool)],
+        first_seq: u64,
+        sync: bool,
+    ) -> Result<()> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let before = wal.size();
+        let mut seq = first_seq;
+        for (_, batch, _) in group.iter_mut() {
+            let n = batch.len() as u64;
+            wal.add_record(batch.encode(seq))?;
+            seq += n;
+        }
+        wal.flush()?;
+        if sync {
+            wal.sync()?;
+            self.counters.wal_syncs.fetch_add(1, Relaxed);
+        }
+        self.counters
+            .wal_bytes
+            .fetch_add(wal.size() - before, Relaxed);
+        self.counters.write_groups.fetch_add(1, Relaxed);
+        // Only now, with the group in the WAL, does it reach the memtables.
+        let mut seq = first_seq;
+        for (_, batch, _) in group.iter_mut() {
+            let (_, ops) = batch::decode(batch.encode(seq))
+                .ok_or_else(|| Error::corruption("batch failed to decode"))?;
+            for op in ops {
+                let mem = mems
+                    .iter()
+                    .find(|(id, _)| *id == op.keyspace)
+                    .map(|(_, m)| m)
+                    .ok_or_else(|| Error::corruption("batch names an unresolved keyspace"))?;
+                mem.insert(op.key, seq, op.kind, op.value);
+                self.counters.keys_written.fetch_add(1, Relaxed);
+                self.counters
+                    .bytes_written_user
+                    .fetch_add((op.key.len() + op.value.len()) as u64, Relaxed);
+                seq += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes sure the memtables of keyspaces `ids` can take a write: switches a full one to a
+    /// new memtable (and WAL), stalls while one has too many memtables waiting for flush or too
+    /// many L0 tables, flushes the keyspaces that keep the oldest WAL alive once the WALs
+    /// exceed `Options::max_total_wal_size`, and the largest memtable once all of them exceed
+    /// `Options::db_write_buffer_size`.
+    pub(crate) fn make_room(&self, state: &mut MutexGuard<'_, DbState>, ids: &[u32]) -> Result<()> {
+        let mut stalled: Option<Instant> = None;
+        let result = loop {
+            if let Some(e) = &state.bg_error {
+                break Err(Error::Background(e.clone()));
+            }
+            if self.shutting_down.load(Ordering::Acquire) {
+                break Err(Error::Closed);
+            }
+            let room = room_for(state, ids);
+            if room == Room::Stall {
+                // The compactions that would end the stall keep failing in the user's filter:
+                // waiting would never end.
+                if let Some(why) = self.compaction_filter_failure.lock().clone() {
+                    break Err(Error::CompactionFilter(why));
+                }
+                // Too many overlapping L0 files (every lookup would probe each of them), or
+                // too many memtables waiting: wait for the background work to catch up.
+                stalled.get_or_insert_with(Instant::now);
+                self.work_available.notify_all();
+                self.state_changed.wait(state);
+                continue;
+            }
+            let full = match room {
+                Room::Switch(full) => full,
+                _ => {
+                    let mut full = self.keyspaces_holding_old_wals(state);
+                    if full.is_empty() {
+                        full = self.largest_memtables_over_budget(state);
+                    }
+                    full
+                }
+            };
+            if full.is_empty() {
+                break Ok(());
+            }
+            if let Err(e) = self.switch_memtables(state, &full) {
+                break Err(e);
+            }
+        };
+        if let Some(start) = stalled {
+            self.counters
+                .stall_micros
+                .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+        }
+        result
+    }
+
+    /// With the WALs over `max_total_wal_size`, the keyspaces whose active memtable keeps the
+    /// oldest live WAL alive (switched, they get flushed and the WAL goes); none otherwise.
+    fn keyspaces_holding_old_wals(&self, state: &DbState) -> Vec<u32> {
+        if state.trees.len() < 2 {
+            return Vec::new(); // one keyspace switches its WAL with its memtable
+        }
+        let limit = match self.options.max_total_wal_size {
+            0 => state
+                .trees
+                .values()
+                .map(|t| {
+                    let o = &t.tree.options;
+                    4 * (o.write_buffer_size as u64) * o.max_write_buffer_number as u64
+                })
+                .sum(),
+            n => n,
+        };
+        let oldest = state.min_live_wal();
+        let current = state.wal.as_ref().map_or(0, LogWriter::size);
+        let total: u64 = current
+            + state
+                .closed_wal_sizes
+                .range(oldest..)
+                .map(|(_, size)| size)
+                .sum::<u64>();
+        if total <= limit {
+            return Vec::new();
+        }
+        state
+            .trees
+            .iter()
+            .filter(|(_, t)| {
+                t.imm.is_empty()
+                    && !t.mem.is_empty()
+                    && t.mem.wal_number() == oldest
+                    && oldest < state.wal_number
+            })
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// With all memtables together over `Options::db_write_buffer_size`, the keyspaces whose
+    /// active memtables, largest first, must be switched (and flushed, freeing their memory) to
+    /// bring the active ones back under the budget — all in one switch, with one new WAL; only
+    /// those that may switch (their immutable memtables leave room). None otherwise.
+    fn largest_memtables_over_budget(&self, state: &DbState) -> Vec<u32> {
+        let budget = self.options.db_write_buffer_size;
+        if budget == 0 {
+            return Vec::new();
+        }
+        // RocksDB's rule (`WriteBufferManager::ShouldFlush`): count the active memtables
+        // (memtables being flushed free their memory soon, and switching more for them would
+        // only make tiny tables), against 7/8 of the budget — or against half of it once all
+        // memtables together reach the budget.
+        let mut active: usize = state.trees.values().map(|t| t.mem.approximate_size()).sum();
+        let frozen: usize = state
+            .trees
+            .values()
+            .flat_map(|t| &t.imm)
+            .map(|m| m.approximate_size())
+            .sum();
+        let limit = if active + frozen >= budget {
+            budget / 2
+        } else {
+            budget / 8 * 7
+        };
+        let mut candidates: Vec<(usize, u32)> = state
+            .trees
+            .iter()
+            .filter(|(_, t)| {
+                !t.mem.is_empty() && t.imm.len() + 1 < t.tree.options.max_write_buffer_number
+            })
+            .map(|(id, t)| (t.mem.approximate_size(), *id))
+            .collect();
+        candidates.sort_unstable_by(|a, b| b.cmp(a));
+        let mut chosen = Vec::new();
+        for (size, id) in candidates {
+            if active <= limit {
+                break;
+            }
+            active -= size;
+            chosen.push(id);
+        }
+        chosen
+    }
+
+    /// Freezes the memtables of keyspaces `ids` and starts new ones with a new WAL.
+    ///
+    /// The caller holds the state lock and owns the write path (it is the write leader, or runs
+    /// inside [`WriteQueue::exclusive`]), so no group can append while the lock is released for
+    /// the I/O — creating the next log, syncing the old one, syncing the directory — and readers,
+    /// flushes and compactions are not held up behind those `fsync`s.
+    pub(crate) fn switch_memtables(
+        &self,
+        state: &mut MutexGuard<'_, DbState>,
+        ids: &[u32],
+    ) -> Result<()> {
+        let number = self.versions.new_file_number();
+        let old_size = state.wal.as_ref().map_or(0, LogWriter::size);
+        let old = state.wal.take();
+        let started = MutexGuard::unlocked(state, || self.start_wal(number, old));
+        match started {
+            Ok(wal) => {
+                let old_number = std::mem::replace(&mut state.wal_number, number);
+                state.closed_wal_sizes.insert(old_number, old_size);
+                // No group is in flight: every sequence number handed out is in older logs.
+                let first_sequence = self.versions.last_sequence() + 1;
+                state.wal_starts.insert(number, first_sequence);
+                state.wal = Some(wal);
+                for id in ids {
+                    if let Some(t) = state.trees.get_mut(id) {
+                        let fresh = Arc::new(Memtable::for_tree(number, &t.tree.options));
+                        let old = std::mem::replace(&mut t.mem, fresh);
+                        t.imm.push(old);
+                    }
+                }
+                // Empty memtables need no old WAL: they start in this one.
+                for t in state.trees.values() {
+                    t.mem.move_to_wal(number);
+                }
+                let oldest = state.min_live_wal();
+                state.closed_wal_sizes.retain(|n, _| *n >= oldest);
+                state.wal_starts.retain(|n, _| *n >= oldest);
+                for id in ids {
+                    self.publish_view(state, *id);
+                }
+                self.work_available.notify_all();
+                Ok(())
+            }
+            Err((e, old)) => {
+                if old.is_none() {
+                    // The old log could not be made durable: what it holds may be lost on power
+                    // failure, and no later write may be acknowledged ahead of it.
+                    state
+                        .bg_error
+                        .get_or_insert_with(|| format!("WAL switch failed: {e}"));
+                    self.state_changed.notify_all();
+                }
+                state.wal = old;
+                Err(e)
+            }
+        }
+    }
+
+    /// Creates WAL `number`, then makes the old log and the new directory entry durable. On
+    /// failure returns the old log if it is still usable (the new one could not be created).
+    fn start_wal(
+        &self,
+        number: u64,
+        old: Option<LogWriter>,
+    ) -> std::result::Result<LogWriter, (Error, Option<LogWriter>)> {
+        let file = match self.fs.create(&names::wal(&self.dir, number)) {
+            Ok(file) => file,
+            Err(e) => return Err((e.into(), old)),
+        };
+        if let Some(mut old) = old {
+            // Everything acknowledged is already flushed to the OS; make the old log durable
+            // before it stops being appended (a synced write after it must not overtake it).
+            old.sync().map_err(|e| (Error::from(e), None))?;
+        }
+        // Synced writes to the new log must survive power loss: so must its directory entry.
+        self.fs.sync_dir(&self.dir).map_err(|e| (e.into(), None))?;
+        Ok(LogWriter::new(file))
+    }
+}
+
+/// What the memtables of a group's keyspaces need before it can be written.
+#[derive(Debug, PartialEq, Eq)]
+enum Room {
+    Enough,
+    /// These keyspaces' memtables are full: switch them.
+    Switch(Vec<u32>),
+    /// Wait for flushes or compactions.
+    Stall,
+}
+
+fn room_for(state: &DbState, ids: &[u32]) -> Room {
+    let mut full = Vec::new();
+    for id in ids {
+        let Some(t) = state.trees.get(id) else {
+            continue; // dropped: its batches are rejected
+        };
+        let o = &t.tree.options;
+        if t.tree.l0_files.load(Ordering::Acquire) >= o.level0_stop_writes_trigger {
+            return Room::Stall;
+        }
+        if t.mem.approximate_size() >= o.write_buffer_size {
+            if t.imm.len() + 1 >= o.max_write_buffer_number {
+                return Room::Stall;
+            }
+            full.push(*id);
+        }
+    }
+    if full.is_empty() {
+        Room::Enough
+    } else {
+        Room::Switch(full)
+    }
+}
+
+/// Moves the batches of `group` that name a keyspace no longer in `state` (dropped) to
+/// `rejected`, each with its error.
+fn reject_dropped(
+    state: &DbState,
+    group: &mut Vec<(u64, WriteBatch, bool)>,
+    rejected: &mut Vec<(u64, Error)>,
+) {
+    group.retain(|(ticket, batch, _)| {
+        match batch.first_missing_keyspace(|id| state.trees.contains_key(&id)) {
+            None => true,
+            Some(name) => {
+                rejected.push((*ticket, Error::KeyspaceDropped(name.to_string())));
+                false
+            }
+        }
+    });
+}
+
+impl WriteQueue {
+    /// Runs `f` while no write group is in progress and none can start (used to switch
+    /// memtables outside the write path without racing a leader that is appending).
+    pub(crate) fn exclusive<R>(&self, f: impl FnOnce() -> R) -> R {
+        let mut queue = self.queue.lock();
+        while queue.leader_active {
+            self.changed.wait(&mut queue);
+        }
+        queue.leader_active = true;
+        drop(queue);
+        // Hands the write path back however `f` ends (a panic included), or every later writer
+        // would wait forever.
+        let _release = ReleaseWritePath(self);
+        f()
+    }
+}
+
+/// Gives the write path back on drop (see [`WriteQueue::exclusive`]).
+struct ReleaseWritePath<'a>(&'a WriteQueue);
+
+impl Drop for ReleaseWritePath<'_> {
+    fn drop(&mut self) {
+        let mut queue = self.0.queue.lock();
+        queue.leader_active = false;
+        self.0.changed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_inside_exclusive_gives_the_write_path_back() {
+        let queue = WriteQueue::default();
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            queue.exclusive(|| panic!("inside the exclusive section"))
+        }));
+        assert!(panicked.is_err());
+        // Would wait forever if the panic had kept the write path.
+        assert_eq!(queue.exclusive(|| 7), 7);
+    }
+}
