@@ -39,12 +39,12 @@ pub mod internals {
     pub use crate::core::memtable::{MemGet, Memtable};
 }
 
+pub use crate::api::db::Db;
+pub use crate::api::keyspace::Keyspace;
+pub use crate::api::snapshot::Snapshot;
 pub use crate::base::batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use crate::base::compaction_filter::{CompactionDecision, CompactionFilter};
-pub use crate::api::db::Db;
 pub use crate::base::error::{Corruption, Error, Result};
-pub use crate::paths::iterator::{DbIterator, RawIterator};
-pub use crate::api::keyspace::Keyspace;
 pub use crate::base::keyspace_options::{KeyspaceOptions, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN};
 pub use crate::base::merge::MergeOperator;
 pub use crate::base::options::{
@@ -52,14 +52,14 @@ pub use crate::base::options::{
     MAX_LEVELS,
 };
 pub use crate::base::options_file::FORMAT_VERSION;
-pub use crate::paths::properties::LevelInfo;
+pub use crate::base::ttl::{Clock, SystemClock};
+pub use crate::core::level_info::LevelInfo;
+pub use crate::core::stats::{LevelFilterStats, Stats};
+pub use crate::paths::iterator::{DbIterator, RawIterator};
 pub use siftdb_cache::{Admission as CacheAdmission, BlockKind, CacheStats, KindStats, MemoStats};
 pub use siftdb_compaction::picker::CompactionPri;
 pub use siftdb_filter::{FilterAllocation, FilterKind, HashId, KeyHasher};
 pub use siftdb_sstable::{Compression, FixedPrefix, PrefixExtractor, RandomAccessFile, ReadMode};
-pub use crate::api::snapshot::Snapshot;
-pub use crate::core::stats::{LevelFilterStats, Stats};
-pub use crate::base::ttl::{Clock, SystemClock};
 
 /// The crate README's examples, compiled and run as doctests.
 #[cfg(doctest)]

@@ -1,30 +1,22 @@
 //! The database handle: public API, shared state, the read path.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::path::Path;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use parking_lot::{Condvar, Mutex};
-use siftdb_cache::{CacheOptions, FalsePositiveMemo};
-use siftdb_sstable::TableCache;
+use parking_lot::Mutex;
 
+use crate::api::keyspace::Keyspace;
+use crate::api::snapshot::Snapshot;
 use crate::base::batch::WriteBatch;
 use crate::base::error::{Error, Result};
-use crate::base::fs::{FileLock, FileSystem};
-use crate::paths::iterator::{DbIterator, RawIterator};
-use crate::api::keyspace::Keyspace;
+use crate::base::fs::FileLock;
 use crate::base::keyspace_options::KeyspaceOptions;
-use crate::core::memtable::Memtable;
 use crate::base::options::{Options, ReadOptions, WriteOptions};
-use crate::paths::properties::LevelInfo;
-use crate::api::snapshot::{Snapshot, SnapshotList};
-use crate::core::stats::{EngineCounters, Stats};
-use crate::core::tree::{Tree, TreeMemtables};
-use crate::core::version::Version;
-use crate::core::version_set::VersionSet;
-use crate::base::wal::writer::LogWriter;
-use crate::paths::write::WriteQueue;
+use crate::core::level_info::LevelInfo;
+use crate::core::stats::Stats;
+use crate::paths::engine::Engine;
+use crate::paths::iterator::{DbIterator, RawIterator};
 
 /// An embedded LSM-tree key-value store.
 ///
@@ -54,126 +46,49 @@ use crate::paths::write::WriteQueue;
 /// ```
 #[derive(Clone)]
 pub struct Db {
-    pub(crate) inner: Arc<DbInner>,
+    engine: Arc<Engine>,
     /// Shared by the clones of this handle; the last one dropped closes the database.
-    _guard: Arc<CloseOnDrop>,
+    guard: Arc<CloseOnDrop>,
 }
 
-/// Closes the database when the last user handle goes away. Iterators and snapshots keep the
-/// data they read alive (they hold `DbInner`), but not the background work or the lock.
-struct CloseOnDrop(Arc<DbInner>);
+/// What only the handle owns: the background threads and the directory lock. Closes the
+/// database when the last user handle goes away. Iterators and snapshots keep the data they
+/// read alive (they hold the engine's shared state), but not the background work or the lock.
+struct CloseOnDrop {
+    engine: Arc<Engine>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    /// The directory lock, released at shutdown (`None` for a read-only open).
+    lock: Mutex<Option<Box<dyn FileLock>>>,
+}
+
+impl CloseOnDrop {
+    /// Stops background work, waits for it and releases the directory lock (once).
+    fn close(&self) {
+        if !self.engine.shared().begin_shutdown() {
+            return;
+        }
+        for handle in std::mem::take(&mut *self.threads.lock()) {
+            if handle.thread().id() != std::thread::current().id() {
+                let _ = handle.join();
+            }
+        }
+        // Let another instance open the directory; this one's readers keep their open files.
+        self.lock.lock().take();
+    }
+}
 
 impl Drop for CloseOnDrop {
     fn drop(&mut self) {
-        self.0.shutdown();
+        self.close();
     }
 }
 
 impl std::fmt::Debug for Db {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Db").field("path", &self.inner.dir).finish()
+        f.debug_struct("Db")
+            .field("path", &self.engine.shared().dir())
+            .finish()
     }
-}
-
-/// What reads of one tree need, captured under the state lock and then used without it.
-#[derive(Clone)]
-pub(crate) struct ReadView {
-    pub mem: Arc<Memtable>,
-    /// Immutable memtables, newest first.
-    pub imm: Vec<Arc<Memtable>>,
-    pub version: Arc<Version>,
-}
-
-/// The memtables of every keyspace and the write-ahead log they share, changed under
-/// [`DbInner::state`]. The trees' metadata (versions, file numbers, the manifest) belongs to the
-/// [`VersionSet`].
-pub(crate) struct DbState {
-    /// Per keyspace id (0 = "default" first), its memtables.
-    pub trees: std::collections::BTreeMap<u32, TreeMemtables>,
-    /// The WAL being appended to (taken out by the write leader while it appends).
-    pub wal: Option<LogWriter>,
-    /// The number of that WAL.
-    pub wal_number: u64,
-    /// Sizes of the earlier WALs (by number) that may still be live, for
-    /// `Options::max_total_wal_size`.
-    pub closed_wal_sizes: std::collections::BTreeMap<u64, u64>,
-    /// The sequence number the first record of each WAL that may still be live has (its
-    /// `last_sequence + 1` when it was created), for the manifest edits that name it.
-    pub wal_starts: std::collections::BTreeMap<u64, u64>,
-    /// First background error; writes fail once it is set.
-    pub bg_error: Option<String>,
-}
-
-impl DbState {
-    /// The oldest WAL any keyspace still needs: every older one can be deleted.
-    pub(crate) fn min_live_wal(&self) -> u64 {
-        self.trees
-            .values()
-            .map(TreeMemtables::oldest_wal)
-            .min()
-            .unwrap_or(self.wal_number)
-    }
-
-    /// Manifest edit entries saying where WALs `numbers` start (those still known).
-    pub(crate) fn wal_starts_of(&self, numbers: impl IntoIterator<Item = u64>) -> Vec<(u64, u64)> {
-        let mut starts: Vec<(u64, u64)> = numbers
-            .into_iter()
-            .filter_map(|n| self.wal_starts.get(&n).map(|s| (n, *s)))
-            .collect();
-        starts.sort_unstable();
-        starts.dedup();
-        starts
-    }
-}
-
-pub(crate) struct DbInner {
-    pub dir: PathBuf,
-    pub options: Options,
-    pub fs: Arc<dyn FileSystem>,
-    pub cache: Arc<TableCache>,
-    /// The memo of hot false positives every table consults (`None`: off).
-    pub memo: Option<Arc<FalsePositiveMemo>>,
-    pub counters: EngineCounters,
-    pub state: Mutex<DbState>,
-    /// The trees' metadata and the manifest.
-    pub versions: VersionSet,
-    /// The keyspace "default", which `Db`'s own methods act on.
-    pub default: Arc<Tree>,
-    /// Tells this open instance apart from others (a batch may only name its keyspaces).
-    pub instance: u64,
-    /// Opened by `Db::open_read_only`: no writes, no background work, no file changes.
-    pub read_only: bool,
-    /// Why the last background compaction was abandoned in the compaction filter (cleared by
-    /// the next that succeeds); `wait_for_compaction` reports it instead of waiting forever.
-    pub compaction_filter_failure: Mutex<Option<String>>,
-    /// New snapshots are registered under it shared; a compaction whose filter changed values
-    /// holds it exclusively while it checks that no snapshot appeared during its merge and
-    /// installs.
-    pub snapshot_gate: parking_lot::RwLock<()>,
-    /// Held by `delete_obsolete_files` from its pause check to its last deletion, and by a
-    /// checkpoint while it pauses deletions.
-    pub file_deletions: Mutex<()>,
-    /// While above zero (a checkpoint is copying files), no file is deleted.
-    pub file_deletions_paused: std::sync::atomic::AtomicUsize,
-    /// Signalled when memtables are flushed or a background error occurs.
-    pub state_changed: Condvar,
-    /// Signalled when there is background work.
-    pub work_available: Condvar,
-    pub writes: WriteQueue,
-    /// Sequence number of the newest write visible to reads.
-    pub visible_sequence: AtomicU64,
-    pub snapshots: SnapshotList,
-    pub shutting_down: AtomicBool,
-    pub background: Mutex<Option<JoinHandle<()>>>,
-    pub compaction_threads: Mutex<Vec<JoinHandle<()>>>,
-    /// Background compactions hold it shared (they keep clear of each other through the
-    /// version set's reservations); `compact_range` holds it exclusively and so runs alone.
-    pub compaction_lock: parking_lot::RwLock<()>,
-    /// The directory lock, released at shutdown.
-    pub lock: Mutex<Option<Box<dyn FileLock>>>,
-    /// Test pause points (`Db::set_sync_point`).
-    #[cfg(feature = "test-hooks")]
-    pub sync_points: crate::base::sync_point::SyncPoints,
 }
 
 impl Db {
@@ -186,11 +101,16 @@ impl Db {
     /// else, [`Error::UnsupportedVersion`] for a database from a newer format, and
     /// [`Error::Corruption`] for damaged metadata. A failed open changes nothing on disk.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        let inner = crate::paths::recovery::open(path.as_ref(), options)?;
-        let db = Db::with_inner(inner);
-        crate::jobs::flush::start_background(&db.inner);
-        crate::jobs::compaction::start_background(&db.inner);
-        Ok(db)
+        let (engine, lock) = crate::paths::recovery::open(path.as_ref(), options)?;
+        let shared = engine.shared();
+        let threads = crate::jobs::flush::start_background(shared)
+            .into_iter()
+            .chain(crate::jobs::compaction::start_background(
+                shared,
+                engine.compactions(),
+            ))
+            .collect();
+        Ok(Db::with_engine(engine, threads, Some(lock)))
     }
 
     /// Opens the database in `path` for reading only, as it is at this moment: no lock (a
@@ -209,15 +129,29 @@ impl Db {
     /// # Ok::<(), siftdb::Error>(())
     /// ```
     pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        let inner = crate::paths::recovery::open_read_only(path.as_ref(), options)?;
-        Ok(Db::with_inner(inner))
+        let engine = crate::paths::recovery::open_read_only(path.as_ref(), options)?;
+        Ok(Db::with_engine(engine, Vec::new(), None))
     }
 
-    fn with_inner(inner: Arc<DbInner>) -> Db {
+    fn with_engine(
+        engine: Engine,
+        threads: Vec<JoinHandle<()>>,
+        lock: Option<Box<dyn FileLock>>,
+    ) -> Db {
+        let engine = Arc::new(engine);
         Db {
-            _guard: Arc::new(CloseOnDrop(Arc::clone(&inner))),
-            inner,
+            guard: Arc::new(CloseOnDrop {
+                engine: Arc::clone(&engine),
+                threads: Mutex::new(threads),
+                lock: Mutex::new(lock),
+            }),
+            engine,
         }
+    }
+
+    /// The engine behind the handle.
+    pub(crate) fn engine(&self) -> &Arc<Engine> {
+        &self.engine
     }
 
     /// The keyspace `name`, created with `KeyspaceOptions::default()` if it does not exist (with
@@ -225,12 +159,14 @@ impl Db {
     /// methods. Names are 1 to 255 bytes without control characters.
     pub fn keyspace(&self, name: &str) -> Result<Keyspace> {
         crate::base::keyspace_options::validate_name(name)?;
-        self.inner.check_open()?;
-        let tree = match self.inner.tree_named(name) {
+        self.engine.check_open()?;
+        let tree = match self.engine.tree_named(name) {
             Some(tree) => tree,
-            None if self.inner.read_only => return Err(Error::KeyspaceNotFound(name.to_string())),
+            None if self.engine.shared().read_only() => {
+                return Err(Error::KeyspaceNotFound(name.to_string()))
+            }
             None => self
-                .inner
+                .engine
                 .create_tree(name, &KeyspaceOptions::default(), true)?,
         };
         Ok(Keyspace::new(self.clone(), tree))
@@ -252,8 +188,8 @@ impl Db {
     /// # Ok::<(), siftdb::Error>(())
     /// ```
     pub fn create_keyspace(&self, name: &str, opts: KeyspaceOptions) -> Result<Keyspace> {
-        self.inner.check_open()?;
-        let tree = self.inner.create_tree(name, &opts, false)?;
+        self.engine.check_open()?;
+        let tree = self.engine.create_tree(name, &opts, false)?;
         Ok(Keyspace::new(self.clone(), tree))
     }
 
@@ -262,13 +198,13 @@ impl Db {
     /// there or wholly gone. `"default"` cannot be dropped.
     pub fn drop_keyspace(&self, name: &str) -> Result<()> {
         crate::base::keyspace_options::validate_name(name)?;
-        self.inner.check_open()?;
-        self.inner.drop_tree(name)
+        self.engine.check_open()?;
+        self.engine.drop_tree(name)
     }
 
     /// The names of the keyspaces, `"default"` first, then in creation order.
     pub fn keyspace_names(&self) -> Vec<String> {
-        self.inner.keyspace_names()
+        self.engine.keyspace_names()
     }
 
     /// Writes a consistent copy of the database into `dir` (which must not exist, or be empty)
@@ -288,9 +224,7 @@ impl Db {
     /// # Ok::<(), siftdb::Error>(())
     /// ```
     pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<()> {
-        self.inner.check_open()?;
-        self.inner.check_writable()?;
-        crate::jobs::checkpoint::checkpoint(&self.inner, dir.as_ref())
+        self.engine.checkpoint(dir.as_ref())
     }
 
     /// Stores `value` under `key`. Keys and values are anything that is bytes: `&[u8]`,
@@ -325,7 +259,8 @@ impl Db {
     /// # Ok::<(), siftdb::Error>(())
     /// ```
     pub fn put_with_ttl(&self, key: &[u8], value: &[u8], ttl: std::time::Duration) -> Result<()> {
-        let expiry = crate::base::ttl::expiry_after(self.inner.options.clock.as_ref(), ttl);
+        let expiry =
+            crate::base::ttl::expiry_after(self.engine.shared().options().clock.as_ref(), ttl);
         let mut batch = WriteBatch::new();
         batch.put_expiring(None, key, value, expiry);
         self.write(batch)
@@ -390,7 +325,7 @@ impl Db {
 
     /// [`Db::write`] with options (`sync` for durability across power loss).
     pub fn write_opt(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
-        self.inner.write(batch, opts.sync)
+        self.engine.write(batch, opts.sync)
     }
 
     /// The value of `key`, or `None`.
@@ -404,9 +339,9 @@ impl Db {
     /// was: blocks it holds are used, others are read and dropped).
     pub fn get_opt<K: AsRef<[u8]>>(&self, key: K, opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
         let mut value = Vec::new();
-        let found = self
-            .inner
-            .get_latest(&self.inner.default, key.as_ref(), opts, &mut value)?;
+        let found =
+            self.engine
+                .get_latest(self.engine.default_tree(), key.as_ref(), opts, &mut value)?;
         Ok(found.then_some(value))
     }
 
@@ -415,8 +350,8 @@ impl Db {
     /// one buffer allocates nothing per lookup.
     pub fn get_into<K: AsRef<[u8]>>(&self, key: K, buf: &mut Vec<u8>) -> Result<bool> {
         buf.clear();
-        self.inner.get_latest(
-            &self.inner.default,
+        self.engine.get_latest(
+            self.engine.default_tree(),
             key.as_ref(),
             &ReadOptions::default(),
             buf,
@@ -440,12 +375,12 @@ impl Db {
     /// ```
     pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Vec<u8>>>> {
         let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
-        self.inner.multi_get(&self.inner.default, &keys)
+        self.engine.multi_get(self.engine.default_tree(), &keys)
     }
 
     /// A consistent view of the database (every keyspace) as of now.
     pub fn snapshot(&self) -> Snapshot {
-        Snapshot::new(Arc::clone(&self.inner))
+        Snapshot::new(Arc::clone(&self.engine))
     }
 
     /// An iterator over all keys in order (`.rev()` for descending order). It owns what it
@@ -458,7 +393,14 @@ impl Db {
     /// [`Db::iter`] reading as `opts` say (`fill_cache: false` for a scan that must not push
     /// the working set out of the block cache).
     pub fn iter_opt(&self, opts: &ReadOptions) -> DbIterator {
-        crate::paths::read::iterator::<&[u8], _>(&self.inner, &self.inner.default, None, &(..), None, opts)
+        crate::paths::read::iterator::<&[u8], _>(
+            &self.engine,
+            self.engine.default_tree(),
+            None,
+            &(..),
+            None,
+            opts,
+        )
     }
 
     /// An iterator over the keys in `range`, any [`RangeBounds`](std::ops::RangeBounds) of
@@ -482,8 +424,8 @@ impl Db {
     /// ```
     pub fn range<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(&self, range: R) -> DbIterator {
         crate::paths::read::iterator(
-            &self.inner,
-            &self.inner.default,
+            &self.engine,
+            self.engine.default_tree(),
             None,
             &range,
             None,
@@ -495,7 +437,12 @@ impl Db {
     /// never yields another key. Tables whose prefix filter says the prefix is absent are
     /// skipped without being read.
     pub fn prefix_iter<P: AsRef<[u8]>>(&self, prefix: P) -> DbIterator {
-        crate::paths::read::prefix_iterator(&self.inner, &self.inner.default, None, prefix.as_ref())
+        crate::paths::read::prefix_iterator(
+            &self.engine,
+            self.engine.default_tree(),
+            None,
+            prefix.as_ref(),
+        )
     }
 
     /// A cursor over all keys, both ways, that lends its key and value instead of copying them
@@ -534,21 +481,20 @@ impl Db {
     /// # Ok::<(), siftdb::Error>(())
     /// ```
     pub fn raw_iter_opt(&self, opts: &ReadOptions) -> RawIterator {
-        crate::paths::read::raw_iterator(&self.inner, &self.inner.default, None, opts)
+        crate::paths::read::raw_iterator(&self.engine, self.engine.default_tree(), None, opts)
     }
 
     /// Flushes the memtable to an L0 table and waits until it (and any earlier one) is on disk.
     pub fn flush(&self) -> Result<()> {
-        crate::jobs::flush::flush_and_wait(&self.inner, &self.inner.default)
+        self.engine.flush(self.engine.default_tree())
     }
 
     /// Compacts the key range `[start, end]` (`None` = open end) down to the bottom level,
     /// reclaiming the space of overwritten and deleted keys; `compact_range(None, None)` rewrites
     /// the whole database. Flushes the memtable first. Waits until done.
     pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        self.inner.check_open()?;
-        self.inner.check_writable()?;
-        crate::jobs::compaction::compact_range(&self.inner, &self.inner.default, start, end)
+        self.engine
+            .compact_range(self.engine.default_tree(), start, end)
     }
 
     /// Waits until every keyspace's tree is in shape (no level over its target, L0 below its
@@ -557,23 +503,19 @@ impl Db {
     /// has failed (writes are stopped then), and with [`Error::Closed`] if the database closes
     /// meanwhile. A read-only `Db` has nothing to wait for.
     pub fn wait_for_compaction(&self) -> Result<()> {
-        self.inner.check_open()?;
-        if self.inner.read_only {
-            return Ok(()); // no background work: nothing to wait for
-        }
-        crate::jobs::compaction::wait_for_compaction(&self.inner)
+        self.engine.wait_for_compaction()
     }
 
     /// A snapshot of the statistics (of every keyspace together).
     pub fn stats(&self) -> Stats {
-        self.inner.stats()
+        self.engine.stats()
     }
 
     /// Every level of the current tree (index = level), with the filters its tables were built
     /// with: where the filter memory went. The same figures as the `siftdb.levels` property.
     pub fn level_info(&self) -> Vec<LevelInfo> {
-        let tree = &self.inner.default;
-        crate::paths::properties::level_reports(tree, &tree.read_view().version)
+        let tree = self.engine.default_tree();
+        crate::core::level_info::level_reports(tree, &tree.read_view().version)
     }
 
     /// A named property (`siftdb.levels`, `siftdb.sstables`, `siftdb.stats`, `siftdb.keyspaces`,
@@ -582,7 +524,7 @@ impl Db {
     /// unknown. The tree properties are the
     /// "default" keyspace's ([`Keyspace::property`] for another).
     pub fn property(&self, name: &str) -> Option<String> {
-        crate::paths::properties::property(&self.inner, &self.inner.default, name)
+        crate::paths::properties::property(&self.engine, self.engine.default_tree(), name)
     }
 
     /// Installs `callback` at the named pause point (see the `sync_point` module); it runs on
@@ -590,118 +532,23 @@ impl Db {
     /// (cargo feature `test-hooks`).
     #[cfg(feature = "test-hooks")]
     pub fn set_sync_point(&self, name: &'static str, callback: impl Fn() + Send + Sync + 'static) {
-        self.inner.sync_points.set(name, Arc::new(callback));
+        self.engine
+            .shared()
+            .sync_points()
+            .set(name, Arc::new(callback));
     }
 
     /// Removes the callback of a pause point. Test builds only (cargo feature `test-hooks`).
     #[cfg(feature = "test-hooks")]
     pub fn clear_sync_point(&self, name: &str) {
-        self.inner.sync_points.clear(name);
+        self.engine.shared().sync_points().clear(name);
     }
 
     /// Stops background work and waits for it. Further calls on any handle fail with
     /// [`Error::Closed`]. Acknowledged writes are already durable (or in the OS cache); `close`
     /// is not needed for safety, only for an orderly shutdown. Dropping the last handle closes too.
     pub fn close(&self) -> Result<()> {
-        self.inner.shutdown();
+        self.guard.close();
         Ok(())
     }
-}
-
-impl DbInner {
-    /// What a read of `tree` uses: its published view, then the visible sequence number — in
-    /// this order.
-    ///
-    /// Why the order: a compaction drops an old version of a key once a newer one exists and no
-    /// registered snapshot needs the old one, and every table of a published view holds only
-    /// sequence numbers that were visible before the view was published. A sequence loaded
-    /// *after* the view is therefore at least as new as everything in its tables, so the newest
-    /// version the view kept of any key is visible to the read. Loaded *before* the view, the
-    /// sequence could predate an overwrite whose compaction removed the version the read should
-    /// see (issue 11's race: the key seemed absent).
-    pub(crate) fn read_point(&self, tree: &Tree) -> (Arc<ReadView>, u64) {
-        let view = tree.read_view();
-        crate::base::sync_point::sync_point!(self, crate::base::sync_point::READ_SEQUENCE_AND_VIEW);
-        let seq = self.visible_sequence.load(Ordering::Acquire);
-        (view, seq)
-    }
-
-    /// Publishes the view of tree `id` in `state` for readers. Called, with the state lock
-    /// held, by every change of the tree's active memtable, immutable memtables or version, so
-    /// that a reader that sees a write's sequence number also sees the memtable or table holding
-    /// it (the write is made visible after the switch that created its memtable published it).
-    pub(crate) fn publish_view(&self, state: &DbState, id: u32) {
-        let Some(t) = state.trees.get(&id) else {
-            return;
-        };
-        let view = Arc::new(ReadView {
-            mem: Arc::clone(&t.mem),
-            imm: t.imm.iter().rev().cloned().collect(),
-            version: self.versions.current(&t.tree),
-        });
-        *t.tree.view.write() = view;
-    }
-
-    pub(crate) fn check_open(&self) -> Result<()> {
-        if self.shutting_down.load(Ordering::Acquire) {
-            return Err(Error::Closed);
-        }
-        Ok(())
-    }
-
-    /// Fails with [`Error::ReadOnly`] for a read-only open.
-    pub(crate) fn check_writable(&self) -> Result<()> {
-        if self.read_only {
-            return Err(Error::ReadOnly);
-        }
-        Ok(())
-    }
-
-    /// The statistics of every keyspace together.
-    pub(crate) fn stats(&self) -> Stats {
-        let trees: Vec<Arc<Tree>> = {
-            let state = self.state.lock();
-            state.trees.values().map(|t| Arc::clone(&t.tree)).collect()
-        };
-        let mut stats = self.counters.snapshot(self.cache.stats());
-        stats.memo = self.memo.as_ref().map(|m| m.stats()).unwrap_or_default();
-        stats.levels = crate::core::stats::level_filter_stats(trees.iter().map(|t| &t.levels));
-        stats
-    }
-
-    pub(crate) fn shutdown(&self) {
-        if self.shutting_down.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        {
-            let _state = self.state.lock();
-            self.work_available.notify_all();
-            self.state_changed.notify_all();
-        }
-        let handles = self
-            .background
-            .lock()
-            .take()
-            .into_iter()
-            .chain(std::mem::take(&mut *self.compaction_threads.lock()));
-        for handle in handles {
-            if handle.thread().id() != std::thread::current().id() {
-                let _ = handle.join();
-            }
-        }
-        // Let another instance open the directory; this one's readers keep their open files.
-        self.lock.lock().take();
-    }
-}
-
-/// Creates the shared block cache: shards of at least 4 MiB so a large table's filter block
-/// (often over a megabyte) is never refused as oversize.
-pub(crate) fn new_cache(capacity: usize, admission: siftdb_cache::Admission) -> Arc<TableCache> {
-    let shards = (capacity / (4 << 20)).max(1).next_power_of_two();
-    let bits = shards.trailing_zeros().min(6) as u8;
-    Arc::new(TableCache::new(
-        CacheOptions::new(capacity)
-            .with_num_shard_bits(bits)
-            .with_admission(admission),
-    ))
 }

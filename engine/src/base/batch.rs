@@ -15,7 +15,6 @@ use siftdb_sstable::coding::{get_bytes, get_varint, put_bytes, put_varint, read_
 use siftdb_sstable::ValueKind;
 
 use crate::base::error::{Error, Result};
-use crate::api::keyspace::Keyspace;
 
 /// Largest key siftdb accepts (1 MiB).
 pub const MAX_KEY_SIZE: usize = 1 << 20;
@@ -52,7 +51,7 @@ pub struct WriteBatch {
     /// The other keyspaces it writes (each once): a handle each, for its id and, should it be
     /// dropped before the write, its name. Kept apart so that a batch of the default keyspace
     /// alone allocates nothing for them.
-    named: Vec<NamedTree>,
+    named: Vec<KeyspaceTag>,
     /// The database instance the keyspaces named belong to.
     instance: Option<u64>,
     /// Whether the batch holds merge operands (refused without a merge operator).
@@ -90,19 +89,6 @@ impl WriteBatch {
         self.add(0, ValueKind::Delete, key.as_ref(), None)
     }
 
-    /// Adds a put to keyspace `ks`. A keyspace of another database, or one dropped before the
-    /// batch is written, makes the whole batch fail at write time.
-    pub fn put_in(&mut self, ks: &Keyspace, key: &[u8], value: &[u8]) -> &mut Self {
-        self.name_keyspace(ks);
-        self.add(ks.id(), ValueKind::Put, key, Some(value))
-    }
-
-    /// Adds a delete from keyspace `ks`.
-    pub fn delete_in(&mut self, ks: &Keyspace, key: &[u8]) -> &mut Self {
-        self.name_keyspace(ks);
-        self.add(ks.id(), ValueKind::Delete, key, None)
-    }
-
     /// Adds a merge operand for `key` in the "default" keyspace: combined with the key's older
     /// value by the database's merge operator (`Options::merge_operator`; a batch with merges
     /// is refused with [`Error::InvalidArgument`] without one).
@@ -111,25 +97,12 @@ impl WriteBatch {
         self.add(0, ValueKind::Merge, key, Some(operand))
     }
 
-    /// Adds a merge operand for `key` in keyspace `ks`.
-    pub fn merge_in(&mut self, ks: &Keyspace, key: &[u8], operand: &[u8]) -> &mut Self {
-        self.name_keyspace(ks);
-        self.has_merges = true;
-        self.add(ks.id(), ValueKind::Merge, key, Some(operand))
-    }
-
     /// Adds the removal of every key in `[start, end)` of the "default" keyspace: one entry,
     /// however many keys the range holds. An empty range (`start == end`) adds nothing;
     /// `start > end` makes the whole batch fail at write time with
     /// [`Error::InvalidArgument`].
     pub fn delete_range(&mut self, start: &[u8], end: &[u8]) -> &mut Self {
         self.add_range(0, start, end)
-    }
-
-    /// Adds the removal of every key in `[start, end)` of keyspace `ks`.
-    pub fn delete_range_in(&mut self, ks: &Keyspace, start: &[u8], end: &[u8]) -> &mut Self {
-        self.name_keyspace(ks);
-        self.add_range(ks.id(), start, end)
     }
 
     fn add_range(&mut self, keyspace: u32, start: &[u8], end: &[u8]) -> &mut Self {
@@ -158,7 +131,7 @@ impl WriteBatch {
     /// keyspace `ks` (`None`: "default").
     pub(crate) fn put_expiring(
         &mut self,
-        ks: Option<&Keyspace>,
+        ks: Option<&KeyspaceTag>,
         key: &[u8],
         value: &[u8],
         expiry: u64,
@@ -168,7 +141,7 @@ impl WriteBatch {
         let id = match ks {
             Some(ks) => {
                 self.name_keyspace(ks);
-                ks.id()
+                ks.id
             }
             None => 0,
         };
@@ -176,17 +149,39 @@ impl WriteBatch {
         self.append(id, ValueKind::ExpiringPut, key, Some(&stored))
     }
 
-    fn name_keyspace(&mut self, ks: &Keyspace) {
+    /// Adds an op of `kind` to keyspace `ks` (the `*_in` methods of `api/keyspace.rs`).
+    pub(crate) fn add_in(
+        &mut self,
+        ks: &KeyspaceTag,
+        kind: ValueKind,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> &mut Self {
+        self.name_keyspace(ks);
+        if kind == ValueKind::Merge {
+            self.has_merges = true;
+        }
+        self.add(ks.id, kind, key, value)
+    }
+
+    /// Adds the removal of `[start, end)` from keyspace `ks`.
+    pub(crate) fn add_range_in(&mut self, ks: &KeyspaceTag, start: &[u8], end: &[u8]) -> &mut Self {
+        self.name_keyspace(ks);
+        self.add_range(ks.id, start, end)
+    }
+
+    /// Records that the batch writes keyspace `ks` (the `*_in` methods, `api/keyspace.rs`).
+    fn name_keyspace(&mut self, ks: &KeyspaceTag) {
         match self.instance {
-            Some(instance) if instance != ks.instance() => {
+            Some(instance) if instance != ks.instance => {
                 self.invalid.get_or_insert_with(|| {
                     "a batch may only name keyspaces of one database".to_string()
                 });
             }
-            _ => self.instance = Some(ks.instance()),
+            _ => self.instance = Some(ks.instance),
         }
-        if ks.id() != 0 && !self.named.iter().any(|t| t.0.id == ks.id()) {
-            self.named.push(NamedTree(std::sync::Arc::clone(ks.tree())));
+        if ks.id != 0 && !self.named.iter().any(|t| t.id == ks.id) {
+            self.named.push(ks.clone());
         }
     }
 
@@ -229,15 +224,12 @@ impl WriteBatch {
         self.writes_default
             .then_some(0)
             .into_iter()
-            .chain(self.named.iter().map(|t| t.0.id))
+            .chain(self.named.iter().map(|t| t.id))
     }
 
     /// The first keyspace the batch writes for which `is_live` says no, by name.
     pub(crate) fn first_missing_keyspace(&self, is_live: impl Fn(u32) -> bool) -> Option<&str> {
-        self.named
-            .iter()
-            .find(|t| !is_live(t.0.id))
-            .map(|t| t.0.name.as_str())
+        self.named.iter().find(|t| !is_live(t.id)).map(|t| &*t.name)
     }
 
     /// The database instance whose keyspaces the batch names, if it names any.
@@ -293,21 +285,27 @@ impl WriteBatch {
     }
 }
 
-/// A keyspace a batch names: compared by id (a batch's equality is its contents).
+/// A keyspace a batch names: its id, the database instance it belongs to and its name (for the
+/// error should it be dropped before the write). Compared by id (a batch's equality is its
+/// contents).
 #[derive(Clone)]
-struct NamedTree(std::sync::Arc<crate::core::tree::Tree>);
+pub(crate) struct KeyspaceTag {
+    pub id: u32,
+    pub instance: u64,
+    pub name: std::sync::Arc<str>,
+}
 
-impl PartialEq for NamedTree {
+impl PartialEq for KeyspaceTag {
     fn eq(&self, other: &Self) -> bool {
-        self.0.id == other.0.id
+        self.id == other.id
     }
 }
 
-impl Eq for NamedTree {}
+impl Eq for KeyspaceTag {}
 
-impl std::fmt::Debug for NamedTree {
+impl std::fmt::Debug for KeyspaceTag {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0.name)
+        f.write_str(&self.name)
     }
 }
 

@@ -105,14 +105,15 @@ impl EntryFilter for JobFilter {
         if kind != ValueKind::ExpiringPut {
             return self.ask_user(user_key, value);
         }
-        let (expiry, inner) = crate::base::ttl::decode(value).ok_or_else(|| SstError::Corruption {
-            file: "compaction input".to_string(),
-            offset: 0,
-            reason: format!(
-                "expiring value of key {:?} is shorter than its expiry time",
-                String::from_utf8_lossy(user_key)
-            ),
-        })?;
+        let (expiry, inner) =
+            crate::base::ttl::decode(value).ok_or_else(|| SstError::Corruption {
+                file: "compaction input".to_string(),
+                offset: 0,
+                reason: format!(
+                    "expiring value of key {:?} is shorter than its expiry time",
+                    String::from_utf8_lossy(user_key)
+                ),
+            })?;
         if self.now >= expiry {
             return Ok(FilterDecision::Remove);
         }

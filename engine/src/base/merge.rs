@@ -287,7 +287,7 @@ impl OperandStack {
     /// case when called after a lookup found one).
     pub(crate) fn merge(
         self,
-        tree: &crate::core::tree::Tree,
+        operator: Option<&Arc<dyn MergeOperator>>,
         key: &[u8],
         value: &mut Vec<u8>,
     ) -> Result<bool> {
@@ -295,12 +295,7 @@ impl OperandStack {
             return Ok(false);
         }
         let oldest_first: Vec<&[u8]> = self.operands.iter().rev().map(Vec::as_slice).collect();
-        *value = full_merge_for_read(
-            tree.options.merge_operator.as_ref(),
-            key,
-            self.base.as_deref(),
-            &oldest_first,
-        )?;
+        *value = full_merge_for_read(operator, key, self.base.as_deref(), &oldest_first)?;
         Ok(true)
     }
 }

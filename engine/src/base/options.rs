@@ -378,6 +378,16 @@ impl Options {
         Ok(())
     }
 
+    /// The compaction picker's settings for a tree with these options.
+    pub(crate) fn picker_config(&self) -> siftdb_compaction::picker::PickerConfig {
+        siftdb_compaction::picker::PickerConfig {
+            l0_trigger: self.level0_file_num_compaction_trigger,
+            base_level_bytes: self.max_bytes_for_level_base,
+            multiplier: self.max_bytes_for_level_multiplier,
+            compaction_pri: self.compaction_pri,
+        }
+    }
+
     /// The codec of data blocks written to `level`.
     pub fn compression_for_level(&self, level: usize) -> Compression {
         match self.compression_per_level.as_slice() {
@@ -391,7 +401,7 @@ impl Options {
     pub(crate) fn table_build_options(
         &self,
         level: usize,
-        filter: crate::core::filter_plan::TableFilter,
+        filter: TableFilter,
     ) -> TableBuildOptions {
         TableBuildOptions {
             block_size: self.block_size,
@@ -463,4 +473,14 @@ pub struct WriteOptions {
     /// Sync the WAL before acknowledging (survives power loss). Without it a write survives a
     /// process crash (it is in the operating system's page cache) but not power loss.
     pub sync: bool,
+}
+
+/// The whole-key filter a new table gets: a spec, or none and why.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct TableFilter {
+    /// `None`: no filter (see `filter_plan::filter_for`).
+    pub spec: Option<siftdb_sstable::FilterSpec>,
+    /// Why `spec` is `None` when the options chose so (`filter_plan::DISABLED` or `BOTTOM_FOR_HITS`),
+    /// recorded as the table's `filter_omitted` property; empty otherwise.
+    pub omitted: &'static str,
 }

@@ -47,11 +47,11 @@ mod enabled {
     }
 }
 
-/// Marks the named pause point `$name` on `$db` (a `DbInner`).
+/// Marks the named pause point `$name` on `$db` (a `Shared`).
 macro_rules! sync_point {
     ($db:expr, $name:expr) => {
         #[cfg(feature = "test-hooks")]
-        $db.sync_points.hit($name);
+        $db.sync_points().hit($name);
     };
 }
 pub(crate) use sync_point;

@@ -79,6 +79,15 @@ pub struct VersionEdit {
 }
 
 impl VersionEdit {
+    /// The edit creating keyspace `id` named `name` with its recorded options.
+    pub(crate) fn create_keyspace(id: u32, name: &str, options_text: String) -> VersionEdit {
+        VersionEdit {
+            keyspace: id,
+            created: Some((name.to_string(), options_text)),
+            ..VersionEdit::default()
+        }
+    }
+
     /// Encodes the edit.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();

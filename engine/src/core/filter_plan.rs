@@ -21,19 +21,11 @@
 use siftdb_filter::LevelFilter;
 use siftdb_sstable::FilterSpec;
 
-use crate::core::memtable::Memtable;
 use crate::base::options::Options;
+use crate::core::memtable::Memtable;
 use crate::core::version::Version;
 
-/// The whole-key filter a new table gets: a spec, or none and why.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct TableFilter {
-    /// `None`: no filter (see [`filter_for`]).
-    pub spec: Option<FilterSpec>,
-    /// Why `spec` is `None` when the options chose so ([`DISABLED`] or [`BOTTOM_FOR_HITS`]),
-    /// recorded as the table's `filter_omitted` property; empty otherwise.
-    pub omitted: &'static str,
-}
+pub(crate) use crate::base::options::TableFilter;
 
 /// `filter_omitted` of a table written under `filter_bits_per_key = 0`.
 pub(crate) const DISABLED: &str = "disabled";

@@ -7,8 +7,8 @@ use std::path::Path;
 use crate::base::error::{Error, Result};
 use crate::base::fs::FileSystem;
 use crate::base::keyspace_options::DEFAULT_KEYSPACE;
-use crate::core::manifest;
 use crate::base::version_edit::{FileMeta, VersionEdit};
+use crate::core::manifest;
 
 /// One keyspace as the manifest describes it.
 #[derive(Debug, Clone)]

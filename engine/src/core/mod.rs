@@ -4,12 +4,20 @@
 
 pub(crate) mod filter_plan;
 pub(crate) mod heat;
+pub(crate) mod key_bounds;
 pub(crate) mod key_head;
+pub(crate) mod level_info;
+pub(crate) mod level_iter;
 pub(crate) mod manifest;
 pub(crate) mod manifest_state;
 pub(crate) mod memtable;
 pub(crate) mod memtable_bloom;
+pub(crate) mod range_skip;
+pub(crate) mod shared;
+pub(crate) mod snapshot_list;
+pub(crate) mod state;
 pub(crate) mod stats;
 pub(crate) mod tree;
 pub(crate) mod version;
 pub(crate) mod version_set;
+pub(crate) mod write_queue;

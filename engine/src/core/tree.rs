@@ -1,7 +1,7 @@
 //! One keyspace's LSM tree as the engine holds it: its identity, options, published read view and
-//! read counters. Its memtables live in [`DbState`](crate::api::db::DbState) (changed under the state
-//! lock) and its versions in the [`VersionSet`](crate::core::version_set::VersionSet); this is what a
-//! [`Keyspace`](crate::Keyspace) handle and a reader hold.
+//! read counters. Its memtables live in [`DbState`](crate::core::state::DbState) (changed under
+//! the state lock) and its versions in the [`VersionSet`](crate::core::version_set::VersionSet);
+//! this is what a keyspace handle and a reader hold.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -9,17 +9,26 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use siftdb_sstable::ReadStatistics;
 
-use crate::api::db::ReadView;
 use crate::base::error::{Error, Result};
-use crate::core::memtable::Memtable;
 use crate::base::options::{Options, MAX_LEVELS};
+use crate::core::memtable::Memtable;
 use crate::core::version::Version;
+
+/// What reads of one tree need, captured under the state lock and then used without it.
+#[derive(Clone)]
+pub(crate) struct ReadView {
+    pub mem: Arc<Memtable>,
+    /// Immutable memtables, newest first.
+    pub imm: Vec<Arc<Memtable>>,
+    pub version: Arc<Version>,
+}
 
 /// See the module documentation.
 pub(crate) struct Tree {
     /// The keyspace id WAL records and manifest edits name (0: `"default"`; never reused).
     pub id: u32,
-    pub name: String,
+    /// Shared with the write batches that name the keyspace (for their error if it is dropped).
+    pub name: Arc<str>,
     /// The database's options with this keyspace's tree fields.
     pub options: Options,
     /// What reads see, republished by every change of the tree's memtables or version.
@@ -51,7 +60,7 @@ impl Tree {
         let counts_heat = options.filter_allocation == siftdb_filter::FilterAllocation::Adaptive;
         Tree {
             id,
-            name: name.to_string(),
+            name: Arc::from(name),
             options,
             view: RwLock::new(Arc::new(ReadView {
                 mem,
@@ -66,12 +75,28 @@ impl Tree {
         }
     }
 
+    /// A tree for keyspace `id`, with an empty memtable in WAL `wal_number`.
+    pub(crate) fn new_in_wal(id: u32, name: &str, options: Options, wal_number: u64) -> Arc<Tree> {
+        let mem = Arc::new(Memtable::for_tree(wal_number, &options));
+        Arc::new(Tree::new(id, name, options, mem))
+    }
+
     /// Fails with [`Error::KeyspaceDropped`] once the keyspace is dropped.
     pub(crate) fn check_live(&self) -> Result<()> {
         if self.dropped.load(Ordering::Acquire) {
-            return Err(Error::KeyspaceDropped(self.name.clone()));
+            return Err(self.dropped_error());
         }
         Ok(())
+    }
+
+    /// The error of a call on this keyspace once it is dropped.
+    pub(crate) fn dropped_error(&self) -> Error {
+        Error::KeyspaceDropped(self.name.to_string())
+    }
+
+    /// Marks the tree dropped (its handles fail from now on).
+    pub(crate) fn mark_dropped(&self) {
+        self.dropped.store(true, Ordering::Release);
     }
 
     /// The view published last: one `Arc` clone under a read lock.
@@ -98,6 +123,17 @@ pub(crate) struct TreeMemtables {
 }
 
 impl TreeMemtables {
+    /// The memtables of a new tree: empty, in the current WAL.
+    pub(crate) fn of_new_tree(tree: Arc<Tree>, wal_number: u64) -> TreeMemtables {
+        let mem = Arc::clone(&tree.read_view().mem);
+        mem.move_to_wal(wal_number);
+        TreeMemtables {
+            tree,
+            mem,
+            imm: Vec::new(),
+        }
+    }
+
     /// The WAL the oldest memtable's writes start in: every older WAL holds nothing of this
     /// tree that is not in its tables.
     pub(crate) fn oldest_wal(&self) -> u64 {

@@ -5,9 +5,9 @@ use std::sync::{Arc, OnceLock};
 use siftdb_sstable::{FragmentedRangeTombstones, Table};
 
 use crate::base::error::{Error, Result};
-use crate::core::key_head::KeyHead;
 use crate::base::options::MAX_LEVELS;
 use crate::base::version_edit::{FileMeta, VersionEdit};
+use crate::core::key_head::KeyHead;
 
 /// A live table: what the manifest says about it, and the open reader.
 #[derive(Debug)]

@@ -10,8 +10,11 @@
 //! view under it. Keyspace changes also run with write groups held off (`WriteQueue::exclusive`). Manifest writers go one at a time (the manifest lock is held for the whole
 //! call), so the version an edit is applied to is still current when it is installed.
 //!
-//! Lock order: `manifest` → `DbInner::state` → `files`. `files` is only ever held briefly and
-//! never while taking another lock.
+//! The set is built with what it needs from the rest of the engine ([`VersionSetContext`]: the
+//! state cell it installs into, the file system and directory of the manifest), not with the
+//! database. Lock order (the engine's whole order is in `docs/ARCHITECTURE.md`): `manifest` →
+//! the state lock → `files`. `files` is only ever held briefly and never while taking another
+//! lock.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -20,13 +23,16 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use siftdb_compaction::picker::{self, LevelFile, Pick, PickerConfig, Running};
 
-use crate::api::db::{DbInner, DbState};
+use std::path::PathBuf;
+
 use crate::base::error::{Error, Result};
-use crate::core::manifest::Manifest;
-use crate::base::options::MAX_LEVELS;
-use crate::core::tree::Tree;
-use crate::core::version::{TableFile, Version};
+use crate::base::fs::FileSystem;
+use crate::base::options::{Options, MAX_LEVELS};
 use crate::base::version_edit::VersionEdit;
+use crate::core::manifest::Manifest;
+use crate::core::state::{DbState, StateCell};
+use crate::core::tree::{ReadView, Tree, TreeMemtables};
+use crate::core::version::{TableFile, Version};
 
 /// One keyspace's tree as the set knows it.
 struct TreeFiles {
@@ -75,8 +81,18 @@ struct ManifestWriter {
     failed: bool,
 }
 
+/// What a [`VersionSet`] is handed when it is built.
+pub(crate) struct VersionSetContext {
+    /// The state it installs versions into and republishes read views in.
+    pub state: Arc<StateCell>,
+    pub fs: Arc<dyn FileSystem>,
+    /// The database directory, where the manifest lives.
+    pub dir: PathBuf,
+}
+
 /// See the module documentation.
 pub(crate) struct VersionSet {
+    ctx: VersionSetContext,
     manifest: Mutex<ManifestWriter>,
     files: Mutex<Files>,
     next_file_number: AtomicU64,
@@ -85,11 +101,14 @@ pub(crate) struct VersionSet {
     last_sequence: AtomicU64,
     /// The id the next keyspace created gets (ids are never reused).
     next_keyspace_id: AtomicU32,
+    /// Sequence number of the newest write visible to reads (RocksDB's last published
+    /// sequence): at most `last_sequence`, which the write leader assigns ahead of it.
+    visible_sequence: AtomicU64,
 }
 
 /// The files a picked compaction reserved, released on drop however the job ends.
 pub(crate) struct Reservation<'a> {
-    db: &'a DbInner,
+    versions: &'a VersionSet,
     tree: u32,
     running: Running,
 }
@@ -97,7 +116,7 @@ pub(crate) struct Reservation<'a> {
 impl Drop for Reservation<'_> {
     fn drop(&mut self) {
         {
-            let mut files = self.db.versions.files.lock();
+            let mut files = self.versions.files.lock();
             if let Some(t) = files.trees.get_mut(&self.tree) {
                 if let Some(i) = t.compacting.iter().position(|r| *r == self.running) {
                     t.compacting.swap_remove(i);
@@ -105,9 +124,9 @@ impl Drop for Reservation<'_> {
             }
         }
         // Waiters (`wait_for_compaction`, stalled writers) sleep on the state lock's condvars.
-        let _state = self.db.state.lock();
-        self.db.state_changed.notify_all();
-        self.db.work_available.notify_all();
+        let state = &self.versions.ctx.state;
+        let _state = state.lock();
+        state.notify_all();
     }
 }
 
@@ -118,16 +137,20 @@ pub(crate) struct PickedCompaction<'a> {
     pub pick: Pick,
     pub version: Arc<Version>,
     pub reservation: Reservation<'a>,
+    /// Compactions running with this one, in every tree (for the peak-concurrency counter).
+    pub running_now: u64,
 }
 
 impl VersionSet {
     /// An empty set numbering new files from `next_file_number` on.
     pub(crate) fn new(
+        ctx: VersionSetContext,
         next_file_number: u64,
         last_sequence: u64,
         next_keyspace_id: u32,
     ) -> VersionSet {
         VersionSet {
+            ctx,
             manifest: Mutex::new(ManifestWriter {
                 manifest: None,
                 failed: false,
@@ -142,7 +165,35 @@ impl VersionSet {
             next_file_number: AtomicU64::new(next_file_number),
             last_sequence: AtomicU64::new(last_sequence),
             next_keyspace_id: AtomicU32::new(next_keyspace_id),
+            visible_sequence: AtomicU64::new(last_sequence),
         }
+    }
+
+    /// The sequence number of the newest write reads may see.
+    pub(crate) fn visible_sequence(&self) -> u64 {
+        self.visible_sequence.load(Ordering::Acquire)
+    }
+
+    /// Makes writes up to `sequence` visible to reads (the write leader, once its group is in
+    /// the memtables; recovery).
+    pub(crate) fn publish_sequence(&self, sequence: u64) {
+        self.visible_sequence.store(sequence, Ordering::Release);
+    }
+
+    /// Publishes the view of tree `id` in `state` for readers. Called, with the state lock
+    /// held, by every change of the tree's active memtable, immutable memtables or version, so
+    /// that a reader that sees a write's sequence number also sees the memtable or table holding
+    /// it (the write is made visible after the switch that created its memtable published it).
+    pub(crate) fn publish_view(&self, state: &DbState, id: u32) {
+        let Some(t) = state.trees.get(&id) else {
+            return;
+        };
+        let view = Arc::new(ReadView {
+            mem: Arc::clone(&t.mem),
+            imm: t.imm.iter().rev().cloned().collect(),
+            version: self.current(&t.tree),
+        });
+        *t.tree.view.write() = view;
     }
 
     /// The current version of `tree` (empty once the tree is dropped).
@@ -225,7 +276,7 @@ impl VersionSet {
 
     /// Starts the manifest with `snapshot` (the whole database: a header edit, then one edit per
     /// keyspace) and points `CURRENT` at it (recovery, before any background work runs).
-    pub(crate) fn create_manifest(&self, db: &DbInner, snapshot: &[VersionEdit]) -> Result<()> {
+    pub(crate) fn create_manifest(&self, snapshot: &[VersionEdit]) -> Result<()> {
         let mut writer = self.manifest.lock();
         let number = self.new_file_number();
         let mut edits = snapshot.to_vec();
@@ -233,7 +284,7 @@ impl VersionSet {
             first.next_file_number = Some(self.next_file_number());
             first.next_keyspace_id = Some(self.next_keyspace_id());
         }
-        let manifest = Manifest::create(db.fs.as_ref(), &db.dir, number, &edits)?;
+        let manifest = Manifest::create(self.ctx.fs.as_ref(), &self.ctx.dir, number, &edits)?;
         self.files.lock().manifest_number = manifest.number();
         writer.manifest = Some(manifest);
         Ok(())
@@ -253,11 +304,9 @@ impl VersionSet {
     }
 
     /// Takes the manifest for one edit: fails if writes have stopped or an earlier append failed.
-    fn manifest_writer(&self, db: &DbInner) -> Result<parking_lot::MutexGuard<'_, ManifestWriter>> {
+    fn manifest_writer(&self) -> Result<parking_lot::MutexGuard<'_, ManifestWriter>> {
         let writer = self.manifest.lock();
-        if let Some(e) = db.state.lock().bg_error.clone() {
-            return Err(Error::Background(e));
-        }
+        self.ctx.state.lock().check_background()?;
         if writer.failed {
             return Err(Error::Background("an earlier manifest write failed".into()));
         }
@@ -267,18 +316,16 @@ impl VersionSet {
     /// Appends `edit` to the manifest (synced). A failure stops writes: the manifest on disk may
     /// or may not hold the edit, so nothing is installed or deleted until the next open reads it
     /// back and decides.
-    fn append(&self, db: &DbInner, writer: &mut ManifestWriter, edit: &VersionEdit) -> Result<()> {
+    fn append(&self, writer: &mut ManifestWriter, edit: &VersionEdit) -> Result<()> {
         let appended = match writer.manifest.as_mut() {
             Some(m) => m.append(edit),
             None => Err(Error::Background("no manifest".to_string())),
         };
         if let Err(e) = appended {
             writer.failed = true;
-            let mut state = db.state.lock();
-            state
-                .bg_error
-                .get_or_insert_with(|| format!("manifest write failed: {e}"));
-            db.state_changed.notify_all();
+            self.ctx
+                .state
+                .fail(|| format!("manifest write failed: {e}"));
             return Err(e);
         }
         Ok(())
@@ -293,20 +340,19 @@ impl VersionSet {
     /// the current version.
     pub(crate) fn log_and_apply(
         &self,
-        db: &DbInner,
         tree: &Tree,
         mut edit: VersionEdit,
         outputs: &[Arc<TableFile>],
         on_install: impl FnOnce(&mut DbState),
     ) -> Result<()> {
-        let mut writer = self.manifest_writer(db)?;
+        let mut writer = self.manifest_writer()?;
         // Stable while the manifest lock is held: only manifest writers replace it.
         let base = {
             let files = self.files.lock();
             let t = files
                 .trees
                 .get(&tree.id)
-                .ok_or_else(|| Error::KeyspaceDropped(tree.name.clone()))?;
+                .ok_or_else(|| tree.dropped_error())?;
             Arc::clone(&t.current)
         };
         edit.keyspace = tree.id;
@@ -326,9 +372,9 @@ impl VersionSet {
                     Error::corruption(format!("edit adds unknown table {}", meta.number))
                 })
         })?;
-        self.append(db, &mut writer, &edit)?;
+        self.append(&mut writer, &edit)?;
         let version = Arc::new(version);
-        let mut state = db.state.lock();
+        let mut state = self.ctx.state.lock();
         {
             let mut files = self.files.lock();
             if let Some(t) = files.trees.get_mut(&tree.id) {
@@ -351,9 +397,8 @@ impl VersionSet {
             }
         }
         on_install(&mut state);
-        db.publish_view(&state, tree.id);
-        db.state_changed.notify_all();
-        db.work_available.notify_all(); // the new shape may need a compaction
+        self.publish_view(&state, tree.id);
+        self.ctx.state.notify_all(); // the new shape may need a compaction
         drop(state);
         drop(writer);
         unpin_moved_tables(&version, &edit);
@@ -365,14 +410,14 @@ impl VersionSet {
     /// [`Error::AlreadyExists`] otherwise.
     pub(crate) fn create_tree(
         &self,
-        db: &DbInner,
         name: &str,
-        options: crate::base::options::Options,
+        options: Options,
         options_text: &str,
         exists_ok: bool,
     ) -> Result<Arc<Tree>> {
-        let mut writer = self.manifest_writer(db)?;
-        if let Some(existing) = db.tree_named(name) {
+        let mut writer = self.manifest_writer()?;
+        let existing = self.ctx.state.lock().tree_named(name);
+        if let Some(existing) = existing {
             return if exists_ok {
                 Ok(existing)
             } else {
@@ -383,61 +428,61 @@ impl VersionSet {
         let next = id
             .checked_add(1)
             .ok_or_else(|| Error::InvalidArgument("keyspace ids exhausted".to_string()))?;
-        let mut edit = crate::api::keyspace::create_edit(id, name, options_text.to_string());
+        let mut edit = VersionEdit::create_keyspace(id, name, options_text.to_string());
         edit.next_keyspace_id = Some(next);
         edit.next_file_number = Some(self.next_file_number());
         // The tree holds nothing yet: no WAL before the current one can hold its writes.
         let (log_number, wal_starts) = {
-            let state = db.state.lock();
+            let state = self.ctx.state.lock();
             (state.wal_number, state.wal_starts_of([state.wal_number]))
         };
         edit.log_number = Some(log_number);
         edit.wal_starts = wal_starts;
-        self.append(db, &mut writer, &edit)?;
+        self.append(&mut writer, &edit)?;
         self.next_keyspace_id.store(next, Ordering::Relaxed);
         self.files.lock().log_numbers.insert(id, log_number);
-        let mut state = db.state.lock();
-        let tree = crate::api::keyspace::new_tree(id, name, options, state.wal_number);
+        let mut state = self.ctx.state.lock();
+        let tree = Tree::new_in_wal(id, name, options, state.wal_number);
         self.files
             .lock()
             .trees
             .insert(id, TreeFiles::new(Arc::clone(&tree), Version::empty()));
-        let memtables = DbInner::new_tree_memtables(Arc::clone(&tree), state.wal_number);
+        let memtables = TreeMemtables::of_new_tree(Arc::clone(&tree), state.wal_number);
         state.trees.insert(id, memtables);
-        db.publish_view(&state, id);
+        self.publish_view(&state, id);
         Ok(tree)
     }
 
     /// Drops `tree`: one manifest record, then it leaves the state (its memtables go) and the
     /// set (its tables become obsolete). Returns its last version. The caller keeps write groups
     /// out meanwhile.
-    pub(crate) fn drop_tree(&self, db: &DbInner, tree: &Arc<Tree>) -> Result<Arc<Version>> {
-        let mut writer = self.manifest_writer(db)?;
+    pub(crate) fn drop_tree(&self, tree: &Arc<Tree>) -> Result<Arc<Version>> {
+        let mut writer = self.manifest_writer()?;
         if tree.check_live().is_err() {
-            return Err(Error::KeyspaceDropped(tree.name.clone()));
+            return Err(tree.dropped_error());
         }
         let edit = VersionEdit {
             keyspace: tree.id,
             dropped: true,
             ..VersionEdit::default()
         };
-        self.append(db, &mut writer, &edit)?;
-        let mut state = db.state.lock();
+        self.append(&mut writer, &edit)?;
+        let mut state = self.ctx.state.lock();
         state.trees.remove(&tree.id);
         let removed = {
             let mut files = self.files.lock();
             files.log_numbers.remove(&tree.id);
             files.trees.remove(&tree.id)
         };
-        crate::api::keyspace::mark_dropped(tree);
-        db.state_changed.notify_all();
+        tree.mark_dropped();
+        self.ctx.state.changed().notify_all();
         Ok(removed.map_or_else(|| Arc::new(Version::empty()), |t| t.current))
     }
 
     /// The compaction some tree needs next that fits beside those under way, reserved (its files
     /// off limits to other picks until the reservation drops). Trees take turns being looked at
     /// first, so one busy keyspace does not starve the others.
-    pub(crate) fn pick_compaction<'a>(&self, db: &'a DbInner) -> Option<PickedCompaction<'a>> {
+    pub(crate) fn pick_compaction(&self) -> Option<PickedCompaction<'_>> {
         let mut files = self.files.lock();
         let start = files.pick_start;
         let order: Vec<u32> = files
@@ -448,7 +493,7 @@ impl VersionSet {
             .collect();
         for id in order {
             let t = files.trees.get_mut(&id)?;
-            let config = crate::jobs::compaction::picker_config(&t.tree.options);
+            let config = t.tree.options.picker_config();
             let Some((pick, running)) = next_pick(t, &config) else {
                 continue;
             };
@@ -457,26 +502,24 @@ impl VersionSet {
             if let Some(cursor) = t.compact_cursors.get_mut(pick.level) {
                 cursor.clone_from(&pick.end_key);
             }
-            let picked = PickedCompaction {
-                tree: Arc::clone(&t.tree),
-                pick,
-                version: Arc::clone(&t.current),
-                reservation: Reservation {
-                    db,
-                    tree: id,
-                    running,
-                },
-            };
+            let (tree, version) = (Arc::clone(&t.tree), Arc::clone(&t.current));
             files.pick_start = id.wrapping_add(1);
             let running_now: u64 = files
                 .trees
                 .values()
                 .map(|t| t.compacting.len() as u64)
                 .sum();
-            db.counters
-                .compactions_peak_concurrency
-                .fetch_max(running_now.max(concurrency), Ordering::Relaxed);
-            return Some(picked);
+            return Some(PickedCompaction {
+                tree,
+                pick,
+                version,
+                reservation: Reservation {
+                    versions: self,
+                    tree: id,
+                    running,
+                },
+                running_now: running_now.max(concurrency),
+            });
         }
         None
     }
@@ -485,10 +528,46 @@ impl VersionSet {
     pub(crate) fn is_settled(&self) -> bool {
         let files = self.files.lock();
         files.trees.values().all(|t| {
-            let config = crate::jobs::compaction::picker_config(&t.tree.options);
+            let config = t.tree.options.picker_config();
             t.compacting.is_empty() && next_pick(t, &config).is_none()
         })
     }
+}
+
+/// The edits a fresh manifest starts with: a header with the counters (`create_manifest` adds
+/// the file and keyspace numbers), then per keyspace its creation (with the options it runs
+/// with), its log number with where that WAL starts, and its tables.
+pub(crate) fn snapshot_edits(
+    trees: &[(Arc<Tree>, Version)],
+    last_sequence: u64,
+    log_number: impl Fn(&Tree) -> (u64, Option<u64>),
+) -> Vec<VersionEdit> {
+    let header = VersionEdit {
+        last_sequence: Some(last_sequence),
+        ..VersionEdit::default()
+    };
+    let per_tree = trees.iter().map(|(tree, version)| {
+        let (log, first_sequence) = log_number(tree);
+        VersionEdit {
+            keyspace: tree.id,
+            created: (tree.id != 0).then(|| {
+                (
+                    tree.name.to_string(),
+                    crate::base::keyspace_options::options_text(
+                        &crate::base::keyspace_options::KeyspaceOptions::from(&tree.options),
+                    ),
+                )
+            }),
+            log_number: Some(log),
+            wal_starts: first_sequence.map(|s| (log, s)).into_iter().collect(),
+            added: version
+                .all()
+                .map(|(level, f)| (level, f.meta.clone()))
+                .collect(),
+            ..VersionEdit::default()
+        }
+    });
+    std::iter::once(header).chain(per_tree).collect()
 }
 
 /// A table that left L0 by a trivial move gives its pinned blocks back to the LRU.

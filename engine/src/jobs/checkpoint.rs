@@ -18,13 +18,14 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::api::db::DbInner;
 use crate::base::error::{Error, Result};
 use crate::base::fs::names;
-use crate::core::manifest::Manifest;
 use crate::base::options_file::{write_options_file, RecordedOptions};
+use crate::core::manifest::Manifest;
+use crate::core::shared::Shared;
 use crate::core::tree::Tree;
 use crate::core::version::Version;
+use crate::core::write_queue::WriteQueue;
 
 /// What the checkpoint holds, chosen at one point.
 struct Point {
@@ -40,45 +41,44 @@ struct Point {
 }
 
 /// Pauses file deletions while it lives; then deletes what became obsolete meanwhile.
-struct DeletionsPaused<'a>(&'a DbInner);
+struct DeletionsPaused<'a>(&'a Shared);
 
 impl<'a> DeletionsPaused<'a> {
-    fn new(db: &'a DbInner) -> Self {
+    fn new(db: &'a Shared) -> Self {
         // A cleanup that passed its pause check before this finishes first.
-        let _deleting = db.file_deletions.lock();
-        db.file_deletions_paused.fetch_add(1, Ordering::AcqRel);
+        db.deletions().pause();
         DeletionsPaused(db)
     }
 }
 
 impl Drop for DeletionsPaused<'_> {
     fn drop(&mut self) {
-        self.0.file_deletions_paused.fetch_sub(1, Ordering::AcqRel);
-        crate::paths::recovery::delete_obsolete_files(self.0);
+        self.0.deletions().resume();
+        crate::jobs::obsolete::delete_obsolete_files(self.0);
     }
 }
 
 /// Writes the checkpoint of `db` into `target` (see the module documentation).
-pub(crate) fn checkpoint(db: &Arc<DbInner>, target: &Path) -> Result<()> {
+pub(crate) fn checkpoint(db: &Shared, writes: &WriteQueue, target: &Path) -> Result<()> {
     prepare_target(db, target)?;
     let _paused = DeletionsPaused::new(db);
-    let point = db.writes.exclusive(|| choose_point(db))?;
+    let point = writes.exclusive(|| choose_point(db))?;
     crate::base::sync_point::sync_point!(db, crate::base::sync_point::CHECKPOINT_POINT_CHOSEN);
     for (_, version, _) in &point.trees {
         for (_, f) in version.all() {
-            link_or_copy(db, &names::table(&db.dir, f.meta.number), target)?;
+            link_or_copy(db, &names::table(db.dir(), f.meta.number), target)?;
         }
     }
     copy_wals(db, &point, target)?;
-    write_options_file(db.fs.as_ref(), target, &RecordedOptions::of(&db.options))?;
+    write_options_file(db.fs().as_ref(), target, &RecordedOptions::of(db.options()))?;
     write_manifest(db, &point, target)?;
-    db.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
+    db.counters().checkpoints.fetch_add(1, Ordering::Relaxed);
     Ok(())
 }
 
 /// `target` must be new or an empty directory; it is created with its parents.
-fn prepare_target(db: &DbInner, target: &Path) -> Result<()> {
-    let fs = db.fs.as_ref();
+fn prepare_target(db: &Shared, target: &Path) -> Result<()> {
+    let fs = db.fs().as_ref();
     if fs.exists(target)? {
         if !fs.list(target)?.is_empty() {
             return Err(Error::InvalidArgument(format!(
@@ -93,8 +93,8 @@ fn prepare_target(db: &DbInner, target: &Path) -> Result<()> {
 }
 
 /// The checkpoint's point, chosen while no write group runs (see the module documentation).
-fn choose_point(db: &DbInner) -> Result<Point> {
-    let state = db.state.lock();
+fn choose_point(db: &Shared) -> Result<Point> {
+    let state = db.state().lock();
     if let Some(e) = &state.bg_error {
         return Err(Error::Background(e.clone()));
     }
@@ -104,14 +104,14 @@ fn choose_point(db: &DbInner) -> Result<Point> {
         .map(|w| w.size())
         .ok_or_else(|| Error::Background("WAL unavailable after an earlier failure".into()))?;
     // No group is in flight, so every assigned sequence number is visible.
-    let sequence = db.visible_sequence.load(Ordering::Acquire);
+    let sequence = db.versions().visible_sequence();
     let trees = state
         .trees
         .values()
         .map(|t| {
             (
                 Arc::clone(&t.tree),
-                db.versions.current(&t.tree),
+                db.versions().current(&t.tree),
                 t.oldest_wal(),
             )
         })
@@ -134,14 +134,14 @@ fn choose_point(db: &DbInner) -> Result<Point> {
 
 /// Hard-links `source` into `target` (same name), or copies it where linking fails (another
 /// file system, a file system without links).
-fn link_or_copy(db: &DbInner, source: &Path, target: &Path) -> Result<()> {
+fn link_or_copy(db: &Shared, source: &Path, target: &Path) -> Result<()> {
     let name = source
         .file_name()
         .ok_or_else(|| Error::InvalidArgument(format!("{} has no file name", source.display())))?;
     let dest = target.join(name);
-    match db.fs.hard_link(source, &dest) {
+    match db.fs().hard_link(source, &dest) {
         Ok(()) => {
-            db.counters
+            db.counters()
                 .checkpoint_files_linked
                 .fetch_add(1, Ordering::Relaxed);
             Ok(())
@@ -152,15 +152,15 @@ fn link_or_copy(db: &DbInner, source: &Path, target: &Path) -> Result<()> {
 }
 
 /// Copies `source` to `dest` (its first `len` bytes if given), synced.
-fn copy_prefix(db: &DbInner, source: &Path, dest: &Path, len: Option<u64>) -> Result<()> {
-    let mut bytes = db.fs.read(source)?;
+fn copy_prefix(db: &Shared, source: &Path, dest: &Path, len: Option<u64>) -> Result<()> {
+    let mut bytes = db.fs().read(source)?;
     if let Some(len) = len {
         bytes.truncate(usize::try_from(len).unwrap_or(usize::MAX));
     }
-    let mut file = db.fs.create(dest)?;
+    let mut file = db.fs().create(dest)?;
     std::io::Write::write_all(&mut file, &bytes)?;
     file.sync()?;
-    db.counters
+    db.counters()
         .checkpoint_bytes_copied
         .fetch_add(bytes.len() as u64, Ordering::Relaxed);
     Ok(())
@@ -169,17 +169,17 @@ fn copy_prefix(db: &DbInner, source: &Path, dest: &Path, len: Option<u64>) -> Re
 /// Copies the WALs the checkpoint's keyspaces need: from the oldest one on, the active one cut
 /// at the point's length.
 /// A WAL that is missing fails the checkpoint (deletions are paused, so it never should be).
-fn copy_wals(db: &DbInner, point: &Point, target: &Path) -> Result<()> {
+fn copy_wals(db: &Shared, point: &Point, target: &Path) -> Result<()> {
     let (active, active_len) = point.wal;
     for &n in &point.wals {
         let len = (n == active).then_some(active_len);
-        copy_prefix(db, &names::wal(&db.dir, n), &names::wal(target, n), len)?;
+        copy_prefix(db, &names::wal(db.dir(), n), &names::wal(target, n), len)?;
     }
     Ok(())
 }
 
 /// Writes the checkpoint's manifest (numbered above every file it names) and `CURRENT`.
-fn write_manifest(db: &DbInner, point: &Point, target: &Path) -> Result<()> {
+fn write_manifest(db: &Shared, point: &Point, target: &Path) -> Result<()> {
     let trees: Vec<(Arc<Tree>, Version)> = point
         .trees
         .iter()
@@ -193,12 +193,12 @@ fn write_manifest(db: &DbInner, point: &Point, target: &Path) -> Result<()> {
             .map_or(point.wal.0, |(_, _, wal)| *wal);
         (wal, point.wal_starts.get(&wal).copied())
     };
-    let mut edits = crate::paths::recovery::snapshot_edits(&trees, point.sequence, oldest);
-    let number = db.versions.new_file_number();
+    let mut edits = crate::core::version_set::snapshot_edits(&trees, point.sequence, oldest);
+    let number = db.versions().new_file_number();
     if let Some(header) = edits.first_mut() {
         header.next_file_number = Some(number + 1);
-        header.next_keyspace_id = Some(db.versions.next_keyspace_id());
+        header.next_keyspace_id = Some(db.versions().next_keyspace_id());
     }
-    Manifest::create(db.fs.as_ref(), target, number, &edits)?;
+    Manifest::create(db.fs().as_ref(), target, number, &edits)?;
     Ok(())
 }

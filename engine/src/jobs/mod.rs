@@ -2,6 +2,9 @@
 //! the table I/O they share — each handed a narrow context, never the database. They name `core`
 //! and `base` only.
 
+pub(crate) mod background;
 pub(crate) mod checkpoint;
 pub(crate) mod compaction;
 pub(crate) mod flush;
+pub(crate) mod obsolete;
+pub(crate) mod table_io;

@@ -1,7 +1,10 @@
 //! The read path (point lookups, batched lookups, the iterator stack), the write path (group
 //! commit, memtable and WAL switches) and recovery at open. They name `jobs`, `core` and `base`.
 
+pub(crate) mod engine;
 pub(crate) mod iterator;
+pub(crate) mod keyspaces;
+pub(crate) mod manual_compaction;
 pub(crate) mod properties;
 pub(crate) mod read;
 pub(crate) mod recovery;

@@ -6,17 +6,18 @@ use std::sync::Arc;
 
 use siftdb_sstable::{FilterOutcome, GetTrace, Lookup, PreparedGet};
 
-use crate::api::db::{DbInner, ReadView};
 use crate::base::error::Result;
-use crate::paths::iterator::{merge_for, visibility, DbIterator, KeyBounds, RawIterator, ScanSpec};
-use crate::core::key_head::KeyHead;
-use crate::core::memtable::{Memtable, MemtableIter};
 use crate::base::merge::OperandStack;
 use crate::base::options::ReadOptions;
+use crate::core::key_head::KeyHead;
+use crate::core::memtable::{Memtable, MemtableIter};
+use crate::core::tree::ReadView;
 use crate::core::tree::Tree;
 use crate::core::version::{TableFile, Version};
+use crate::paths::engine::Engine;
+use crate::paths::iterator::{merge_for, visibility, DbIterator, KeyBounds, RawIterator, ScanSpec};
 
-impl DbInner {
+impl Engine {
     /// The newest value of `key` in `tree`, copied into `value` (cleared by the caller).
     pub(crate) fn get_latest(
         &self,
@@ -62,15 +63,15 @@ impl DbInner {
         value: &mut Vec<u8>,
     ) -> Result<bool> {
         use std::sync::atomic::Ordering::Relaxed;
-        self.check_open()?;
-        self.counters.gets.fetch_add(1, Relaxed);
+        self.shared.check_open()?;
+        self.shared.counters().gets.fetch_add(1, Relaxed);
         let got = match self.get_from_memtables(view, key, seq, value) {
             Some(got) => got,
             None => self.get_from_tables(tree, &view.version, key, seq, opts.fill_cache, value)?,
         };
         let found = self.resolve(tree, view, key, seq, got, value)?;
         if found {
-            self.counters.gets_found.fetch_add(1, Relaxed);
+            self.shared.counters().gets_found.fetch_add(1, Relaxed);
         }
         Ok(found)
     }
@@ -95,7 +96,7 @@ impl DbInner {
             if got == Lookup::NotFound && covered.is_none() {
                 continue;
             }
-            self.counters.memtable_hits.fetch_add(1, Relaxed);
+            self.shared.counters().memtable_hits.fetch_add(1, Relaxed);
             return Some(hidden_by(covered, got, version));
         }
         None
@@ -108,10 +109,16 @@ impl DbInner {
         if !mem.has_bloom() {
             return true;
         }
-        self.counters.memtable_bloom_checked.fetch_add(1, Relaxed);
+        self.shared
+            .counters()
+            .memtable_bloom_checked
+            .fetch_add(1, Relaxed);
         let maybe = mem.may_contain_key(key);
         if !maybe {
-            self.counters.memtable_bloom_useful.fetch_add(1, Relaxed);
+            self.shared
+                .counters()
+                .memtable_bloom_useful
+                .fetch_add(1, Relaxed);
         }
         maybe
     }
@@ -140,7 +147,7 @@ impl DbInner {
         match got {
             Lookup::Found => Ok(true),
             Lookup::FoundExpiring => {
-                let now = crate::base::ttl::millis(self.options.clock.now());
+                let now = crate::base::ttl::millis(self.shared.options().clock.now());
                 crate::base::ttl::resolve_in_place(value, now)
             }
             Lookup::Deleted | Lookup::NotFound | Lookup::Merge => Ok(false),
@@ -160,18 +167,18 @@ impl DbInner {
         seq: u64,
         value: &mut Vec<u8>,
     ) -> Result<bool> {
-        let now = crate::base::ttl::millis(self.options.clock.now());
+        let now = crate::base::ttl::millis(self.shared.options().clock.now());
         let mut state = OperandStack::new(now);
         for mem in std::iter::once(&view.mem).chain(view.imm.iter()) {
             let covered = mem.covering_tombstone(key, seq);
             let mut cursor = MemtableIter::new(Arc::clone(mem));
             if state.take_versions(&mut cursor, key, seq, covered)? {
-                return state.merge(tree, key, value);
+                return state.merge(tree.options.merge_operator.as_ref(), key, value);
             }
         }
         let version = &view.version;
         let head = KeyHead::of(key);
-        let hash = self.options.filter_hasher.hash(key);
+        let hash = self.shared.options().filter_hasher.hash(key);
         let candidates = version
             .level(0)
             .iter()
@@ -202,7 +209,7 @@ impl DbInner {
                 break;
             }
         }
-        state.merge(tree, key, value)
+        state.merge(tree.options.merge_operator.as_ref(), key, value)
     }
 
     /// The tables that may hold the key, in the order that finds its newest version (L0 newest
@@ -222,7 +229,7 @@ impl DbInner {
         }
         // One hash for every table: all filters of a database share its hasher (a table built
         // with another is refused at open).
-        let hash = self.options.filter_hasher.hash(key);
+        let hash = self.shared.options().filter_hasher.hash(key);
         let mut candidates = version
             .level(0)
             .iter()
@@ -305,7 +312,7 @@ struct Probe<'k> {
 /// The answers of a `multi_get` so far, in the caller's order (`None`: still looking).
 type Answers = Vec<Option<Result<Option<Vec<u8>>>>>;
 
-impl DbInner {
+impl Engine {
     /// Looks up every key of `keys` in `tree` at one point in time (one view, one sequence
     /// number); the answers come back in the order of `keys`.
     ///
@@ -319,11 +326,14 @@ impl DbInner {
     /// found by galloping from the previous key's.
     pub(crate) fn multi_get(&self, tree: &Tree, keys: &[&[u8]]) -> Vec<Result<Option<Vec<u8>>>> {
         use std::sync::atomic::Ordering::Relaxed;
-        if let Err(e) = tree.check_live().and_then(|()| self.check_open()) {
+        if let Err(e) = tree.check_live().and_then(|()| self.shared.check_open()) {
             return keys.iter().map(|_| Err(e.duplicate())).collect();
         }
         let (view, seq) = self.read_point(tree);
-        self.counters.gets.fetch_add(keys.len() as u64, Relaxed);
+        self.shared
+            .counters()
+            .gets
+            .fetch_add(keys.len() as u64, Relaxed);
         let mut answers: Answers = keys.iter().map(|_| None).collect();
         let mut probes = Vec::with_capacity(keys.len());
         let mut value = Vec::new();
@@ -337,7 +347,7 @@ impl DbInner {
                     index,
                     key,
                     head: KeyHead::of(key),
-                    hash: self.options.filter_hasher.hash(key),
+                    hash: self.shared.options().filter_hasher.hash(key),
                 }),
             }
         }
@@ -454,7 +464,7 @@ impl DbInner {
         use std::sync::atomic::Ordering::Relaxed;
         let found = self.resolve(tree, view, key, seq, got, value)?;
         if found {
-            self.counters.gets_found.fetch_add(1, Relaxed);
+            self.shared.counters().gets_found.fetch_add(1, Relaxed);
         }
         Ok(found.then(|| std::mem::take(value)))
     }
@@ -462,7 +472,7 @@ impl DbInner {
 
 /// The view and sequence a scan of `tree` reads: the latest, or the tree's view at a snapshot's
 /// `sequence`.
-fn scan_point(db: &DbInner, tree: &Tree, sequence: Option<u64>) -> (Arc<ReadView>, u64) {
+fn scan_point(db: &Engine, tree: &Tree, sequence: Option<u64>) -> (Arc<ReadView>, u64) {
     match sequence {
         Some(seq) => (tree.read_view(), seq),
         None => db.read_point(tree),
@@ -471,7 +481,7 @@ fn scan_point(db: &DbInner, tree: &Tree, sequence: Option<u64>) -> (Arc<ReadView
 
 /// An iterator over `range` of `tree` (at `sequence`, or the latest).
 pub(crate) fn iterator<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(
-    db: &Arc<DbInner>,
+    db: &Engine,
     tree: &Arc<Tree>,
     sequence: Option<u64>,
     range: &R,
@@ -479,7 +489,7 @@ pub(crate) fn iterator<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(
     opts: &ReadOptions,
 ) -> DbIterator {
     if let Err(e) = tree.check_live() {
-        return DbIterator::failed(db, tree, e);
+        return DbIterator::failed(db.shared(), tree, e);
     }
     let (view, seq) = scan_point(db, tree, sequence);
     let bounds = match &prefix {
@@ -490,12 +500,12 @@ pub(crate) fn iterator<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(
         opts.iterate_lower_bound.as_deref(),
         opts.iterate_upper_bound.as_deref(),
     );
-    DbIterator::new(db, tree, view, seq, bounds, prefix, opts.clone())
+    DbIterator::new(db.shared(), tree, view, seq, bounds, prefix, opts.clone())
 }
 
 /// An iterator over the keys of `tree` that start with `prefix`.
 pub(crate) fn prefix_iterator(
-    db: &Arc<DbInner>,
+    db: &Engine,
     tree: &Arc<Tree>,
     sequence: Option<u64>,
     prefix: &[u8],
@@ -512,14 +522,14 @@ pub(crate) fn prefix_iterator(
 
 /// A raw cursor over `tree` (at `sequence`, or the latest), within `opts`' bounds.
 pub(crate) fn raw_iterator(
-    db: &Arc<DbInner>,
+    db: &Engine,
     tree: &Arc<Tree>,
     sequence: Option<u64>,
     opts: &ReadOptions,
 ) -> RawIterator {
     let (view, seq) = scan_point(db, tree, sequence);
     if let Err(e) = tree.check_live() {
-        return RawIterator::failed(Arc::clone(db), seq, e);
+        return RawIterator::failed(Arc::clone(db.shared()), seq, e);
     }
     let bounds = KeyBounds::all().narrowed(
         opts.iterate_lower_bound.as_deref(),
@@ -530,14 +540,14 @@ pub(crate) fn raw_iterator(
         prefix: None,
         read: opts,
     };
-    let now = crate::base::ttl::millis(db.options.clock.now());
+    let now = crate::base::ttl::millis(db.shared().options().clock.now());
     match merge_for(tree, &view, &spec) {
         Ok(merge) => RawIterator::new(
-            Some(Arc::clone(db)),
+            Some(Arc::clone(db.shared())),
             merge,
             visibility(tree, &view, seq, now),
             bounds,
         ),
-        Err(e) => RawIterator::failed(Arc::clone(db), seq, e),
+        Err(e) => RawIterator::failed(Arc::clone(db.shared()), seq, e),
     }
 }

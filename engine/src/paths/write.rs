@@ -6,50 +6,32 @@
 //! publishes the new sequence number and wakes the group. Concurrent writers thus share WAL
 //! writes and syncs.
 
-use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex, MutexGuard};
+use parking_lot::MutexGuard;
 use siftdb_sstable::MAX_SEQUENCE;
 
 use crate::base::batch::{self, WriteBatch};
-use crate::api::db::{DbInner, DbState};
 use crate::base::error::{Error, Result};
 use crate::base::fs::names;
-use crate::core::memtable::Memtable;
 use crate::base::wal::writer::LogWriter;
-
-/// Largest group a leader assembles (bytes of encoded batches).
-const MAX_GROUP_BYTES: usize = 1 << 20;
-
-#[derive(Default)]
-struct Queue {
-    next_ticket: u64,
-    pending: VecDeque<(u64, WriteBatch, bool)>,
-    /// Results for the followers of finished groups (a failed group's error, duplicated for
-    /// each writer with its variant and I/O kind intact).
-    done: HashMap<u64, Result<()>>,
-    leader_active: bool,
-}
-
-/// The queue of writers waiting to commit.
-#[derive(Default)]
-pub(crate) struct WriteQueue {
-    queue: Mutex<Queue>,
-    changed: Condvar,
-}
+use crate::core::memtable::Memtable;
+use crate::core::state::DbState;
+use crate::core::tree::Tree;
+use crate::core::write_queue::{QueuedWrite, Turn};
+use crate::paths::engine::Engine;
 
 /// The memtables a group writes into, by keyspace id.
 type GroupMemtables = Vec<(u32, Arc<Memtable>)>;
 
-impl DbInner {
+impl Engine {
     pub(crate) fn write(&self, batch: WriteBatch, sync: bool) -> Result<()> {
-        self.check_open()?;
-        self.check_writable()?;
+        self.shared.check_open()?;
+        self.shared.check_writable()?;
         batch.validate()?;
-        if batch.has_merges() && self.options.merge_operator.is_none() {
+        if batch.has_merges() && self.shared.options().merge_operator.is_none() {
             return Err(Error::InvalidArgument(
                 "merge needs a merge operator (Options::merge_operator)".to_string(),
             ));
@@ -64,61 +46,26 @@ impl DbInner {
         if batch.is_empty() && !sync {
             return Ok(());
         }
-        let q = &self.writes;
-        let mut queue = q.queue.lock();
-        let ticket = queue.next_ticket;
-        queue.next_ticket += 1;
-        queue.pending.push_back((ticket, batch, sync));
-        loop {
-            if let Some(result) = queue.done.remove(&ticket) {
-                return result;
-            }
-            if !queue.leader_active {
-                break;
-            }
-            q.changed.wait(&mut queue);
-        }
-        // Leader: take a group (our own batch is in it: it was queued before we led).
-        queue.leader_active = true;
-        let mut group = Vec::new();
-        let mut bytes = 0;
-        while let Some((t, b, s)) = queue.pending.pop_front() {
-            bytes += b.size_bytes();
-            group.push((t, b, s));
-            if bytes >= MAX_GROUP_BYTES {
-                break;
+        match self.writes.enter(batch, sync) {
+            Turn::Done(result) => result,
+            Turn::Lead(mut leader) => {
+                let mut rejected = Vec::new();
+                let result = self.commit_group(leader.group_mut(), &mut rejected);
+                self.writes.finish(leader, result, rejected)
             }
         }
-        drop(queue);
-        let mut rejected = Vec::new();
-        let result = self.commit_group(&mut group, &mut rejected);
-        let mut queue = q.queue.lock();
-        for (t, _, _) in &group {
-            let shared = match &result {
-                Ok(()) => Ok(()),
-                Err(e) => Err(e.duplicate()),
-            };
-            queue.done.insert(*t, shared);
-        }
-        for (t, e) in rejected {
-            queue.done.insert(t, Err(e));
-        }
-        let own = queue.done.remove(&ticket).unwrap_or(result);
-        queue.leader_active = false;
-        q.changed.notify_all();
-        own
     }
 
     /// Commits `group`; a batch naming a keyspace that was dropped moves to `rejected` with its
     /// error (the rest of the group is committed without it).
     fn commit_group(
         &self,
-        group: &mut Vec<(u64, WriteBatch, bool)>,
+        group: &mut Vec<QueuedWrite>,
         rejected: &mut Vec<(u64, Error)>,
     ) -> Result<()> {
         // Reserve room and sequence numbers, and take the WAL out for the unlocked append.
         let (mems, mut wal, first_seq, count, sync) = {
-            let mut state = self.state.lock();
+            let mut state = self.shared.state().lock();
             reject_dropped(&state, group, rejected);
             let mut touched: Vec<u32> = group
                 .iter()
@@ -132,14 +79,14 @@ impl DbInner {
             }
             let count: u64 = group.iter().map(|g| g.1.len() as u64).sum();
             let sync = group.iter().any(|g| g.2);
-            let last = self.versions.last_sequence();
+            let last = self.shared.versions().last_sequence();
             if last + count > MAX_SEQUENCE {
                 return Err(Error::InvalidArgument(
                     "sequence numbers exhausted".to_string(),
                 ));
             }
             let first = last + 1;
-            self.versions.set_last_sequence(last + count);
+            self.shared.versions().set_last_sequence(last + count);
             let wal = state.wal.take().ok_or_else(|| {
                 Error::Background("WAL unavailable after an earlier failure".to_string())
             })?;
@@ -150,19 +97,20 @@ impl DbInner {
             (mems, wal, first, count, sync)
         };
         let appended = self.append_group(&mems, &mut wal, group, first_seq, sync);
-        let mut state = self.state.lock();
+        let mut state = self.shared.state().lock();
         state.wal = Some(wal);
         if let Err(e) = appended {
             // The WAL may hold part of the group: nothing more can be appended safely.
             let msg = format!("WAL write failed: {e}");
             state.bg_error.get_or_insert(msg);
             state.wal = None;
-            self.state_changed.notify_all();
+            self.shared.state().changed().notify_all();
             return Err(e);
         }
         drop(state);
-        self.visible_sequence
-            .store(first_seq + count - 1, Ordering::Release);
+        self.shared
+            .versions()
+            .publish_sequence(first_seq + count - 1);
         Ok(())
     }
 
@@ -170,7 +118,7 @@ impl DbInner {
         &self,
         mems: &GroupMemtables,
         wal: &mut LogWriter,
-        group: &mut [(u64, WriteBatch, bool)],
+        group: &mut [QueuedWrite],
         first_seq: u64,
         sync: bool,
     ) -> Result<()> {
@@ -185,12 +133,13 @@ impl DbInner {
         wal.flush()?;
         if sync {
             wal.sync()?;
-            self.counters.wal_syncs.fetch_add(1, Relaxed);
+            self.shared.counters().wal_syncs.fetch_add(1, Relaxed);
         }
-        self.counters
+        self.shared
+            .counters()
             .wal_bytes
             .fetch_add(wal.size() - before, Relaxed);
-        self.counters.write_groups.fetch_add(1, Relaxed);
+        self.shared.counters().write_groups.fetch_add(1, Relaxed);
         // Only now, with the group in the WAL, does it reach the memtables.
         let mut seq = first_seq;
         for (_, batch, _) in group.iter_mut() {
@@ -203,8 +152,9 @@ impl DbInner {
                     .map(|(_, m)| m)
                     .ok_or_else(|| Error::corruption("batch names an unresolved keyspace"))?;
                 mem.insert(op.key, seq, op.kind, op.value);
-                self.counters.keys_written.fetch_add(1, Relaxed);
-                self.counters
+                self.shared.counters().keys_written.fetch_add(1, Relaxed);
+                self.shared
+                    .counters()
                     .bytes_written_user
                     .fetch_add((op.key.len() + op.value.len()) as u64, Relaxed);
                 seq += 1;
@@ -224,21 +174,21 @@ impl DbInner {
             if let Some(e) = &state.bg_error {
                 break Err(Error::Background(e.clone()));
             }
-            if self.shutting_down.load(Ordering::Acquire) {
+            if self.shared.is_shutting_down() {
                 break Err(Error::Closed);
             }
             let room = room_for(state, ids);
             if room == Room::Stall {
                 // The compactions that would end the stall keep failing in the user's filter:
                 // waiting would never end.
-                if let Some(why) = self.compaction_filter_failure.lock().clone() {
+                if let Some(why) = self.compactions.filter_failure() {
                     break Err(Error::CompactionFilter(why));
                 }
                 // Too many overlapping L0 files (every lookup would probe each of them), or
                 // too many memtables waiting: wait for the background work to catch up.
                 stalled.get_or_insert_with(Instant::now);
-                self.work_available.notify_all();
-                self.state_changed.wait(state);
+                self.shared.state().work().notify_all();
+                self.shared.state().changed().wait(state);
                 continue;
             }
             let full = match room {
@@ -259,7 +209,8 @@ impl DbInner {
             }
         };
         if let Some(start) = stalled {
-            self.counters
+            self.shared
+                .counters()
                 .stall_micros
                 .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
         }
@@ -272,7 +223,7 @@ impl DbInner {
         if state.trees.len() < 2 {
             return Vec::new(); // one keyspace switches its WAL with its memtable
         }
-        let limit = match self.options.max_total_wal_size {
+        let limit = match self.shared.options().max_total_wal_size {
             0 => state
                 .trees
                 .values()
@@ -312,7 +263,7 @@ impl DbInner {
     /// bring the active ones back under the budget — all in one switch, with one new WAL; only
     /// those that may switch (their immutable memtables leave room). None otherwise.
     fn largest_memtables_over_budget(&self, state: &DbState) -> Vec<u32> {
-        let budget = self.options.db_write_buffer_size;
+        let budget = self.shared.options().db_write_buffer_size;
         if budget == 0 {
             return Vec::new();
         }
@@ -363,7 +314,7 @@ impl DbInner {
         state: &mut MutexGuard<'_, DbState>,
         ids: &[u32],
     ) -> Result<()> {
-        let number = self.versions.new_file_number();
+        let number = self.shared.versions().new_file_number();
         let old_size = state.wal.as_ref().map_or(0, LogWriter::size);
         let old = state.wal.take();
         let started = MutexGuard::unlocked(state, || self.start_wal(number, old));
@@ -372,7 +323,7 @@ impl DbInner {
                 let old_number = std::mem::replace(&mut state.wal_number, number);
                 state.closed_wal_sizes.insert(old_number, old_size);
                 // No group is in flight: every sequence number handed out is in older logs.
-                let first_sequence = self.versions.last_sequence() + 1;
+                let first_sequence = self.shared.versions().last_sequence() + 1;
                 state.wal_starts.insert(number, first_sequence);
                 state.wal = Some(wal);
                 for id in ids {
@@ -390,9 +341,9 @@ impl DbInner {
                 state.closed_wal_sizes.retain(|n, _| *n >= oldest);
                 state.wal_starts.retain(|n, _| *n >= oldest);
                 for id in ids {
-                    self.publish_view(state, *id);
+                    self.shared.versions().publish_view(state, *id);
                 }
-                self.work_available.notify_all();
+                self.shared.state().work().notify_all();
                 Ok(())
             }
             Err((e, old)) => {
@@ -402,7 +353,7 @@ impl DbInner {
                     state
                         .bg_error
                         .get_or_insert_with(|| format!("WAL switch failed: {e}"));
-                    self.state_changed.notify_all();
+                    self.shared.state().changed().notify_all();
                 }
                 state.wal = old;
                 Err(e)
@@ -417,7 +368,11 @@ impl DbInner {
         number: u64,
         old: Option<LogWriter>,
     ) -> std::result::Result<LogWriter, (Error, Option<LogWriter>)> {
-        let file = match self.fs.create(&names::wal(&self.dir, number)) {
+        let file = match self
+            .shared
+            .fs()
+            .create(&names::wal(self.shared.dir(), number))
+        {
             Ok(file) => file,
             Err(e) => return Err((e.into(), old)),
         };
@@ -427,8 +382,57 @@ impl DbInner {
             old.sync().map_err(|e| (Error::from(e), None))?;
         }
         // Synced writes to the new log must survive power loss: so must its directory entry.
-        self.fs.sync_dir(&self.dir).map_err(|e| (e.into(), None))?;
+        self.shared
+            .fs()
+            .sync_dir(self.shared.dir())
+            .map_err(|e| (e.into(), None))?;
         Ok(LogWriter::new(file))
+    }
+}
+
+/// Switches `tree`'s memtable (if it holds anything) and waits until every memtable of the tree
+/// frozen so far is in a table.
+pub(crate) fn flush_and_wait(engine: &Engine, tree: &Tree) -> Result<()> {
+    let db = engine.shared();
+    db.check_open()?;
+    db.check_writable()?;
+    let target = engine.writes.exclusive(|| -> Result<Option<u64>> {
+        let mut state = db.state().lock();
+        if let Some(e) = &state.bg_error {
+            return Err(Error::Background(e.clone()));
+        }
+        let t = state
+            .trees
+            .get(&tree.id)
+            .ok_or_else(|| tree.dropped_error())?;
+        if !t.mem.is_empty() {
+            engine.switch_memtables(&mut state, &[tree.id])?;
+        }
+        Ok(state
+            .trees
+            .get(&tree.id)
+            .and_then(|t| t.imm.last())
+            .map(|m| m.wal_number()))
+    })?;
+    let Some(target) = target else { return Ok(()) };
+    let mut state = db.state().lock();
+    loop {
+        if let Some(e) = &state.bg_error {
+            return Err(Error::Background(e.clone()));
+        }
+        let Some(t) = state.trees.get(&tree.id) else {
+            return Err(tree.dropped_error());
+        };
+        if t.imm.first().is_none_or(|m| m.wal_number() > target) {
+            return Ok(());
+        }
+        if db.is_shutting_down() {
+            return Err(Error::Closed);
+        }
+        db.state().work().notify_all();
+        db.state()
+            .changed()
+            .wait_for(&mut state, Duration::from_millis(200));
     }
 }
 
@@ -468,11 +472,7 @@ fn room_for(state: &DbState, ids: &[u32]) -> Room {
 
 /// Moves the batches of `group` that name a keyspace no longer in `state` (dropped) to
 /// `rejected`, each with its error.
-fn reject_dropped(
-    state: &DbState,
-    group: &mut Vec<(u64, WriteBatch, bool)>,
-    rejected: &mut Vec<(u64, Error)>,
-) {
+fn reject_dropped(state: &DbState, group: &mut Vec<QueuedWrite>, rejected: &mut Vec<(u64, Error)>) {
     group.retain(|(ticket, batch, _)| {
         match batch.first_missing_keyspace(|id| state.trees.contains_key(&id)) {
             None => true,
@@ -482,48 +482,4 @@ fn reject_dropped(
             }
         }
     });
-}
-
-impl WriteQueue {
-    /// Runs `f` while no write group is in progress and none can start (used to switch
-    /// memtables outside the write path without racing a leader that is appending).
-    pub(crate) fn exclusive<R>(&self, f: impl FnOnce() -> R) -> R {
-        let mut queue = self.queue.lock();
-        while queue.leader_active {
-            self.changed.wait(&mut queue);
-        }
-        queue.leader_active = true;
-        drop(queue);
-        // Hands the write path back however `f` ends (a panic included), or every later writer
-        // would wait forever.
-        let _release = ReleaseWritePath(self);
-        f()
-    }
-}
-
-/// Gives the write path back on drop (see [`WriteQueue::exclusive`]).
-struct ReleaseWritePath<'a>(&'a WriteQueue);
-
-impl Drop for ReleaseWritePath<'_> {
-    fn drop(&mut self) {
-        let mut queue = self.0.queue.lock();
-        queue.leader_active = false;
-        self.0.changed.notify_all();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_panic_inside_exclusive_gives_the_write_path_back() {
-        let queue = WriteQueue::default();
-        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            queue.exclusive(|| panic!("inside the exclusive section"))
-        }));
-        assert!(panicked.is_err());
-        // Would wait forever if the panic had kept the write path.
-        assert_eq!(queue.exclusive(|| 7), 7);
-    }
 }

@@ -15,18 +15,18 @@ use siftdb_sstable::{FragmentedRangeTombstones, TableIterOptions};
 use super::heat_map::HeatMap;
 use super::sink::{TableSink, MAX_GRANDPARENT_OVERLAP_FILES};
 use crate::base::compaction_filter::JobFilter;
-use crate::api::db::DbInner;
 use crate::base::error::{Error, Result};
-use crate::paths::iterator::level::LevelIterator;
-use crate::paths::iterator::range_skip::RangeProbe;
+use crate::base::version_edit::VersionEdit;
+use crate::core::level_iter::LevelIterator;
+use crate::core::range_skip::RangeProbe;
+use crate::core::shared::Shared;
 use crate::core::tree::Tree;
 use crate::core::version::{TableFile, Version};
-use crate::base::version_edit::VersionEdit;
 use crate::core::version_set::Reservation;
 
 /// See the module documentation.
 pub(crate) struct CompactionJob<'a> {
-    db: &'a Arc<DbInner>,
+    db: &'a Arc<Shared>,
     tree: Arc<Tree>,
     /// The version the inputs were picked from.
     version: Arc<Version>,
@@ -49,8 +49,8 @@ pub(crate) struct CompactionJob<'a> {
 impl Drop for CompactionJob<'_> {
     fn drop(&mut self) {
         if !self.uninstalled.is_empty() {
-            self.db.versions.release_outputs(&self.uninstalled);
-            crate::paths::recovery::delete_obsolete_files(self.db);
+            self.db.versions().release_outputs(&self.uninstalled);
+            crate::jobs::obsolete::delete_obsolete_files(self.db);
         }
     }
 }
@@ -89,7 +89,7 @@ impl<'a> CompactionJob<'a> {
     /// The job compacting `pick` (files of `pick.level` and of the level below) into
     /// `output_level`; `None` if none of the picked files is in `version`.
     pub(crate) fn prepare(
-        db: &'a Arc<DbInner>,
+        db: &'a Arc<Shared>,
         tree: &Arc<Tree>,
         version: Arc<Version>,
         pick: &Pick,
@@ -143,8 +143,8 @@ impl<'a> CompactionJob<'a> {
             if !written.user_acted {
                 return self.install(written.outputs);
             }
-            let gate = self.db.snapshot_gate.write();
-            let current = self.db.snapshots.sequences();
+            let gate = self.db.snapshots().hold_new_snapshots();
+            let current = self.db.snapshots().sequences();
             if current.iter().all(|s| written.snapshots.contains(s)) {
                 let installed = self.install(written.outputs);
                 drop(gate);
@@ -152,7 +152,7 @@ impl<'a> CompactionJob<'a> {
             }
             drop(gate);
             // Give this merge's outputs back (they become orphans) and merge again.
-            self.db.versions.release_outputs(&self.uninstalled);
+            self.db.versions().release_outputs(&self.uninstalled);
             self.uninstalled.clear();
         }
         Ok(())
@@ -246,10 +246,10 @@ impl<'a> CompactionJob<'a> {
             edit.added.push((self.output_level, f.meta.clone()));
         }
         self.db
-            .versions
-            .log_and_apply(self.db, &self.tree, edit, &[], |_| {})?;
+            .versions()
+            .log_and_apply(&self.tree, edit, &[], |_| {})?;
         self.db
-            .counters
+            .counters()
             .trivial_moves
             .fetch_add(self.inputs.len() as u64, Ordering::Relaxed);
         Ok(())
@@ -268,7 +268,7 @@ impl<'a> CompactionJob<'a> {
             })
         });
         GcRules {
-            snapshots: self.db.snapshots.sequences(),
+            snapshots: self.db.snapshots().sequences(),
             bottommost,
             filter: Some(filter),
             merger: self.tree.options.merge_operator.clone().map(|op| {
@@ -366,7 +366,7 @@ impl<'a> CompactionJob<'a> {
         // none that every snapshot sees (what they deleted is dropped from the inputs).
         let kept_tombstones = rules.range_tombstones.as_ref().map(|t| {
             let (kept, dropped) = t.collapsed(&snapshots, rules.bottommost);
-            db.counters
+            db.counters()
                 .range_tombstones_dropped
                 .fetch_add(dropped, Ordering::Relaxed);
             kept
@@ -379,7 +379,7 @@ impl<'a> CompactionJob<'a> {
         // a compaction reads do not stay resident in the process (docs/TUNING.md, memory).
         let read_options = TableIterOptions {
             fill_cache: false,
-            stats: Some(Arc::clone(&db.counters.compaction_reads)),
+            stats: Some(Arc::clone(&db.counters().compaction_reads)),
             read_once: true,
         };
         // A cursor per L0 input (L0 tables overlap each other); the inputs of a sorted level are
@@ -433,16 +433,16 @@ impl<'a> CompactionJob<'a> {
                 None => sink.take_error().unwrap_or_else(|| Error::from(e)),
             })
             .and_then(|stats| {
-                db.counters
+                db.counters()
                     .compaction_filter_removed
                     .fetch_add(stats.filter_removed, Ordering::Relaxed);
-                db.counters
+                db.counters()
                     .compaction_filter_changed
                     .fetch_add(stats.filter_changed, Ordering::Relaxed);
-                db.counters
+                db.counters()
                     .range_deleted_dropped
                     .fetch_add(stats.range_deleted, Ordering::Relaxed);
-                db.counters
+                db.counters()
                     .merges_in_compaction
                     .fetch_add(stats.merges_full + stats.merges_partial, Ordering::Relaxed);
                 sink.finish()
@@ -452,14 +452,16 @@ impl<'a> CompactionJob<'a> {
         let (outputs, heats, bytes_written) = sink.into_outputs();
         if !outputs.is_empty() {
             // The outputs' directory entries must be durable before the manifest names them.
-            db.fs.sync_dir(&db.dir)?;
+            db.fs().sync_dir(db.dir())?;
         }
-        db.counters
+        db.counters()
             .compaction_bytes_written
             .fetch_add(bytes_written, Ordering::Relaxed);
         let outputs = outputs
             .iter()
-            .map(|m| crate::jobs::flush::open_table(db, &self.tree.options, self.output_level, m))
+            .map(|m| {
+                crate::jobs::table_io::open_table(db, &self.tree.options, self.output_level, m)
+            })
             .collect::<Result<Vec<_>>>()?;
         for (output, heat) in outputs.iter().zip(heats) {
             output.heat.start(self.tree.lookups.now(), heat);
@@ -483,18 +485,18 @@ impl<'a> CompactionJob<'a> {
         for t in &outputs {
             edit.added.push((self.output_level, t.meta.clone()));
         }
-        db.versions
-            .log_and_apply(db, &self.tree, edit, &outputs, |_| {})?;
+        db.versions()
+            .log_and_apply(&self.tree, edit, &outputs, |_| {})?;
         self.uninstalled.clear();
         for (_, f) in &self.inputs {
-            db.cache.erase_table(f.meta.number);
+            db.cache().erase_table(f.meta.number);
         }
         let read: u64 = self.inputs.iter().map(|(_, f)| f.meta.file_size).sum();
-        db.counters.compactions.fetch_add(1, Ordering::Relaxed);
-        db.counters
+        db.counters().compactions.fetch_add(1, Ordering::Relaxed);
+        db.counters()
             .compaction_bytes_read
             .fetch_add(read, Ordering::Relaxed);
-        crate::paths::recovery::delete_obsolete_files(db);
+        crate::jobs::obsolete::delete_obsolete_files(db);
         Ok(())
     }
 }

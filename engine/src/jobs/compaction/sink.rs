@@ -7,10 +7,10 @@ use siftdb_sstable::{
 };
 
 use super::heat_map::HeatMap;
-use crate::api::db::DbInner;
 use crate::base::error::{Error, Result};
 use crate::base::fs::{names, WritableFile};
 use crate::base::version_edit::FileMeta;
+use crate::core::shared::Shared;
 
 /// An output overlapping more than this many target file sizes of the level below it is cut
 /// early (LevelDB's grandparent limit): compacting it down later would rewrite that much. A
@@ -19,7 +19,7 @@ pub(crate) const MAX_GRANDPARENT_OVERLAP_FILES: u64 = 10;
 
 /// Writes surviving entries into output tables (see the module documentation).
 pub(crate) struct TableSink<'a> {
-    db: &'a DbInner,
+    db: &'a Shared,
     options: TableBuildOptions,
     output_level: usize,
     target_size: u64,
@@ -48,7 +48,7 @@ pub(crate) struct TableSink<'a> {
 
 impl<'a> TableSink<'a> {
     pub(crate) fn new(
-        db: &'a DbInner,
+        db: &'a Shared,
         options: TableBuildOptions,
         target_size: u64,
         output_level: usize,
@@ -137,7 +137,7 @@ impl<'a> TableSink<'a> {
         file.sync()?;
         self.bytes_written += meta.file_size;
         self.db
-            .counters
+            .counters()
             .table_bytes_uncompressed
             .fetch_add(meta.uncompressed_size, std::sync::atomic::Ordering::Relaxed);
         let props = meta.properties;
@@ -180,12 +180,12 @@ impl<'a> TableSink<'a> {
     }
 
     fn start_output(&mut self) -> std::result::Result<(), SstError> {
-        let number = self.db.versions.new_output();
+        let number = self.db.versions().new_output();
         self.numbers.push(number);
         let file = self
             .db
-            .fs
-            .create(&names::table(&self.db.dir, number))
+            .fs()
+            .create(&names::table(self.db.dir(), number))
             .map_err(|source| SstError::Io {
                 file: format!("{number:06}.sst"),
                 source,

@@ -7,28 +7,26 @@
 //! * [`RawIterator`] (`raw.rs`) — one entry per user key, snapshot visibility and tombstones;
 //! * [`DbIterator`] (here) — bounds, prefixes, and a Rust iterator from both ends.
 
-mod bounds;
-pub(crate) mod level;
-pub(crate) mod range_skip;
 mod raw;
 mod sources;
 
 use std::sync::Arc;
 
-pub(crate) use bounds::KeyBounds;
+pub(crate) use crate::core::key_bounds::KeyBounds;
 pub use raw::RawIterator;
 pub(crate) use raw::Visibility;
 pub(crate) use sources::{merge_for, visibility, ScanSpec};
 
-use crate::api::db::{DbInner, ReadView};
 use crate::base::error::Error;
 use crate::base::options::ReadOptions;
+use crate::core::shared::Shared;
+use crate::core::tree::ReadView;
 use crate::core::tree::Tree;
 
 /// What every cursor of one [`DbIterator`] reads: the same tree, view, sequence, bounds and
 /// prefix.
 struct Scan {
-    db: Arc<DbInner>,
+    db: Arc<Shared>,
     tree: Arc<Tree>,
     view: Arc<ReadView>,
     sequence: u64,
@@ -126,9 +124,9 @@ impl DbIterator {
     /// An iterator over `view` as of `sequence`, within `bounds` (and `prefix`, whose filter may
     /// skip tables). It holds the view's memtables and tables for its whole life, so no
     /// compaction can take a version it needs: `sequence` must be at least as new as every table
-    /// of the view ([`DbInner::read_point`]) or a registered snapshot's.
+    /// of the view ([`Shared::read_point`]) or a registered snapshot's.
     pub(crate) fn new(
-        db: &Arc<DbInner>,
+        db: &Arc<Shared>,
         tree: &Arc<Tree>,
         view: Arc<ReadView>,
         sequence: u64,
@@ -136,7 +134,7 @@ impl DbIterator {
         prefix: Option<Vec<u8>>,
         read: ReadOptions,
     ) -> DbIterator {
-        let now = crate::base::ttl::millis(db.options.clock.now());
+        let now = crate::base::ttl::millis(db.options().clock.now());
         DbIterator {
             scan: Scan {
                 seen: visibility(tree, &view, sequence, now),
@@ -156,7 +154,7 @@ impl DbIterator {
     }
 
     /// An iterator that yields `error` and ends (a dropped keyspace, a closed database).
-    pub(crate) fn failed(db: &Arc<DbInner>, tree: &Arc<Tree>, error: Error) -> DbIterator {
+    pub(crate) fn failed(db: &Arc<Shared>, tree: &Arc<Tree>, error: Error) -> DbIterator {
         let view = tree.read_view();
         let mut it = DbIterator::new(
             db,

@@ -17,10 +17,10 @@ use std::sync::Arc;
 use siftdb_compaction::{InternalIterator, MergingIterator};
 use siftdb_sstable::{FragmentedRangeTombstones, InternalKey, ParsedKey, ValueKind, MAX_SEQUENCE};
 
-use super::bounds::KeyBounds;
-use crate::api::db::DbInner;
 use crate::base::error::{Error, Result};
 use crate::base::merge::MergeOperator;
+use crate::core::key_bounds::KeyBounds;
+use crate::core::shared::Shared;
 
 /// What decides which entries a read sees, fixed when the cursor is made: its sequence number,
 /// the time expiring values are judged by, the range tombstones of everything it reads, and the
@@ -84,7 +84,7 @@ enum Direction {
 pub struct RawIterator {
     /// Keeps the database's shared state alive for as long as the cursor reads from it (`None`
     /// for a cursor inside a call that holds it).
-    _db: Option<Arc<DbInner>>,
+    _db: Option<Arc<Shared>>,
     merge: MergingIterator,
     /// Sequence number, clock and range tombstones: one cursor sees one state.
     seen: Visibility,
@@ -119,7 +119,7 @@ impl std::fmt::Debug for RawIterator {
 impl RawIterator {
     /// A cursor over `merge` that sees what `seen` says, within `bounds`.
     pub(crate) fn new(
-        db: Option<Arc<DbInner>>,
+        db: Option<Arc<Shared>>,
         merge: MergingIterator,
         seen: Visibility,
         bounds: KeyBounds,
@@ -141,7 +141,7 @@ impl RawIterator {
     }
 
     /// A cursor that only reports `error`.
-    pub(crate) fn failed(db: Arc<DbInner>, sequence: u64, error: Error) -> RawIterator {
+    pub(crate) fn failed(db: Arc<Shared>, sequence: u64, error: Error) -> RawIterator {
         let seen = Visibility {
             sequence,
             ..Visibility::default()

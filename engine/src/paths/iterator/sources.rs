@@ -8,14 +8,14 @@ use std::sync::Arc;
 use siftdb_compaction::{InternalIterator, MergingIterator};
 use siftdb_sstable::{SstError, TableIterOptions};
 
-use super::bounds::KeyBounds;
-use super::level::LevelIterator;
-use super::range_skip::{RangeProbe, RangeSkippingTable};
 use super::raw::Visibility;
-use crate::api::db::ReadView;
 use crate::base::error::Result;
-use crate::core::memtable::MemtableIter;
 use crate::base::options::ReadOptions;
+use crate::core::key_bounds::KeyBounds;
+use crate::core::level_iter::LevelIterator;
+use crate::core::memtable::MemtableIter;
+use crate::core::range_skip::{RangeProbe, RangeSkippingTable};
+use crate::core::tree::ReadView;
 use crate::core::tree::Tree;
 use crate::core::version::TableFile;
 

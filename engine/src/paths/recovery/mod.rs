@@ -4,37 +4,36 @@
 //! before the commit leaves the database as it was. A read-only open stops before the commit
 //! and keeps what the WALs held in memory.
 
-
 mod wal_replay;
 
+use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
 
-use parking_lot::{Condvar, Mutex};
+use siftdb_cache::{CacheOptions, FalsePositiveMemo};
+use siftdb_sstable::TableCache;
 
-use crate::api::db::{new_cache, DbInner, DbState};
 use crate::base::error::{Error, Result};
 use crate::base::fs::names::{self, FileKind};
 use crate::base::fs::{FileLock, FileSystem};
-use crate::base::keyspace_options::{options_text, parse_options_text, KeyspaceOptions};
-use crate::core::memtable::Memtable;
+use crate::base::keyspace_options::parse_options_text;
 use crate::base::options::Options;
 use crate::base::options_file;
-use crate::api::snapshot::SnapshotList;
-use crate::core::stats::EngineCounters;
+use crate::base::version_edit::VersionEdit;
+use crate::base::wal::writer::LogWriter;
+pub(crate) use crate::core::manifest_state::ManifestState;
+use crate::core::memtable::Memtable;
+use crate::core::shared::{Shared, SharedParts};
+use crate::core::state::{DbState, StateCell};
 use crate::core::tree::{Tree, TreeMemtables};
 use crate::core::version::Version;
-use crate::base::version_edit::VersionEdit;
-use crate::core::version_set::VersionSet;
-use crate::base::wal::writer::LogWriter;
-use crate::paths::write::WriteQueue;
-pub(crate) use crate::core::manifest_state::ManifestState;
-use siftdb_cache::FalsePositiveMemo;
+use crate::core::version_set::{VersionSet, VersionSetContext};
+use crate::jobs::obsolete::delete_obsolete_files;
+use crate::paths::engine::Engine;
 use wal_replay::{replay_wals, Recovered};
 
 /// Opens or creates the database in `dir`.
-pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
+pub(crate) fn open(dir: &Path, options: Options) -> Result<(Engine, Box<dyn FileLock>)> {
     options.validate()?;
     let fs = Arc::clone(&options.fs);
     let (entries, exists) = inspect_directory(fs.as_ref(), dir, &options)?;
@@ -50,9 +49,10 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
     } else {
         ManifestState::new_database()
     };
-    let inner = new_inner(dir, options, Some(lock), &entries, &manifest, false)?;
-    let versions = open_versions(&inner, &manifest)?;
-    let wal_number = inner.versions.new_file_number();
+    let engine = new_engine(dir, options, &entries, &manifest, false)?;
+    let inner: &Shared = engine.shared();
+    let versions = open_versions(inner, &manifest)?;
+    let wal_number = inner.versions().new_file_number();
     let log_number = manifest.min_log_number();
     let wals = live_wals(&entries, log_number, wal_number);
     // The manifest's log numbers name the WAL of each keyspace's oldest memtable not yet in a
@@ -64,17 +64,17 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
             "WAL {log_number:06}.log named by the manifest is missing"
         )));
     }
-    let recovered = replay_wals(&inner, &wals, &manifest)?;
+    let recovered = replay_wals(inner, &wals, &manifest)?;
     if let Some(recorded) = &recorded {
-        options_file::check_merge_operator(recorded, &inner.options, || {
+        options_file::check_merge_operator(recorded, inner.options(), || {
             holds_merge_operands(&versions, &recovered)
         })?;
     }
     // Rewritten only now: a refused open leaves `OPTIONS` as it was.
-    options_file::update(fs.as_ref(), dir, recorded.as_ref(), &inner.options)?;
-    commit(&inner, versions, recovered, wal_number)?;
-    delete_obsolete_files(&inner);
-    Ok(inner)
+    options_file::update(fs.as_ref(), dir, recorded.as_ref(), inner.options())?;
+    commit(inner, versions, recovered, wal_number)?;
+    delete_obsolete_files(inner);
+    Ok((engine, lock))
 }
 
 /// Whether any table or recovered memtable holds a merge operand.
@@ -91,7 +91,7 @@ fn holds_merge_operands(versions: &[(Arc<Tree>, Version)], recovered: &Recovered
 const READ_ONLY_ATTEMPTS: usize = 8;
 
 /// Opens the database in `dir` read-only (see `Db::open_read_only`).
-pub(crate) fn open_read_only(dir: &Path, options: Options) -> Result<Arc<DbInner>> {
+pub(crate) fn open_read_only(dir: &Path, options: Options) -> Result<Engine> {
     options.validate()?;
     let mut attempt = 0;
     loop {
@@ -118,7 +118,7 @@ fn may_be_a_moving_writer(e: &Error) -> bool {
     }
 }
 
-fn try_open_read_only(dir: &Path, options: &Options) -> Result<Arc<DbInner>> {
+fn try_open_read_only(dir: &Path, options: &Options) -> Result<Engine> {
     let fs = Arc::clone(&options.fs);
     if !fs.exists(&dir.join(names::CURRENT))? {
         return Err(Error::InvalidArgument(format!(
@@ -131,8 +131,9 @@ fn try_open_read_only(dir: &Path, options: &Options) -> Result<Arc<DbInner>> {
     // in the listing, unless a writer deleted it meanwhile (then this attempt fails).
     let manifest = ManifestState::read(fs.as_ref(), dir)?;
     let entries = fs.list(dir)?;
-    let inner = new_inner(dir, options.clone(), None, &entries, &manifest, true)?;
-    let versions = open_versions(&inner, &manifest)?;
+    let engine = new_engine(dir, options.clone(), &entries, &manifest, true)?;
+    let inner: &Shared = engine.shared();
+    let versions = open_versions(inner, &manifest)?;
     let log_number = manifest.min_log_number();
     let wals = live_wals(&entries, log_number, u64::MAX);
     if log_number > 0 && !wals.contains(&log_number) {
@@ -140,26 +141,26 @@ fn try_open_read_only(dir: &Path, options: &Options) -> Result<Arc<DbInner>> {
             "WAL {log_number:06}.log named by the manifest is missing"
         )));
     }
-    let recovered = replay_wals(&inner, &wals, &manifest)?;
+    let recovered = replay_wals(inner, &wals, &manifest)?;
     options_file::check_merge_operator(&recorded, options, || {
         holds_merge_operands(&versions, &recovered)
     })?;
     let last = recovered.last_sequence;
-    inner.versions.set_last_sequence(last);
+    inner.versions().set_last_sequence(last);
     let mut mems = recovered.mems;
-    let mut state = inner.state.lock();
+    let mut state = inner.state().lock();
     for (tree, version) in versions {
-        inner.versions.install_recovered(&tree, version, log_number);
+        inner
+            .versions()
+            .install_recovered(&tree, version, log_number);
         if let (Some(t), Some(mem)) = (state.trees.get_mut(&tree.id), mems.remove(&tree.id)) {
             t.mem = Arc::new(mem);
         }
-        inner.publish_view(&state, tree.id);
+        inner.versions().publish_view(&state, tree.id);
     }
     drop(state);
-    inner
-        .visible_sequence
-        .store(last, std::sync::atomic::Ordering::Release);
-    Ok(inner)
+    inner.versions().publish_sequence(last);
+    Ok(engine)
 }
 
 /// Lists `dir` (creating it if allowed) and decides whether it holds a database (`CURRENT`), is
@@ -243,9 +244,6 @@ fn lock_directory(fs: &dyn FileSystem, dir: &Path) -> Result<Box<dyn FileLock>> 
     })
 }
 
-/// A process-wide count that tells open instances apart.
-static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
-
 /// The options keyspace `id` of `manifest` runs with: "default" the tree fields of `options`;
 /// another those given in `Options::keyspaces`, else those recorded at its creation.
 fn tree_options(options: &Options, id: u32, name: &str, recorded: Option<&str>) -> Result<Options> {
@@ -265,18 +263,46 @@ fn tree_options(options: &Options, id: u32, name: &str, recorded: Option<&str>) 
     Ok(tree)
 }
 
-/// The shared state of the database being opened, with every keyspace of `manifest` as an empty
-/// tree.
-fn new_inner(
+/// The engine of the database being opened, with every keyspace of `manifest` as an empty tree.
+fn new_engine(
     dir: &Path,
     options: Options,
-    lock: Option<Box<dyn FileLock>>,
     entries: &[String],
     manifest: &ManifestState,
     read_only: bool,
-) -> Result<Arc<DbInner>> {
-    // WALs are created without a manifest edit, so files may exist with numbers at or above the
-    // recorded next number: never hand those out again.
+) -> Result<Engine> {
+    let trees = empty_trees(&options, manifest)?;
+    let default = trees
+        .get(&0)
+        .map(|t| Arc::clone(&t.tree))
+        .ok_or_else(|| Error::corruption("the manifest holds no \"default\" keyspace"))?;
+    let state = Arc::new(StateCell::new(DbState::new(trees)));
+    let versions = VersionSet::new(
+        VersionSetContext {
+            state: Arc::clone(&state),
+            fs: Arc::clone(&options.fs),
+            dir: dir.to_path_buf(),
+        },
+        next_file_number(entries, manifest),
+        manifest.last_sequence,
+        manifest.next_keyspace_id,
+    );
+    let shared = Shared::new(SharedParts {
+        dir: dir.to_path_buf(),
+        cache: new_cache(options.block_cache_capacity, options.block_cache_admission),
+        memo: (options.false_positive_memo_bytes > 0)
+            .then(|| Arc::new(FalsePositiveMemo::new(options.false_positive_memo_bytes))),
+        state,
+        versions,
+        read_only,
+        options,
+    });
+    Ok(Engine::new(Arc::new(shared), default))
+}
+
+/// The first file number to hand out. WALs are created without a manifest edit, so files may
+/// exist with numbers at or above the recorded next number: never hand those out again.
+fn next_file_number(entries: &[String], manifest: &ManifestState) -> u64 {
     let highest_on_disk = entries
         .iter()
         .filter_map(|e| match names::parse(e) {
@@ -285,14 +311,21 @@ fn new_inner(
         })
         .max()
         .unwrap_or(0);
-    let next_file_number = manifest
+    manifest
         .next_file_number
         .unwrap_or(1)
         .max(highest_on_disk + 1)
-        .max(2);
-    let mut trees = std::collections::BTreeMap::new();
+        .max(2)
+}
+
+/// Every keyspace of `manifest` as a tree with an empty memtable, with the options it runs with.
+fn empty_trees(
+    options: &Options,
+    manifest: &ManifestState,
+) -> Result<BTreeMap<u32, TreeMemtables>> {
+    let mut trees = BTreeMap::new();
     for (id, k) in &manifest.keyspaces {
-        let opts = tree_options(&options, *id, &k.name, k.options_text.as_deref())?;
+        let opts = tree_options(options, *id, &k.name, k.options_text.as_deref())?;
         let mem = Arc::new(Memtable::new(0));
         let tree = Arc::new(Tree::new(*id, &k.name, opts, Arc::clone(&mem)));
         trees.insert(
@@ -304,57 +337,25 @@ fn new_inner(
             },
         );
     }
-    let default = trees
-        .get(&0)
-        .map(|t| Arc::clone(&t.tree))
-        .ok_or_else(|| Error::corruption("the manifest holds no \"default\" keyspace"))?;
-    Ok(Arc::new(DbInner {
-        dir: dir.to_path_buf(),
-        fs: Arc::clone(&options.fs),
-        cache: new_cache(options.block_cache_capacity, options.block_cache_admission),
-        memo: (options.false_positive_memo_bytes > 0)
-            .then(|| Arc::new(FalsePositiveMemo::new(options.false_positive_memo_bytes))),
-        counters: EngineCounters::default(),
-        state: Mutex::new(DbState {
-            trees,
-            wal: None,
-            wal_number: 0,
-            closed_wal_sizes: Default::default(),
-            wal_starts: Default::default(),
-            bg_error: None,
-        }),
-        versions: VersionSet::new(
-            next_file_number,
-            manifest.last_sequence,
-            manifest.next_keyspace_id,
-        ),
-        default,
-        instance: NEXT_INSTANCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-        read_only,
-        file_deletions_paused: AtomicUsize::new(0),
-        file_deletions: Mutex::new(()),
-        snapshot_gate: parking_lot::RwLock::new(()),
-        compaction_filter_failure: Mutex::new(None),
-        state_changed: Condvar::new(),
-        work_available: Condvar::new(),
-        writes: WriteQueue::default(),
-        visible_sequence: AtomicU64::new(manifest.last_sequence),
-        snapshots: SnapshotList::default(),
-        shutting_down: AtomicBool::new(false),
-        background: Mutex::new(None),
-        compaction_threads: Mutex::new(Vec::new()),
-        compaction_lock: parking_lot::RwLock::new(()),
-        lock: Mutex::new(lock),
-        #[cfg(feature = "test-hooks")]
-        sync_points: Default::default(),
-        options,
-    }))
+    Ok(trees)
+}
+
+/// Creates the shared block cache: shards of at least 4 MiB so a large table's filter block
+/// (often over a megabyte) is never refused as oversize.
+fn new_cache(capacity: usize, admission: siftdb_cache::Admission) -> Arc<TableCache> {
+    let shards = (capacity / (4 << 20)).max(1).next_power_of_two();
+    let bits = shards.trailing_zeros().min(6) as u8;
+    Arc::new(TableCache::new(
+        CacheOptions::new(capacity)
+            .with_num_shard_bits(bits)
+            .with_admission(admission),
+    ))
 }
 
 /// Every keyspace's tree as the manifest describes it, with its tables open.
-fn open_versions(db: &DbInner, manifest: &ManifestState) -> Result<Vec<(Arc<Tree>, Version)>> {
+fn open_versions(db: &Shared, manifest: &ManifestState) -> Result<Vec<(Arc<Tree>, Version)>> {
     let trees: Vec<Arc<Tree>> = {
-        let state = db.state.lock();
+        let state = db.state().lock();
         state.trees.values().map(|t| Arc::clone(&t.tree)).collect()
     };
     trees
@@ -370,7 +371,7 @@ fn open_versions(db: &DbInner, manifest: &ManifestState) -> Result<Vec<(Arc<Tree
                 ..VersionEdit::default()
             };
             let version = Version::empty().apply(&edit, |level, meta| {
-                crate::jobs::flush::open_table(db, &tree.options, level, meta)
+                crate::jobs::table_io::open_table(db, &tree.options, level, meta)
             })?;
             Ok((tree, version))
         })
@@ -395,7 +396,7 @@ fn live_wals(entries: &[String], log_number: u64, new_wal: u64) -> Vec<u64> {
 /// and a new manifest holding every keyspace's version is written, synced and named by
 /// `CURRENT`. Only then is anything old obsolete.
 fn commit(
-    db: &DbInner,
+    db: &Shared,
     versions: Vec<(Arc<Tree>, Version)>,
     recovered: Recovered,
     wal_number: u64,
@@ -409,41 +410,39 @@ fn commit(
         };
         trees.push((tree, version));
     }
-    db.versions.set_last_sequence(recovered.last_sequence);
+    db.versions().set_last_sequence(recovered.last_sequence);
     // New WAL first, then the manifest that makes the old WALs obsolete.
-    let wal_file = db.fs.create(&names::wal(&db.dir, wal_number))?;
-    db.fs.sync_dir(&db.dir)?;
+    let wal_file = db.fs().create(&names::wal(db.dir(), wal_number))?;
+    db.fs().sync_dir(db.dir())?;
     let first_sequence = recovered.last_sequence + 1;
-    let snapshot = snapshot_edits(&trees, recovered.last_sequence, |_| {
-        (wal_number, Some(first_sequence))
-    });
-    db.versions.create_manifest(db, &snapshot)?;
-    let mut state = db.state.lock();
+    let snapshot =
+        crate::core::version_set::snapshot_edits(&trees, recovered.last_sequence, |_| {
+            (wal_number, Some(first_sequence))
+        });
+    db.versions().create_manifest(&snapshot)?;
+    let mut state = db.state().lock();
     state.wal = Some(LogWriter::new(wal_file));
     state.wal_number = wal_number;
     state.wal_starts.insert(wal_number, first_sequence);
     for (tree, version) in trees {
-        db.versions.install_recovered(&tree, version, wal_number);
+        db.versions().install_recovered(&tree, version, wal_number);
         if let Some(t) = state.trees.get_mut(&tree.id) {
             t.mem = Arc::new(Memtable::for_tree(wal_number, &tree.options));
         }
-        db.publish_view(&state, tree.id);
+        db.versions().publish_view(&state, tree.id);
     }
-    db.visible_sequence.store(
-        recovered.last_sequence,
-        std::sync::atomic::Ordering::Release,
-    );
+    db.versions().publish_sequence(recovered.last_sequence);
     Ok(())
 }
 
 /// `version` of `tree` with what the WALs held for it (`mem`) written as an L0 table.
-fn flush_recovered(db: &DbInner, tree: &Tree, version: Version, mem: &Memtable) -> Result<Version> {
+fn flush_recovered(db: &Shared, tree: &Tree, version: Version, mem: &Memtable) -> Result<Version> {
     if mem.is_empty() {
         return Ok(version);
     }
-    let number = db.versions.new_output();
+    let number = db.versions().new_output();
     let plan = crate::core::filter_plan::for_flush(&tree.options, &version, mem);
-    match crate::jobs::flush::write_l0_table(db, &tree.options, mem, number, plan)? {
+    match crate::jobs::table_io::write_l0_table(db, &tree.options, mem, number, plan)? {
         Some(file) => {
             let edit = VersionEdit {
                 added: vec![(0, file.meta.clone())],
@@ -452,94 +451,5 @@ fn flush_recovered(db: &DbInner, tree: &Tree, version: Version, mem: &Memtable) 
             version.apply(&edit, |_, _| Ok(Arc::clone(&file)))
         }
         None => Ok(version),
-    }
-}
-
-/// The edits a fresh manifest starts with: a header with the counters (`create_manifest` adds
-/// the file and keyspace numbers), then per keyspace its creation (with the options it runs
-/// with), its log number with where that WAL starts, and its tables.
-pub(crate) fn snapshot_edits(
-    trees: &[(Arc<Tree>, Version)],
-    last_sequence: u64,
-    log_number: impl Fn(&Tree) -> (u64, Option<u64>),
-) -> Vec<VersionEdit> {
-    let header = VersionEdit {
-        last_sequence: Some(last_sequence),
-        ..VersionEdit::default()
-    };
-    let per_tree = trees.iter().map(|(tree, version)| {
-        let (log, first_sequence) = log_number(tree);
-        VersionEdit {
-            keyspace: tree.id,
-            created: (tree.id != 0).then(|| {
-                (
-                    tree.name.clone(),
-                    options_text(&KeyspaceOptions::from(&tree.options)),
-                )
-            }),
-            log_number: Some(log),
-            wal_starts: first_sequence.map(|s| (log, s)).into_iter().collect(),
-            added: version
-                .all()
-                .map(|(level, f)| (level, f.meta.clone()))
-                .collect(),
-            ..VersionEdit::default()
-        }
-    });
-    std::iter::once(header).chain(per_tree).collect()
-}
-
-/// Deletes files no live state needs: WALs older than the oldest live memtable, manifests
-/// other than the current one, tables in no version (orphans of an interrupted flush or
-/// compaction), and temporary files. Failures are logged, not fatal.
-pub(crate) fn delete_obsolete_files(db: &DbInner) {
-    // List first, then look at the live state: a file created after the listing is not in it,
-    // and every file in it was numbered before the state is read, so it is live, pending (being
-    // written by a flush or compaction) or truly obsolete. The other order would delete outputs
-    // created between the two steps.
-    if db.read_only {
-        return; // a read-only open changes no file
-    }
-    // Held from the pause check to the last deletion: a checkpoint that pauses deletions waits
-    // for a cleanup under way, which could otherwise delete what the checkpoint then names.
-    let _deleting = db.file_deletions.lock();
-    if db
-        .file_deletions_paused
-        .load(std::sync::atomic::Ordering::Acquire)
-        > 0
-    {
-        return; // a checkpoint is linking and copying the files
-    }
-    let Ok(entries) = db.fs.list(&db.dir) else {
-        return;
-    };
-    let min_wal = {
-        let state = db.state.lock();
-        if state.bg_error.is_some() {
-            // After a failed write the files on disk may be needed by a manifest edit whose
-            // fate is unknown until the next open: delete nothing.
-            return;
-        }
-        // The log numbers the manifest holds, never ahead of what the memtables need: a WAL
-        // above the smallest may still be replayed by the next open.
-        let recorded = db.versions.min_log_number().unwrap_or(0);
-        recorded.min(state.min_live_wal())
-    };
-    // Live tables and pending outputs are read together (`VersionSet::live_files`).
-    let (live_tables, manifest) = db.versions.live_files();
-    for name in entries {
-        let obsolete = match names::parse(&name) {
-            FileKind::Wal(n) => n < min_wal,
-            FileKind::Table(n) => !live_tables.contains(&n),
-            FileKind::Manifest(n) => manifest != 0 && n != manifest,
-            // CURRENT and OPTIONS are only switched during open, before any background work.
-            FileKind::Temp => true,
-            FileKind::Other => false,
-        };
-        if obsolete {
-            if let Err(e) = db.fs.remove(&db.dir.join(&name)) {
-                tracing::warn!("siftdb: cannot delete obsolete {name}: {e}");
-            }
-        }
     }
 }

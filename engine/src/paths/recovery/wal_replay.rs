@@ -9,11 +9,11 @@
 use std::collections::BTreeMap;
 
 use crate::base::batch;
-use crate::api::db::DbInner;
 use crate::base::error::{Error, Result};
 use crate::base::fs::names;
-use crate::core::memtable::Memtable;
 use crate::base::wal::reader::{read_log, LogEnd};
+use crate::core::memtable::Memtable;
+use crate::core::shared::Shared;
 
 use crate::core::manifest_state::ManifestState;
 
@@ -26,7 +26,7 @@ pub(crate) struct Recovered {
 /// Replays `wals` (oldest first). An op of a keyspace is replayed only from the keyspace's log
 /// number on (older WALs' writes of it are in its tables); ops of dropped keyspaces are skipped.
 pub(crate) fn replay_wals(
-    db: &DbInner,
+    db: &Shared,
     wals: &[u64],
     manifest: &ManifestState,
 ) -> Result<Recovered> {
@@ -45,7 +45,7 @@ pub(crate) fn replay_wals(
         expected_next: manifest.first_wal_sequence(),
     };
     for (index, number) in wals.iter().enumerate() {
-        let bytes = db.fs.read(&names::wal(&db.dir, *number))?;
+        let bytes = db.fs().read(&names::wal(db.dir(), *number))?;
         let last_log = index + 1 == wals.len();
         if !replay.log(*number, &bytes, last_log)? {
             break; // later logs would leave a hole
@@ -56,7 +56,7 @@ pub(crate) fn replay_wals(
 
 /// The state of a WAL replay between logs.
 struct WalReplay<'a> {
-    db: &'a DbInner,
+    db: &'a Shared,
     recovered: Recovered,
     manifest: &'a ManifestState,
     /// The sequence the next record must start at (`None` before the first record when the
@@ -67,7 +67,7 @@ struct WalReplay<'a> {
 impl WalReplay<'_> {
     /// Replays one log; returns whether the replay may go on to the next one.
     fn log(&mut self, number: u64, bytes: &[u8], last_log: bool) -> Result<bool> {
-        let paranoid = self.db.options.paranoid_checks;
+        let paranoid = self.db.options().paranoid_checks;
         let (records, end) = read_log(bytes);
         let damage = match &end {
             LogEnd::Clean => None,
@@ -124,7 +124,7 @@ impl WalReplay<'_> {
             let msg = format!(
                 "WAL {number:06}.log: sequence {seq} does not continue the log (records are missing)"
             );
-            if self.db.options.paranoid_checks {
+            if self.db.options().paranoid_checks {
                 return Err(Error::corruption(msg));
             }
             tracing::warn!("siftdb: {msg}; recovering up to it");

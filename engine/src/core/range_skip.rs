@@ -5,7 +5,7 @@
 //! A forward walk needs an upper bound to ask (without one, every table at or after the target
 //! may hold keys the walk reaches) and a backward walk a lower one. A skipped child is simply
 //! not valid: the merge reads none of its blocks. Entries of the skipped table outside the range
-//! never reach the caller, because the cursor above the merge ([`RawIterator`](super::RawIterator))
+//! never reach the caller, because the cursor above the merge (`RawIterator`)
 //! stops at the bounds.
 
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use std::sync::Arc;
 use siftdb_compaction::InternalIterator;
 use siftdb_sstable::{SstError, Table, TableIter};
 
-use super::bounds::KeyBounds;
+use crate::core::key_bounds::KeyBounds;
 
 /// The scan's range as the range filters are asked about it: half-open `[start, end)` user keys
 /// (`None`: unbounded on that side).

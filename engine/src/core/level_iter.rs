@@ -13,7 +13,7 @@ use std::sync::Arc;
 use siftdb_compaction::InternalIterator;
 use siftdb_sstable::{compare_internal, SstError, TableIter, TableIterOptions};
 
-use super::range_skip::RangeProbe;
+use crate::core::range_skip::RangeProbe;
 use crate::core::version::{TableFile, Version};
 
 /// See the module documentation.

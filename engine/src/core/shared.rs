@@ -1,0 +1,188 @@
+//! What the readers, writers and background jobs of one open database share: its directory,
+//! file system, options, block cache, counters, the state cell, the version set and the
+//! snapshots. A job is handed this — never the database handle — and reaches nothing else: not
+//! the write queue, not the background threads, not the directory lock.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, MutexGuard};
+use siftdb_cache::FalsePositiveMemo;
+use siftdb_sstable::TableCache;
+
+use crate::base::error::{Error, Result};
+use crate::base::fs::FileSystem;
+use crate::base::options::Options;
+use crate::core::snapshot_list::SnapshotList;
+use crate::core::state::StateCell;
+use crate::core::stats::EngineCounters;
+use crate::core::version_set::VersionSet;
+
+/// See the module documentation.
+pub(crate) struct Shared {
+    dir: PathBuf,
+    options: Options,
+    fs: Arc<dyn FileSystem>,
+    cache: Arc<TableCache>,
+    /// The memo of hot false positives every table consults (`None`: off).
+    memo: Option<Arc<FalsePositiveMemo>>,
+    counters: EngineCounters,
+    state: Arc<StateCell>,
+    /// The trees' metadata and the manifest.
+    versions: VersionSet,
+    snapshots: SnapshotList,
+    deletions: FileDeletions,
+    /// Opened by `Db::open_read_only`: no writes, no background work, no file changes.
+    read_only: bool,
+    shutting_down: AtomicBool,
+    /// Test pause points (`Db::set_sync_point`).
+    #[cfg(feature = "test-hooks")]
+    sync_points: crate::base::sync_point::SyncPoints,
+}
+
+/// The parts [`Shared`] is made of, named (see [`Shared::new`]).
+pub(crate) struct SharedParts {
+    pub dir: PathBuf,
+    pub options: Options,
+    pub cache: Arc<TableCache>,
+    pub memo: Option<Arc<FalsePositiveMemo>>,
+    pub state: Arc<StateCell>,
+    pub versions: VersionSet,
+    pub read_only: bool,
+}
+
+impl Shared {
+    /// The shared state of a database being opened.
+    pub(crate) fn new(parts: SharedParts) -> Shared {
+        Shared {
+            dir: parts.dir,
+            fs: Arc::clone(&parts.options.fs),
+            options: parts.options,
+            cache: parts.cache,
+            memo: parts.memo,
+            counters: EngineCounters::default(),
+            state: parts.state,
+            versions: parts.versions,
+            snapshots: SnapshotList::default(),
+            deletions: FileDeletions::default(),
+            read_only: parts.read_only,
+            shutting_down: AtomicBool::new(false),
+            #[cfg(feature = "test-hooks")]
+            sync_points: Default::default(),
+        }
+    }
+
+    /// The database directory.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The database's options (a keyspace's tree options are in its `Tree`).
+    pub(crate) fn options(&self) -> &Options {
+        &self.options
+    }
+
+    pub(crate) fn fs(&self) -> &Arc<dyn FileSystem> {
+        &self.fs
+    }
+
+    pub(crate) fn cache(&self) -> &Arc<TableCache> {
+        &self.cache
+    }
+
+    pub(crate) fn memo(&self) -> Option<&Arc<FalsePositiveMemo>> {
+        self.memo.as_ref()
+    }
+
+    pub(crate) fn counters(&self) -> &EngineCounters {
+        &self.counters
+    }
+
+    /// The state lock and its condition variables.
+    pub(crate) fn state(&self) -> &StateCell {
+        &self.state
+    }
+
+    pub(crate) fn versions(&self) -> &VersionSet {
+        &self.versions
+    }
+
+    pub(crate) fn snapshots(&self) -> &SnapshotList {
+        &self.snapshots
+    }
+
+    pub(crate) fn deletions(&self) -> &FileDeletions {
+        &self.deletions
+    }
+
+    pub(crate) fn read_only(&self) -> bool {
+        self.read_only
+    }
+
+    #[cfg(feature = "test-hooks")]
+    pub(crate) fn sync_points(&self) -> &crate::base::sync_point::SyncPoints {
+        &self.sync_points
+    }
+
+    /// Whether the database is closing (background loops end, calls fail with `Closed`).
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::Acquire)
+    }
+
+    /// Starts closing; `false` if it had started already. Wakes every waiter so that it sees.
+    pub(crate) fn begin_shutdown(&self) -> bool {
+        if self.shutting_down.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        let _state = self.state.lock();
+        self.state.notify_all();
+        true
+    }
+
+    /// Fails with [`Error::Closed`] once the database is closing.
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.is_shutting_down() {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    /// Fails with [`Error::ReadOnly`] for a read-only open.
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
+        Ok(())
+    }
+}
+
+/// Whether obsolete files may be deleted now: a checkpoint pauses deletion while it links and
+/// copies files.
+#[derive(Default)]
+pub(crate) struct FileDeletions {
+    /// Held by a deletion from its pause check to its last deletion, and by a checkpoint while
+    /// it pauses deletions.
+    lock: Mutex<()>,
+    /// While above zero (a checkpoint is copying files), no file is deleted.
+    paused: AtomicUsize,
+}
+
+impl FileDeletions {
+    /// The right to delete files until the guard drops; `None` while deletions are paused.
+    pub(crate) fn begin(&self) -> Option<MutexGuard<'_, ()>> {
+        let guard = self.lock.lock();
+        (self.paused.load(Ordering::Acquire) == 0).then_some(guard)
+    }
+
+    /// Pauses deletions, after any deletion under way has finished.
+    pub(crate) fn pause(&self) {
+        let _deleting = self.lock.lock();
+        self.paused.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Ends one [`FileDeletions::pause`].
+    pub(crate) fn resume(&self) {
+        self.paused.fetch_sub(1, Ordering::AcqRel);
+    }
+}

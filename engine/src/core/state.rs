@@ -1,0 +1,137 @@
+//! The memtables of every keyspace and the write-ahead log they share, under one lock, with the
+//! condition variables that waiters on them sleep on. The trees' metadata (versions, file
+//! numbers, the manifest) belongs to the [`VersionSet`](super::version_set::VersionSet).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex, MutexGuard};
+
+use crate::base::error::{Error, Result};
+use crate::base::wal::writer::LogWriter;
+use crate::core::tree::{Tree, TreeMemtables};
+
+/// What the state lock guards (see the module documentation).
+pub(crate) struct DbState {
+    /// Per keyspace id (0 = "default" first), its memtables.
+    pub trees: BTreeMap<u32, TreeMemtables>,
+    /// The WAL being appended to (taken out by the write leader while it appends).
+    pub wal: Option<LogWriter>,
+    /// The number of that WAL.
+    pub wal_number: u64,
+    /// Sizes of the earlier WALs (by number) that may still be live, for
+    /// `Options::max_total_wal_size`.
+    pub closed_wal_sizes: BTreeMap<u64, u64>,
+    /// The sequence number the first record of each WAL that may still be live has (its
+    /// `last_sequence + 1` when it was created), for the manifest edits that name it.
+    pub wal_starts: BTreeMap<u64, u64>,
+    /// First background error; writes fail once it is set.
+    pub bg_error: Option<String>,
+}
+
+impl DbState {
+    /// A state holding `trees`, before any WAL is open.
+    pub(crate) fn new(trees: BTreeMap<u32, TreeMemtables>) -> DbState {
+        DbState {
+            trees,
+            wal: None,
+            wal_number: 0,
+            closed_wal_sizes: BTreeMap::new(),
+            wal_starts: BTreeMap::new(),
+            bg_error: None,
+        }
+    }
+
+    /// The oldest WAL any keyspace still needs: every older one can be deleted.
+    pub(crate) fn min_live_wal(&self) -> u64 {
+        self.trees
+            .values()
+            .map(TreeMemtables::oldest_wal)
+            .min()
+            .unwrap_or(self.wal_number)
+    }
+
+    /// Manifest edit entries saying where WALs `numbers` start (those still known).
+    pub(crate) fn wal_starts_of(&self, numbers: impl IntoIterator<Item = u64>) -> Vec<(u64, u64)> {
+        let mut starts: Vec<(u64, u64)> = numbers
+            .into_iter()
+            .filter_map(|n| self.wal_starts.get(&n).map(|s| (n, *s)))
+            .collect();
+        starts.sort_unstable();
+        starts.dedup();
+        starts
+    }
+
+    /// The live tree named `name`.
+    pub(crate) fn tree_named(&self, name: &str) -> Option<Arc<Tree>> {
+        self.trees
+            .values()
+            .find(|t| &*t.tree.name == name)
+            .map(|t| Arc::clone(&t.tree))
+    }
+
+    /// Every live tree, "default" first.
+    pub(crate) fn all_trees(&self) -> Vec<Arc<Tree>> {
+        self.trees.values().map(|t| Arc::clone(&t.tree)).collect()
+    }
+
+    /// Fails with the background error once one is set.
+    pub(crate) fn check_background(&self) -> Result<()> {
+        match &self.bg_error {
+            Some(e) => Err(Error::Background(e.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Records `why` as the background error unless one is set already (the first one wins).
+    pub(crate) fn set_background_error(&mut self, why: impl FnOnce() -> String) {
+        self.bg_error.get_or_insert_with(why);
+    }
+}
+
+/// The state lock and its condition variables.
+pub(crate) struct StateCell {
+    state: Mutex<DbState>,
+    /// Signalled when memtables are flushed, a version is installed or a background error occurs.
+    changed: Condvar,
+    /// Signalled when there is background work.
+    work: Condvar,
+}
+
+impl StateCell {
+    pub(crate) fn new(state: DbState) -> StateCell {
+        StateCell {
+            state: Mutex::new(state),
+            changed: Condvar::new(),
+            work: Condvar::new(),
+        }
+    }
+
+    /// Takes the state lock.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, DbState> {
+        self.state.lock()
+    }
+
+    /// The condition variable of state changes (flushes, installs, background errors).
+    pub(crate) fn changed(&self) -> &Condvar {
+        &self.changed
+    }
+
+    /// The condition variable the background threads wait on for work.
+    pub(crate) fn work(&self) -> &Condvar {
+        &self.work
+    }
+
+    /// Wakes every waiter of both kinds.
+    pub(crate) fn notify_all(&self) {
+        self.changed.notify_all();
+        self.work.notify_all();
+    }
+
+    /// Records a background error (the first wins) and wakes the waiters that must see it.
+    pub(crate) fn fail(&self, why: impl FnOnce() -> String) {
+        let mut state = self.lock();
+        state.set_background_error(why);
+        self.changed.notify_all();
+    }
+}

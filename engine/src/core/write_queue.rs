@@ -1,0 +1,182 @@
+//! The queue of writers (group commit, after LevelDB's `DBImpl::Write`): writers queue up, the
+//! first in line becomes the leader and takes every queued batch as its group, commits it, and
+//! hands each follower its result. The write path (`paths/write.rs`) does the committing; this
+//! is only the queue and who leads.
+
+use std::collections::{HashMap, VecDeque};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::base::batch::WriteBatch;
+use crate::base::error::{Error, Result};
+
+/// Largest group a leader assembles (bytes of encoded batches).
+const MAX_GROUP_BYTES: usize = 1 << 20;
+
+/// A queued write: its ticket, its batch, whether it asked for a sync.
+pub(crate) type QueuedWrite = (u64, WriteBatch, bool);
+
+#[derive(Default)]
+struct Queue {
+    next_ticket: u64,
+    pending: VecDeque<QueuedWrite>,
+    /// Results for the followers of finished groups (a failed group's error, duplicated for
+    /// each writer with its variant and I/O kind intact).
+    done: HashMap<u64, Result<()>>,
+    leader_active: bool,
+}
+
+/// The queue of writers waiting to commit.
+#[derive(Default)]
+pub(crate) struct WriteQueue {
+    queue: Mutex<Queue>,
+    changed: Condvar,
+}
+
+/// What a writer that entered the queue does next.
+pub(crate) enum Turn<'a> {
+    /// Another leader committed the batch: its result.
+    Done(Result<()>),
+    /// This writer leads: it commits the group, then calls [`WriteQueue::finish`].
+    Lead(Leader<'a>),
+}
+
+/// The group a leader commits (its own batch among them). While it lives no other group starts;
+/// dropped without [`WriteQueue::finish`] (a panic), it hands the write path back and fails the
+/// group's writers, so no later writer waits forever.
+pub(crate) struct Leader<'a> {
+    queue: &'a WriteQueue,
+    ticket: u64,
+    group: Vec<QueuedWrite>,
+    finished: bool,
+}
+
+impl Leader<'_> {
+    /// The writes of the group (a committer may move some of them out, rejected).
+    pub(crate) fn group_mut(&mut self) -> &mut Vec<QueuedWrite> {
+        &mut self.group
+    }
+}
+
+impl Drop for Leader<'_> {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        let mut queue = self.queue.queue.lock();
+        for (t, _, _) in &self.group {
+            if *t != self.ticket {
+                queue.done.insert(
+                    *t,
+                    Err(Error::Background("the write leader panicked".into())),
+                );
+            }
+        }
+        queue.leader_active = false;
+        self.queue.changed.notify_all();
+    }
+}
+
+impl WriteQueue {
+    /// Queues `batch` and waits until another leader has committed it, or this writer leads.
+    pub(crate) fn enter(&self, batch: WriteBatch, sync: bool) -> Turn<'_> {
+        let mut queue = self.queue.lock();
+        let ticket = queue.next_ticket;
+        queue.next_ticket += 1;
+        queue.pending.push_back((ticket, batch, sync));
+        loop {
+            if let Some(result) = queue.done.remove(&ticket) {
+                return Turn::Done(result);
+            }
+            if !queue.leader_active {
+                break;
+            }
+            self.changed.wait(&mut queue);
+        }
+        // Leader: take a group (our own batch is in it: it was queued before we led).
+        queue.leader_active = true;
+        let mut group = Vec::new();
+        let mut bytes = 0;
+        while let Some((t, b, s)) = queue.pending.pop_front() {
+            bytes += b.size_bytes();
+            group.push((t, b, s));
+            if bytes >= MAX_GROUP_BYTES {
+                break;
+            }
+        }
+        Turn::Lead(Leader {
+            queue: self,
+            ticket,
+            group,
+            finished: false,
+        })
+    }
+
+    /// Hands every writer of the leader's group its result (`result`, or its own error from
+    /// `rejected`), gives the write path back, and returns the leader's own result.
+    pub(crate) fn finish(
+        &self,
+        mut leader: Leader<'_>,
+        result: Result<()>,
+        rejected: Vec<(u64, Error)>,
+    ) -> Result<()> {
+        leader.finished = true;
+        let mut queue = self.queue.lock();
+        for (t, _, _) in &leader.group {
+            let shared = match &result {
+                Ok(()) => Ok(()),
+                Err(e) => Err(e.duplicate()),
+            };
+            queue.done.insert(*t, shared);
+        }
+        for (t, e) in rejected {
+            queue.done.insert(t, Err(e));
+        }
+        let own = queue.done.remove(&leader.ticket).unwrap_or(result);
+        queue.leader_active = false;
+        self.changed.notify_all();
+        own
+    }
+
+    /// Runs `f` while no write group is in progress and none can start (used to switch
+    /// memtables outside the write path without racing a leader that is appending).
+    pub(crate) fn exclusive<R>(&self, f: impl FnOnce() -> R) -> R {
+        let mut queue = self.queue.lock();
+        while queue.leader_active {
+            self.changed.wait(&mut queue);
+        }
+        queue.leader_active = true;
+        drop(queue);
+        // Hands the write path back however `f` ends (a panic included), or every later writer
+        // would wait forever.
+        let _release = ReleaseWritePath(self);
+        f()
+    }
+}
+
+/// Gives the write path back on drop (see [`WriteQueue::exclusive`]).
+struct ReleaseWritePath<'a>(&'a WriteQueue);
+
+impl Drop for ReleaseWritePath<'_> {
+    fn drop(&mut self) {
+        let mut queue = self.0.queue.lock();
+        queue.leader_active = false;
+        self.0.changed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_inside_exclusive_gives_the_write_path_back() {
+        let queue = WriteQueue::default();
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            queue.exclusive(|| panic!("inside the exclusive section"))
+        }));
+        assert!(panicked.is_err());
+        // Would wait forever if the panic had kept the write path.
+        assert_eq!(queue.exclusive(|| 7), 7);
+    }
+}

@@ -1,0 +1,55 @@
+//! Deleting the files no live state needs (LevelDB's `RemoveObsoleteFiles`): called after every
+//! flush, compaction, keyspace drop and checkpoint, and at open.
+
+use crate::base::fs::names::{self, FileKind};
+use crate::core::shared::Shared;
+
+/// Deletes files no live state needs: WALs older than the oldest live memtable, manifests
+/// other than the current one, tables in no version (orphans of an interrupted flush or
+/// compaction), and temporary files. Failures are logged, not fatal.
+pub(crate) fn delete_obsolete_files(db: &Shared) {
+    // List first, then look at the live state: a file created after the listing is not in it,
+    // and every file in it was numbered before the state is read, so it is live, pending (being
+    // written by a flush or compaction) or truly obsolete. The other order would delete outputs
+    // created between the two steps.
+    if db.read_only() {
+        return; // a read-only open changes no file
+    }
+    // Held from the pause check to the last deletion: a checkpoint that pauses deletions waits
+    // for a cleanup under way, which could otherwise delete what the checkpoint then names.
+    let Some(_deleting) = db.deletions().begin() else {
+        return; // a checkpoint is linking and copying the files
+    };
+    let Ok(entries) = db.fs().list(db.dir()) else {
+        return;
+    };
+    let min_wal = {
+        let state = db.state().lock();
+        if state.bg_error.is_some() {
+            // After a failed write the files on disk may be needed by a manifest edit whose
+            // fate is unknown until the next open: delete nothing.
+            return;
+        }
+        // The log numbers the manifest holds, never ahead of what the memtables need: a WAL
+        // above the smallest may still be replayed by the next open.
+        let recorded = db.versions().min_log_number().unwrap_or(0);
+        recorded.min(state.min_live_wal())
+    };
+    // Live tables and pending outputs are read together (`VersionSet::live_files`).
+    let (live_tables, manifest) = db.versions().live_files();
+    for name in entries {
+        let obsolete = match names::parse(&name) {
+            FileKind::Wal(n) => n < min_wal,
+            FileKind::Table(n) => !live_tables.contains(&n),
+            FileKind::Manifest(n) => manifest != 0 && n != manifest,
+            // CURRENT and OPTIONS are only switched during open, before any background work.
+            FileKind::Temp => true,
+            FileKind::Other => false,
+        };
+        if obsolete {
+            if let Err(e) = db.fs().remove(&db.dir().join(&name)) {
+                tracing::warn!("siftdb: cannot delete obsolete {name}: {e}");
+            }
+        }
+    }
+}

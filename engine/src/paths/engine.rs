@@ -1,0 +1,135 @@
+//! The engine behind a `Db` handle: the shared state its readers and jobs see, the write queue,
+//! the compaction controls, the "default" keyspace and the instance id. The read path
+//! (`read.rs`), the write path (`write.rs`) and keyspace changes (`keyspaces.rs`) are its
+//! methods; the background threads and the directory lock belong to the handle (`api/db.rs`).
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use crate::base::error::Result;
+use crate::core::shared::Shared;
+use crate::core::stats::Stats;
+use crate::core::tree::{ReadView, Tree};
+use crate::core::write_queue::WriteQueue;
+use crate::jobs::compaction::Compactions;
+
+/// See the module documentation.
+pub(crate) struct Engine {
+    pub(in crate::paths) shared: Arc<Shared>,
+    pub(in crate::paths) writes: WriteQueue,
+    pub(in crate::paths) compactions: Arc<Compactions>,
+    /// The keyspace "default", which `Db`'s own methods act on.
+    pub(in crate::paths) default: Arc<Tree>,
+    /// Tells this open instance apart from others (a batch may only name its keyspaces).
+    pub(in crate::paths) instance: u64,
+}
+
+/// A process-wide count that tells open instances apart.
+static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
+
+impl Engine {
+    /// The engine of a database whose shared state recovery built.
+    pub(in crate::paths) fn new(shared: Arc<Shared>, default: Arc<Tree>) -> Engine {
+        Engine {
+            shared,
+            writes: WriteQueue::default(),
+            compactions: Arc::new(Compactions::default()),
+            default,
+            instance: NEXT_INSTANCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        }
+    }
+
+    /// What readers and background jobs share.
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// The compaction controls the background compaction threads share with this engine.
+    pub(crate) fn compactions(&self) -> &Arc<Compactions> {
+        &self.compactions
+    }
+
+    /// The keyspace "default".
+    pub(crate) fn default_tree(&self) -> &Arc<Tree> {
+        &self.default
+    }
+
+    /// This open instance's id.
+    pub(crate) fn instance(&self) -> u64 {
+        self.instance
+    }
+
+    /// Fails with `Error::Closed` once the database is closing.
+    pub(crate) fn check_open(&self) -> Result<()> {
+        self.shared.check_open()
+    }
+
+    /// Fails with `Error::ReadOnly` for a read-only open.
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        self.shared.check_writable()
+    }
+
+    /// What a read of `tree` uses: its published view, then the visible sequence number — in
+    /// this order.
+    ///
+    /// Why the order: a compaction drops an old version of a key once a newer one exists and no
+    /// registered snapshot needs the old one, and every table of a published view holds only
+    /// sequence numbers that were visible before the view was published. A sequence loaded
+    /// *after* the view is therefore at least as new as everything in its tables, so the newest
+    /// version the view kept of any key is visible to the read. Loaded *before* the view, the
+    /// sequence could predate an overwrite whose compaction removed the version the read should
+    /// see (issue 11's race: the key seemed absent).
+    pub(crate) fn read_point(&self, tree: &Tree) -> (Arc<ReadView>, u64) {
+        let view = tree.read_view();
+        crate::base::sync_point::sync_point!(
+            self.shared,
+            crate::base::sync_point::READ_SEQUENCE_AND_VIEW
+        );
+        let seq = self.shared.versions().visible_sequence();
+        (view, seq)
+    }
+
+    /// The statistics of every keyspace together.
+    pub(crate) fn stats(&self) -> Stats {
+        let shared = &self.shared;
+        let trees = shared.state().lock().all_trees();
+        let mut stats = shared.counters().snapshot(shared.cache().stats());
+        stats.memo = shared.memo().map(|m| m.stats()).unwrap_or_default();
+        stats.levels = crate::core::stats::level_filter_stats(trees.iter().map(|t| &t.levels));
+        stats
+    }
+
+    /// Switches `tree`'s memtable (if it holds anything) and waits until every memtable of the
+    /// tree frozen so far is in a table.
+    pub(crate) fn flush(&self, tree: &Tree) -> Result<()> {
+        crate::paths::write::flush_and_wait(self, tree)
+    }
+
+    /// Compacts `[start, end]` of `tree` down to its bottom level (see `Db::compact_range`).
+    pub(crate) fn compact_range(
+        &self,
+        tree: &Arc<Tree>,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Result<()> {
+        self.check_open()?;
+        self.check_writable()?;
+        crate::paths::manual_compaction::compact_range(self, tree, start, end)
+    }
+
+    /// Waits until every tree is in shape and no compaction runs (see `Db::wait_for_compaction`).
+    pub(crate) fn wait_for_compaction(&self) -> Result<()> {
+        self.check_open()?;
+        if self.shared.read_only() {
+            return Ok(()); // no background work: nothing to wait for
+        }
+        crate::jobs::compaction::wait_for_compaction(&self.shared, &self.compactions)
+    }
+
+    /// Writes a checkpoint of the database into `dir` (see `Db::checkpoint`).
+    pub(crate) fn checkpoint(&self, dir: &std::path::Path) -> Result<()> {
+        self.check_open()?;
+        self.check_writable()?;
+        crate::jobs::checkpoint::checkpoint(&self.shared, &self.writes, dir)
+    }
+}

@@ -1,0 +1,99 @@
+//! Creating and dropping keyspaces (RocksDB's column families, fjall's keyspaces).
+//!
+//! Every keyspace is its own LSM tree — memtables, versions, compaction, filter plan and options
+//! — and all share the database's WAL, sequence, block cache and manifest. A keyspace is created
+//! and dropped by one manifest record each, so a crash leaves it wholly there or wholly gone.
+
+use std::sync::Arc;
+
+use crate::base::error::{Error, Result};
+use crate::base::keyspace_options::{
+    options_text, validate_name, KeyspaceOptions, DEFAULT_KEYSPACE,
+};
+use crate::core::tree::Tree;
+use crate::paths::engine::Engine;
+
+impl Engine {
+    /// The live tree named `name`.
+    pub(crate) fn tree_named(&self, name: &str) -> Option<Arc<Tree>> {
+        self.shared.state().lock().tree_named(name)
+    }
+
+    /// Creates keyspace `name` (one manifest record), unless it exists: then `Ok(None)` when
+    /// `exists_ok`, [`Error::AlreadyExists`] otherwise.
+    pub(crate) fn create_tree(
+        &self,
+        name: &str,
+        opts: &KeyspaceOptions,
+        exists_ok: bool,
+    ) -> Result<Arc<Tree>> {
+        validate_name(name)?;
+        self.check_writable()?;
+        let options = opts.apply_to(self.shared.options());
+        options.validate()?;
+        // Keyspace changes go one at a time, as every manifest writer does; the name is checked
+        // again under the manifest lock so two creators of one name cannot both succeed.
+        self.writes.exclusive(|| {
+            self.sync_wal()?;
+            self.shared
+                .versions()
+                .create_tree(name, options, &options_text(opts), exists_ok)
+        })
+    }
+
+    /// Makes every acknowledged write durable before a keyspace change is recorded, so that
+    /// after power loss the database is a prefix of its history: a keyspace created or dropped
+    /// never survives writes acknowledged before it. The caller runs inside
+    /// `WriteQueue::exclusive` (no group holds the WAL); the sync runs without the state lock.
+    fn sync_wal(&self) -> Result<()> {
+        let state_cell = self.shared.state();
+        let Some(mut wal) = state_cell.lock().wal.take() else {
+            return Err(Error::Background(
+                "WAL unavailable after an earlier failure".to_string(),
+            ));
+        };
+        let synced = wal.sync();
+        let mut state = state_cell.lock();
+        state.wal = Some(wal);
+        if let Err(e) = &synced {
+            // What the WAL holds may not survive power loss: no later write may be acknowledged.
+            state.set_background_error(|| format!("WAL sync failed: {e}"));
+            state_cell.changed().notify_all();
+        }
+        synced.map_err(Error::from)
+    }
+
+    /// Drops keyspace `name`: one manifest record, then its memtables, cached blocks and files go.
+    pub(crate) fn drop_tree(&self, name: &str) -> Result<()> {
+        self.check_writable()?;
+        if name == DEFAULT_KEYSPACE {
+            return Err(Error::InvalidArgument(
+                "the \"default\" keyspace cannot be dropped".to_string(),
+            ));
+        }
+        let tree = self
+            .tree_named(name)
+            .ok_or_else(|| Error::KeyspaceNotFound(name.to_string()))?;
+        // No group commit runs while the tree leaves the state: a write either went in before
+        // (and is dropped with it) or resolves the keyspace after and fails.
+        let version = self.writes.exclusive(|| {
+            self.sync_wal()?;
+            self.shared.versions().drop_tree(&tree)
+        })?;
+        for (_, f) in version.all() {
+            self.shared.cache().erase_table(f.meta.number);
+        }
+        crate::jobs::obsolete::delete_obsolete_files(&self.shared);
+        Ok(())
+    }
+
+    /// Names of the live keyspaces, `"default"` first.
+    pub(crate) fn keyspace_names(&self) -> Vec<String> {
+        let state = self.shared.state().lock();
+        state
+            .trees
+            .values()
+            .map(|t| t.tree.name.to_string())
+            .collect()
+    }
+}
