@@ -344,6 +344,66 @@ impl<'a> CompactionJob<'a> {
         ))
     }
 
+    /// A cursor per L0 input (L0 tables overlap each other); the inputs of a sorted level are
+    /// one level iterator, which opens one table at a time.
+    fn input_cursors(&self, read_options: &TableIterOptions) -> Vec<Box<dyn InternalIterator>> {
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        let runs = [
+            (self.level, &self.level_range),
+            (self.level + 1, &self.next_range),
+        ];
+        for (level, range) in runs {
+            let tables = self.inputs.iter().filter(|(l, _)| *l == level);
+            // A run holding exactly the inputs (never a table the edit does not delete).
+            if level > 0 && range.len() == tables.clone().count() {
+                if !range.is_empty() {
+                    children.push(Box::new(LevelIterator::new(
+                        Arc::clone(&self.version),
+                        level,
+                        range.clone(),
+                        Vec::new(),
+                        read_options.clone(),
+                        // Compaction reads every entry: nothing to skip.
+                        Arc::new(RangeProbe::default()),
+                    )));
+                }
+            } else {
+                for (_, f) in tables {
+                    children.push(Box::new(f.table.iter_with(read_options.clone())));
+                }
+            }
+        }
+        children
+    }
+
+    /// Opens the tables a merge wrote (after making their directory entries durable), with
+    /// the heat they inherit, and counts their bytes.
+    fn open_outputs(
+        &self,
+        metas: &[crate::base::version_edit::FileMeta],
+        heats: Vec<f64>,
+        bytes_written: u64,
+    ) -> Result<Vec<Arc<TableFile>>> {
+        let db = self.db;
+        if !metas.is_empty() {
+            // The outputs' directory entries must be durable before the manifest names them.
+            db.fs().sync_dir(db.dir())?;
+        }
+        db.counters()
+            .compaction_bytes_written
+            .fetch_add(bytes_written, Ordering::Relaxed);
+        let outputs = metas
+            .iter()
+            .map(|m| {
+                crate::jobs::table_io::open_table(db, &self.tree.options, self.output_level, m)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        for (output, heat) in outputs.iter().zip(heats) {
+            output.heat.start(self.tree.lookups.now(), heat);
+        }
+        Ok(outputs)
+    }
+
     /// Merges the inputs into new tables (synced, their directory entries durable) and opens
     /// them. Input blocks are read without filling the block cache and counted apart from user
     /// reads (`Stats::compaction_blocks_read`).
@@ -382,35 +442,7 @@ impl<'a> CompactionJob<'a> {
             stats: Some(Arc::clone(&db.counters().compaction_reads)),
             read_once: true,
         };
-        // A cursor per L0 input (L0 tables overlap each other); the inputs of a sorted level are
-        // one level iterator, which opens one table at a time.
-        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-        let runs = [
-            (self.level, &self.level_range),
-            (self.level + 1, &self.next_range),
-        ];
-        for (level, range) in runs {
-            let tables = self.inputs.iter().filter(|(l, _)| *l == level);
-            // A run holding exactly the inputs (never a table the edit does not delete).
-            if level > 0 && range.len() == tables.clone().count() {
-                if !range.is_empty() {
-                    children.push(Box::new(LevelIterator::new(
-                        Arc::clone(&self.version),
-                        level,
-                        range.clone(),
-                        Vec::new(),
-                        read_options.clone(),
-                        // Compaction reads every entry: nothing to skip.
-                        Arc::new(RangeProbe::default()),
-                    )));
-                }
-            } else {
-                for (_, f) in tables {
-                    children.push(Box::new(f.table.iter_with(read_options.clone())));
-                }
-            }
-        }
-        let mut merge = MergingIterator::new(children);
+        let mut merge = MergingIterator::new(self.input_cursors(&read_options));
         let grandparents = self
             .version
             .level(self.output_level + 1)
@@ -433,39 +465,13 @@ impl<'a> CompactionJob<'a> {
                 None => sink.take_error().unwrap_or_else(|| Error::from(e)),
             })
             .and_then(|stats| {
-                db.counters()
-                    .compaction_filter_removed
-                    .fetch_add(stats.filter_removed, Ordering::Relaxed);
-                db.counters()
-                    .compaction_filter_changed
-                    .fetch_add(stats.filter_changed, Ordering::Relaxed);
-                db.counters()
-                    .range_deleted_dropped
-                    .fetch_add(stats.range_deleted, Ordering::Relaxed);
-                db.counters()
-                    .merges_in_compaction
-                    .fetch_add(stats.merges_full + stats.merges_partial, Ordering::Relaxed);
+                count_merge(db, &stats);
                 sink.finish()
             });
         self.uninstalled.extend_from_slice(sink.numbers());
         merged?;
         let (outputs, heats, bytes_written) = sink.into_outputs();
-        if !outputs.is_empty() {
-            // The outputs' directory entries must be durable before the manifest names them.
-            db.fs().sync_dir(db.dir())?;
-        }
-        db.counters()
-            .compaction_bytes_written
-            .fetch_add(bytes_written, Ordering::Relaxed);
-        let outputs = outputs
-            .iter()
-            .map(|m| {
-                crate::jobs::table_io::open_table(db, &self.tree.options, self.output_level, m)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        for (output, heat) in outputs.iter().zip(heats) {
-            output.heat.start(self.tree.lookups.now(), heat);
-        }
+        let outputs = self.open_outputs(&outputs, heats, bytes_written)?;
         Ok(Written {
             outputs,
             snapshots,
@@ -499,4 +505,21 @@ impl<'a> CompactionJob<'a> {
         crate::jobs::obsolete::delete_obsolete_files(db);
         Ok(())
     }
+}
+
+/// Adds what one merge did to the engine's counters.
+fn count_merge(db: &Shared, stats: &siftdb_compaction::MergeStats) {
+    let counters = db.counters();
+    counters
+        .compaction_filter_removed
+        .fetch_add(stats.filter_removed, Ordering::Relaxed);
+    counters
+        .compaction_filter_changed
+        .fetch_add(stats.filter_changed, Ordering::Relaxed);
+    counters
+        .range_deleted_dropped
+        .fetch_add(stats.range_deleted, Ordering::Relaxed);
+    counters
+        .merges_in_compaction
+        .fetch_add(stats.merges_full + stats.merges_partial, Ordering::Relaxed);
 }
