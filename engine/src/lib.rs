@@ -44,7 +44,9 @@ pub use crate::api::keyspace::Keyspace;
 pub use crate::api::snapshot::Snapshot;
 pub use crate::base::batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use crate::base::compaction_filter::{CompactionDecision, CompactionFilter};
-pub use crate::base::error::{Corruption, Error, Result};
+pub use crate::base::error::{
+    BackgroundError, BackgroundJob, CompactionFilterError, Corruption, Error, Result,
+};
 pub use crate::base::keyspace_options::{KeyspaceOptions, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN};
 pub use crate::base::merge::MergeOperator;
 pub use crate::base::options::{

@@ -41,9 +41,11 @@ pub enum Error {
     /// The call's arguments are not acceptable (nothing was written).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
-    /// A background error stopped writes; reopen the database to recover.
+    /// A background error stopped writes; reopen the database to recover. It names the job
+    /// that failed and, for an I/O failure, its [`std::io::ErrorKind`] (a full disk is
+    /// `StorageFull`).
     #[error("database stopped after a background error: {0}")]
-    Background(String),
+    Background(BackgroundError),
     /// The database is closed.
     #[error("database is closed")]
     Closed,
@@ -63,7 +65,131 @@ pub enum Error {
     /// The compaction filter failed (it panicked): the compaction was abandoned, nothing lost.
     /// Background compactions retry; `compact_range` returns this.
     #[error("{0}")]
-    CompactionFilter(String),
+    CompactionFilter(CompactionFilterError),
+}
+
+/// The job whose failure stopped writes (see [`BackgroundError`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BackgroundJob {
+    /// A memtable flush.
+    Flush,
+    /// A compaction.
+    Compaction,
+    /// Appending a write group to the WAL.
+    WalWrite,
+    /// Syncing the WAL (before a keyspace change).
+    WalSync,
+    /// Starting a new WAL (memtable switch).
+    WalSwitch,
+    /// Appending an edit to the manifest.
+    ManifestWrite,
+    /// Starting a background thread.
+    ThreadStart,
+}
+
+impl std::fmt::Display for BackgroundJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BackgroundJob::Flush => "flush",
+            BackgroundJob::Compaction => "compaction",
+            BackgroundJob::WalWrite => "WAL write",
+            BackgroundJob::WalSync => "WAL sync",
+            BackgroundJob::WalSwitch => "WAL switch",
+            BackgroundJob::ManifestWrite => "manifest write",
+            BackgroundJob::ThreadStart => "thread start",
+        })
+    }
+}
+
+/// Why background work stopped writes: the job that failed, the I/O error kind if the failure
+/// was one, and the error's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackgroundError {
+    job: BackgroundJob,
+    io_kind: Option<std::io::ErrorKind>,
+    message: String,
+}
+
+impl BackgroundError {
+    /// The background error of `job` failing with `error`.
+    pub(crate) fn new(job: BackgroundJob, error: &Error) -> BackgroundError {
+        BackgroundError {
+            job,
+            io_kind: error.io_kind(),
+            message: error.to_string(),
+        }
+    }
+
+    /// A background error of `job` described by `message` alone (no I/O error behind it).
+    pub(crate) fn described(job: BackgroundJob, message: impl Into<String>) -> BackgroundError {
+        BackgroundError {
+            job,
+            io_kind: None,
+            message: message.into(),
+        }
+    }
+
+    /// The job that failed.
+    pub fn job(&self) -> BackgroundJob {
+        self.job
+    }
+
+    /// The kind of the I/O error that made it fail, if an I/O error did.
+    pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
+        self.io_kind
+    }
+
+    /// The failure's text.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl std::fmt::Display for BackgroundError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} failed: {}", self.job, self.message)
+    }
+}
+
+/// A compaction abandoned because the user's compaction filter failed (panicked): the keyspace
+/// and level it was compacting into, and what the filter said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompactionFilterError {
+    keyspace: String,
+    output_level: usize,
+    message: String,
+}
+
+impl CompactionFilterError {
+    pub(crate) fn new(keyspace: &str, output_level: usize, message: String) -> Self {
+        CompactionFilterError {
+            keyspace: keyspace.to_string(),
+            output_level,
+            message,
+        }
+    }
+
+    /// The keyspace whose compaction was abandoned.
+    pub fn keyspace(&self) -> &str {
+        &self.keyspace
+    }
+
+    /// The level the compaction was writing.
+    pub fn output_level(&self) -> usize {
+        self.output_level
+    }
+
+    /// What the filter's failure said.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl std::fmt::Display for CompactionFilterError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
 }
 
 /// Where and why bytes on disk are damaged: the file and offset where known, and the lower
@@ -155,6 +281,15 @@ impl Error {
         matches!(self, Error::Corruption(_))
     }
 
+    /// The kind of the I/O error behind this one, if an I/O error is behind it.
+    pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
+        match self {
+            Error::Io(e) => Some(e.kind()),
+            Error::Background(b) => b.io_kind(),
+            _ => None,
+        }
+    }
+
     /// A [`Error::Corruption`] described by `reason` alone.
     pub(crate) fn corruption(reason: impl Into<String>) -> Error {
         Error::Corruption(Corruption::new(reason))
@@ -192,7 +327,11 @@ impl From<siftdb_sstable::SstError> for Error {
     fn from(e: siftdb_sstable::SstError) -> Self {
         use siftdb_sstable::SstError;
         match e {
-            SstError::Io { source, .. } => Error::Io(source),
+            // The table's name goes into the message; the kind stays what the OS said.
+            SstError::Io { file, source } => Error::Io(std::io::Error::new(
+                source.kind(),
+                format!("{file}: {source}"),
+            )),
             SstError::InvalidArgument(m) | SstError::OutOfOrder(m) => Error::InvalidArgument(m),
             SstError::Corruption {
                 file,
@@ -261,5 +400,30 @@ mod tests {
             Error::InvalidArgument("n".into()).duplicate(),
             Error::InvalidArgument(_)
         ));
+    }
+
+    #[test]
+    fn background_error_keeps_the_job_and_the_io_kind() {
+        let full = Error::Io(std::io::Error::new(std::io::ErrorKind::StorageFull, "full"));
+        let e = Error::Background(BackgroundError::new(BackgroundJob::Flush, &full));
+        let Error::Background(b) = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(b.job(), BackgroundJob::Flush);
+        assert_eq!(b.io_kind(), Some(std::io::ErrorKind::StorageFull));
+        assert_eq!(e.io_kind(), Some(std::io::ErrorKind::StorageFull));
+        assert!(e.to_string().contains("flush failed: I/O error: full"), "{e}");
+        assert!(matches!(e.duplicate(), Error::Background(d) if d == *b));
+    }
+
+    #[test]
+    fn a_table_io_error_keeps_its_file_name_and_kind() {
+        let sst = siftdb_sstable::SstError::Io {
+            file: "000042.sst".to_string(),
+            source: std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied"),
+        };
+        let e = Error::from(sst);
+        assert_eq!(e.io_kind(), Some(std::io::ErrorKind::PermissionDenied));
+        assert!(e.to_string().contains("000042.sst"), "{e}");
     }
 }

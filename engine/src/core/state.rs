@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
-use crate::base::error::{Error, Result};
+use crate::base::error::{BackgroundError, Error, Result};
 use crate::base::wal::writer::LogWriter;
 use crate::core::tree::{Tree, TreeMemtables};
 
@@ -26,7 +26,7 @@ pub(crate) struct DbState {
     /// `last_sequence + 1` when it was created), for the manifest edits that name it.
     pub wal_starts: BTreeMap<u64, u64>,
     /// First background error; writes fail once it is set.
-    pub bg_error: Option<String>,
+    pub bg_error: Option<BackgroundError>,
 }
 
 impl DbState {
@@ -84,7 +84,7 @@ impl DbState {
     }
 
     /// Records `why` as the background error unless one is set already (the first one wins).
-    pub(crate) fn set_background_error(&mut self, why: impl FnOnce() -> String) {
+    pub(crate) fn set_background_error(&mut self, why: impl FnOnce() -> BackgroundError) {
         self.bg_error.get_or_insert_with(why);
     }
 }
@@ -129,7 +129,7 @@ impl StateCell {
     }
 
     /// Records a background error (the first wins) and wakes the waiters that must see it.
-    pub(crate) fn fail(&self, why: impl FnOnce() -> String) {
+    pub(crate) fn fail(&self, why: impl FnOnce() -> BackgroundError) {
         let mut state = self.lock();
         state.set_background_error(why);
         self.changed.notify_all();

@@ -25,7 +25,7 @@ use siftdb_compaction::picker::{self, LevelFile, Pick, PickerConfig, Running};
 
 use std::path::PathBuf;
 
-use crate::base::error::{Error, Result};
+use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
 use crate::base::fs::FileSystem;
 use crate::base::options::{Options, MAX_LEVELS};
 use crate::base::version_edit::VersionEdit;
@@ -308,7 +308,10 @@ impl VersionSet {
         let writer = self.manifest.lock();
         self.ctx.state.lock().check_background()?;
         if writer.failed {
-            return Err(Error::Background("an earlier manifest write failed".into()));
+            return Err(Error::Background(BackgroundError::described(
+                BackgroundJob::ManifestWrite,
+                "an earlier manifest write failed",
+            )));
         }
         Ok(writer)
     }
@@ -319,13 +322,16 @@ impl VersionSet {
     fn append(&self, writer: &mut ManifestWriter, edit: &VersionEdit) -> Result<()> {
         let appended = match writer.manifest.as_mut() {
             Some(m) => m.append(edit),
-            None => Err(Error::Background("no manifest".to_string())),
+            None => Err(Error::Background(BackgroundError::described(
+                BackgroundJob::ManifestWrite,
+                "no manifest",
+            ))),
         };
         if let Err(e) = appended {
             writer.failed = true;
             self.ctx
                 .state
-                .fail(|| format!("manifest write failed: {e}"));
+                .fail(|| BackgroundError::new(BackgroundJob::ManifestWrite, &e));
             return Err(e);
         }
         Ok(())

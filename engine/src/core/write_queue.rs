@@ -8,7 +8,7 @@ use std::collections::{HashMap, VecDeque};
 use parking_lot::{Condvar, Mutex};
 
 use crate::base::batch::WriteBatch;
-use crate::base::error::{Error, Result};
+use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
 
 /// Largest group a leader assembles (bytes of encoded batches).
 const MAX_GROUP_BYTES: usize = 1 << 20;
@@ -68,7 +68,10 @@ impl Drop for Leader<'_> {
             if *t != self.ticket {
                 queue.done.insert(
                     *t,
-                    Err(Error::Background("the write leader panicked".into())),
+                    Err(Error::Background(BackgroundError::described(
+                        BackgroundJob::WalWrite,
+                        "the write leader panicked",
+                    ))),
                 );
             }
         }

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::base::error::{BackgroundError, BackgroundJob, Error};
 use crate::core::shared::Shared;
 
 /// Spawns a named background thread running `body` on `shared`; the caller keeps the handle
@@ -20,7 +21,7 @@ pub(crate) fn spawn(
         Err(e) => {
             shared
                 .state()
-                .fail(|| format!("cannot start thread {name}: {e}"));
+                .fail(|| BackgroundError::new(BackgroundJob::ThreadStart, &Error::Io(e)));
             None
         }
     }

@@ -18,7 +18,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::base::error::{Error, Result};
+use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
 use crate::base::fs::names;
 use crate::base::options_file::{write_options_file, RecordedOptions};
 use crate::core::manifest::Manifest;
@@ -95,14 +95,13 @@ fn prepare_target(db: &Shared, target: &Path) -> Result<()> {
 /// The checkpoint's point, chosen while no write group runs (see the module documentation).
 fn choose_point(db: &Shared) -> Result<Point> {
     let state = db.state().lock();
-    if let Some(e) = &state.bg_error {
-        return Err(Error::Background(e.clone()));
-    }
-    let wal_size = state
-        .wal
-        .as_ref()
-        .map(|w| w.size())
-        .ok_or_else(|| Error::Background("WAL unavailable after an earlier failure".into()))?;
+    state.check_background()?;
+    let wal_size = state.wal.as_ref().map(|w| w.size()).ok_or_else(|| {
+        Error::Background(BackgroundError::described(
+            BackgroundJob::WalWrite,
+            "WAL unavailable after an earlier failure",
+        ))
+    })?;
     // No group is in flight, so every assigned sequence number is visible.
     let sequence = db.versions().visible_sequence();
     let trees = state

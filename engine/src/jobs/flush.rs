@@ -4,7 +4,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::base::error::{Error, Result};
+use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
 use crate::base::version_edit::VersionEdit;
 use crate::core::memtable::Memtable;
 use crate::core::shared::Shared;
@@ -44,7 +44,7 @@ fn background_loop(db: &Arc<Shared>) {
             Err(Error::KeyspaceDropped(_)) => {}
             Err(e) => {
                 let mut state = db.state().lock();
-                state.bg_error.get_or_insert(format!("flush failed: {e}"));
+                state.set_background_error(|| BackgroundError::new(BackgroundJob::Flush, &e));
                 tracing::error!("siftdb: flush failed, writes stopped: {e}");
                 db.state().changed().notify_all();
             }

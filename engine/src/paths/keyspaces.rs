@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use crate::base::error::{Error, Result};
+use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
 use crate::base::keyspace_options::{
     options_text, validate_name, KeyspaceOptions, DEFAULT_KEYSPACE,
 };
@@ -48,16 +48,18 @@ impl Engine {
     fn sync_wal(&self) -> Result<()> {
         let state_cell = self.shared.state();
         let Some(mut wal) = state_cell.lock().wal.take() else {
-            return Err(Error::Background(
-                "WAL unavailable after an earlier failure".to_string(),
-            ));
+            return Err(Error::Background(BackgroundError::described(
+                BackgroundJob::WalSync,
+                "WAL unavailable after an earlier failure",
+            )));
         };
         let synced = wal.sync();
         let mut state = state_cell.lock();
         state.wal = Some(wal);
         if let Err(e) = &synced {
             // What the WAL holds may not survive power loss: no later write may be acknowledged.
-            state.set_background_error(|| format!("WAL sync failed: {e}"));
+            let e = Error::from(std::io::Error::new(e.kind(), e.to_string()));
+            state.set_background_error(|| BackgroundError::new(BackgroundJob::WalSync, &e));
             state_cell.changed().notify_all();
         }
         synced.map_err(Error::from)

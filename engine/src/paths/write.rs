@@ -14,7 +14,7 @@ use parking_lot::MutexGuard;
 use siftdb_sstable::MAX_SEQUENCE;
 
 use crate::base::batch::{self, WriteBatch};
-use crate::base::error::{Error, Result};
+use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
 use crate::base::fs::names;
 use crate::base::wal::writer::LogWriter;
 use crate::core::memtable::Memtable;
@@ -88,7 +88,10 @@ impl Engine {
             let first = last + 1;
             self.shared.versions().set_last_sequence(last + count);
             let wal = state.wal.take().ok_or_else(|| {
-                Error::Background("WAL unavailable after an earlier failure".to_string())
+                Error::Background(BackgroundError::described(
+                    BackgroundJob::WalWrite,
+                    "WAL unavailable after an earlier failure",
+                ))
             })?;
             let mems: GroupMemtables = touched
                 .iter()
@@ -101,8 +104,7 @@ impl Engine {
         state.wal = Some(wal);
         if let Err(e) = appended {
             // The WAL may hold part of the group: nothing more can be appended safely.
-            let msg = format!("WAL write failed: {e}");
-            state.bg_error.get_or_insert(msg);
+            state.set_background_error(|| BackgroundError::new(BackgroundJob::WalWrite, &e));
             state.wal = None;
             self.shared.state().changed().notify_all();
             return Err(e);
@@ -171,8 +173,8 @@ impl Engine {
     pub(crate) fn make_room(&self, state: &mut MutexGuard<'_, DbState>, ids: &[u32]) -> Result<()> {
         let mut stalled: Option<Instant> = None;
         let result = loop {
-            if let Some(e) = &state.bg_error {
-                break Err(Error::Background(e.clone()));
+            if let Err(e) = state.check_background() {
+                break Err(e);
             }
             if self.shared.is_shutting_down() {
                 break Err(Error::Closed);
@@ -350,9 +352,9 @@ impl Engine {
                 if old.is_none() {
                     // The old log could not be made durable: what it holds may be lost on power
                     // failure, and no later write may be acknowledged ahead of it.
-                    state
-                        .bg_error
-                        .get_or_insert_with(|| format!("WAL switch failed: {e}"));
+                    state.set_background_error(|| {
+                        BackgroundError::new(BackgroundJob::WalSwitch, &e)
+                    });
                     self.shared.state().changed().notify_all();
                 }
                 state.wal = old;
@@ -398,9 +400,7 @@ pub(crate) fn flush_and_wait(engine: &Engine, tree: &Tree) -> Result<()> {
     db.check_writable()?;
     let target = engine.writes.exclusive(|| -> Result<Option<u64>> {
         let mut state = db.state().lock();
-        if let Some(e) = &state.bg_error {
-            return Err(Error::Background(e.clone()));
-        }
+        state.check_background()?;
         let t = state
             .trees
             .get(&tree.id)
@@ -417,9 +417,7 @@ pub(crate) fn flush_and_wait(engine: &Engine, tree: &Tree) -> Result<()> {
     let Some(target) = target else { return Ok(()) };
     let mut state = db.state().lock();
     loop {
-        if let Some(e) = &state.bg_error {
-            return Err(Error::Background(e.clone()));
-        }
+        state.check_background()?;
         let Some(t) = state.trees.get(&tree.id) else {
             return Err(tree.dropped_error());
         };

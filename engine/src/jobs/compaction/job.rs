@@ -15,7 +15,7 @@ use siftdb_sstable::{FragmentedRangeTombstones, TableIterOptions};
 use super::heat_map::HeatMap;
 use super::sink::{TableSink, MAX_GRANDPARENT_OVERLAP_FILES};
 use crate::base::compaction_filter::JobFilter;
-use crate::base::error::{Error, Result};
+use crate::base::error::{CompactionFilterError, Error, Result};
 use crate::base::version_edit::VersionEdit;
 use crate::core::level_iter::LevelIterator;
 use crate::core::range_skip::RangeProbe;
@@ -461,7 +461,11 @@ impl<'a> CompactionJob<'a> {
         let filter_failure = || filter.failure();
         let merged = merge_into(&mut merge, &rules, &mut sink)
             .map_err(|e| match filter_failure() {
-                Some(why) => Error::CompactionFilter(why),
+                Some(why) => Error::CompactionFilter(CompactionFilterError::new(
+                    &self.tree.name,
+                    self.output_level,
+                    why,
+                )),
                 None => sink.take_error().unwrap_or_else(|| Error::from(e)),
             })
             .and_then(|stats| {

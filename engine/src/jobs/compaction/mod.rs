@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
 
-use crate::base::error::{Error, Result};
+use crate::base::error::{BackgroundError, BackgroundJob, CompactionFilterError, Error, Result};
 use crate::core::shared::Shared;
 pub(crate) use job::CompactionJob;
 
@@ -25,7 +25,7 @@ pub(crate) struct Compactions {
     /// Why the last background compaction was abandoned in the compaction filter (cleared by
     /// the next that succeeds); `wait_for_compaction` and stalled writers report it instead of
     /// waiting forever.
-    filter_failure: Mutex<Option<String>>,
+    filter_failure: Mutex<Option<CompactionFilterError>>,
 }
 
 impl Compactions {
@@ -35,7 +35,7 @@ impl Compactions {
     }
 
     /// Why compactions keep failing in the user's compaction filter, if they do.
-    pub(crate) fn filter_failure(&self) -> Option<String> {
+    pub(crate) fn filter_failure(&self) -> Option<CompactionFilterError> {
         self.filter_failure.lock().clone()
     }
 }
@@ -107,9 +107,9 @@ fn background_loop(db: &Arc<Shared>, compactions: &Compactions) {
                 }
                 Err(e) => {
                     let mut state = db.state().lock();
-                    state
-                        .bg_error
-                        .get_or_insert(format!("compaction failed: {e}"));
+                    state.set_background_error(|| {
+                        BackgroundError::new(BackgroundJob::Compaction, &e)
+                    });
                     tracing::error!("siftdb: compaction failed, writes stopped: {e}");
                     db.state().changed().notify_all();
                     break;
@@ -163,9 +163,7 @@ fn maybe_compact(db: &Arc<Shared>, compactions: &Compactions) -> Result<bool> {
 pub(crate) fn wait_for_compaction(db: &Shared, compactions: &Compactions) -> Result<()> {
     let mut state = db.state().lock();
     loop {
-        if let Some(e) = &state.bg_error {
-            return Err(Error::Background(e.clone()));
-        }
+        state.check_background()?;
         if db.is_shutting_down() {
             return Err(Error::Closed);
         }
