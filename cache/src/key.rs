@@ -48,6 +48,7 @@ impl fmt::Display for BlockKey {
 /// per kind so the read path's behaviour can be seen for each step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
+#[non_exhaustive]
 pub enum BlockKind {
     /// A data block (key/value entries).
     Data = 0,

@@ -35,6 +35,16 @@ pub enum CompactionPri {
     RoundRobin,
 }
 
+impl CompactionPri {
+    /// The name the options text records (`min_overlapping_ratio`, `round_robin`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            CompactionPri::MinOverlappingRatio => "min_overlapping_ratio",
+            CompactionPri::RoundRobin => "round_robin",
+        }
+    }
+}
+
 /// Shape of the tree.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PickerConfig {

@@ -11,6 +11,7 @@ use siphasher::sip::SipHasher13;
 /// Stable identifier of a hash function, stored in every filter block header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
+#[non_exhaustive]
 pub enum HashId {
     /// XXH3-64 with a 64-bit seed (the default: fast, excellent distribution).
     Xxh3 = 1,

@@ -6,6 +6,7 @@ use crate::ribbon::ribbon_expected_fpr;
 /// Which filter structure a block holds. The discriminant is the byte stored in the header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
+#[non_exhaustive]
 pub enum FilterKind {
     /// Cache-line blocked bloom: fast to build, one cache miss per query (L0, upper levels).
     BlockedBloom = 1,

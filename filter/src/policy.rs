@@ -5,6 +5,7 @@ use crate::monkey::{monkey, uniform, FilterBudget, LevelAllocation, LevelSpec};
 
 /// How filter memory is split across levels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum FilterAllocation {
     /// Monkey: FPR proportional to level size at the same total memory (the default).
     #[default]
@@ -18,6 +19,17 @@ pub enum FilterAllocation {
     /// writes new tables, from the probe rates of the key ranges they cover; with no reads
     /// measured it is Monkey.
     Adaptive,
+}
+
+impl FilterAllocation {
+    /// The name the options text records (`monkey`, `uniform`, `adaptive`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            FilterAllocation::Monkey => "monkey",
+            FilterAllocation::Uniform => "uniform",
+            FilterAllocation::Adaptive => "adaptive",
+        }
+    }
 }
 
 /// The filter policy of a tree: blocked bloom on levels `< bloom_before_level` (L0 is built on

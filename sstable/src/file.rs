@@ -22,6 +22,7 @@ pub trait RandomAccessFile: Send + Sync + std::fmt::Debug {
 
 /// How a table file is read, chosen once at open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum ReadMode {
     /// `mmap` the file and copy blocks out of the mapping.
     #[default]

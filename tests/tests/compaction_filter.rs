@@ -141,7 +141,9 @@ fn a_panicking_filter_fails_the_compaction_cleanly_and_it_is_retried() {
     // compact_range reports the filter's failure; background compactions (L0 reached its
     // trigger) fail too, and wait_for_compaction says why instead of waiting forever.
     match db.compact_range(None, None) {
-        Err(Error::CompactionFilter(why)) => assert!(why.message().contains("test-filter"), "{why}"),
+        Err(Error::CompactionFilter(why)) => {
+            assert!(why.message().contains("test-filter"), "{why}")
+        }
         other => panic!("{other:?}"),
     }
     match db.wait_for_compaction() {
@@ -261,7 +263,9 @@ fn writes_stalled_behind_a_failing_filter_get_its_error_instead_of_waiting_forev
         }
     }
     match refused {
-        Some((_, Error::CompactionFilter(why))) => assert!(why.message().contains("test-filter"), "{why}"),
+        Some((_, Error::CompactionFilter(why))) => {
+            assert!(why.message().contains("test-filter"), "{why}")
+        }
         other => panic!("writes were not refused with the filter's error: {other:?}"),
     }
     // Once the filter works, compactions catch up and writes go on.

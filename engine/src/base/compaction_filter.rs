@@ -10,6 +10,7 @@ use siftdb_sstable::{SstError, ValueKind};
 
 /// What a [`CompactionFilter`] decided for one value.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CompactionDecision {
     /// Keep the value.
     Keep,

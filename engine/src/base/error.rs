@@ -412,7 +412,10 @@ mod tests {
         assert_eq!(b.job(), BackgroundJob::Flush);
         assert_eq!(b.io_kind(), Some(std::io::ErrorKind::StorageFull));
         assert_eq!(e.io_kind(), Some(std::io::ErrorKind::StorageFull));
-        assert!(e.to_string().contains("flush failed: I/O error: full"), "{e}");
+        assert!(
+            e.to_string().contains("flush failed: I/O error: full"),
+            "{e}"
+        );
         assert!(matches!(e.duplicate(), Error::Background(d) if d == *b));
     }
 

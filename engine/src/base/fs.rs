@@ -152,7 +152,7 @@ impl FileSystem for RealFs {
 }
 
 /// File names inside a database directory.
-pub mod names {
+pub(crate) mod names {
     use super::{Path, PathBuf};
 
     /// The lock file.

@@ -224,14 +224,7 @@ pub(crate) fn options_text(o: &KeyspaceOptions) -> String {
             "max_bytes_for_level_multiplier",
             o.max_bytes_for_level_multiplier.to_string(),
         ),
-        (
-            "compaction_pri",
-            match o.compaction_pri {
-                CompactionPri::MinOverlappingRatio => "min_overlapping_ratio",
-                CompactionPri::RoundRobin => "round_robin",
-            }
-            .to_string(),
-        ),
+        ("compaction_pri", o.compaction_pri.name().to_string()),
         ("block_size", o.block_size.to_string()),
         (
             "block_restart_interval",
@@ -255,14 +248,7 @@ pub(crate) fn options_text(o: &KeyspaceOptions) -> String {
             o.memtable_whole_key_filtering.to_string(),
         ),
         ("bloom_before_level", o.bloom_before_level.to_string()),
-        (
-            "filter_allocation",
-            match o.filter_allocation {
-                FilterAllocation::Monkey => "monkey".to_string(),
-                FilterAllocation::Uniform => "uniform".to_string(),
-                FilterAllocation::Adaptive => "adaptive".to_string(),
-            },
-        ),
+        ("filter_allocation", o.filter_allocation.name().to_string()),
         ("deep_filter_kind", o.deep_filter_kind.name().to_string()),
         (
             "range_filter_bits_per_key",
