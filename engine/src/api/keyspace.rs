@@ -17,7 +17,7 @@ use crate::paths::iterator::{DbIterator, RawIterator};
 /// A handle to one keyspace of a [`Db`]: the same reads and writes as `Db`'s own methods (which
 /// act on the keyspace `"default"`), on this keyspace's tree. `Clone`, `Send` and `Sync`; it keeps
 /// the database open while it lives. Once the keyspace is dropped every call fails with
-/// [`Error::KeyspaceDropped`].
+/// [`Error::KeyspaceDropped`](crate::Error::KeyspaceDropped).
 ///
 /// ```
 /// # let dir = tempfile::tempdir()?;

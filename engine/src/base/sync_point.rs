@@ -2,7 +2,7 @@
 //!
 //! A race between two steps of the engine (say, a read choosing its sequence number and taking
 //! its view of the tree) is too narrow to hit by chance in a test. A sync point names the gap:
-//! a test installs a callback for it with [`Db::set_sync_point`](crate::Db::set_sync_point), and
+//! a test installs a callback for it with `Db::set_sync_point`, and
 //! the thread that reaches the point runs the callback there — typically it signals the test and
 //! waits while the test runs a write, a flush and a compaction inside the gap.
 //!

@@ -8,6 +8,7 @@ pub(crate) mod key_bounds;
 pub(crate) mod key_head;
 pub(crate) mod level_info;
 pub(crate) mod level_iter;
+pub(crate) mod lock_order;
 pub(crate) mod manifest;
 pub(crate) mod manifest_state;
 pub(crate) mod memtable;

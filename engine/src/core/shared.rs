@@ -14,6 +14,7 @@ use siftdb_sstable::TableCache;
 use crate::base::error::{Error, Result};
 use crate::base::fs::FileSystem;
 use crate::base::options::Options;
+use crate::core::lock_order::{Rank, Ranked};
 use crate::core::snapshot_list::SnapshotList;
 use crate::core::state::StateCell;
 use crate::core::stats::EngineCounters;
@@ -170,14 +171,14 @@ pub(crate) struct FileDeletions {
 
 impl FileDeletions {
     /// The right to delete files until the guard drops; `None` while deletions are paused.
-    pub(crate) fn begin(&self) -> Option<MutexGuard<'_, ()>> {
-        let guard = self.lock.lock();
+    pub(crate) fn begin(&self) -> Option<Ranked<MutexGuard<'_, ()>>> {
+        let guard = Ranked::take(Rank::FileDeletions, || self.lock.lock());
         (self.paused.load(Ordering::Acquire) == 0).then_some(guard)
     }
 
     /// Pauses deletions, after any deletion under way has finished.
     pub(crate) fn pause(&self) {
-        let _deleting = self.lock.lock();
+        let _deleting = Ranked::take(Rank::FileDeletions, || self.lock.lock());
         self.paused.fetch_add(1, Ordering::AcqRel);
     }
 

@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
 
+use crate::core::lock_order::{Rank, Ranked};
+
 /// The sequence numbers of live snapshots (with counts), so compaction keeps what they see.
 #[derive(Debug, Default)]
 pub(crate) struct SnapshotList {
@@ -16,14 +18,14 @@ pub(crate) struct SnapshotList {
 
 impl SnapshotList {
     /// Holds new snapshots off while the guard lives (see the `gate` field).
-    pub(crate) fn hold_new_snapshots(&self) -> RwLockWriteGuard<'_, ()> {
-        self.gate.write()
+    pub(crate) fn hold_new_snapshots(&self) -> Ranked<RwLockWriteGuard<'_, ()>> {
+        Ranked::take(Rank::SnapshotGate, || self.gate.write())
     }
 
     /// Registers a snapshot at the sequence `current` returns, waiting while a compaction holds
     /// new snapshots off ([`SnapshotList::hold_new_snapshots`]).
     pub(crate) fn acquire_gated(&self, current: impl FnOnce() -> u64) -> u64 {
-        let _gate = self.gate.read();
+        let _gate = Ranked::take(Rank::SnapshotGate, || self.gate.read());
         self.acquire_current(current)
     }
 

@@ -5,10 +5,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::base::error::{BackgroundError, Error, Result};
 use crate::base::wal::writer::LogWriter;
+use crate::core::lock_order::{Rank, Ranked};
 use crate::core::tree::{Tree, TreeMemtables};
 
 /// What the state lock guards (see the module documentation).
@@ -89,6 +92,9 @@ impl DbState {
     }
 }
 
+/// The state lock held (see `core/lock_order.rs`: taken after the manifest, before the files).
+pub(crate) type StateGuard<'a> = Ranked<MutexGuard<'a, DbState>>;
+
 /// The state lock and its condition variables.
 pub(crate) struct StateCell {
     state: Mutex<DbState>,
@@ -108,8 +114,23 @@ impl StateCell {
     }
 
     /// Takes the state lock.
-    pub(crate) fn lock(&self) -> MutexGuard<'_, DbState> {
-        self.state.lock()
+    pub(crate) fn lock(&self) -> StateGuard<'_> {
+        Ranked::take(Rank::State, || self.state.lock())
+    }
+
+    /// Waits (the lock released meanwhile) until the state changes.
+    pub(crate) fn wait_changed(&self, guard: &mut StateGuard<'_>) {
+        self.changed.wait(guard.guard_mut());
+    }
+
+    /// Waits (the lock released meanwhile) until the state changes or `timeout` passes.
+    pub(crate) fn wait_changed_for(&self, guard: &mut StateGuard<'_>, timeout: Duration) {
+        self.changed.wait_for(guard.guard_mut(), timeout);
+    }
+
+    /// Waits (the lock released meanwhile) until there is background work or `timeout` passes.
+    pub(crate) fn wait_work_for(&self, guard: &mut StateGuard<'_>, timeout: Duration) {
+        self.work.wait_for(guard.guard_mut(), timeout);
     }
 
     /// The condition variable of state changes (flushes, installs, background errors).

@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use siftdb_compaction::picker::{self, LevelFile, Pick, PickerConfig, Running};
 
 use std::path::PathBuf;
@@ -29,6 +29,7 @@ use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
 use crate::base::fs::FileSystem;
 use crate::base::options::{Options, MAX_LEVELS};
 use crate::base::version_edit::VersionEdit;
+use crate::core::lock_order::{Rank, Ranked};
 use crate::core::manifest::Manifest;
 use crate::core::state::{DbState, StateCell};
 use crate::core::tree::{ReadView, Tree, TreeMemtables};
@@ -116,7 +117,7 @@ pub(crate) struct Reservation<'a> {
 impl Drop for Reservation<'_> {
     fn drop(&mut self) {
         {
-            let mut files = self.versions.files.lock();
+            let mut files = self.versions.files();
             if let Some(t) = files.trees.get_mut(&self.tree) {
                 if let Some(i) = t.compacting.iter().position(|r| *r == self.running) {
                     t.compacting.swap_remove(i);
@@ -196,6 +197,16 @@ impl VersionSet {
         *t.tree.view.write() = view;
     }
 
+    /// The manifest writer's lock (ranked: see `core/lock_order.rs`).
+    fn manifest(&self) -> Ranked<MutexGuard<'_, ManifestWriter>> {
+        Ranked::take(Rank::Manifest, || self.manifest.lock())
+    }
+
+    /// The files' lock (ranked: see `core/lock_order.rs`).
+    fn files(&self) -> Ranked<MutexGuard<'_, Files>> {
+        Ranked::take(Rank::Files, || self.files.lock())
+    }
+
     /// The current version of `tree` (empty once the tree is dropped).
     pub(crate) fn current(&self, tree: &Tree) -> Arc<Version> {
         self.files
@@ -224,14 +235,14 @@ impl VersionSet {
     /// naming it is installed (or [`VersionSet::release_outputs`] gives up on it).
     pub(crate) fn new_output(&self) -> u64 {
         let number = self.new_file_number();
-        self.files.lock().pending_outputs.insert(number);
+        self.files().pending_outputs.insert(number);
         number
     }
 
     /// Forgets pending outputs that will never be installed (a failed job): they become
     /// orphans for `delete_obsolete_files`.
     pub(crate) fn release_outputs(&self, numbers: &[u64]) {
-        let mut files = self.files.lock();
+        let mut files = self.files();
         for n in numbers {
             files.pending_outputs.remove(n);
         }
@@ -248,7 +259,7 @@ impl VersionSet {
 
     /// Live tables of every tree, pending outputs and the live manifest's number, read together.
     pub(crate) fn live_files(&self) -> (BTreeSet<u64>, u64) {
-        let files = self.files.lock();
+        let files = self.files();
         let mut live: BTreeSet<u64> = files
             .trees
             .values()
@@ -261,12 +272,12 @@ impl VersionSet {
     /// The smallest log number the manifest holds for any tree: every older WAL is obsolete
     /// (`None` before recovery has installed the trees).
     pub(crate) fn min_log_number(&self) -> Option<u64> {
-        self.files.lock().log_numbers.values().copied().min()
+        self.files().log_numbers.values().copied().min()
     }
 
     /// Every tree's current version, read together.
     pub(crate) fn all_current(&self) -> Vec<(Arc<Tree>, Arc<Version>)> {
-        let files = self.files.lock();
+        let files = self.files();
         files
             .trees
             .values()
@@ -277,7 +288,7 @@ impl VersionSet {
     /// Starts the manifest with `snapshot` (the whole database: a header edit, then one edit per
     /// keyspace) and points `CURRENT` at it (recovery, before any background work runs).
     pub(crate) fn create_manifest(&self, snapshot: &[VersionEdit]) -> Result<()> {
-        let mut writer = self.manifest.lock();
+        let mut writer = self.manifest();
         let number = self.new_file_number();
         let mut edits = snapshot.to_vec();
         if let Some(first) = edits.first_mut() {
@@ -285,7 +296,7 @@ impl VersionSet {
             first.next_keyspace_id = Some(self.next_keyspace_id());
         }
         let manifest = Manifest::create(self.ctx.fs.as_ref(), &self.ctx.dir, number, &edits)?;
-        self.files.lock().manifest_number = manifest.number();
+        self.files().manifest_number = manifest.number();
         writer.manifest = Some(manifest);
         Ok(())
     }
@@ -293,7 +304,7 @@ impl VersionSet {
     /// Makes `version` (the tree recovery built) current for `tree`, before any background
     /// work runs.
     pub(crate) fn install_recovered(&self, tree: &Arc<Tree>, version: Version, log_number: u64) {
-        let mut files = self.files.lock();
+        let mut files = self.files();
         files.log_numbers.insert(tree.id, log_number);
         for (_, f) in version.all() {
             files.pending_outputs.remove(&f.meta.number);
@@ -304,8 +315,8 @@ impl VersionSet {
     }
 
     /// Takes the manifest for one edit: fails if writes have stopped or an earlier append failed.
-    fn manifest_writer(&self) -> Result<parking_lot::MutexGuard<'_, ManifestWriter>> {
-        let writer = self.manifest.lock();
+    fn manifest_writer(&self) -> Result<Ranked<MutexGuard<'_, ManifestWriter>>> {
+        let writer = self.manifest();
         self.ctx.state.lock().check_background()?;
         if writer.failed {
             return Err(Error::Background(BackgroundError::described(
@@ -354,7 +365,7 @@ impl VersionSet {
         let mut writer = self.manifest_writer()?;
         // Stable while the manifest lock is held: only manifest writers replace it.
         let base = {
-            let files = self.files.lock();
+            let files = self.files();
             let t = files
                 .trees
                 .get(&tree.id)
@@ -382,7 +393,7 @@ impl VersionSet {
         let version = Arc::new(version);
         let mut state = self.ctx.state.lock();
         {
-            let mut files = self.files.lock();
+            let mut files = self.files();
             if let Some(t) = files.trees.get_mut(&tree.id) {
                 t.current = Arc::clone(&version);
             }
@@ -446,7 +457,7 @@ impl VersionSet {
         edit.wal_starts = wal_starts;
         self.append(&mut writer, &edit)?;
         self.next_keyspace_id.store(next, Ordering::Relaxed);
-        self.files.lock().log_numbers.insert(id, log_number);
+        self.files().log_numbers.insert(id, log_number);
         let mut state = self.ctx.state.lock();
         let tree = Tree::new_in_wal(id, name, options, state.wal_number);
         self.files
@@ -476,7 +487,7 @@ impl VersionSet {
         let mut state = self.ctx.state.lock();
         state.trees.remove(&tree.id);
         let removed = {
-            let mut files = self.files.lock();
+            let mut files = self.files();
             files.log_numbers.remove(&tree.id);
             files.trees.remove(&tree.id)
         };
@@ -489,7 +500,7 @@ impl VersionSet {
     /// off limits to other picks until the reservation drops). Trees take turns being looked at
     /// first, so one busy keyspace does not starve the others.
     pub(crate) fn pick_compaction(&self) -> Option<PickedCompaction<'_>> {
-        let mut files = self.files.lock();
+        let mut files = self.files();
         let start = files.pick_start;
         let order: Vec<u32> = files
             .trees
@@ -532,7 +543,7 @@ impl VersionSet {
 
     /// Whether no tree needs a compaction and none is running.
     pub(crate) fn is_settled(&self) -> bool {
-        let files = self.files.lock();
+        let files = self.files();
         files.trees.values().all(|t| {
             let config = t.tree.options.picker_config();
             t.compacting.is_empty() && next_pick(t, &config).is_none()

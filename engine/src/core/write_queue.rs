@@ -9,6 +9,7 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::base::batch::WriteBatch;
 use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
+use crate::core::lock_order::{Held, Rank};
 
 /// Largest group a leader assembles (bytes of encoded batches).
 const MAX_GROUP_BYTES: usize = 1 << 20;
@@ -49,6 +50,8 @@ pub(crate) struct Leader<'a> {
     ticket: u64,
     group: Vec<QueuedWrite>,
     finished: bool,
+    /// The write path's place in the lock order.
+    _held: Held,
 }
 
 impl Leader<'_> {
@@ -83,6 +86,9 @@ impl Drop for Leader<'_> {
 impl WriteQueue {
     /// Queues `batch` and waits until another leader has committed it, or this writer leads.
     pub(crate) fn enter(&self, batch: WriteBatch, sync: bool) -> Turn<'_> {
+        // A follower waits for the leader as the leader waits for the write path: neither may
+        // hold a lock the leader takes (core/lock_order.rs).
+        let held = Held::enter(Rank::WritePath);
         let mut queue = self.queue.lock();
         let ticket = queue.next_ticket;
         queue.next_ticket += 1;
@@ -112,6 +118,7 @@ impl WriteQueue {
             ticket,
             group,
             finished: false,
+            _held: held,
         })
     }
 
@@ -144,6 +151,7 @@ impl WriteQueue {
     /// Runs `f` while no write group is in progress and none can start (used to switch
     /// memtables outside the write path without racing a leader that is appending).
     pub(crate) fn exclusive<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _held = Held::enter(Rank::WritePath);
         let mut queue = self.queue.lock();
         while queue.leader_active {
             self.changed.wait(&mut queue);

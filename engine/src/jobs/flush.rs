@@ -31,8 +31,7 @@ fn background_loop(db: &Arc<Shared>) {
                     }
                 }
                 db.state()
-                    .work()
-                    .wait_for(&mut state, Duration::from_millis(200));
+                    .wait_work_for(&mut state, Duration::from_millis(200));
                 drop(state);
                 warn_on_overfull_filters(db, &mut warned);
                 state = db.state().lock();

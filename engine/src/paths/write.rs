@@ -18,7 +18,7 @@ use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
 use crate::base::fs::names;
 use crate::base::wal::writer::LogWriter;
 use crate::core::memtable::Memtable;
-use crate::core::state::DbState;
+use crate::core::state::{DbState, StateGuard};
 use crate::core::tree::Tree;
 use crate::core::write_queue::{QueuedWrite, Turn};
 use crate::paths::engine::Engine;
@@ -170,7 +170,7 @@ impl Engine {
     /// many L0 tables, flushes the keyspaces that keep the oldest WAL alive once the WALs
     /// exceed `Options::max_total_wal_size`, and the largest memtable once all of them exceed
     /// `Options::db_write_buffer_size`.
-    pub(crate) fn make_room(&self, state: &mut MutexGuard<'_, DbState>, ids: &[u32]) -> Result<()> {
+    pub(crate) fn make_room(&self, state: &mut StateGuard<'_>, ids: &[u32]) -> Result<()> {
         let mut stalled: Option<Instant> = None;
         let result = loop {
             if let Err(e) = state.check_background() {
@@ -190,7 +190,7 @@ impl Engine {
                 // too many memtables waiting: wait for the background work to catch up.
                 stalled.get_or_insert_with(Instant::now);
                 self.shared.state().work().notify_all();
-                self.shared.state().changed().wait(state);
+                self.shared.state().wait_changed(state);
                 continue;
             }
             let full = match room {
@@ -308,18 +308,15 @@ impl Engine {
     /// Freezes the memtables of keyspaces `ids` and starts new ones with a new WAL.
     ///
     /// The caller holds the state lock and owns the write path (it is the write leader, or runs
-    /// inside [`WriteQueue::exclusive`]), so no group can append while the lock is released for
+    /// inside [`WriteQueue::exclusive`](crate::core::write_queue::WriteQueue::exclusive)), so no group can append while the lock is released for
     /// the I/O — creating the next log, syncing the old one, syncing the directory — and readers,
     /// flushes and compactions are not held up behind those `fsync`s.
-    pub(crate) fn switch_memtables(
-        &self,
-        state: &mut MutexGuard<'_, DbState>,
-        ids: &[u32],
-    ) -> Result<()> {
+    pub(crate) fn switch_memtables(&self, state: &mut StateGuard<'_>, ids: &[u32]) -> Result<()> {
         let number = self.shared.versions().new_file_number();
         let old_size = state.wal.as_ref().map_or(0, LogWriter::size);
         let old = state.wal.take();
-        let started = MutexGuard::unlocked(state, || self.start_wal(number, old));
+        // The rank stays recorded while unlocked: `start_wal` takes no lock.
+        let started = MutexGuard::unlocked(state.guard_mut(), || self.start_wal(number, old));
         match started {
             Ok(wal) => {
                 let old_number = std::mem::replace(&mut state.wal_number, number);
@@ -429,8 +426,7 @@ pub(crate) fn flush_and_wait(engine: &Engine, tree: &Tree) -> Result<()> {
         }
         db.state().work().notify_all();
         db.state()
-            .changed()
-            .wait_for(&mut state, Duration::from_millis(200));
+            .wait_changed_for(&mut state, Duration::from_millis(200));
     }
 }
 

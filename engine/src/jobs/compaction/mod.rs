@@ -13,6 +13,7 @@ use std::time::Duration;
 use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
 
 use crate::base::error::{BackgroundError, BackgroundJob, CompactionFilterError, Error, Result};
+use crate::core::lock_order::{Rank, Ranked};
 use crate::core::shared::Shared;
 pub(crate) use job::CompactionJob;
 
@@ -30,8 +31,8 @@ pub(crate) struct Compactions {
 
 impl Compactions {
     /// Runs alone while the guard lives: background compactions wait.
-    pub(crate) fn exclusive(&self) -> RwLockWriteGuard<'_, ()> {
-        self.lock.write()
+    pub(crate) fn exclusive(&self) -> Ranked<RwLockWriteGuard<'_, ()>> {
+        Ranked::take(Rank::Compactions, || self.lock.write())
     }
 
     /// Why compactions keep failing in the user's compaction filter, if they do.
@@ -67,8 +68,7 @@ fn background_loop(db: &Arc<Shared>, compactions: &Compactions) {
                 return;
             }
             db.state()
-                .work()
-                .wait_for(&mut state, Duration::from_millis(200));
+                .wait_work_for(&mut state, Duration::from_millis(200));
             if db.is_shutting_down() {
                 return;
             }
@@ -128,14 +128,14 @@ fn pause_unless_shutting_down(db: &Shared, pause: Duration) {
         if now >= deadline {
             return;
         }
-        db.state().changed().wait_for(&mut state, deadline - now);
+        db.state().wait_changed_for(&mut state, deadline - now);
     }
 }
 
 /// Runs one compaction if some keyspace's tree needs one and one fits beside those under way;
 /// returns whether it did.
 fn maybe_compact(db: &Arc<Shared>, compactions: &Compactions) -> Result<bool> {
-    let _shared = compactions.lock.read();
+    let _shared = Ranked::take(Rank::Compactions, || compactions.lock.read());
     let Some(picked) = db.versions().pick_compaction() else {
         return Ok(false);
     };
@@ -177,7 +177,6 @@ pub(crate) fn wait_for_compaction(db: &Shared, compactions: &Compactions) -> Res
         }
         db.state().work().notify_all();
         db.state()
-            .changed()
-            .wait_for(&mut state, Duration::from_millis(50));
+            .wait_changed_for(&mut state, Duration::from_millis(50));
     }
 }

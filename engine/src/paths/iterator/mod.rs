@@ -1,7 +1,7 @@
 //! User-facing iteration, in layers that all go both ways:
 //!
 //! * `sources.rs` — what a scan merges: a cursor per memtable and per L0 table, one
-//!   [`LevelIterator`](level::LevelIterator) per sorted level (`level.rs`), limited by the scan's
+//!   [`LevelIterator`](crate::core::level_iter::LevelIterator) per sorted level (`core/level_iter.rs`), limited by the scan's
 //!   bounds and prefix filter;
 //! * the heap merge of those cursors (`siftdb_compaction::MergingIterator`);
 //! * [`RawIterator`] (`raw.rs`) — one entry per user key, snapshot visibility and tombstones;
@@ -124,7 +124,7 @@ impl DbIterator {
     /// An iterator over `view` as of `sequence`, within `bounds` (and `prefix`, whose filter may
     /// skip tables). It holds the view's memtables and tables for its whole life, so no
     /// compaction can take a version it needs: `sequence` must be at least as new as every table
-    /// of the view ([`Shared::read_point`]) or a registered snapshot's.
+    /// of the view ([`Engine::read_point`](crate::paths::engine::Engine::read_point)) or a registered snapshot's.
     pub(crate) fn new(
         db: &Arc<Shared>,
         tree: &Arc<Tree>,
