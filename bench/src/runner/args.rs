@@ -7,6 +7,7 @@ use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Parser, ValueEnum};
 
 use super::error::{Error, Result};
+use super::keys::{KeyFormat, KeyShape};
 
 /// The workloads, named as in `db_bench`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -762,8 +763,25 @@ impl Config {
                 .collect(),
         };
         // The key layout must be able to hold the key range.
-        super::keys::KeyFormat::new(&config)?;
+        KeyFormat::new(&config.key_shape())?;
         Ok(config)
+    }
+
+    /// The numbers the run's key layout is made from ([`KeyFormat::new`]).
+    pub fn key_shape(&self) -> KeyShape {
+        let inserting = self.benchmarks.iter().filter(|b| b.inserts()).count() as u64;
+        KeyShape {
+            key_size: self.key_size,
+            prefix_size: self.prefix_size,
+            keys_per_prefix: self.keys_per_prefix,
+            num: self.num,
+            insert_room: self.reads.saturating_mul(inserting),
+            range_width: self
+                .benchmarks
+                .contains(&Benchmark::SeekMissing)
+                .then_some(self.range_width),
+            keyspaces: self.keyspaces,
+        }
     }
 }
 
@@ -841,6 +859,26 @@ mod tests {
         assert!(Config::from_args(&args).is_err());
         let args = parse(&["--num=100000000000", "--prefix_size=4"]).unwrap();
         assert!(Config::from_args(&args).is_err());
+    }
+
+    #[test]
+    fn key_shape_follows_the_flags() {
+        let shape = |flags: &[&str]| {
+            Config::from_args(&parse(flags).unwrap())
+                .unwrap()
+                .key_shape()
+        };
+        // The shape the keys tests build their layouts from.
+        assert_eq!(
+            shape(&["--num=1000", "--keyspaces=4"]),
+            super::super::keys::tests::default_shape(1000, 4)
+        );
+        let ycsb = shape(&[
+            "--num=1000",
+            "--reads=300",
+            "--benchmarks=ycsbd,ycsbe,seekmissing",
+        ]);
+        assert_eq!((ycsb.insert_room, ycsb.range_width), (600, Some(16)));
     }
 
     #[test]

@@ -210,7 +210,7 @@ const STREAM_YCSB: u64 = 0x7C5B;
 impl<'a> Workbench<'a> {
     /// A workbench for `engine`. With `--use_existing_db` every key is assumed to exist.
     pub fn new(config: &'a Config, engine: &'a dyn Engine, dir: &'a Path) -> Result<Workbench<'a>> {
-        let keys = KeyFormat::new(config)?;
+        let keys = KeyFormat::new(&config.key_shape())?;
         let model = KeyModel::new(config.num, keys.capacity(), !config.use_existing_db);
         Ok(Workbench {
             config,
