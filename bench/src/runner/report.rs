@@ -8,49 +8,17 @@ use serde_json::{json, Map, Value};
 use siftdb::{LevelFilterStats, Stats};
 use siftdb_cache::BlockKind;
 
-use super::args::{Benchmark, Config, FilterPolicyArg};
-use super::engine::siftdb_options;
+use super::args::{Benchmark, Config};
 use super::measure::{Measured, OpKind};
+use super::settings::siftdb_options;
+use super::text::{compression_text, db_write_buffer_text, filter_layout, human_bytes};
 use super::workloads::{CheckpointReport, PhaseResult};
-
-/// `bytes` with a binary unit (`116.0 MiB`).
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
-}
 
 fn ratio(numerator: u64, denominator: u64) -> f64 {
     if denominator == 0 {
         0.0
     } else {
         numerator as f64 / denominator as f64
-    }
-}
-
-/// Which filter each level gets, in words.
-pub fn filter_layout(config: &Config) -> String {
-    let bbl = config.filter.bloom_before_level;
-    let deep = if config.filter.policy == FilterPolicyArg::Fuse {
-        "binary fuse"
-    } else {
-        "ribbon"
-    };
-    match (config.filter.policy, bbl) {
-        (FilterPolicyArg::Bloom, _) => "blocked bloom on every level".to_string(),
-        (_, 0) => format!("{deep} on every level"),
-        (_, 1) => format!("blocked bloom on L0, {deep} from L1"),
-        (_, b) if b >= siftdb::MAX_LEVELS => "blocked bloom on every level".to_string(),
-        (_, b) => format!("blocked bloom on L0-L{}, {deep} from L{b}", b - 1),
     }
 }
 
@@ -127,7 +95,7 @@ pub fn header(
     let _ = writeln!(
         out,
         "Compression:  {}; values compress to about {:.0}% (--compression_ratio)",
-        super::engine::compression_text(&config.compression),
+        compression_text(&config.compression),
         config.compression_ratio * 100.0
     );
     let _ = writeln!(
@@ -149,7 +117,7 @@ pub fn header(
         "Write buffer: {} (x{} memtables; {})",
         human_bytes(options.write_buffer_size as u64),
         options.max_write_buffer_number,
-        super::engine::db_write_buffer_text(options.db_write_buffer_size)
+        db_write_buffer_text(options.db_write_buffer_size)
     );
     let _ = writeln!(
         out,
@@ -1052,11 +1020,5 @@ mod tests {
             batches_text(&measured(10, 1, 1), 64),
             "1 call of 10 keys, 2000.000 micros/call"
         );
-    }
-
-    #[test]
-    fn bytes_are_human() {
-        assert_eq!(human_bytes(512), "512 B");
-        assert_eq!(human_bytes(110 << 20), "110.0 MiB");
     }
 }

@@ -37,10 +37,10 @@ use siftdb::{LevelFilterStats, Stats};
 use siftdb_cache::BlockKind;
 
 use super::super::args::Config;
-use super::super::engine::{siftdb_options, BatchOp, Engine, SeekOutcome};
+use super::super::engine::{BatchOp, Engine, SeekOutcome};
 use super::super::error::{Error, Result};
-use super::super::report::human_bytes;
-use super::super::settings::{self, SettingRows};
+use super::super::settings::{self, siftdb_options, SettingRows};
+use super::super::text::{compression_text, db_write_buffer_text, human_bytes};
 
 /// How many levels the shape table lists (fjall's default level count).
 const LEVELS: usize = 7;
@@ -94,7 +94,7 @@ impl FjallEngine {
         } else {
             policy
         };
-        let mut compression = super::super::engine::compression_text(&config.compression);
+        let mut compression = compression_text(&config.compression);
         if config.compression.contains(&siftdb::Compression::Zstd) {
             compression.push_str(" (fjall has no zstd: lz4 there)");
         }
@@ -128,7 +128,7 @@ impl FjallEngine {
              call); reads with pread{mmap_note}; --sync: fdatasync of the journal (SyncData)",
             human_bytes(sift.block_cache_capacity as u64),
             human_bytes(write_buffer),
-            super::super::engine::db_write_buffer_text(sift.db_write_buffer_size),
+            db_write_buffer_text(sift.db_write_buffer_size),
             human_bytes(sift.target_file_size_base),
             sift.max_bytes_for_level_multiplier,
             human_bytes(sift.target_file_size_base * u64::from(l0_trigger)),

@@ -43,9 +43,10 @@ use siftdb::{LevelFilterStats, Stats};
 use siftdb_cache::BlockKind;
 
 use super::super::args::{CompactionPriArg, Config, FilterPolicyArg};
-use super::super::engine::{siftdb_options, BatchOp, Engine, SeekOutcome};
+use super::super::engine::{BatchOp, Engine, SeekOutcome};
 use super::super::error::{Error, Result};
-use super::super::settings::{self, SettingRows};
+use super::super::settings::{self, siftdb_options, SettingRows};
+use super::super::text::{compression_text, db_write_buffer_text, human_bytes};
 
 /// How many levels the shape table lists (RocksDB's default `num_levels`).
 const LEVELS: usize = 7;
@@ -139,7 +140,7 @@ impl RocksEngine {
             .collect();
         options.set_compression_type(last);
         options.set_compression_per_level(&per_level);
-        let compression = super::super::engine::compression_text(&config.compression);
+        let compression = compression_text(&config.compression);
         options.set_prefix_extractor(SliceTransform::create_fixed_prefix(config.prefix_size));
         options.set_optimize_filters_for_hits(config.optimize_filters_for_hits);
         options.set_memtable_prefix_bloom_ratio(config.memtable_bloom_size_ratio);
@@ -190,13 +191,13 @@ impl RocksEngine {
              background jobs; multiread workloads: batched MultiGet, keys unsorted \
              (sorted_input=false, as db_bench); reads {}; statistics {statistics}; L0 slowdown \
              trigger = stop trigger {} (siftdb has no slowdown)",
-            super::super::report::human_bytes(sift.block_cache_capacity as u64),
+            human_bytes(sift.block_cache_capacity as u64),
             config.prefix_size,
-            super::super::report::human_bytes(sift.write_buffer_size as u64),
+            human_bytes(sift.write_buffer_size as u64),
             sift.max_write_buffer_number,
-            super::super::engine::db_write_buffer_text(sift.db_write_buffer_size),
-            super::super::report::human_bytes(sift.target_file_size_base),
-            super::super::report::human_bytes(sift.max_bytes_for_level_base),
+            db_write_buffer_text(sift.db_write_buffer_size),
+            human_bytes(sift.target_file_size_base),
+            human_bytes(sift.max_bytes_for_level_base),
             sift.max_bytes_for_level_multiplier,
             sift.level0_file_num_compaction_trigger,
             1 + sift.max_background_compactions.max(1),
@@ -213,7 +214,7 @@ impl RocksEngine {
                 "block cache",
                 format!(
                     "{} LRU; filter+index blocks in it, L0's pinned",
-                    super::super::report::human_bytes(sift.block_cache_capacity as u64)
+                    human_bytes(sift.block_cache_capacity as u64)
                 ),
             ),
             ("prefix filter", format!("fixed:{}", config.prefix_size)),
@@ -221,7 +222,7 @@ impl RocksEngine {
                 "memtable",
                 format!(
                     "{} x{}{}",
-                    super::super::report::human_bytes(sift.write_buffer_size as u64),
+                    human_bytes(sift.write_buffer_size as u64),
                     sift.max_write_buffer_number,
                     settings::memtable_bloom_text(config)
                 ),
