@@ -190,21 +190,12 @@ fn run_engine(config: &Config, name: &str) -> Result<EngineOutcome> {
     let bench = Workbench::new(config, engine.as_ref(), &dir)?;
     let mut outcome = Ok(());
     for (phase, &benchmark) in config.benchmarks.iter().enumerate() {
-        let resettable = memory::reset_peak();
-        let start = memory::read();
-        let mut result = match bench.run(benchmark, phase as u64) {
+        let result = match run_phase(&bench, benchmark, phase) {
             Ok(result) => result,
             Err(e) => {
-                outcome = Err(e.context(benchmark.name()));
+                outcome = Err(e);
                 break;
             }
-        };
-        result.rss = match (resettable, start, memory::read()) {
-            (true, Some(start), Some(end)) => Some(memory::Rss {
-                current: start.current,
-                peak: end.peak,
-            }),
-            _ => None,
         };
         if let Some(m) = &result.measured {
             ops.push((benchmark.name().to_string(), m.ops_per_sec()));
@@ -240,6 +231,36 @@ fn run_engine(config: &Config, name: &str) -> Result<EngineOutcome> {
     drop(bench);
     drop(engine);
     memory::release_free_memory();
+    finish_database(config, temp)?;
+    outcome?;
+    closed?;
+    Ok(EngineOutcome {
+        ops,
+        rows,
+        peak_rss,
+        phases,
+    })
+}
+
+/// Runs `benchmark`, the `phase`-th workload, with the resident set measured around it.
+fn run_phase(bench: &Workbench<'_>, benchmark: Benchmark, phase: usize) -> Result<PhaseResult> {
+    let resettable = memory::reset_peak();
+    let start = memory::read();
+    let mut result = bench
+        .run(benchmark, phase as u64)
+        .map_err(|e| e.context(benchmark.name()))?;
+    result.rss = match (resettable, start, memory::read()) {
+        (true, Some(start), Some(end)) => Some(memory::Rss {
+            current: start.current,
+            peak: end.peak,
+        }),
+        _ => None,
+    };
+    Ok(result)
+}
+
+/// Keeps (`--keep`) or removes the temporary database of a run; a `--db` is left as it is.
+fn finish_database(config: &Config, temp: Option<tempfile::TempDir>) -> Result<()> {
     if let Some(temp) = temp {
         if config.keep {
             let kept = temp.keep();
@@ -255,12 +276,5 @@ fn run_engine(config: &Config, name: &str) -> Result<EngineOutcome> {
                 .map_err(|e| Error::from(e).context(format!("cannot remove {}", path.display())))?;
         }
     }
-    outcome?;
-    closed?;
-    Ok(EngineOutcome {
-        ops,
-        rows,
-        peak_rss,
-        phases,
-    })
+    Ok(())
 }
