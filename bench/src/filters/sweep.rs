@@ -132,72 +132,119 @@ pub fn run_sweep(config: &SweepConfig, mut on_row: impl FnMut(&SweepRow)) -> Vec
     plan.push((Contender::BinaryFuse8, 8.0));
     plan.push((Contender::BinaryFuse16, 16.0));
 
+    let plan = sweep_plan(config);
     let mut rows = Vec::new();
     for (contender, bpk) in plan {
-        let start = Instant::now();
-        let built = match contender.build(&positives, bpk) {
-            Ok(b) => b,
-            Err(e) => {
-                eprintln!("{} at {bpk} bits/key: build failed: {e}", contender.name());
-                continue;
-            }
-        };
-        let build_ns = start.elapsed().as_nanos() as f64;
-
-        let start = Instant::now();
-        let mut found = 0usize;
-        for &h in &positive_queries {
-            found += usize::from(built.contains(black_box(h)));
-        }
-        let pos_ns = start.elapsed().as_nanos() as f64;
-        if found != positive_queries.len() {
-            // A false negative is a broken filter; say so loudly rather than report its speed.
-            eprintln!(
-                "{}: FALSE NEGATIVES: {} of {} inserted keys not found",
-                contender.name(),
-                positive_queries.len() - found,
-                positive_queries.len()
-            );
-        }
-
-        let start = Instant::now();
-        let mut false_positives = 0usize;
-        for &h in &negatives {
-            false_positives += usize::from(built.contains(black_box(h)));
-        }
-        let neg_ns = start.elapsed().as_nanos() as f64;
-
-        let mut answers = Vec::new();
-        let start = Instant::now();
-        let batch_ns = built
-            .contains_batch(black_box(&negatives), &mut answers)
-            .map(|()| start.elapsed().as_nanos() as f64);
-        if batch_ns.is_some() && answers.iter().filter(|&&a| a).count() != false_positives {
-            eprintln!(
-                "{}: the batched query disagrees with the single query",
-                contender.name()
-            );
-        }
-
-        let fpr = false_positives as f64 / negatives.len() as f64;
-        let bits_per_key = built.serialized_bytes() as f64 * 8.0 / config.keys as f64;
-        let row = SweepRow {
-            filter: contender.name(),
-            target_bits_per_key: bpk,
-            bits_per_key,
-            fpr,
-            floor_ratio: if fpr > 0.0 {
-                bits_per_key / (1.0 / fpr).log2()
-            } else {
-                f64::NAN
-            },
-            build_ns_per_key: build_ns / config.keys as f64,
-            query_pos_ns: pos_ns / positive_queries.len().max(1) as f64,
-            query_neg_ns: neg_ns / negatives.len().max(1) as f64,
-            query_neg_batch_ns: batch_ns.map(|ns| ns / negatives.len().max(1) as f64),
+        let Some(row) = measure_row(
+            contender,
+            bpk,
+            config.keys,
+            &positives,
+            &positive_queries,
+            &negatives,
+        ) else {
+            continue;
         };
         on_row(&row);
         rows.push(row);
     }
     rows
+}
+
+/// Every (contender, bits/key) pair of the sweep, in the order of its rows.
+fn sweep_plan(config: &SweepConfig) -> Vec<(Contender, f64)> {
+    let mut plan: Vec<(Contender, f64)> = Vec::new();
+    for &bpk in &config.bits_per_key {
+        plan.push((Contender::BlockedBloom, bpk));
+    }
+    for &bpk in &config.bits_per_key {
+        plan.push((Contender::Ribbon, bpk));
+    }
+    // The ribbon settings that give ~1 % and ~0.1 % FPR.
+    for target in [0.01, 0.001] {
+        plan.push((Contender::Ribbon, ribbon_bits_for_fpr(config.keys, target)));
+    }
+    for &bpk in &config.bits_per_key {
+        plan.push((Contender::FastBloom, bpk));
+    }
+    // siftdb's own binary fuse (8- and 16-bit fingerprints) beside xorf's.
+    plan.push((Contender::SiftFuse, 8.0));
+    plan.push((Contender::SiftFuse, 16.0));
+    plan.push((Contender::BinaryFuse8, 8.0));
+    plan.push((Contender::BinaryFuse16, 16.0));
+    plan
+}
+
+/// One row: `contender` built at `bpk` bits/key over `positives` (`keys` of them), then timed on
+/// the inserted and never-inserted queries; `None` if it could not be built.
+fn measure_row(
+    contender: Contender,
+    bpk: f64,
+    keys: usize,
+    positives: &[u64],
+    positive_queries: &[u64],
+    negatives: &[u64],
+) -> Option<SweepRow> {
+    let start = Instant::now();
+    let built = match contender.build(positives, bpk) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("{} at {bpk} bits/key: build failed: {e}", contender.name());
+            return None;
+        }
+    };
+    let build_ns = start.elapsed().as_nanos() as f64;
+
+    let start = Instant::now();
+    let mut found = 0usize;
+    for &h in positive_queries {
+        found += usize::from(built.contains(black_box(h)));
+    }
+    let pos_ns = start.elapsed().as_nanos() as f64;
+    if found != positive_queries.len() {
+        // A false negative is a broken filter; say so loudly rather than report its speed.
+        eprintln!(
+            "{}: FALSE NEGATIVES: {} of {} inserted keys not found",
+            contender.name(),
+            positive_queries.len() - found,
+            positive_queries.len()
+        );
+    }
+
+    let start = Instant::now();
+    let mut false_positives = 0usize;
+    for &h in negatives {
+        false_positives += usize::from(built.contains(black_box(h)));
+    }
+    let neg_ns = start.elapsed().as_nanos() as f64;
+
+    let mut answers = Vec::new();
+    let start = Instant::now();
+    let batch_ns = built
+        .contains_batch(black_box(negatives), &mut answers)
+        .map(|()| start.elapsed().as_nanos() as f64);
+    if batch_ns.is_some() && answers.iter().filter(|&&a| a).count() != false_positives {
+        eprintln!(
+            "{}: the batched query disagrees with the single query",
+            contender.name()
+        );
+    }
+
+    let fpr = false_positives as f64 / negatives.len() as f64;
+    let bits_per_key = built.serialized_bytes() as f64 * 8.0 / keys as f64;
+    Some(SweepRow {
+        filter: contender.name(),
+        target_bits_per_key: bpk,
+        bits_per_key,
+        fpr,
+        floor_ratio: if fpr > 0.0 {
+            bits_per_key / (1.0 / fpr).log2()
+        } else {
+            f64::NAN
+        },
+        build_ns_per_key: build_ns / keys as f64,
+        query_pos_ns: pos_ns / positive_queries.len().max(1) as f64,
+        query_neg_ns: neg_ns / negatives.len().max(1) as f64,
+        query_neg_batch_ns: batch_ns.map(|ns| ns / negatives.len().max(1) as f64),
+    })
 }

@@ -7,6 +7,7 @@ use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Parser, ValueEnum};
 
 use super::error::{Error, Result};
+use super::keys::{KeyFormat, KeyShape};
 
 /// The workloads, named as in `db_bench`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -626,72 +627,7 @@ pub struct Config {
 impl Config {
     /// Checks the flags and resolves defaults.
     pub fn from_args(args: &Args) -> Result<Config> {
-        if args.num == 0 {
-            return Err(Error::new("--num must be at least 1"));
-        }
-        if args.benchmarks.is_empty() {
-            return Err(Error::new("--benchmarks is empty"));
-        }
-        if args.threads == 0 {
-            return Err(Error::new("--threads must be at least 1"));
-        }
-        if args.batch_size == 0 {
-            return Err(Error::new("--batch_size must be at least 1"));
-        }
-        if args.keyspaces == 0 {
-            return Err(Error::new("--keyspaces must be at least 1"));
-        }
-        if args.keys_per_prefix == 0 {
-            return Err(Error::new("--keys_per_prefix must be at least 1"));
-        }
-        if args.prefix_size == 0 {
-            return Err(Error::new("--prefix_size must be at least 1"));
-        }
-        if !(args.hot_fraction > 0.0 && args.hot_fraction <= 1.0) {
-            return Err(Error::new("--hot_fraction must be in (0, 1]"));
-        }
-        if !(0.0..=0.25).contains(&args.memtable_bloom_size_ratio) {
-            return Err(Error::new(
-                "--memtable_bloom_size_ratio must be a number from 0 to 0.25",
-            ));
-        }
-        if !(args.bloom_bits.is_finite() && args.bloom_bits >= 0.0) {
-            return Err(Error::new("--bloom_bits must be a number >= 0"));
-        }
-        if args.key_size > siftdb::MAX_KEY_SIZE {
-            return Err(Error::new(format!(
-                "--key_size {} is above the engine's limit {}",
-                args.key_size,
-                siftdb::MAX_KEY_SIZE
-            )));
-        }
-        if args.value_size > siftdb::MAX_VALUE_SIZE {
-            return Err(Error::new(format!(
-                "--value_size {} is above the engine's limit {}",
-                args.value_size,
-                siftdb::MAX_VALUE_SIZE
-            )));
-        }
-        if !(args.compression_ratio > 0.0 && args.compression_ratio <= 1.0) {
-            return Err(Error::new("--compression_ratio must be in (0, 1]"));
-        }
-        if !(args.zipf_theta > 0.0 && args.zipf_theta < 1.0) {
-            return Err(Error::new("--zipf_theta must be in (0, 1)"));
-        }
-        if !(0.0..=1.0).contains(&args.zipf_missing_fraction) {
-            return Err(Error::new("--zipf_missing_fraction must be in [0, 1]"));
-        }
-        if args.use_existing_db && args.db.is_none() {
-            return Err(Error::new("--use_existing_db needs --db=PATH"));
-        }
-        if args.engine.is_empty() {
-            return Err(Error::new("--engine is empty"));
-        }
-        let bloom_before_level = match args.filter_policy {
-            FilterPolicyArg::Bloom => usize::MAX,
-            FilterPolicyArg::Ribbon => 0,
-            FilterPolicyArg::Hybrid | FilterPolicyArg::Fuse => args.bloom_before_level,
-        };
+        check_flags(args)?;
         let config = Config {
             benchmarks: args.benchmarks.clone(),
             num: args.num,
@@ -717,12 +653,7 @@ impl Config {
             threads: args.threads,
             batch_size: args.batch_size,
             keyspaces: args.keyspaces,
-            filter: FilterConfig {
-                bits_per_key: args.bloom_bits,
-                bloom_before_level,
-                allocation: args.filter_allocation,
-                policy: args.filter_policy,
-            },
+            filter: FilterConfig::from_args(args),
             optimize_filters_for_hits: args.optimize_filters_for_hits,
             memtable_bloom_size_ratio: args.memtable_bloom_size_ratio,
             memtable_whole_key_filtering: args.memtable_whole_key_filtering,
@@ -762,8 +693,110 @@ impl Config {
                 .collect(),
         };
         // The key layout must be able to hold the key range.
-        super::keys::KeyFormat::new(&config)?;
+        KeyFormat::new(&config.key_shape())?;
         Ok(config)
+    }
+
+    /// The numbers the run's key layout is made from ([`KeyFormat::new`]).
+    pub fn key_shape(&self) -> KeyShape {
+        let inserting = self.benchmarks.iter().filter(|b| b.inserts()).count() as u64;
+        KeyShape {
+            key_size: self.key_size,
+            prefix_size: self.prefix_size,
+            keys_per_prefix: self.keys_per_prefix,
+            num: self.num,
+            insert_room: self.reads.saturating_mul(inserting),
+            range_width: self
+                .benchmarks
+                .contains(&Benchmark::SeekMissing)
+                .then_some(self.range_width),
+            keyspaces: self.keyspaces,
+        }
+    }
+}
+
+/// Refuses flags no run can use: zero counts, fractions out of range, sizes above the engine's
+/// limits, and flags that need another.
+fn check_flags(args: &Args) -> Result<()> {
+    if args.num == 0 {
+        return Err(Error::new("--num must be at least 1"));
+    }
+    if args.benchmarks.is_empty() {
+        return Err(Error::new("--benchmarks is empty"));
+    }
+    if args.threads == 0 {
+        return Err(Error::new("--threads must be at least 1"));
+    }
+    if args.batch_size == 0 {
+        return Err(Error::new("--batch_size must be at least 1"));
+    }
+    if args.keyspaces == 0 {
+        return Err(Error::new("--keyspaces must be at least 1"));
+    }
+    if args.keys_per_prefix == 0 {
+        return Err(Error::new("--keys_per_prefix must be at least 1"));
+    }
+    if args.prefix_size == 0 {
+        return Err(Error::new("--prefix_size must be at least 1"));
+    }
+    if !(args.hot_fraction > 0.0 && args.hot_fraction <= 1.0) {
+        return Err(Error::new("--hot_fraction must be in (0, 1]"));
+    }
+    if !(0.0..=0.25).contains(&args.memtable_bloom_size_ratio) {
+        return Err(Error::new(
+            "--memtable_bloom_size_ratio must be a number from 0 to 0.25",
+        ));
+    }
+    if !(args.bloom_bits.is_finite() && args.bloom_bits >= 0.0) {
+        return Err(Error::new("--bloom_bits must be a number >= 0"));
+    }
+    if args.key_size > siftdb::MAX_KEY_SIZE {
+        return Err(Error::new(format!(
+            "--key_size {} is above the engine's limit {}",
+            args.key_size,
+            siftdb::MAX_KEY_SIZE
+        )));
+    }
+    if args.value_size > siftdb::MAX_VALUE_SIZE {
+        return Err(Error::new(format!(
+            "--value_size {} is above the engine's limit {}",
+            args.value_size,
+            siftdb::MAX_VALUE_SIZE
+        )));
+    }
+    if !(args.compression_ratio > 0.0 && args.compression_ratio <= 1.0) {
+        return Err(Error::new("--compression_ratio must be in (0, 1]"));
+    }
+    if !(args.zipf_theta > 0.0 && args.zipf_theta < 1.0) {
+        return Err(Error::new("--zipf_theta must be in (0, 1)"));
+    }
+    if !(0.0..=1.0).contains(&args.zipf_missing_fraction) {
+        return Err(Error::new("--zipf_missing_fraction must be in [0, 1]"));
+    }
+    if args.use_existing_db && args.db.is_none() {
+        return Err(Error::new("--use_existing_db needs --db=PATH"));
+    }
+    if args.engine.is_empty() {
+        return Err(Error::new("--engine is empty"));
+    }
+    Ok(())
+}
+
+impl FilterConfig {
+    /// The filter layout of `--bloom_bits`, `--filter_policy`, `--bloom_before_level` and
+    /// `--filter_allocation`.
+    fn from_args(args: &Args) -> FilterConfig {
+        let bloom_before_level = match args.filter_policy {
+            FilterPolicyArg::Bloom => usize::MAX,
+            FilterPolicyArg::Ribbon => 0,
+            FilterPolicyArg::Hybrid | FilterPolicyArg::Fuse => args.bloom_before_level,
+        };
+        FilterConfig {
+            bits_per_key: args.bloom_bits,
+            bloom_before_level,
+            allocation: args.filter_allocation,
+            policy: args.filter_policy,
+        }
     }
 }
 
@@ -841,6 +874,26 @@ mod tests {
         assert!(Config::from_args(&args).is_err());
         let args = parse(&["--num=100000000000", "--prefix_size=4"]).unwrap();
         assert!(Config::from_args(&args).is_err());
+    }
+
+    #[test]
+    fn key_shape_follows_the_flags() {
+        let shape = |flags: &[&str]| {
+            Config::from_args(&parse(flags).unwrap())
+                .unwrap()
+                .key_shape()
+        };
+        // The shape the keys tests build their layouts from.
+        assert_eq!(
+            shape(&["--num=1000", "--keyspaces=4"]),
+            super::super::keys::tests::default_shape(1000, 4)
+        );
+        let ycsb = shape(&[
+            "--num=1000",
+            "--reads=300",
+            "--benchmarks=ycsbd,ycsbe,seekmissing",
+        ]);
+        assert_eq!((ycsb.insert_room, ycsb.range_width), (600, Some(16)));
     }
 
     #[test]

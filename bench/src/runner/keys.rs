@@ -15,7 +15,6 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::args::Config;
 use super::error::{Error, Result};
 
 /// Which of the two keys of an index.
@@ -25,6 +24,29 @@ pub enum Variant {
     Written,
     /// A key of the same prefix and range that no workload writes.
     Missing,
+}
+
+/// What a run's key layout is made from: the sizes and counts among its flags that decide where
+/// each key goes (`Config::key_shape` reads them off the flags). Kept apart from the flags so
+/// that the layout depends on nothing but these numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyShape {
+    /// Bytes per key (`--key_size`).
+    pub key_size: usize,
+    /// Bytes of the key prefix (`--prefix_size`).
+    pub prefix_size: usize,
+    /// Keys sharing one prefix (`--keys_per_prefix`).
+    pub keys_per_prefix: u64,
+    /// Key indexes the fills write (`--num`).
+    pub num: u64,
+    /// Key indexes kept free after `num` for the records YCSB D and E insert (`--reads` per
+    /// such phase).
+    pub insert_room: u64,
+    /// `--range_width` when `seekmissing` runs (its empty ranges lie between written keys);
+    /// `None` otherwise.
+    pub range_width: Option<u64>,
+    /// Keyspaces the keys are spread over (`--keyspaces`).
+    pub keyspaces: usize,
 }
 
 /// The key layout of a run.
@@ -60,52 +82,45 @@ fn write_decimal(mut v: u64, out: &mut [u8]) {
 }
 
 impl KeyFormat {
-    /// The layout for `config`, or an error if the key range does not fit the sizes.
-    pub fn new(config: &Config) -> Result<KeyFormat> {
-        let inserting = config.benchmarks.iter().filter(|b| b.inserts()).count() as u64;
-        let capacity = config
-            .num
-            .saturating_add(config.reads.saturating_mul(inserting));
-        let max_prefix = (capacity - 1) / config.keys_per_prefix;
+    /// The layout for `shape`, or an error if the key range does not fit the sizes.
+    pub fn new(shape: &KeyShape) -> Result<KeyFormat> {
+        let capacity = shape.num.saturating_add(shape.insert_room);
+        let max_prefix = (capacity - 1) / shape.keys_per_prefix;
         let prefix_digits = decimal_digits(max_prefix);
-        if prefix_digits > config.prefix_size {
+        if prefix_digits > shape.prefix_size {
             return Err(Error::new(format!(
                 "--prefix_size {} cannot hold {} prefixes ({} keys, {} per prefix): it needs {} bytes",
-                config.prefix_size,
+                shape.prefix_size,
                 max_prefix + 1,
                 capacity,
-                config.keys_per_prefix,
+                shape.keys_per_prefix,
                 prefix_digits
             )));
         }
-        let seek_missing = config
-            .benchmarks
-            .contains(&super::args::Benchmark::SeekMissing);
-        let spacing = if seek_missing {
-            config.range_width.saturating_add(1).max(2)
-        } else {
-            2
+        let spacing = match shape.range_width {
+            Some(width) => width.saturating_add(1).max(2),
+            None => 2,
         };
         // The largest suffix: a missing key's, or seekmissing's range end (`encode_after`).
-        let max_slot = if seek_missing {
-            config.keys_per_prefix.saturating_mul(spacing)
+        let max_slot = if shape.range_width.is_some() {
+            shape.keys_per_prefix.saturating_mul(spacing)
         } else {
-            config.keys_per_prefix.saturating_mul(2) - 1
+            shape.keys_per_prefix.saturating_mul(2) - 1
         };
         let suffix_digits = decimal_digits(max_slot);
-        if config.key_size < config.prefix_size + suffix_digits {
+        if shape.key_size < shape.prefix_size + suffix_digits {
             return Err(Error::new(format!(
                 "--key_size {} is too small: the prefix takes {} bytes and {} keys per prefix need {} more",
-                config.key_size, config.prefix_size, config.keys_per_prefix, suffix_digits
+                shape.key_size, shape.prefix_size, shape.keys_per_prefix, suffix_digits
             )));
         }
         Ok(KeyFormat {
-            key_size: config.key_size,
-            prefix_size: config.prefix_size,
-            keys_per_prefix: config.keys_per_prefix,
-            num: config.num,
+            key_size: shape.key_size,
+            prefix_size: shape.prefix_size,
+            keys_per_prefix: shape.keys_per_prefix,
+            num: shape.num,
             capacity,
-            keyspaces: config.keyspaces as u64,
+            keyspaces: shape.keyspaces as u64,
             spacing,
         })
     }
@@ -396,21 +411,31 @@ fn bit_of(words: &[AtomicU64], index: u64) -> (&AtomicU64, u64) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::runner::args::{Args, Config};
-    use clap::Parser;
 
-    fn format(flags: &[&str]) -> KeyFormat {
-        let args =
-            Args::try_parse_from(std::iter::once("siftdb-bench").chain(flags.iter().copied()))
-                .unwrap();
-        KeyFormat::new(&Config::from_args(&args).unwrap()).unwrap()
+    /// The layout of `--num=NUM --keyspaces=KEYSPACES` and the default flags otherwise (16-byte
+    /// keys, 8-byte prefixes of 100 keys, no inserts, no seekmissing): what `Config::key_shape`
+    /// gives for them (asserted in the args tests).
+    pub(crate) fn default_shape(num: u64, keyspaces: usize) -> KeyShape {
+        KeyShape {
+            key_size: 16,
+            prefix_size: 8,
+            keys_per_prefix: 100,
+            num,
+            insert_room: 0,
+            range_width: None,
+            keyspaces,
+        }
+    }
+
+    fn format(num: u64, keyspaces: usize) -> KeyFormat {
+        KeyFormat::new(&default_shape(num, keyspaces)).unwrap()
     }
 
     #[test]
     fn keys_are_fixed_width_ordered_and_share_prefixes() {
-        let f = format(&["--num=1000000"]);
+        let f = format(1_000_000, 1);
         let mut a = f.key_buffer();
         let mut b = f.key_buffer();
         f.encode(12_345, Variant::Written, &mut a);
@@ -436,7 +461,7 @@ mod tests {
 
     #[test]
     fn keys_go_to_keyspaces_round_robin() {
-        let f = format(&["--num=1000", "--keyspaces=4"]);
+        let f = format(1000, 4);
         let counts = (0..1000).fold([0; 4], |mut c, i| {
             c[f.keyspace(i)] += 1;
             c

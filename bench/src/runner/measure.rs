@@ -244,56 +244,18 @@ where
     let results: Vec<Result<ThreadResult>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
-                let per = steps / threads as u64;
-                let extra = steps % threads as u64;
-                let start = t as u64 * per + (t as u64).min(extra);
-                let end = start + per + u64::from((t as u64) < extra);
-                let step = &step;
-                let failed = &failed;
-                scope.spawn(move || -> Result<ThreadResult> {
-                    let mut ctx = ThreadCtx {
+                let range = thread_steps(t, threads, steps);
+                let (step, failed) = (&step, &failed);
+                scope.spawn(move || {
+                    // Made on the worker thread: its buffers are allocated where they are used.
+                    let ctx = ThreadCtx {
                         thread: t,
                         rng: Rng::new(seed, stream.wrapping_mul(1 << 20) + t as u64),
                         key: vec![0; key_size],
                         buf: Vec::new(),
                         indexes: Vec::new(),
                     };
-                    let mut recorder = ThreadRecorder::new(origin)?;
-                    let mut totals = Outcome::default();
-                    let mut unreported = 0;
-                    let started = Instant::now();
-                    let mut last = started;
-                    for i in start..end {
-                        if failed.load(Ordering::Relaxed) {
-                            break;
-                        }
-                        let outcome = match step(&mut ctx, i) {
-                            Ok(outcome) => outcome,
-                            Err(e) => {
-                                failed.store(true, Ordering::Relaxed);
-                                return Err(e);
-                            }
-                        };
-                        totals.add(outcome);
-                        unreported += outcome.ops;
-                        let now = Instant::now();
-                        recorder.record(&outcome, last, now)?;
-                        last = now;
-                        if unreported >= 4096 {
-                            progress.inc(unreported);
-                            unreported = 0;
-                        }
-                    }
-                    progress.inc(unreported);
-                    Ok(ThreadResult {
-                        totals,
-                        busy: last - started,
-                        started,
-                        ended: last,
-                        latency: recorder.latency,
-                        by_kind: recorder.by_kind,
-                        per_second: recorder.per_second,
-                    })
+                    run_thread(ctx, range, origin, failed, progress, step)
                 })
             })
             .collect();
@@ -305,6 +267,73 @@ where
             })
             .collect()
     });
+    merge_threads(results, threads)
+}
+
+/// The steps of thread `t` of `threads`: contiguous, the first `steps % threads` threads one
+/// more than the others.
+fn thread_steps(t: usize, threads: usize, steps: u64) -> std::ops::Range<u64> {
+    let per = steps / threads as u64;
+    let extra = steps % threads as u64;
+    let start = t as u64 * per + (t as u64).min(extra);
+    let end = start + per + u64::from((t as u64) < extra);
+    start..end
+}
+
+/// One worker thread: the steps of `range` in order, each timed, until they are done or some
+/// thread's step failed (`failed`, which a failing step sets).
+fn run_thread<F>(
+    mut ctx: ThreadCtx,
+    range: std::ops::Range<u64>,
+    origin: Instant,
+    failed: &AtomicBool,
+    progress: &Progress,
+    step: &F,
+) -> Result<ThreadResult>
+where
+    F: Fn(&mut ThreadCtx, u64) -> Result<Outcome> + Sync,
+{
+    let mut recorder = ThreadRecorder::new(origin)?;
+    let mut totals = Outcome::default();
+    let mut unreported = 0;
+    let started = Instant::now();
+    let mut last = started;
+    for i in range {
+        if failed.load(Ordering::Relaxed) {
+            break;
+        }
+        let outcome = match step(&mut ctx, i) {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                failed.store(true, Ordering::Relaxed);
+                return Err(e);
+            }
+        };
+        totals.add(outcome);
+        unreported += outcome.ops;
+        let now = Instant::now();
+        recorder.record(&outcome, last, now)?;
+        last = now;
+        if unreported >= 4096 {
+            progress.inc(unreported);
+            unreported = 0;
+        }
+    }
+    progress.inc(unreported);
+    Ok(ThreadResult {
+        totals,
+        busy: last - started,
+        started,
+        ended: last,
+        latency: recorder.latency,
+        by_kind: recorder.by_kind,
+        per_second: recorder.per_second,
+    })
+}
+
+/// The measurement of a workload from its threads' results (the first error, if any thread
+/// failed): totals and histograms summed, wall time from the first start to the last end.
+fn merge_threads(results: Vec<Result<ThreadResult>>, threads: usize) -> Result<Measured> {
     let mut totals = Outcome::default();
     let mut thread_time = Duration::ZERO;
     let mut latency = new_histogram()?;

@@ -10,9 +10,13 @@
 //! per level, data blocks per lookup, block-cache hit rates per block kind, write amplification
 //! and stall time. `--json` prints the same figures as one JSON object per workload.
 //!
-//! Modules: [`args`] (flags), [`keys`] (key layout, random choices, the model of which keys
-//! exist), [`engine`] (the [`Engine`] trait and siftdb behind it), [`measure`] (threads and
-//! timing), [`workloads`], [`report`] (text and JSON), [`progress`].
+//! Modules, from the bottom up (each uses only modules listed before it): [`error`],
+//! [`progress`], [`memory`]; [`keys`] (key layout, random choices, the model of which keys
+//! exist) and [`zipf`]; [`args`] (flags, resolved into a [`Config`]); [`text`] (settings in
+//! words) and [`settings`] (the siftdb options a run describes, the settings table); [`engine`]
+//! (the [`Engine`] trait), then [`sift`] (siftdb behind it) and `peers` (RocksDB and fjall,
+//! cargo feature `peers`); [`measure`] (threads and timing) and [`workloads`]; [`report`] (text
+//! and JSON) and [`plot`]. This module opens the engines ([`open_engine`]) and runs them.
 
 pub mod args;
 pub mod engine;
@@ -26,15 +30,18 @@ pub mod plot;
 pub mod progress;
 pub mod report;
 pub mod settings;
+pub mod sift;
+pub mod text;
 pub mod workloads;
 pub mod zipf;
 
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub use args::{Args, Benchmark, Config};
-pub use engine::{open_engine, Engine, SiftEngine};
+pub use engine::Engine;
 pub use error::{Error, Result};
+pub use sift::SiftEngine;
 pub use workloads::{PhaseResult, Workbench};
 
 /// Runs the workloads of `args` on every engine of `--engine`, printing to stdout.
@@ -78,6 +85,27 @@ pub fn run(args: &Args) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Opens engine `name` in `dir` with the options of `config`.
+pub fn open_engine(name: &str, dir: &Path, config: &Config) -> Result<Box<dyn Engine>> {
+    engine::check_engines(&[name.to_string()])?;
+    engine::check_keyspaces(&[name.to_string()], config.keyspaces)?;
+    let context = |e: Error| e.context(format!("cannot open {name} in {}", dir.display()));
+    #[cfg(feature = "peers")]
+    match name {
+        "rocksdb" => {
+            let engine = peers::rocks::RocksEngine::open(dir, config).map_err(context)?;
+            return Ok(Box::new(engine));
+        }
+        "fjall" => {
+            let engine = peers::fjall::FjallEngine::open(dir, config).map_err(context)?;
+            return Ok(Box::new(engine));
+        }
+        _ => {}
+    }
+    let engine = SiftEngine::open(dir, config).map_err(context)?;
+    Ok(Box::new(engine))
 }
 
 /// What one engine's run produced.
@@ -162,21 +190,12 @@ fn run_engine(config: &Config, name: &str) -> Result<EngineOutcome> {
     let bench = Workbench::new(config, engine.as_ref(), &dir)?;
     let mut outcome = Ok(());
     for (phase, &benchmark) in config.benchmarks.iter().enumerate() {
-        let resettable = memory::reset_peak();
-        let start = memory::read();
-        let mut result = match bench.run(benchmark, phase as u64) {
+        let result = match run_phase(&bench, benchmark, phase) {
             Ok(result) => result,
             Err(e) => {
-                outcome = Err(e.context(benchmark.name()));
+                outcome = Err(e);
                 break;
             }
-        };
-        result.rss = match (resettable, start, memory::read()) {
-            (true, Some(start), Some(end)) => Some(memory::Rss {
-                current: start.current,
-                peak: end.peak,
-            }),
-            _ => None,
         };
         if let Some(m) = &result.measured {
             ops.push((benchmark.name().to_string(), m.ops_per_sec()));
@@ -212,6 +231,36 @@ fn run_engine(config: &Config, name: &str) -> Result<EngineOutcome> {
     drop(bench);
     drop(engine);
     memory::release_free_memory();
+    finish_database(config, temp)?;
+    outcome?;
+    closed?;
+    Ok(EngineOutcome {
+        ops,
+        rows,
+        peak_rss,
+        phases,
+    })
+}
+
+/// Runs `benchmark`, the `phase`-th workload, with the resident set measured around it.
+fn run_phase(bench: &Workbench<'_>, benchmark: Benchmark, phase: usize) -> Result<PhaseResult> {
+    let resettable = memory::reset_peak();
+    let start = memory::read();
+    let mut result = bench
+        .run(benchmark, phase as u64)
+        .map_err(|e| e.context(benchmark.name()))?;
+    result.rss = match (resettable, start, memory::read()) {
+        (true, Some(start), Some(end)) => Some(memory::Rss {
+            current: start.current,
+            peak: end.peak,
+        }),
+        _ => None,
+    };
+    Ok(result)
+}
+
+/// Keeps (`--keep`) or removes the temporary database of a run; a `--db` is left as it is.
+fn finish_database(config: &Config, temp: Option<tempfile::TempDir>) -> Result<()> {
     if let Some(temp) = temp {
         if config.keep {
             let kept = temp.keep();
@@ -227,12 +276,5 @@ fn run_engine(config: &Config, name: &str) -> Result<EngineOutcome> {
                 .map_err(|e| Error::from(e).context(format!("cannot remove {}", path.display())))?;
         }
     }
-    outcome?;
-    closed?;
-    Ok(EngineOutcome {
-        ops,
-        rows,
-        peak_rss,
-        phases,
-    })
+    Ok(())
 }

@@ -8,49 +8,17 @@ use serde_json::{json, Map, Value};
 use siftdb::{LevelFilterStats, Stats};
 use siftdb_cache::BlockKind;
 
-use super::args::{Benchmark, Config, FilterPolicyArg};
-use super::engine::siftdb_options;
+use super::args::{Benchmark, Config};
 use super::measure::{Measured, OpKind};
+use super::settings::siftdb_options;
+use super::text::{compression_text, db_write_buffer_text, filter_layout, human_bytes};
 use super::workloads::{CheckpointReport, PhaseResult};
-
-/// `bytes` with a binary unit (`116.0 MiB`).
-pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
-}
 
 fn ratio(numerator: u64, denominator: u64) -> f64 {
     if denominator == 0 {
         0.0
     } else {
         numerator as f64 / denominator as f64
-    }
-}
-
-/// Which filter each level gets, in words.
-pub fn filter_layout(config: &Config) -> String {
-    let bbl = config.filter.bloom_before_level;
-    let deep = if config.filter.policy == FilterPolicyArg::Fuse {
-        "binary fuse"
-    } else {
-        "ribbon"
-    };
-    match (config.filter.policy, bbl) {
-        (FilterPolicyArg::Bloom, _) => "blocked bloom on every level".to_string(),
-        (_, 0) => format!("{deep} on every level"),
-        (_, 1) => format!("blocked bloom on L0, {deep} from L1"),
-        (_, b) if b >= siftdb::MAX_LEVELS => "blocked bloom on every level".to_string(),
-        (_, b) => format!("blocked bloom on L0-L{}, {deep} from L{b}", b - 1),
     }
 }
 
@@ -68,6 +36,31 @@ pub fn header(
     if let Some(settings) = settings {
         let _ = writeln!(out, "Mapped as:    {settings}");
     }
+    workload_lines(&mut out, config);
+    // siftdb's filter layout; a peer's own is in its `Mapped as` line.
+    if settings.is_none() {
+        siftdb_read_path_lines(&mut out, config, &options);
+    }
+    storage_lines(&mut out, config, &options);
+    let _ = writeln!(
+        out,
+        "Database:     {}{}",
+        dir.display(),
+        match (temporary, config.keep) {
+            (true, false) => " (temporary, removed at the end)",
+            (true, true) => " (temporary, kept: --keep)",
+            (false, _) if config.use_existing_db => " (existing)",
+            (false, _) => "",
+        }
+    );
+    let names: Vec<&str> = config.benchmarks.iter().map(|b| b.name()).collect();
+    let _ = writeln!(out, "Benchmarks:   {}", names.join(","));
+    let _ = writeln!(out, "{}", "-".repeat(64));
+    out
+}
+
+/// The header's lines on keys, values and operations.
+fn workload_lines(out: &mut String, config: &Config) {
     let prefixes = config.num.div_ceil(config.keys_per_prefix);
     let _ = writeln!(
         out,
@@ -92,42 +85,47 @@ pub fn header(
         config.threads, config.batch_size
     );
     let _ = writeln!(out, "Keyspaces:    {}", keyspaces_text(config.keyspaces));
-    // siftdb's filter layout; a peer's own is in its `Mapped as` line.
-    if settings.is_none() {
-        let _ = writeln!(
-            out,
-            "Filters:      {:.1} bits/key average; {}; {} allocation",
-            config.filter.bits_per_key,
-            filter_layout(config),
-            match config.filter.allocation {
-                super::args::AllocationArg::Monkey => "monkey",
-                super::args::AllocationArg::Uniform => "uniform",
-                super::args::AllocationArg::Adaptive => "adaptive",
-            }
-        );
-        let _ = writeln!(
-            out,
-            "Prefixes:     fixed:{} extractor (a prefix filter in every table)",
-            config.prefix_size
-        );
-        // siftdb's own read-path structures, which no peer has (so none is mapped to them).
-        let _ = writeln!(
-            out,
-            "Read path:    false-positive memo {}; range filters {} (no peer has either)",
-            match options.false_positive_memo_bytes {
-                0 => "off".to_string(),
-                bytes => human_bytes(bytes as u64),
-            },
-            match options.range_filter_bits_per_key {
-                b if b > 0.0 => format!("{b} bits/key"),
-                _ => "off".to_string(),
-            }
-        );
-    }
+}
+
+/// The header's lines on siftdb's filters, prefix filters and read-path structures.
+fn siftdb_read_path_lines(out: &mut String, config: &Config, options: &siftdb::Options) {
+    let _ = writeln!(
+        out,
+        "Filters:      {:.1} bits/key average; {}; {} allocation",
+        config.filter.bits_per_key,
+        filter_layout(config),
+        match config.filter.allocation {
+            super::args::AllocationArg::Monkey => "monkey",
+            super::args::AllocationArg::Uniform => "uniform",
+            super::args::AllocationArg::Adaptive => "adaptive",
+        }
+    );
+    let _ = writeln!(
+        out,
+        "Prefixes:     fixed:{} extractor (a prefix filter in every table)",
+        config.prefix_size
+    );
+    // siftdb's own read-path structures, which no peer has (so none is mapped to them).
+    let _ = writeln!(
+        out,
+        "Read path:    false-positive memo {}; range filters {} (no peer has either)",
+        match options.false_positive_memo_bytes {
+            0 => "off".to_string(),
+            bytes => human_bytes(bytes as u64),
+        },
+        match options.range_filter_bits_per_key {
+            b if b > 0.0 => format!("{b} bits/key"),
+            _ => "off".to_string(),
+        }
+    );
+}
+
+/// The header's lines on compression, partitions, memory budgets and syncing.
+fn storage_lines(out: &mut String, config: &Config, options: &siftdb::Options) {
     let _ = writeln!(
         out,
         "Compression:  {}; values compress to about {:.0}% (--compression_ratio)",
-        super::engine::compression_text(&config.compression),
+        compression_text(&config.compression),
         config.compression_ratio * 100.0
     );
     let _ = writeln!(
@@ -149,28 +147,13 @@ pub fn header(
         "Write buffer: {} (x{} memtables; {})",
         human_bytes(options.write_buffer_size as u64),
         options.max_write_buffer_number,
-        super::engine::db_write_buffer_text(options.db_write_buffer_size)
+        db_write_buffer_text(options.db_write_buffer_size)
     );
     let _ = writeln!(
         out,
         "Sync:         {}; flush after write workloads: {}",
         config.sync, config.flush_after_write
     );
-    let _ = writeln!(
-        out,
-        "Database:     {}{}",
-        dir.display(),
-        match (temporary, config.keep) {
-            (true, false) => " (temporary, removed at the end)",
-            (true, true) => " (temporary, kept: --keep)",
-            (false, _) if config.use_existing_db => " (existing)",
-            (false, _) => "",
-        }
-    );
-    let names: Vec<&str> = config.benchmarks.iter().map(|b| b.name()).collect();
-    let _ = writeln!(out, "Benchmarks:   {}", names.join(","));
-    let _ = writeln!(out, "{}", "-".repeat(64));
-    out
 }
 
 /// The keyspaces of a run in words: `1`, or `4 (key i in keyspace i % 4: default, ks1..ks3, ...)`.
@@ -310,95 +293,7 @@ pub fn text(result: &PhaseResult, config: &Config) -> String {
         return stats_text(result);
     };
     let t = &m.totals;
-    let mismatch = |found: u64, expected: u64, what: &str| {
-        if result.expected_known && found != expected {
-            format!(" [expected {expected} {what}]")
-        } else {
-            String::new()
-        }
-    };
-    let extra = match result.benchmark {
-        Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::Overwrite => format!(
-            " {:>6.1} MB/s ({} ops)",
-            writes_mb_per_sec(result, config).unwrap_or(0.0),
-            t.ops
-        ),
-        Benchmark::DeleteRandom => format!(" (deleted {} existing keys of {})", t.entries, t.ops),
-        Benchmark::DeleteRange => format!(
-            " ({} range deletes of {} keys each removed {} existing keys)",
-            t.ops, config.range_tombstone_width, t.entries
-        ),
-        Benchmark::MergeRandom => format!(" ({} merges)", t.ops),
-        Benchmark::MultiReadRandom | Benchmark::MultiReadMissing => format!(
-            " (found {} of {} keys; {}){}",
-            t.found,
-            t.ops,
-            batches_text(m, config.batch_size as u64),
-            mismatch(t.found, t.expected, "found")
-        ),
-        Benchmark::ReadWhileWriting => format!(
-            " (found {} of {}){} (writer: {} puts)",
-            t.found,
-            t.ops,
-            mismatch(t.found, t.expected, "found"),
-            result.writer_ops.unwrap_or(0)
-        ),
-        Benchmark::ReadWhileCompacting => format!(
-            " (found {} of {}){} (compactor: {} full compactions)",
-            t.found,
-            t.ops,
-            mismatch(t.found, t.expected, "found"),
-            result.writer_ops.unwrap_or(0)
-        ),
-        Benchmark::SeekRandom => format!(
-            " (found {} of {}; {:.1} entries per seek){}",
-            t.found,
-            t.ops,
-            ratio(t.entries, t.ops),
-            mismatch(t.found, t.expected, "found")
-        ),
-        Benchmark::SeekMissing => format!(
-            " ({} of {} empty ranges returned a key){}",
-            t.found,
-            t.ops,
-            mismatch(t.found, t.expected, "found")
-        ),
-        Benchmark::PrefixScan => format!(
-            " (found {} of {}; {:.1} entries per prefix){}{}",
-            t.found,
-            t.ops,
-            ratio(t.entries, t.ops),
-            mismatch(t.found, t.expected, "found"),
-            mismatch(t.entries, t.expected_entries, "entries")
-        ),
-        Benchmark::ReadSeq | Benchmark::ReadReverse => format!(
-            " ({} entries){}",
-            t.entries,
-            mismatch(t.entries, t.expected_entries, "entries")
-        ),
-        // The source's count is exact even with --use_existing_db: always compared.
-        Benchmark::Checkpoint => format!(
-            " (checkpoint holds {} keys){}",
-            t.found,
-            if t.found == t.expected {
-                String::new()
-            } else {
-                format!(" [expected {} keys: the source's]", t.expected)
-            }
-        ),
-        b if b.is_ycsb() => format!(
-            " (found {} of {} records read or scanned){}",
-            t.found,
-            lookups_of(m),
-            mismatch(t.found, t.expected, "found")
-        ),
-        _ => format!(
-            " (found {} of {}){}",
-            t.found,
-            t.ops,
-            mismatch(t.found, t.expected, "found")
-        ),
-    };
+    let extra = summary(result, m, config);
     let mut out = format!(
         "{name:<12} : {:>10.3} micros/op {:>9} ops/sec;{extra}\n",
         m.micros_per_op(),
@@ -458,6 +353,113 @@ pub fn text(result: &PhaseResult, config: &Config) -> String {
         );
     }
     out
+}
+
+/// What the `db_bench` line of a write workload says after its rate; the read workloads' in
+/// [`read_summary`].
+fn summary(result: &PhaseResult, m: &Measured, config: &Config) -> String {
+    let t = &m.totals;
+    match result.benchmark {
+        Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::Overwrite => format!(
+            " {:>6.1} MB/s ({} ops)",
+            writes_mb_per_sec(result, config).unwrap_or(0.0),
+            t.ops
+        ),
+        Benchmark::DeleteRandom => format!(" (deleted {} existing keys of {})", t.entries, t.ops),
+        Benchmark::DeleteRange => format!(
+            " ({} range deletes of {} keys each removed {} existing keys)",
+            t.ops, config.range_tombstone_width, t.entries
+        ),
+        Benchmark::MergeRandom => format!(" ({} merges)", t.ops),
+        _ => read_summary(result, m, config),
+    }
+}
+
+/// What the `db_bench` line of a read workload says after its rate: found counts, with the key
+/// model's expectation where they differ.
+fn read_summary(result: &PhaseResult, m: &Measured, config: &Config) -> String {
+    let t = &m.totals;
+    let known = result.expected_known;
+    match result.benchmark {
+        Benchmark::MultiReadRandom | Benchmark::MultiReadMissing => format!(
+            " (found {} of {} keys; {}){}",
+            t.found,
+            t.ops,
+            batches_text(m, config.batch_size as u64),
+            mismatch(known, t.found, t.expected, "found")
+        ),
+        Benchmark::ReadWhileWriting => format!(
+            " (found {} of {}){} (writer: {} puts)",
+            t.found,
+            t.ops,
+            mismatch(known, t.found, t.expected, "found"),
+            result.writer_ops.unwrap_or(0)
+        ),
+        Benchmark::ReadWhileCompacting => format!(
+            " (found {} of {}){} (compactor: {} full compactions)",
+            t.found,
+            t.ops,
+            mismatch(known, t.found, t.expected, "found"),
+            result.writer_ops.unwrap_or(0)
+        ),
+        Benchmark::SeekRandom => format!(
+            " (found {} of {}; {:.1} entries per seek){}",
+            t.found,
+            t.ops,
+            ratio(t.entries, t.ops),
+            mismatch(known, t.found, t.expected, "found")
+        ),
+        Benchmark::SeekMissing => format!(
+            " ({} of {} empty ranges returned a key){}",
+            t.found,
+            t.ops,
+            mismatch(known, t.found, t.expected, "found")
+        ),
+        Benchmark::PrefixScan => format!(
+            " (found {} of {}; {:.1} entries per prefix){}{}",
+            t.found,
+            t.ops,
+            ratio(t.entries, t.ops),
+            mismatch(known, t.found, t.expected, "found"),
+            mismatch(known, t.entries, t.expected_entries, "entries")
+        ),
+        Benchmark::ReadSeq | Benchmark::ReadReverse => format!(
+            " ({} entries){}",
+            t.entries,
+            mismatch(known, t.entries, t.expected_entries, "entries")
+        ),
+        // The source's count is exact even with --use_existing_db: always compared.
+        Benchmark::Checkpoint => format!(
+            " (checkpoint holds {} keys){}",
+            t.found,
+            if t.found == t.expected {
+                String::new()
+            } else {
+                format!(" [expected {} keys: the source's]", t.expected)
+            }
+        ),
+        b if b.is_ycsb() => format!(
+            " (found {} of {} records read or scanned){}",
+            t.found,
+            lookups_of(m),
+            mismatch(known, t.found, t.expected, "found")
+        ),
+        _ => format!(
+            " (found {} of {}){}",
+            t.found,
+            t.ops,
+            mismatch(known, t.found, t.expected, "found")
+        ),
+    }
+}
+
+/// ` [expected N what]` when the key model knows and `found` is not `expected`; else empty.
+fn mismatch(known: bool, found: u64, expected: u64, what: &str) -> String {
+    if known && found != expected {
+        format!(" [expected {expected} {what}]")
+    } else {
+        String::new()
+    }
 }
 
 /// The peak resident set of each engine over its workloads (each workload's peak is measured
@@ -936,49 +938,7 @@ pub fn json(result: &PhaseResult, config: &Config, engine: &str) -> Value {
         return Value::Object(map);
     }
     match &result.measured {
-        Some(m) => {
-            let t = &m.totals;
-            let expected = |v: u64| {
-                if result.expected_known {
-                    json!(v)
-                } else {
-                    Value::Null
-                }
-            };
-            map.insert("ops".into(), json!(t.ops));
-            map.insert("elapsed_secs".into(), json!(m.wall.as_secs_f64()));
-            map.insert("micros_per_op".into(), json!(m.micros_per_op()));
-            map.insert("ops_per_sec".into(), json!(m.ops_per_sec()));
-            if let Some(mbps) = writes_mb_per_sec(result, config) {
-                map.insert("mb_per_sec".into(), json!(mbps));
-            }
-            map.insert("found".into(), json!(t.found));
-            map.insert("expected_found".into(), expected(t.expected));
-            map.insert("entries".into(), json!(t.entries));
-            if result.benchmark == Benchmark::PrefixScan {
-                map.insert("expected_entries".into(), expected(t.expected_entries));
-            }
-            map.insert("p50_us".into(), json!(m.quantile_micros(0.50)));
-            map.insert("p95_us".into(), json!(m.quantile_micros(0.95)));
-            map.insert("p99_us".into(), json!(m.quantile_micros(0.99)));
-            map.insert("p999_us".into(), json!(m.quantile_micros(0.999)));
-            map.insert("max_us".into(), json!(m.max_micros()));
-            if !m.by_kind.is_empty() {
-                map.insert("operations".into(), kinds_json(m));
-            }
-            if result.benchmark.is_multi_read() {
-                map.insert("batch_size".into(), json!(config.batch_size));
-                map.insert("calls".into(), json!(t.batches));
-                map.insert("micros_per_call".into(), json!(m.micros_per_batch()));
-                map.insert("multi_get_calls".into(), json!(t.calls));
-            }
-            if let Some(w) = result.writer_ops {
-                map.insert("writer_ops".into(), json!(w));
-            }
-            if let Some(f) = result.flush_time {
-                map.insert("flush_after_secs".into(), json!(f.as_secs_f64()));
-            }
-        }
+        Some(m) => measured_json(result, m, config, &mut map),
         None => {
             map.insert("ops".into(), json!(0));
             map.insert("live_keys".into(), json!(result.live_keys));
@@ -1007,6 +967,57 @@ pub fn json(result: &PhaseResult, config: &Config, engine: &str) -> Value {
         map.insert("peak_rss_bytes".into(), json!(rss.peak));
     }
     Value::Object(map)
+}
+
+/// A timed workload's own fields: counts, rates, latency quantiles, per-type figures and
+/// batches, in the order `--json` prints them.
+fn measured_json(
+    result: &PhaseResult,
+    m: &Measured,
+    config: &Config,
+    map: &mut Map<String, Value>,
+) {
+    let t = &m.totals;
+    let expected = |v: u64| {
+        if result.expected_known {
+            json!(v)
+        } else {
+            Value::Null
+        }
+    };
+    map.insert("ops".into(), json!(t.ops));
+    map.insert("elapsed_secs".into(), json!(m.wall.as_secs_f64()));
+    map.insert("micros_per_op".into(), json!(m.micros_per_op()));
+    map.insert("ops_per_sec".into(), json!(m.ops_per_sec()));
+    if let Some(mbps) = writes_mb_per_sec(result, config) {
+        map.insert("mb_per_sec".into(), json!(mbps));
+    }
+    map.insert("found".into(), json!(t.found));
+    map.insert("expected_found".into(), expected(t.expected));
+    map.insert("entries".into(), json!(t.entries));
+    if result.benchmark == Benchmark::PrefixScan {
+        map.insert("expected_entries".into(), expected(t.expected_entries));
+    }
+    map.insert("p50_us".into(), json!(m.quantile_micros(0.50)));
+    map.insert("p95_us".into(), json!(m.quantile_micros(0.95)));
+    map.insert("p99_us".into(), json!(m.quantile_micros(0.99)));
+    map.insert("p999_us".into(), json!(m.quantile_micros(0.999)));
+    map.insert("max_us".into(), json!(m.max_micros()));
+    if !m.by_kind.is_empty() {
+        map.insert("operations".into(), kinds_json(m));
+    }
+    if result.benchmark.is_multi_read() {
+        map.insert("batch_size".into(), json!(config.batch_size));
+        map.insert("calls".into(), json!(t.batches));
+        map.insert("micros_per_call".into(), json!(m.micros_per_batch()));
+        map.insert("multi_get_calls".into(), json!(t.calls));
+    }
+    if let Some(w) = result.writer_ops {
+        map.insert("writer_ops".into(), json!(w));
+    }
+    if let Some(f) = result.flush_time {
+        map.insert("flush_after_secs".into(), json!(f.as_secs_f64()));
+    }
 }
 
 #[cfg(test)]
@@ -1052,11 +1063,5 @@ mod tests {
             batches_text(&measured(10, 1, 1), 64),
             "1 call of 10 keys, 2000.000 micros/call"
         );
-    }
-
-    #[test]
-    fn bytes_are_human() {
-        assert_eq!(human_bytes(512), "512 B");
-        assert_eq!(human_bytes(110 << 20), "110.0 MiB");
     }
 }

@@ -1,12 +1,16 @@
-//! The settings table of a run: one row per setting, one column per engine, saying what each
-//! engine was actually given — so that every difference between engines is on the page next to
-//! the figures (`docs/BENCHMARKS.md` explains each row that differs).
+//! What each engine is given: the siftdb options a run's flags describe ([`siftdb_options`],
+//! which every peer's settings are mapped from), the wording of the settings every engine
+//! describes alike, and the settings table of a run: one row per setting, one column per
+//! engine, saying what each engine was actually given — so that every difference between
+//! engines is on the page next to the figures (`docs/BENCHMARKS.md` explains each row that
+//! differs).
 
 use std::fmt::Write as _;
 
-use super::args::{AllocationArg, Config};
-use super::engine::{compression_text, siftdb_options};
-use super::report::{filter_layout, human_bytes};
+use siftdb::{FilterAllocation, FixedPrefix, Options};
+
+use super::args::{AdmissionArg, AllocationArg, CompactionPriArg, Config, FilterPolicyArg};
+use super::text::human_bytes;
 
 /// The settings, in the order the table lists them.
 pub const ROWS: [&str; 11] = [
@@ -26,68 +30,83 @@ pub const ROWS: [&str; 11] = [
 /// One engine's values, by row name.
 pub type SettingRows = Vec<(&'static str, String)>;
 
-/// What siftdb is given for `config`.
-pub fn siftdb_rows(config: &Config) -> SettingRows {
-    let o = siftdb_options(config);
-    let allocation = match config.filter.allocation {
-        AllocationArg::Monkey => "Monkey",
-        AllocationArg::Uniform => "uniform",
-        AllocationArg::Adaptive => "adaptive",
-    };
-    vec![
-        (
-            "filters",
-            format!(
-                "{} bits/key average ({allocation}); {}{}",
-                config.filter.bits_per_key,
-                filter_layout(config),
-                hits_text(config)
-            ),
-        ),
-        (
-            "block cache",
-            format!(
-                "{} LRU, {}; filter+index blocks in it, L0's pinned",
-                human_bytes(o.block_cache_capacity as u64),
-                match o.block_cache_admission {
-                    siftdb::CacheAdmission::All => "every block admitted",
-                    siftdb::CacheAdmission::SecondSighting => {
-                        "data blocks admitted on their second sighting"
-                    }
-                    siftdb::CacheAdmission::TinyLfu => "data blocks admitted by TinyLFU",
-                }
-            ),
-        ),
-        ("prefix filter", format!("fixed:{}", config.prefix_size)),
-        (
-            "memtable",
-            format!(
-                "{} x{}{}",
-                human_bytes(o.write_buffer_size as u64),
-                o.max_write_buffer_number,
-                memtable_bloom_text(config)
-            ),
-        ),
-        ("tree shape", tree_shape(config)),
-        ("compression", compression_text(&config.compression)),
-        (
-            "table reads",
-            if config.mmap_read { "mmap" } else { "pread" }.to_string(),
-        ),
-        ("sync (--sync)", sync_text(config, "fdatasync of the WAL")),
-        (
-            "L0 slowdown",
-            format!("none: stop at {} L0 files", o.level0_stop_writes_trigger),
-        ),
-        ("statistics", "counters only (no timers)".to_string()),
-        (
-            "background work",
-            format!(
-                "1 flush + {} compaction threads",
-                o.max_background_compactions
-            ),
-        ),
-    ]
+/// The siftdb options `config` describes.
+pub fn siftdb_options(config: &Config) -> Options {
+    let defaults = Options::default();
+    Options {
+        filter_bits_per_key: config.filter.bits_per_key,
+        optimize_filters_for_hits: config.optimize_filters_for_hits,
+        memtable_prefix_bloom_size_ratio: config.memtable_bloom_size_ratio,
+        memtable_whole_key_filtering: config.memtable_whole_key_filtering,
+        bloom_before_level: config.filter.bloom_before_level,
+        deep_filter_kind: if config.filter.policy == FilterPolicyArg::Fuse {
+            siftdb::FilterKind::BinaryFuse
+        } else {
+            siftdb::FilterKind::Ribbon
+        },
+        filter_allocation: match config.filter.allocation {
+            AllocationArg::Monkey => FilterAllocation::Monkey,
+            AllocationArg::Uniform => FilterAllocation::Uniform,
+            AllocationArg::Adaptive => FilterAllocation::Adaptive,
+        },
+        prefix_extractor: Some(FixedPrefix::shared(config.prefix_size)),
+        block_cache_capacity: config.cache_size.unwrap_or(defaults.block_cache_capacity),
+        block_cache_admission: match config.cache_admission {
+            AdmissionArg::All => siftdb::CacheAdmission::All,
+            AdmissionArg::SecondSighting => siftdb::CacheAdmission::SecondSighting,
+            AdmissionArg::TinyLfu => siftdb::CacheAdmission::TinyLfu,
+        },
+        false_positive_memo_bytes: config
+            .false_positive_memo_bytes
+            .unwrap_or(defaults.false_positive_memo_bytes),
+        range_filter_bits_per_key: config
+            .range_filter_bits_per_key
+            .unwrap_or(defaults.range_filter_bits_per_key),
+        write_buffer_size: config
+            .write_buffer_size
+            .unwrap_or(defaults.write_buffer_size),
+        db_write_buffer_size: config.db_write_buffer_size,
+        target_file_size_base: config
+            .tree
+            .target_file_size_base
+            .unwrap_or(defaults.target_file_size_base),
+        max_bytes_for_level_base: config
+            .tree
+            .max_bytes_for_level_base
+            .unwrap_or(defaults.max_bytes_for_level_base),
+        max_bytes_for_level_multiplier: config
+            .tree
+            .max_bytes_for_level_multiplier
+            .unwrap_or(defaults.max_bytes_for_level_multiplier),
+        level0_file_num_compaction_trigger: config
+            .tree
+            .level0_file_num_compaction_trigger
+            .unwrap_or(defaults.level0_file_num_compaction_trigger),
+        max_background_compactions: config
+            .tree
+            .max_background_compactions
+            .unwrap_or(defaults.max_background_compactions),
+        compaction_pri: match config.tree.compaction_pri {
+            CompactionPriArg::MinOverlappingRatio => siftdb::CompactionPri::MinOverlappingRatio,
+            CompactionPriArg::RoundRobin => siftdb::CompactionPri::RoundRobin,
+        },
+        error_if_exists: false,
+        create_if_missing: !config.use_existing_db,
+        read_mode: if config.mmap_read {
+            siftdb::ReadMode::Mmap
+        } else {
+            siftdb::ReadMode::Pread
+        },
+        compression_per_level: config.compression.clone(),
+        // mergerandom's counters (`db_bench`'s uint64add); RocksDB gets the same operator.
+        merge_operator: Some(std::sync::Arc::new(siftdb::merge::U64Add)),
+        partition_above: match config.partition_index_and_filters {
+            Some(true) => Some(0),
+            Some(false) => None,
+            None => defaults.partition_above,
+        },
+        ..defaults
+    }
 }
 
 /// `--optimize_filters_for_hits` as siftdb and RocksDB apply it (empty when off).

@@ -210,7 +210,7 @@ const STREAM_YCSB: u64 = 0x7C5B;
 impl<'a> Workbench<'a> {
     /// A workbench for `engine`. With `--use_existing_db` every key is assumed to exist.
     pub fn new(config: &'a Config, engine: &'a dyn Engine, dir: &'a Path) -> Result<Workbench<'a>> {
-        let keys = KeyFormat::new(config)?;
+        let keys = KeyFormat::new(&config.key_shape())?;
         let model = KeyModel::new(config.num, keys.capacity(), !config.use_existing_db);
         Ok(Workbench {
             config,
@@ -229,8 +229,8 @@ impl<'a> Workbench<'a> {
     pub fn run(&self, benchmark: Benchmark, phase: u64) -> Result<PhaseResult> {
         let mut result = PhaseResult::new(benchmark, &self.model);
         result.filter_stats_by_level = self.engine.filter_stats_by_level();
-        if benchmark.is_fill() && self.config.use_existing_db {
-            result.skipped = Some("skipped (--use_existing_db is true)".to_string());
+        if let Some(reason) = self.skip_reason(benchmark) {
+            result.skipped = Some(reason);
             return Ok(result);
         }
         if benchmark == Benchmark::Stats {
@@ -243,153 +243,13 @@ impl<'a> Workbench<'a> {
         if benchmark == Benchmark::Checkpoint {
             return self.checkpoint(result, stream);
         }
-        let supported = match benchmark {
-            Benchmark::DeleteRange => self.engine.can_delete_range(),
-            Benchmark::MergeRandom => self.engine.can_merge(),
-            _ => true,
-        };
-        if !supported {
-            result.skipped = Some(format!("not supported by {}", self.engine.name()));
-            return Ok(result);
-        }
         // readhot's set of false positives is found before the phase's statistics start.
         let hot_set = match benchmark {
             Benchmark::ReadHot => Some(self.hot_set(phase)?),
             _ => None,
         };
         let before = self.engine.stats();
-        let measured = match benchmark {
-            Benchmark::FillSeq => self.fill(benchmark, stream, |_, i| i)?,
-            Benchmark::FillRandom => {
-                let order = Permutation::new(self.config.num, self.config.seed ^ STREAM_FILL);
-                self.fill(benchmark, stream, |_, i| order.get(i))?
-            }
-            Benchmark::Overwrite => self.overwrite(stream)?,
-            Benchmark::DeleteRandom => self.delete_random(stream, phase)?,
-            Benchmark::DeleteRange => self.delete_ranges(stream)?,
-            Benchmark::MergeRandom => self.merge_random(stream)?,
-            Benchmark::ReadRandom => self.reads(benchmark, stream, |w, ctx| {
-                let index = ctx.rng.below(w.config.num);
-                w.read_written(ctx, index)
-            })?,
-            Benchmark::ReadMissing => self.reads(benchmark, stream, |w, ctx| {
-                let index = ctx.rng.below(w.config.num);
-                w.keys.encode(index, Variant::Missing, &mut ctx.key);
-                let found = w
-                    .engine
-                    .get(w.keys.keyspace(index), &ctx.key, &mut ctx.buf)?;
-                Ok(Outcome {
-                    ops: 1,
-                    found: u64::from(found),
-                    ..Outcome::default()
-                })
-            })?,
-            Benchmark::MultiReadRandom => self.multi_reads(benchmark, stream, Variant::Written)?,
-            Benchmark::MultiReadMissing => self.multi_reads(benchmark, stream, Variant::Missing)?,
-            Benchmark::ReadHot => self.read_hot(stream, hot_set.unwrap_or_default())?,
-            Benchmark::ReadHotScan => {
-                let (measured, rates) = self.read_hot_scan(stream)?;
-                result.hot_hit_rates = rates;
-                measured
-            }
-            Benchmark::ReadZipf => self.read_zipf(stream)?,
-            Benchmark::SeekRandom => self.reads(benchmark, stream, |w, ctx| {
-                let index = ctx.rng.below(w.config.num);
-                w.keys.encode(index, Variant::Written, &mut ctx.key);
-                let ks = w.keys.keyspace(index);
-                let seek = w.engine.seek_read(ks, &ctx.key, w.config.seek_nexts)?;
-                Ok(Outcome {
-                    ops: 1,
-                    found: u64::from(seek.found),
-                    expected: u64::from(w.model.is_live(index)),
-                    entries: seek.entries,
-                    ..Outcome::default()
-                })
-            })?,
-            Benchmark::SeekMissing => self.reads(benchmark, stream, |w, ctx| {
-                // `[written + 1, written + spacing)`: the positions up to the next index's
-                // written key, never written.
-                let index = ctx.rng.below(w.config.num);
-                let mut end = w.keys.key_buffer();
-                w.keys.encode_after(index, 1, &mut ctx.key);
-                w.keys.encode_after(index, w.keys.spacing(), &mut end);
-                let entries = w
-                    .engine
-                    .range_count(w.keys.keyspace(index), &ctx.key, &end)?;
-                Ok(Outcome {
-                    ops: 1,
-                    found: u64::from(entries > 0),
-                    entries,
-                    ..Outcome::default()
-                })
-            })?,
-            Benchmark::ReadSeq | Benchmark::ReadReverse => {
-                let reverse = benchmark == Benchmark::ReadReverse;
-                let live = self.model.live_count();
-                let threads = self.config.threads;
-                self.timed(
-                    benchmark,
-                    threads,
-                    threads as u64,
-                    live * threads as u64,
-                    stream,
-                    |_, _| {
-                        let entries = self.engine.scan(reverse)?;
-                        Ok(Outcome {
-                            ops: entries,
-                            found: entries,
-                            expected: live,
-                            entries,
-                            expected_entries: live,
-                            ..Outcome::default()
-                        })
-                    },
-                )?
-            }
-            Benchmark::PrefixScan => self.reads(benchmark, stream, |w, ctx| {
-                let prefix = ctx.rng.below(w.keys.num_prefixes());
-                w.keys.encode_prefix(prefix, &mut ctx.key);
-                // A prefix's keys are spread over every keyspace: the engine scans them all.
-                let entries = w.engine.prefix_scan(&ctx.key[..w.keys.prefix_size()])?;
-                let expected_entries = w
-                    .keys
-                    .indexes_of_prefix(prefix)
-                    .filter(|&i| w.model.is_live(i))
-                    .count() as u64;
-                Ok(Outcome {
-                    ops: 1,
-                    found: u64::from(entries > 0),
-                    expected: u64::from(expected_entries > 0),
-                    entries,
-                    expected_entries,
-                    ..Outcome::default()
-                })
-            })?,
-            Benchmark::ReadWhileWriting => {
-                let (measured, writer_ops) = self.read_while_writing(stream)?;
-                result.writer_ops = Some(writer_ops);
-                measured
-            }
-            Benchmark::ReadWhileCompacting => {
-                let (measured, compactions) = self.read_while_compacting(stream)?;
-                result.writer_ops = Some(compactions);
-                measured
-            }
-            Benchmark::Compact => self.timed(benchmark, 1, 1, 1, stream, |_, _| {
-                self.engine.compact()?;
-                Ok(Outcome {
-                    ops: 1,
-                    ..Outcome::default()
-                })
-            })?,
-            Benchmark::YcsbA
-            | Benchmark::YcsbB
-            | Benchmark::YcsbC
-            | Benchmark::YcsbD
-            | Benchmark::YcsbE
-            | Benchmark::YcsbF => self.ycsb(benchmark, stream)?,
-            Benchmark::Checkpoint | Benchmark::Stats => unreachable_untimed(benchmark)?,
-        };
+        let measured = self.measure(benchmark, stream, phase, hot_set, &mut result)?;
         if benchmark.writes() && self.config.flush_after_write {
             let started = Instant::now();
             self.engine.flush()?;
@@ -403,6 +263,201 @@ impl<'a> Workbench<'a> {
         result.measured = Some(measured);
         result.live_keys = self.model.live_count();
         Ok(result)
+    }
+
+    /// readrandom: lookups of random written keys.
+    fn read_random(&self, stream: u64) -> Result<Measured> {
+        self.reads(Benchmark::ReadRandom, stream, |w, ctx| {
+            let index = ctx.rng.below(w.config.num);
+            w.read_written(ctx, index)
+        })
+    }
+
+    /// readmissing: lookups of random never-written keys of the same prefixes and range.
+    fn read_missing(&self, stream: u64) -> Result<Measured> {
+        self.reads(Benchmark::ReadMissing, stream, |w, ctx| {
+            let index = ctx.rng.below(w.config.num);
+            w.keys.encode(index, Variant::Missing, &mut ctx.key);
+            let found = w
+                .engine
+                .get(w.keys.keyspace(index), &ctx.key, &mut ctx.buf)?;
+            Ok(Outcome {
+                ops: 1,
+                found: u64::from(found),
+                ..Outcome::default()
+            })
+        })
+    }
+
+    /// seekrandom: seeks to random written keys, each reading `--seek_nexts` entries on.
+    fn seek_random(&self, stream: u64) -> Result<Measured> {
+        self.reads(Benchmark::SeekRandom, stream, |w, ctx| {
+            let index = ctx.rng.below(w.config.num);
+            w.keys.encode(index, Variant::Written, &mut ctx.key);
+            let ks = w.keys.keyspace(index);
+            let seek = w.engine.seek_read(ks, &ctx.key, w.config.seek_nexts)?;
+            Ok(Outcome {
+                ops: 1,
+                found: u64::from(seek.found),
+                expected: u64::from(w.model.is_live(index)),
+                entries: seek.entries,
+                ..Outcome::default()
+            })
+        })
+    }
+
+    /// seekmissing: bounded scans of random empty ranges.
+    fn seek_missing(&self, stream: u64) -> Result<Measured> {
+        self.reads(Benchmark::SeekMissing, stream, |w, ctx| {
+            // `[written + 1, written + spacing)`: the positions up to the next index's
+            // written key, never written.
+            let index = ctx.rng.below(w.config.num);
+            let mut end = w.keys.key_buffer();
+            w.keys.encode_after(index, 1, &mut ctx.key);
+            w.keys.encode_after(index, w.keys.spacing(), &mut end);
+            let entries = w
+                .engine
+                .range_count(w.keys.keyspace(index), &ctx.key, &end)?;
+            Ok(Outcome {
+                ops: 1,
+                found: u64::from(entries > 0),
+                entries,
+                ..Outcome::default()
+            })
+        })
+    }
+
+    /// prefixscan: scans of random existing prefixes, over every keyspace.
+    fn prefix_scan(&self, stream: u64) -> Result<Measured> {
+        self.reads(Benchmark::PrefixScan, stream, |w, ctx| {
+            let prefix = ctx.rng.below(w.keys.num_prefixes());
+            w.keys.encode_prefix(prefix, &mut ctx.key);
+            // A prefix's keys are spread over every keyspace: the engine scans them all.
+            let entries = w.engine.prefix_scan(&ctx.key[..w.keys.prefix_size()])?;
+            let expected_entries = w
+                .keys
+                .indexes_of_prefix(prefix)
+                .filter(|&i| w.model.is_live(i))
+                .count() as u64;
+            Ok(Outcome {
+                ops: 1,
+                found: u64::from(entries > 0),
+                expected: u64::from(expected_entries > 0),
+                entries,
+                expected_entries,
+                ..Outcome::default()
+            })
+        })
+    }
+
+    /// compact: one full compaction.
+    fn compact(&self, stream: u64) -> Result<Measured> {
+        self.timed(Benchmark::Compact, 1, 1, 1, stream, |_, _| {
+            self.engine.compact()?;
+            Ok(Outcome {
+                ops: 1,
+                ..Outcome::default()
+            })
+        })
+    }
+
+    /// readseq / readreverse (`reverse`): one full scan per thread, counted against the keys
+    /// that exist.
+    fn read_all(&self, benchmark: Benchmark, stream: u64) -> Result<Measured> {
+        let reverse = benchmark == Benchmark::ReadReverse;
+        let live = self.model.live_count();
+        let threads = self.config.threads;
+        self.timed(
+            benchmark,
+            threads,
+            threads as u64,
+            live * threads as u64,
+            stream,
+            |_, _| {
+                let entries = self.engine.scan(reverse)?;
+                Ok(Outcome {
+                    ops: entries,
+                    found: entries,
+                    expected: live,
+                    entries,
+                    expected_entries: live,
+                    ..Outcome::default()
+                })
+            },
+        )
+    }
+
+    /// Why `benchmark` does not run here, if it does not: a fill on an existing database, or a
+    /// workload the engine has no operation for (checkpoints are checked by [`Self::checkpoint`]).
+    fn skip_reason(&self, benchmark: Benchmark) -> Option<String> {
+        let supported = match benchmark {
+            Benchmark::DeleteRange => self.engine.can_delete_range(),
+            Benchmark::MergeRandom => self.engine.can_merge(),
+            _ => true,
+        };
+        if benchmark.is_fill() && self.config.use_existing_db {
+            Some("skipped (--use_existing_db is true)".to_string())
+        } else if !supported {
+            Some(format!("not supported by {}", self.engine.name()))
+        } else {
+            None
+        }
+    }
+
+    /// The timed steps of `benchmark` (every workload but `stats` and `checkpoint`), dispatched
+    /// to its own function; what a workload reports besides its measurement goes into `result`.
+    fn measure(
+        &self,
+        benchmark: Benchmark,
+        stream: u64,
+        phase: u64,
+        hot_set: Option<Vec<(u64, Variant)>>,
+        result: &mut PhaseResult,
+    ) -> Result<Measured> {
+        Ok(match benchmark {
+            Benchmark::FillSeq => self.fill(benchmark, stream, |_, i| i)?,
+            Benchmark::FillRandom => {
+                let order = Permutation::new(self.config.num, self.config.seed ^ STREAM_FILL);
+                self.fill(benchmark, stream, |_, i| order.get(i))?
+            }
+            Benchmark::Overwrite => self.overwrite(stream)?,
+            Benchmark::DeleteRandom => self.delete_random(stream, phase)?,
+            Benchmark::DeleteRange => self.delete_ranges(stream)?,
+            Benchmark::MergeRandom => self.merge_random(stream)?,
+            Benchmark::ReadRandom => self.read_random(stream)?,
+            Benchmark::ReadMissing => self.read_missing(stream)?,
+            Benchmark::MultiReadRandom => self.multi_reads(benchmark, stream, Variant::Written)?,
+            Benchmark::MultiReadMissing => self.multi_reads(benchmark, stream, Variant::Missing)?,
+            Benchmark::ReadHot => self.read_hot(stream, hot_set.unwrap_or_default())?,
+            Benchmark::ReadHotScan => {
+                let (measured, rates) = self.read_hot_scan(stream)?;
+                result.hot_hit_rates = rates;
+                measured
+            }
+            Benchmark::ReadZipf => self.read_zipf(stream)?,
+            Benchmark::SeekRandom => self.seek_random(stream)?,
+            Benchmark::SeekMissing => self.seek_missing(stream)?,
+            Benchmark::ReadSeq | Benchmark::ReadReverse => self.read_all(benchmark, stream)?,
+            Benchmark::PrefixScan => self.prefix_scan(stream)?,
+            Benchmark::ReadWhileWriting => {
+                let (measured, writer_ops) = self.read_while_writing(stream)?;
+                result.writer_ops = Some(writer_ops);
+                measured
+            }
+            Benchmark::ReadWhileCompacting => {
+                let (measured, compactions) = self.read_while_compacting(stream)?;
+                result.writer_ops = Some(compactions);
+                measured
+            }
+            Benchmark::Compact => self.compact(stream)?,
+            Benchmark::YcsbA
+            | Benchmark::YcsbB
+            | Benchmark::YcsbC
+            | Benchmark::YcsbD
+            | Benchmark::YcsbE
+            | Benchmark::YcsbF => self.ycsb(benchmark, stream)?,
+            Benchmark::Checkpoint | Benchmark::Stats => unreachable_untimed(benchmark)?,
+        })
     }
 
     /// checkpoint: one timed checkpoint into a fresh directory beside the database; then, untimed,

@@ -37,10 +37,10 @@ use siftdb::{LevelFilterStats, Stats};
 use siftdb_cache::BlockKind;
 
 use super::super::args::Config;
-use super::super::engine::{siftdb_options, BatchOp, Engine, SeekOutcome};
+use super::super::engine::{BatchOp, Engine, SeekOutcome};
 use super::super::error::{Error, Result};
-use super::super::report::human_bytes;
-use super::super::settings::{self, SettingRows};
+use super::super::settings::{self, siftdb_options, SettingRows};
+use super::super::text::{compression_text, db_write_buffer_text, human_bytes};
 
 /// How many levels the shape table lists (fjall's default level count).
 const LEVELS: usize = 7;
@@ -63,141 +63,15 @@ impl FjallEngine {
     /// Opens (or creates) a fjall database in `dir` with the settings of `config`.
     pub fn open(dir: &Path, config: &Config) -> Result<FjallEngine> {
         let sift = siftdb_options(config);
-        let bits = config.filter.bits_per_key as f32;
-        // fjall's counterpart of `db_write_buffer_size` is hidden and marked deprecated ("todo")
-        // in 3.1, and refuses budgets under 1 MiB; it is the only way to give fjall the setting.
-        #[allow(deprecated)]
-        let builder = Database::builder(dir).max_write_buffer_size(
-            (sift.db_write_buffer_size > 0)
-                .then(|| (sift.db_write_buffer_size as u64).max(1 << 20)),
-        );
-        let db = builder
-            .cache_size(sift.block_cache_capacity as u64)
-            .worker_threads(1 + sift.max_background_compactions.max(1))
-            .open()
-            .map_err(fjall_error)?;
-        let l0_trigger = sift.level0_file_num_compaction_trigger.clamp(1, 255) as u8;
-        let strategy = fjall::compaction::Leveled::default()
-            .with_l0_threshold(l0_trigger)
-            .with_table_target_size(sift.target_file_size_base)
-            .with_level_ratio_policy(vec![sift.max_bytes_for_level_multiplier as f32]);
-        let write_buffer = sift.write_buffer_size as u64;
-        // The same codec per level as siftdb; fjall has no Zstd, so Zstd levels get its LZ4 (a
-        // difference printed in the mapping).
-        let codec = |c: &siftdb::Compression| match c {
-            siftdb::Compression::None => CompressionType::None,
-            siftdb::Compression::Lz4 | siftdb::Compression::Zstd => CompressionType::Lz4,
-        };
-        let policy: Vec<CompressionType> = config.compression.iter().map(codec).collect();
-        let policy = if policy.is_empty() {
-            vec![CompressionType::None]
-        } else {
-            policy
-        };
-        let mut compression = super::super::engine::compression_text(&config.compression);
-        if config.compression.contains(&siftdb::Compression::Zstd) {
-            compression.push_str(" (fjall has no zstd: lz4 there)");
-        }
-        let keyspace = db
-            .keyspace("bench", || {
-                KeyspaceCreateOptions::default()
-                    .max_memtable_size(write_buffer)
-                    .filter_policy(FilterPolicy::all(FilterPolicyEntry::Bloom(
-                        BloomConstructionPolicy::BitsPerKey(bits),
-                    )))
-                    .data_block_compression_policy(fjall::config::CompressionPolicy::new(
-                        policy.clone(),
-                    ))
-                    .index_block_compression_policy(fjall::config::CompressionPolicy::new(policy))
-                    .compaction_strategy(Arc::new(strategy))
-            })
-            .map_err(fjall_error)?;
-        let mmap_note = if config.mmap_read {
-            " (fjall has no mmap: siftdb reads through mmap in this run; use --mmap_read=false \
-             for equal reads)"
-        } else {
-            ", as siftdb and RocksDB in this run"
-        };
-        let settings = format!(
-            "bloom {bits} bits/key on every level (no ribbon, no Monkey); no prefix extractor; \
-             {} block cache (fjall pins L0 filters, L0/L1 indexes); memtable {} ({}); leveled: L0 \
-             trigger {l0_trigger}, target file {}, multiplier {}, L1 = target x trigger = {}; \
-             {compression} (index blocks too); fjall's own index and filter partitioning \
-             (--partition_index_and_filters not mapped); {} worker threads; multiread \
-             workloads: a loop of gets per batch (fjall 3.1 has no multi-get: not a batched \
-             call); reads with pread{mmap_note}; --sync: fdatasync of the journal (SyncData)",
-            human_bytes(sift.block_cache_capacity as u64),
-            human_bytes(write_buffer),
-            super::super::engine::db_write_buffer_text(sift.db_write_buffer_size),
-            human_bytes(sift.target_file_size_base),
-            sift.max_bytes_for_level_multiplier,
-            human_bytes(sift.target_file_size_base * u64::from(l0_trigger)),
-            1 + sift.max_background_compactions.max(1),
-        );
-        let rows = vec![
-            (
-                "filters",
-                format!(
-                    "bloom {bits} bits/key on every level (no ribbon, no Monkey{})",
-                    if config.optimize_filters_for_hits {
-                        "; fjall cannot leave the bottom level unfiltered"
-                    } else {
-                        ""
-                    }
-                ),
-            ),
-            (
-                "block cache",
-                format!(
-                    "{}; fjall pins L0 filters, L0/L1 indexes",
-                    human_bytes(sift.block_cache_capacity as u64)
-                ),
-            ),
-            ("prefix filter", "none (no prefix extractor)".to_string()),
-            (
-                "memtable",
-                format!(
-                    "{} (max_memtable_size){}",
-                    human_bytes(write_buffer),
-                    if config.memtable_bloom_size_ratio > 0.0 {
-                        "; fjall has no memtable bloom"
-                    } else {
-                        ""
-                    }
-                ),
-            ),
-            (
-                "tree shape",
-                format!(
-                    "L0 trigger {l0_trigger}, target file {}, L1 = target x trigger = {}, \
-                     multiplier {}, file order fjall's own",
-                    human_bytes(sift.target_file_size_base),
-                    human_bytes(sift.target_file_size_base * u64::from(l0_trigger)),
-                    sift.max_bytes_for_level_multiplier
-                ),
-            ),
-            ("compression", format!("{compression} (index blocks too)")),
-            ("table reads", "pread (fjall has no mmap)".to_string()),
-            (
-                "sync (--sync)",
-                settings::sync_text(config, "fdatasync of the journal (SyncData)"),
-            ),
-            ("L0 slowdown", "fjall's own write stalls".to_string()),
-            ("statistics", "metrics feature counters".to_string()),
-            (
-                "background work",
-                format!(
-                    "{} worker threads",
-                    1 + sift.max_background_compactions.max(1)
-                ),
-            ),
-        ];
+        let given = Given::new(config, &sift);
+        let db = open_database(dir, &sift)?;
+        let keyspace = open_keyspace(&db, config, &sift, &given)?;
         Ok(FjallEngine {
             db,
             keyspace,
             sync: config.sync,
-            settings,
-            rows,
+            settings: settings_line(config, &sift, &given),
+            rows: settings_rows(config, &sift, &given),
         })
     }
 
@@ -223,6 +97,197 @@ impl FjallEngine {
             }
         }
     }
+}
+
+/// The values fjall is given where they differ in type or wording from siftdb's options.
+struct Given {
+    /// Bloom filter bits per key (`--bloom_bits`).
+    bits: f32,
+    /// L0 files that start a compaction (fjall takes a `u8`).
+    l0_trigger: u8,
+    /// Bytes of one memtable.
+    write_buffer: u64,
+    /// The codec per level, in words (with fjall's stand-in for Zstd).
+    compression: String,
+}
+
+impl Given {
+    /// What `config` (and `sift`, the siftdb options it describes) gives fjall.
+    fn new(config: &Config, sift: &siftdb::Options) -> Given {
+        let mut compression = compression_text(&config.compression);
+        if config.compression.contains(&siftdb::Compression::Zstd) {
+            compression.push_str(" (fjall has no zstd: lz4 there)");
+        }
+        Given {
+            bits: config.filter.bits_per_key as f32,
+            l0_trigger: sift.level0_file_num_compaction_trigger.clamp(1, 255) as u8,
+            write_buffer: sift.write_buffer_size as u64,
+            compression,
+        }
+    }
+}
+
+/// Opens the database in `dir`: its shared memtable budget, block cache and worker threads.
+fn open_database(dir: &Path, sift: &siftdb::Options) -> Result<Database> {
+    // fjall's counterpart of `db_write_buffer_size` is hidden and marked deprecated ("todo")
+    // in 3.1, and refuses budgets under 1 MiB; it is the only way to give fjall the setting.
+    #[allow(deprecated)]
+    let builder = Database::builder(dir).max_write_buffer_size(
+        (sift.db_write_buffer_size > 0).then(|| (sift.db_write_buffer_size as u64).max(1 << 20)),
+    );
+    builder
+        .cache_size(sift.block_cache_capacity as u64)
+        .worker_threads(1 + sift.max_background_compactions.max(1))
+        .open()
+        .map_err(fjall_error)
+}
+
+/// Opens (or creates) the keyspace every key goes in, with the filter, memtable, codecs and
+/// compaction of `given`.
+fn open_keyspace(
+    db: &Database,
+    config: &Config,
+    sift: &siftdb::Options,
+    given: &Given,
+) -> Result<Keyspace> {
+    let Given {
+        bits,
+        l0_trigger,
+        write_buffer,
+        ..
+    } = *given;
+    let strategy = fjall::compaction::Leveled::default()
+        .with_l0_threshold(l0_trigger)
+        .with_table_target_size(sift.target_file_size_base)
+        .with_level_ratio_policy(vec![sift.max_bytes_for_level_multiplier as f32]);
+    let policy = compression_policy(config);
+    db.keyspace("bench", || {
+        KeyspaceCreateOptions::default()
+            .max_memtable_size(write_buffer)
+            .filter_policy(FilterPolicy::all(FilterPolicyEntry::Bloom(
+                BloomConstructionPolicy::BitsPerKey(bits),
+            )))
+            .data_block_compression_policy(fjall::config::CompressionPolicy::new(policy.clone()))
+            .index_block_compression_policy(fjall::config::CompressionPolicy::new(policy))
+            .compaction_strategy(Arc::new(strategy))
+    })
+    .map_err(fjall_error)
+}
+
+/// The codec of each level.
+fn compression_policy(config: &Config) -> Vec<CompressionType> {
+    // The same codec per level as siftdb; fjall has no Zstd, so Zstd levels get its LZ4 (a
+    // difference printed in the mapping).
+    let codec = |c: &siftdb::Compression| match c {
+        siftdb::Compression::None => CompressionType::None,
+        siftdb::Compression::Lz4 | siftdb::Compression::Zstd => CompressionType::Lz4,
+    };
+    let policy: Vec<CompressionType> = config.compression.iter().map(codec).collect();
+    if policy.is_empty() {
+        vec![CompressionType::None]
+    } else {
+        policy
+    }
+}
+
+/// The header's `Mapped as` line.
+fn settings_line(config: &Config, sift: &siftdb::Options, given: &Given) -> String {
+    let Given {
+        bits,
+        l0_trigger,
+        write_buffer,
+        ref compression,
+    } = *given;
+    let mmap_note = if config.mmap_read {
+        " (fjall has no mmap: siftdb reads through mmap in this run; use --mmap_read=false \
+         for equal reads)"
+    } else {
+        ", as siftdb and RocksDB in this run"
+    };
+    format!(
+        "bloom {bits} bits/key on every level (no ribbon, no Monkey); no prefix extractor; \
+         {} block cache (fjall pins L0 filters, L0/L1 indexes); memtable {} ({}); leveled: L0 \
+         trigger {l0_trigger}, target file {}, multiplier {}, L1 = target x trigger = {}; \
+         {compression} (index blocks too); fjall's own index and filter partitioning \
+         (--partition_index_and_filters not mapped); {} worker threads; multiread \
+         workloads: a loop of gets per batch (fjall 3.1 has no multi-get: not a batched \
+         call); reads with pread{mmap_note}; --sync: fdatasync of the journal (SyncData)",
+        human_bytes(sift.block_cache_capacity as u64),
+        human_bytes(write_buffer),
+        db_write_buffer_text(sift.db_write_buffer_size),
+        human_bytes(sift.target_file_size_base),
+        sift.max_bytes_for_level_multiplier,
+        human_bytes(sift.target_file_size_base * u64::from(l0_trigger)),
+        1 + sift.max_background_compactions.max(1),
+    )
+}
+
+/// The settings table's rows ([`super::super::settings::ROWS`]).
+fn settings_rows(config: &Config, sift: &siftdb::Options, given: &Given) -> SettingRows {
+    let Given {
+        bits,
+        l0_trigger,
+        write_buffer,
+        ref compression,
+    } = *given;
+    vec![
+        (
+            "filters",
+            format!(
+                "bloom {bits} bits/key on every level (no ribbon, no Monkey{})",
+                if config.optimize_filters_for_hits {
+                    "; fjall cannot leave the bottom level unfiltered"
+                } else {
+                    ""
+                }
+            ),
+        ),
+        (
+            "block cache",
+            format!(
+                "{}; fjall pins L0 filters, L0/L1 indexes",
+                human_bytes(sift.block_cache_capacity as u64)
+            ),
+        ),
+        ("prefix filter", "none (no prefix extractor)".to_string()),
+        (
+            "memtable",
+            format!(
+                "{} (max_memtable_size){}",
+                human_bytes(write_buffer),
+                if config.memtable_bloom_size_ratio > 0.0 {
+                    "; fjall has no memtable bloom"
+                } else {
+                    ""
+                }
+            ),
+        ),
+        (
+            "tree shape",
+            format!(
+                "L0 trigger {l0_trigger}, target file {}, L1 = target x trigger = {}, \
+                 multiplier {}, file order fjall's own",
+                human_bytes(sift.target_file_size_base),
+                human_bytes(sift.target_file_size_base * u64::from(l0_trigger)),
+                sift.max_bytes_for_level_multiplier
+            ),
+        ),
+        ("compression", format!("{compression} (index blocks too)")),
+        ("table reads", "pread (fjall has no mmap)".to_string()),
+        (
+            "sync (--sync)",
+            settings::sync_text(config, "fdatasync of the journal (SyncData)"),
+        ),
+        ("L0 slowdown", "fjall's own write stalls".to_string()),
+        ("statistics", "metrics feature counters".to_string()),
+        (
+            "background work",
+            format!(
+                "{} worker threads",
+                1 + sift.max_background_compactions.max(1)
+            ),
+        ),
+    ]
 }
 
 impl Engine for FjallEngine {

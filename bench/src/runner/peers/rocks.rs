@@ -43,9 +43,10 @@ use siftdb::{LevelFilterStats, Stats};
 use siftdb_cache::BlockKind;
 
 use super::super::args::{CompactionPriArg, Config, FilterPolicyArg};
-use super::super::engine::{siftdb_options, BatchOp, Engine, SeekOutcome};
+use super::super::engine::{BatchOp, Engine, SeekOutcome};
 use super::super::error::{Error, Result};
-use super::super::settings::{self, SettingRows};
+use super::super::settings::{self, siftdb_options, SettingRows};
+use super::super::text::{compression_text, db_write_buffer_text, human_bytes};
 
 /// How many levels the shape table lists (RocksDB's default `num_levels`).
 const LEVELS: usize = 7;
@@ -71,201 +72,18 @@ impl RocksEngine {
     /// Opens (or creates) a RocksDB database in `dir` with the settings of `config`.
     pub fn open(dir: &Path, config: &Config) -> Result<RocksEngine> {
         let sift = siftdb_options(config);
-        let bits = config.filter.bits_per_key;
-
-        let mut table = BlockBasedOptions::default();
         let cache = Cache::new_lru_cache(sift.block_cache_capacity);
-        table.set_block_cache(&cache);
-        table.set_block_size(sift.block_size);
-        table.set_block_restart_interval(sift.block_restart_interval as i32);
-        table.set_cache_index_and_filter_blocks(true);
-        table.set_pin_l0_filter_and_index_blocks_in_cache(
-            sift.pin_l0_filter_and_index_blocks_in_cache,
-        );
-        table.set_whole_key_filtering(true);
-        // siftdb partitions by size (above 64 KiB of index or filter); RocksDB cannot, so it
-        // partitions only when the run asks every engine to.
-        let partitioning = if config.partition_index_and_filters == Some(true) {
-            table.set_index_type(rocksdb::BlockBasedIndexType::TwoLevelIndexSearch);
-            table.set_partition_filters(true);
-            table.set_metadata_block_size(sift.metadata_block_size);
-            table.set_pin_top_level_index_and_filter(true);
-            "partitioned index and filters (4 KiB partitions, top level pinned)"
-        } else {
-            "one index and one filter block per table"
-        };
-        let filter = match config.filter.policy {
-            FilterPolicyArg::Bloom => {
-                table.set_bloom_filter(bits, false);
-                format!("bloom {bits} bits/key on every level")
-            }
-            FilterPolicyArg::Ribbon => {
-                table.set_ribbon_filter(bits);
-                format!("ribbon (bloom-equivalent {bits} bits/key) on every level")
-            }
-            FilterPolicyArg::Hybrid => {
-                let bbl = config.filter.bloom_before_level;
-                table.set_hybrid_ribbon_filter(bits, bbl as i32);
-                format!(
-                    "hybrid ribbon: bloom before L{bbl}, ribbon from there, {bits} bits/key each"
-                )
-            }
-            // RocksDB has no binary fuse filter: its nearest, ribbon, on the same levels.
-            FilterPolicyArg::Fuse => {
-                let bbl = config.filter.bloom_before_level;
-                table.set_hybrid_ribbon_filter(bits, bbl as i32);
-                format!(
-                    "hybrid ribbon (RocksDB has no binary fuse filter; siftdb runs fuse from \
-                     L{bbl}): bloom before L{bbl}, ribbon from there, {bits} bits/key each"
-                )
-            }
-        };
-
-        let mut options = Options::default();
-        options.create_if_missing(!config.use_existing_db);
-        options.set_block_based_table_factory(&table);
-        let codec = |c: &siftdb::Compression| match c {
-            siftdb::Compression::None => DBCompressionType::None,
-            siftdb::Compression::Lz4 => DBCompressionType::Lz4,
-            siftdb::Compression::Zstd => DBCompressionType::Zstd,
-        };
-        // The same codec per level as siftdb (the last entry for every deeper level).
-        let last = config
-            .compression
-            .last()
-            .map_or(DBCompressionType::None, codec);
-        let per_level: Vec<DBCompressionType> = (0..7)
-            .map(|l| config.compression.get(l).map_or(last, codec))
-            .collect();
-        options.set_compression_type(last);
-        options.set_compression_per_level(&per_level);
-        let compression = super::super::engine::compression_text(&config.compression);
-        options.set_prefix_extractor(SliceTransform::create_fixed_prefix(config.prefix_size));
-        options.set_optimize_filters_for_hits(config.optimize_filters_for_hits);
-        options.set_memtable_prefix_bloom_ratio(config.memtable_bloom_size_ratio);
-        options.set_memtable_whole_key_filtering(config.memtable_whole_key_filtering);
-        let filter = format!("{filter}{}", settings::hits_text(config));
-        options.set_write_buffer_size(sift.write_buffer_size);
-        options.set_db_write_buffer_size(sift.db_write_buffer_size);
-        options.set_max_write_buffer_number(sift.max_write_buffer_number as i32);
-        options.set_level_zero_file_num_compaction_trigger(
-            sift.level0_file_num_compaction_trigger as i32,
-        );
-        options.set_level_zero_stop_writes_trigger(sift.level0_stop_writes_trigger as i32);
-        // siftdb has no slowdown stage: RocksDB's starts where its stop does.
-        options.set_level_zero_slowdown_writes_trigger(sift.level0_stop_writes_trigger as i32);
-        options.set_allow_mmap_reads(config.mmap_read);
-        options.set_target_file_size_base(sift.target_file_size_base);
-        options.set_max_bytes_for_level_base(sift.max_bytes_for_level_base);
-        options.set_max_bytes_for_level_multiplier(sift.max_bytes_for_level_multiplier);
-        options.set_level_compaction_dynamic_level_bytes(false);
-        options.set_compaction_pri(match config.tree.compaction_pri {
-            CompactionPriArg::MinOverlappingRatio => rocksdb::CompactionPri::MinOverlappingRatio,
-            CompactionPriArg::RoundRobin => rocksdb::CompactionPri::RoundRobin,
-        });
-        options.set_max_background_jobs(1 + sift.max_background_compactions.max(1) as i32);
-        if config.statistics {
-            options.enable_statistics();
-            options.set_statistics_level(StatsLevel::ExceptTimers);
-        }
-        let statistics = if config.statistics {
-            "tickers, StatsLevel::ExceptTimers"
-        } else {
-            "off (--statistics=false)"
-        };
-        // mergerandom's counters, as siftdb's `U64Add` (same name, same arithmetic).
-        options.set_merge_operator_associative("siftdb.u64add", u64_add);
-
-        // The default column family named at open, with the same options, so that the
-        // database keeps a handle of it: `batched_multi_get_cf` takes one, and `DB::open` keeps
-        // none (it opens the default column family unnamed).
-        let default_cf = ColumnFamilyDescriptor::new(DEFAULT_COLUMN_FAMILY_NAME, options.clone());
-        let db = DB::open_cf_descriptors(&options, dir, [default_cf]).map_err(rocks_error)?;
+        let (table, mapped) = table_options(config, &sift, &cache);
+        let options = db_options(config, &sift, &table);
+        let db = open_db(dir, &options)?;
         let mut write_options = WriteOptions::default();
         write_options.set_sync(config.sync);
-        let settings = format!(
-            "{filter}; filter+index blocks in a {} LRU block cache (L0 pinned); fixed:{} prefix \
-             extractor; write buffer {} x{} ({}); target file {}, L1 {}, multiplier {}, L0 trigger {}, \
-             dynamic level bytes off; {compression} (index blocks too); {partitioning}; {} \
-             background jobs; multiread workloads: batched MultiGet, keys unsorted \
-             (sorted_input=false, as db_bench); reads {}; statistics {statistics}; L0 slowdown \
-             trigger = stop trigger {} (siftdb has no slowdown)",
-            super::super::report::human_bytes(sift.block_cache_capacity as u64),
-            config.prefix_size,
-            super::super::report::human_bytes(sift.write_buffer_size as u64),
-            sift.max_write_buffer_number,
-            super::super::engine::db_write_buffer_text(sift.db_write_buffer_size),
-            super::super::report::human_bytes(sift.target_file_size_base),
-            super::super::report::human_bytes(sift.max_bytes_for_level_base),
-            sift.max_bytes_for_level_multiplier,
-            sift.level0_file_num_compaction_trigger,
-            1 + sift.max_background_compactions.max(1),
-            if config.mmap_read {
-                "through mmap (allow_mmap_reads)"
-            } else {
-                "with pread"
-            },
-            sift.level0_stop_writes_trigger,
-        );
-        let rows = vec![
-            ("filters", filter.clone()),
-            (
-                "block cache",
-                format!(
-                    "{} LRU; filter+index blocks in it, L0's pinned",
-                    super::super::report::human_bytes(sift.block_cache_capacity as u64)
-                ),
-            ),
-            ("prefix filter", format!("fixed:{}", config.prefix_size)),
-            (
-                "memtable",
-                format!(
-                    "{} x{}{}",
-                    super::super::report::human_bytes(sift.write_buffer_size as u64),
-                    sift.max_write_buffer_number,
-                    settings::memtable_bloom_text(config)
-                ),
-            ),
-            (
-                "tree shape",
-                format!("{}; dynamic level bytes off", settings::tree_shape(config)),
-            ),
-            ("compression", format!("{compression} (index blocks too)")),
-            (
-                "table reads",
-                if config.mmap_read {
-                    "mmap (allow_mmap_reads)"
-                } else {
-                    "pread"
-                }
-                .to_string(),
-            ),
-            (
-                "sync (--sync)",
-                settings::sync_text(config, "fdatasync of the WAL"),
-            ),
-            (
-                "L0 slowdown",
-                format!(
-                    "slowdown trigger = stop trigger = {} L0 files",
-                    sift.level0_stop_writes_trigger
-                ),
-            ),
-            ("statistics", statistics.to_string()),
-            (
-                "background work",
-                format!(
-                    "max_background_jobs {}",
-                    1 + sift.max_background_compactions.max(1)
-                ),
-            ),
-        ];
         Ok(RocksEngine {
             db,
             options,
             write_options,
-            settings,
-            rows,
+            settings: settings_line(config, &sift, &mapped),
+            rows: settings_rows(config, &sift, &mapped),
             statistics: config.statistics,
         })
     }
@@ -292,6 +110,257 @@ impl RocksEngine {
             })
             .collect()
     }
+}
+
+/// How the run's settings were mapped onto RocksDB, in words: the pieces the header's mapping
+/// line and the settings table both print.
+struct Mapped {
+    /// The filter policy (with `--optimize_filters_for_hits`).
+    filter: String,
+    /// Whether index and filters are partitioned.
+    partitioning: &'static str,
+    /// The codec per level.
+    compression: String,
+    /// What RocksDB's statistics count.
+    statistics: &'static str,
+}
+
+/// The block-based table options for `config` (block cache, blocks, partitioning, filter) and
+/// what they map to.
+fn table_options(
+    config: &Config,
+    sift: &siftdb::Options,
+    cache: &Cache,
+) -> (BlockBasedOptions, Mapped) {
+    let mut table = BlockBasedOptions::default();
+    table.set_block_cache(cache);
+    table.set_block_size(sift.block_size);
+    table.set_block_restart_interval(sift.block_restart_interval as i32);
+    table.set_cache_index_and_filter_blocks(true);
+    table.set_pin_l0_filter_and_index_blocks_in_cache(sift.pin_l0_filter_and_index_blocks_in_cache);
+    table.set_whole_key_filtering(true);
+    let partitioning = set_partitioning(&mut table, config, sift);
+    let filter = set_filter(&mut table, config);
+    let mapped = Mapped {
+        filter: format!("{filter}{}", settings::hits_text(config)),
+        partitioning,
+        compression: compression_text(&config.compression),
+        statistics: if config.statistics {
+            "tickers, StatsLevel::ExceptTimers"
+        } else {
+            "off (--statistics=false)"
+        },
+    };
+    (table, mapped)
+}
+
+/// Partitioned index and filters when `--partition_index_and_filters=true`; returns what was set.
+fn set_partitioning(
+    table: &mut BlockBasedOptions,
+    config: &Config,
+    sift: &siftdb::Options,
+) -> &'static str {
+    // siftdb partitions by size (above 64 KiB of index or filter); RocksDB cannot, so it
+    // partitions only when the run asks every engine to.
+    if config.partition_index_and_filters == Some(true) {
+        table.set_index_type(rocksdb::BlockBasedIndexType::TwoLevelIndexSearch);
+        table.set_partition_filters(true);
+        table.set_metadata_block_size(sift.metadata_block_size);
+        table.set_pin_top_level_index_and_filter(true);
+        "partitioned index and filters (4 KiB partitions, top level pinned)"
+    } else {
+        "one index and one filter block per table"
+    }
+}
+
+/// The filter of `--filter_policy` at `--bloom_bits`; returns what was set.
+fn set_filter(table: &mut BlockBasedOptions, config: &Config) -> String {
+    let bits = config.filter.bits_per_key;
+    match config.filter.policy {
+        FilterPolicyArg::Bloom => {
+            table.set_bloom_filter(bits, false);
+            format!("bloom {bits} bits/key on every level")
+        }
+        FilterPolicyArg::Ribbon => {
+            table.set_ribbon_filter(bits);
+            format!("ribbon (bloom-equivalent {bits} bits/key) on every level")
+        }
+        FilterPolicyArg::Hybrid => {
+            let bbl = config.filter.bloom_before_level;
+            table.set_hybrid_ribbon_filter(bits, bbl as i32);
+            format!("hybrid ribbon: bloom before L{bbl}, ribbon from there, {bits} bits/key each")
+        }
+        // RocksDB has no binary fuse filter: its nearest, ribbon, on the same levels.
+        FilterPolicyArg::Fuse => {
+            let bbl = config.filter.bloom_before_level;
+            table.set_hybrid_ribbon_filter(bits, bbl as i32);
+            format!(
+                "hybrid ribbon (RocksDB has no binary fuse filter; siftdb runs fuse from \
+                 L{bbl}): bloom before L{bbl}, ribbon from there, {bits} bits/key each"
+            )
+        }
+    }
+}
+
+/// The database options for `config`, with `table` as the table factory.
+fn db_options(config: &Config, sift: &siftdb::Options, table: &BlockBasedOptions) -> Options {
+    let mut options = Options::default();
+    options.create_if_missing(!config.use_existing_db);
+    options.set_block_based_table_factory(table);
+    set_compression(&mut options, config);
+    options.set_prefix_extractor(SliceTransform::create_fixed_prefix(config.prefix_size));
+    options.set_optimize_filters_for_hits(config.optimize_filters_for_hits);
+    options.set_memtable_prefix_bloom_ratio(config.memtable_bloom_size_ratio);
+    options.set_memtable_whole_key_filtering(config.memtable_whole_key_filtering);
+    options.set_write_buffer_size(sift.write_buffer_size);
+    options.set_db_write_buffer_size(sift.db_write_buffer_size);
+    options.set_max_write_buffer_number(sift.max_write_buffer_number as i32);
+    options
+        .set_level_zero_file_num_compaction_trigger(sift.level0_file_num_compaction_trigger as i32);
+    options.set_level_zero_stop_writes_trigger(sift.level0_stop_writes_trigger as i32);
+    // siftdb has no slowdown stage: RocksDB's starts where its stop does.
+    options.set_level_zero_slowdown_writes_trigger(sift.level0_stop_writes_trigger as i32);
+    options.set_allow_mmap_reads(config.mmap_read);
+    options.set_target_file_size_base(sift.target_file_size_base);
+    options.set_max_bytes_for_level_base(sift.max_bytes_for_level_base);
+    options.set_max_bytes_for_level_multiplier(sift.max_bytes_for_level_multiplier);
+    options.set_level_compaction_dynamic_level_bytes(false);
+    options.set_compaction_pri(match config.tree.compaction_pri {
+        CompactionPriArg::MinOverlappingRatio => rocksdb::CompactionPri::MinOverlappingRatio,
+        CompactionPriArg::RoundRobin => rocksdb::CompactionPri::RoundRobin,
+    });
+    options.set_max_background_jobs(1 + sift.max_background_compactions.max(1) as i32);
+    if config.statistics {
+        options.enable_statistics();
+        options.set_statistics_level(StatsLevel::ExceptTimers);
+    }
+    // mergerandom's counters, as siftdb's `U64Add` (same name, same arithmetic).
+    options.set_merge_operator_associative("siftdb.u64add", u64_add);
+    options
+}
+
+/// The same codec per level as siftdb (the last entry for every deeper level).
+fn set_compression(options: &mut Options, config: &Config) {
+    let codec = |c: &siftdb::Compression| match c {
+        siftdb::Compression::None => DBCompressionType::None,
+        siftdb::Compression::Lz4 => DBCompressionType::Lz4,
+        siftdb::Compression::Zstd => DBCompressionType::Zstd,
+    };
+    let last = config
+        .compression
+        .last()
+        .map_or(DBCompressionType::None, codec);
+    let per_level: Vec<DBCompressionType> = (0..7)
+        .map(|l| config.compression.get(l).map_or(last, codec))
+        .collect();
+    options.set_compression_type(last);
+    options.set_compression_per_level(&per_level);
+}
+
+/// Opens the database in `dir` with `options`.
+fn open_db(dir: &Path, options: &Options) -> Result<DB> {
+    // The default column family named at open, with the same options, so that the
+    // database keeps a handle of it: `batched_multi_get_cf` takes one, and `DB::open` keeps
+    // none (it opens the default column family unnamed).
+    let default_cf = ColumnFamilyDescriptor::new(DEFAULT_COLUMN_FAMILY_NAME, options.clone());
+    DB::open_cf_descriptors(options, dir, [default_cf]).map_err(rocks_error)
+}
+
+/// The header's `Mapped as` line.
+fn settings_line(config: &Config, sift: &siftdb::Options, mapped: &Mapped) -> String {
+    let Mapped {
+        filter,
+        partitioning,
+        compression,
+        statistics,
+    } = mapped;
+    format!(
+        "{filter}; filter+index blocks in a {} LRU block cache (L0 pinned); fixed:{} prefix \
+         extractor; write buffer {} x{} ({}); target file {}, L1 {}, multiplier {}, L0 trigger {}, \
+         dynamic level bytes off; {compression} (index blocks too); {partitioning}; {} \
+         background jobs; multiread workloads: batched MultiGet, keys unsorted \
+         (sorted_input=false, as db_bench); reads {}; statistics {statistics}; L0 slowdown \
+         trigger = stop trigger {} (siftdb has no slowdown)",
+        human_bytes(sift.block_cache_capacity as u64),
+        config.prefix_size,
+        human_bytes(sift.write_buffer_size as u64),
+        sift.max_write_buffer_number,
+        db_write_buffer_text(sift.db_write_buffer_size),
+        human_bytes(sift.target_file_size_base),
+        human_bytes(sift.max_bytes_for_level_base),
+        sift.max_bytes_for_level_multiplier,
+        sift.level0_file_num_compaction_trigger,
+        1 + sift.max_background_compactions.max(1),
+        if config.mmap_read {
+            "through mmap (allow_mmap_reads)"
+        } else {
+            "with pread"
+        },
+        sift.level0_stop_writes_trigger,
+    )
+}
+
+/// The settings table's rows ([`super::super::settings::ROWS`]).
+fn settings_rows(config: &Config, sift: &siftdb::Options, mapped: &Mapped) -> SettingRows {
+    let Mapped {
+        filter,
+        compression,
+        statistics,
+        ..
+    } = mapped;
+    vec![
+        ("filters", filter.clone()),
+        (
+            "block cache",
+            format!(
+                "{} LRU; filter+index blocks in it, L0's pinned",
+                human_bytes(sift.block_cache_capacity as u64)
+            ),
+        ),
+        ("prefix filter", format!("fixed:{}", config.prefix_size)),
+        (
+            "memtable",
+            format!(
+                "{} x{}{}",
+                human_bytes(sift.write_buffer_size as u64),
+                sift.max_write_buffer_number,
+                settings::memtable_bloom_text(config)
+            ),
+        ),
+        (
+            "tree shape",
+            format!("{}; dynamic level bytes off", settings::tree_shape(config)),
+        ),
+        ("compression", format!("{compression} (index blocks too)")),
+        (
+            "table reads",
+            if config.mmap_read {
+                "mmap (allow_mmap_reads)"
+            } else {
+                "pread"
+            }
+            .to_string(),
+        ),
+        (
+            "sync (--sync)",
+            settings::sync_text(config, "fdatasync of the WAL"),
+        ),
+        (
+            "L0 slowdown",
+            format!(
+                "slowdown trigger = stop trigger = {} L0 files",
+                sift.level0_stop_writes_trigger
+            ),
+        ),
+        ("statistics", statistics.to_string()),
+        (
+            "background work",
+            format!(
+                "max_background_jobs {}",
+                1 + sift.max_background_compactions.max(1)
+            ),
+        ),
+    ]
 }
 
 impl Engine for RocksEngine {
