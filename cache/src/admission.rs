@@ -25,6 +25,7 @@ use crate::key::BlockKey;
 
 /// How a full shard admits data blocks (see the module documentation).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Admission {
     /// Every block (plain LRU): a scan larger than the cache replaces its contents. The
     /// cache's default (siftdb's engine picks its own, see `Options::block_cache_admission`).

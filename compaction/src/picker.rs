@@ -25,6 +25,7 @@ pub struct LevelFile {
 
 /// Which file of a level `n ≥ 1` a compaction takes first (RocksDB's `compaction_pri`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum CompactionPri {
     /// The file with the fewest bytes overlapping it in the next level per byte of its own
     /// (ties: round robin). On random writes this rewrites fewer bytes of the next level than

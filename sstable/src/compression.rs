@@ -11,6 +11,7 @@ use crate::coding::{get_len, put_varint};
 
 /// A block codec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum Compression {
     /// Blocks stored as they are.
     #[default]

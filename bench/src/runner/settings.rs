@@ -140,6 +140,7 @@ pub fn tree_shape(config: &Config) -> String {
     let order = match o.compaction_pri {
         siftdb::CompactionPri::MinOverlappingRatio => "min overlapping ratio",
         siftdb::CompactionPri::RoundRobin => "round robin",
+        other => other.name(),
     };
     format!(
         "L0 trigger {}, target file {}, L1 {}, multiplier {}, file order {order}",

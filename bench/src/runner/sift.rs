@@ -182,6 +182,7 @@ pub fn siftdb_rows(config: &Config) -> SettingRows {
                         "data blocks admitted on their second sighting"
                     }
                     siftdb::CacheAdmission::TinyLfu => "data blocks admitted by TinyLFU",
+                    _ => "data blocks admitted by another policy",
                 }
             ),
         ),

@@ -180,7 +180,8 @@ fn compression_policy(config: &Config) -> Vec<CompressionType> {
     // difference printed in the mapping).
     let codec = |c: &siftdb::Compression| match c {
         siftdb::Compression::None => CompressionType::None,
-        siftdb::Compression::Lz4 | siftdb::Compression::Zstd => CompressionType::Lz4,
+        // Zstd, and any codec a later siftdb adds that fjall lacks: its LZ4.
+        _ => CompressionType::Lz4,
     };
     let policy: Vec<CompressionType> = config.compression.iter().map(codec).collect();
     if policy.is_empty() {

@@ -245,6 +245,8 @@ fn set_compression(options: &mut Options, config: &Config) {
         siftdb::Compression::None => DBCompressionType::None,
         siftdb::Compression::Lz4 => DBCompressionType::Lz4,
         siftdb::Compression::Zstd => DBCompressionType::Zstd,
+        // A codec a later siftdb adds: RocksDB's LZ4 until the mapping learns it.
+        _ => DBCompressionType::Lz4,
     };
     let last = config
         .compression
