@@ -190,4 +190,44 @@ mod tests {
         // Would wait forever if the panic had kept the write path.
         assert_eq!(queue.exclusive(|| 7), 7);
     }
+
+    #[test]
+    fn a_leader_that_panics_fails_its_group_and_hands_the_write_path_back() {
+        let queue = WriteQueue::default();
+        let Turn::Lead(first) = queue.enter(WriteBatch::new(), false) else {
+            panic!("the first writer leads")
+        };
+        std::thread::scope(|s| {
+            // Two writers queue behind the first leader; whichever leads next takes both and
+            // panics while committing.
+            let writers: Vec<_> = (0..2)
+                .map(|_| {
+                    s.spawn(|| match queue.enter(WriteBatch::new(), false) {
+                        Turn::Lead(_leader) => panic!("the leader panics while committing"),
+                        Turn::Done(result) => result,
+                    })
+                })
+                .collect();
+            while queue.queue.lock().pending.len() < 2 {
+                std::thread::yield_now();
+            }
+            assert!(queue.finish(first, Ok(()), Vec::new()).is_ok());
+            let results: Vec<_> = writers.into_iter().map(|w| w.join()).collect();
+            assert_eq!(
+                results.iter().filter(|r| r.is_err()).count(),
+                1,
+                "one leader panicked"
+            );
+            let follower = results.into_iter().find_map(std::result::Result::ok);
+            assert!(
+                matches!(follower, Some(Err(Error::Background(_)))),
+                "the follower gets an error, not a hang: {follower:?}"
+            );
+        });
+        // The write path is free again.
+        let Turn::Lead(next) = queue.enter(WriteBatch::new(), false) else {
+            panic!("a later writer leads")
+        };
+        assert!(queue.finish(next, Ok(()), Vec::new()).is_ok());
+    }
 }
