@@ -19,7 +19,10 @@ pub const MAX_MEMTABLE_BLOOM_RATIO: f64 = 0.25;
 /// more only costs memory).
 pub const MAX_FILTER_BITS_PER_KEY: f64 = 64.0;
 
-/// Options of a database. `Options::default()` is a sensible start; fields are public.
+/// Options of a database. `Options::default()` is a sensible start. The fields are public and
+/// named after RocksDB's options of the same meaning (`write_buffer_size`,
+/// `level0_file_num_compaction_trigger`, `compression_per_level`, ...), so a RocksDB
+/// configuration maps field by field; set them with struct-update syntax or one by one.
 ///
 /// ```
 /// let mut options = siftdb::Options::default();

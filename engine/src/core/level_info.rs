@@ -9,7 +9,8 @@ use crate::core::version::Version;
 const MIN_FPR_SAMPLE: u64 = 2_000;
 
 /// One level of the tree as [`Db::level_info`](crate::Db::level_info) reports it (the rows of
-/// the `siftdb.levels` property): its tables, and the filters they were built with.
+/// the `siftdb.levels` property): its tables, and the filters they were built with. The fields
+/// are public plain values, read directly.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LevelInfo {
     /// Tables in the level.

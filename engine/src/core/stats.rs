@@ -92,7 +92,8 @@ impl LevelFilterStats {
     }
 }
 
-/// A snapshot of the engine's statistics ([`Db::stats`](crate::Db::stats)).
+/// A snapshot of the engine's statistics ([`Db::stats`](crate::Db::stats)). The fields are
+/// public plain counters (RocksDB's tickers of the same names where one exists), read directly.
 #[derive(Debug, Clone, Default)]
 pub struct Stats {
     /// Filter tickers per level (index = level).
