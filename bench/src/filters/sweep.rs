@@ -112,26 +112,6 @@ pub fn run_sweep(config: &SweepConfig, mut on_row: impl FnMut(&SweepRow)) -> Vec
     positive_queries.shuffle(&mut rng);
     let negatives = key_hashes(1 << 40, config.negative_queries);
 
-    let mut plan: Vec<(Contender, f64)> = Vec::new();
-    for &bpk in &config.bits_per_key {
-        plan.push((Contender::BlockedBloom, bpk));
-    }
-    for &bpk in &config.bits_per_key {
-        plan.push((Contender::Ribbon, bpk));
-    }
-    // The ribbon settings that give ~1 % and ~0.1 % FPR.
-    for target in [0.01, 0.001] {
-        plan.push((Contender::Ribbon, ribbon_bits_for_fpr(config.keys, target)));
-    }
-    for &bpk in &config.bits_per_key {
-        plan.push((Contender::FastBloom, bpk));
-    }
-    // siftdb's own binary fuse (8- and 16-bit fingerprints) beside xorf's.
-    plan.push((Contender::SiftFuse, 8.0));
-    plan.push((Contender::SiftFuse, 16.0));
-    plan.push((Contender::BinaryFuse8, 8.0));
-    plan.push((Contender::BinaryFuse16, 16.0));
-
     let plan = sweep_plan(config);
     let mut rows = Vec::new();
     for (contender, bpk) in plan {
