@@ -107,25 +107,37 @@ fn run(allocation: FilterAllocation) -> (f64, f64, (f64, u64), (f64, u64)) {
     (expected, mean_bits(&db), hot, cold)
 }
 
+/// How many pairs of runs the false-positive comparison takes the median of: one run's table
+/// layout depends on how flushes and compactions interleaved (a run under load measured adaptive
+/// at 1.24 of Monkey's once in 16, on the code before and after the engine's layering alike).
+const RUNS: usize = 3;
+
 #[test]
 fn filter_adaptive_allocation_moves_bits_to_hot_ranges_at_monkeys_memory() {
-    let (monkey_fp, monkey_bits, _, _) = run(FilterAllocation::Monkey);
-    let (adaptive_fp, adaptive_bits, hot, cold) = run(FilterAllocation::Adaptive);
-    let (hot_bits, cold_bits) = (hot.0 / hot.1 as f64, cold.0 / cold.1 as f64);
-    println!(
-        "expected false positives per lookup below L0: monkey {monkey_fp:.4}, adaptive {adaptive_fp:.4}; \
-         bits/key below L0: monkey {monkey_bits:.2}, adaptive {adaptive_bits:.2} \
-         (hot tables {hot_bits:.2}, cold ones {cold_bits:.2})"
-    );
-    assert!(hot_bits > cold_bits + 2.0, "{hot_bits} vs {cold_bits}");
-    assert!(
-        (adaptive_bits / monkey_bits - 1.0).abs() < 0.1,
-        "{adaptive_bits} vs {monkey_bits}"
-    );
+    let mut ratios = Vec::new();
+    for _ in 0..RUNS {
+        let (monkey_fp, monkey_bits, _, _) = run(FilterAllocation::Monkey);
+        let (adaptive_fp, adaptive_bits, hot, cold) = run(FilterAllocation::Adaptive);
+        let (hot_bits, cold_bits) = (hot.0 / hot.1 as f64, cold.0 / cold.1 as f64);
+        println!(
+            "expected false positives per lookup below L0: monkey {monkey_fp:.4}, adaptive {adaptive_fp:.4}; \
+             bits/key below L0: monkey {monkey_bits:.2}, adaptive {adaptive_bits:.2} \
+             (hot tables {hot_bits:.2}, cold ones {cold_bits:.2})"
+        );
+        assert!(hot_bits > cold_bits + 2.0, "{hot_bits} vs {cold_bits}");
+        assert!(
+            (adaptive_bits / monkey_bits - 1.0).abs() < 0.1,
+            "{adaptive_bits} vs {monkey_bits}"
+        );
+        ratios.push(adaptive_fp / monkey_fp);
+    }
     // The gain depends on how compaction cut the tables (timing): a CI run measured 0.80 of
-    // Monkey's once, so the bound asks for a clear gain (10 %) rather than a typical one.
+    // Monkey's once, so the bound asks for a clear gain (10 %) rather than a typical one, of the
+    // median run.
+    ratios.sort_by(f64::total_cmp);
+    let median = ratios[RUNS / 2];
     assert!(
-        adaptive_fp < 0.9 * monkey_fp,
-        "{adaptive_fp} vs {monkey_fp}"
+        median < 0.9,
+        "adaptive / monkey expected false positives: {ratios:?}"
     );
 }
