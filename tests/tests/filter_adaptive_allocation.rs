@@ -107,14 +107,21 @@ fn run(allocation: FilterAllocation) -> (f64, f64, (f64, u64), (f64, u64)) {
     (expected, mean_bits(&db), hot, cold)
 }
 
-/// How many pairs of runs the false-positive comparison takes the median of: one run's table
-/// layout depends on how flushes and compactions interleaved (a run under load measured adaptive
-/// at 1.24 of Monkey's once in 16, on the code before and after the engine's layering alike).
+/// How many pairs of runs the comparisons take the median of: one run's table layout depends on
+/// how flushes and compactions interleaved (under load, a run measured adaptive at 1.24 of
+/// Monkey's false positives once in 16, and another at 0.90 of its filter memory, on the code
+/// before and after the engine's layering alike).
 const RUNS: usize = 3;
+
+/// The median of `values` (`RUNS` of them).
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
 
 #[test]
 fn filter_adaptive_allocation_moves_bits_to_hot_ranges_at_monkeys_memory() {
-    let mut ratios = Vec::new();
+    let (mut hot_minus_cold, mut bits_ratios, mut fp_ratios) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..RUNS {
         let (monkey_fp, monkey_bits, _, _) = run(FilterAllocation::Monkey);
         let (adaptive_fp, adaptive_bits, hot, cold) = run(FilterAllocation::Adaptive);
@@ -124,20 +131,22 @@ fn filter_adaptive_allocation_moves_bits_to_hot_ranges_at_monkeys_memory() {
              bits/key below L0: monkey {monkey_bits:.2}, adaptive {adaptive_bits:.2} \
              (hot tables {hot_bits:.2}, cold ones {cold_bits:.2})"
         );
-        assert!(hot_bits > cold_bits + 2.0, "{hot_bits} vs {cold_bits}");
-        assert!(
-            (adaptive_bits / monkey_bits - 1.0).abs() < 0.1,
-            "{adaptive_bits} vs {monkey_bits}"
-        );
-        ratios.push(adaptive_fp / monkey_fp);
+        hot_minus_cold.push(hot_bits - cold_bits);
+        bits_ratios.push(adaptive_bits / monkey_bits);
+        fp_ratios.push(adaptive_fp / monkey_fp);
     }
-    // The gain depends on how compaction cut the tables (timing): a CI run measured 0.80 of
-    // Monkey's once, so the bound asks for a clear gain (10 %) rather than a typical one, of the
-    // median run.
-    ratios.sort_by(f64::total_cmp);
-    let median = ratios[RUNS / 2];
+    let spread = median(hot_minus_cold.clone());
+    assert!(spread > 2.0, "hot minus cold bits/key: {hot_minus_cold:?}");
+    let memory = median(bits_ratios.clone());
     assert!(
-        median < 0.9,
-        "adaptive / monkey expected false positives: {ratios:?}"
+        (memory - 1.0).abs() < 0.1,
+        "adaptive / monkey bits/key: {bits_ratios:?}"
+    );
+    // The gain depends on how compaction cut the tables (timing): a CI run measured 0.80 of
+    // Monkey's once, so the bound asks for a clear gain (10 %) rather than a typical one.
+    let gain = median(fp_ratios.clone());
+    assert!(
+        gain < 0.9,
+        "adaptive / monkey expected false positives: {fp_ratios:?}"
     );
 }
