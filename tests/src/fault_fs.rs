@@ -4,8 +4,13 @@
 //! directory both the live names and the names as of the last directory sync. [`FaultFs::crash`]
 //! freezes it (every later call fails, as if the machine were off), and
 //! [`FaultFs::restart`] brings back only what was durable: names as of the last `sync_dir`, each
-//! file cut to its synced length (optionally keeping a torn part of the unsynced tail). It can
-//! also fail the Nth call from now, to test I/O errors.
+//! file cut to its synced length (optionally keeping a torn part of the unsynced tail), or
+//! [`FaultFs::restart_scrambled`] with every unsynced 4 KiB page kept, zeroed or garbage on its
+//! own, as unordered page writeback leaves a disk. It can also fail the Nth call from now (an I/O
+//! error), make it panic (a file system that panics), cut the power at it
+//! ([`FaultFs::crash_call_in`]), and fail the Nth sync the way a disk does
+//! ([`FaultFs::fail_sync_in`]: the file's unsynced pages are gone, as after Linux's failed
+//! `fsync`, so retrying the sync cannot bring them back).
 
 use std::collections::{BTreeMap, HashSet};
 use std::io::{self, Write};
@@ -35,7 +40,16 @@ struct State {
     crashed: bool,
     /// Fail the call when this reaches zero.
     fail_in: Option<u64>,
+    /// Panic in the call when this reaches zero.
+    panic_in: Option<u64>,
+    /// Cut the power at the call when this reaches zero (it and every later call fail).
+    crash_in: Option<u64>,
+    /// Fail the sync when this reaches zero, dropping the file's unsynced bytes.
+    fail_sync_in: Option<u64>,
     calls: u64,
+    syncs: u64,
+    /// The file whose sync [`FaultFs::fail_sync_in`] failed, by its name then.
+    failed_sync: Option<PathBuf>,
 }
 
 /// The fault-injecting file system (cheap to clone: clones share the state).
@@ -59,19 +73,24 @@ impl FaultFs {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Counts a call; fails it if the machine is off or the injected failure is due.
+    /// Counts a call; fails it if the machine is off or the injected failure is due, cuts the
+    /// power at it, or panics in it.
     fn enter(&self) -> io::Result<MutexGuard<'_, State>> {
         let mut s = self.lock_state();
         if s.crashed {
             return Err(gone());
         }
         s.calls += 1;
-        if let Some(n) = s.fail_in.as_mut() {
-            if *n == 0 {
-                s.fail_in = None;
-                return Err(io::Error::other("injected I/O failure"));
-            }
-            *n -= 1;
+        if due(&mut s.crash_in) {
+            s.crashed = true;
+            return Err(gone());
+        }
+        if due(&mut s.panic_in) {
+            drop(s);
+            panic!("injected file-system panic");
+        }
+        if due(&mut s.fail_in) {
+            return Err(io::Error::other("injected I/O failure"));
         }
         Ok(s)
     }
@@ -102,6 +121,34 @@ impl FaultFs {
         self.lock_state().fail_in = Some(n);
     }
 
+    /// Makes the `n`th call from now panic (once), as a file system with a bug would.
+    pub fn panic_call_in(&self, n: u64) {
+        self.lock_state().panic_in = Some(n);
+    }
+
+    /// Cuts the power at the `n`th call from now: it and every later call fail until
+    /// [`FaultFs::restart`].
+    pub fn crash_call_in(&self, n: u64) {
+        self.lock_state().crash_in = Some(n);
+    }
+
+    /// Makes the `n`th sync from now (of a file; directory syncs do not count) fail, dropping
+    /// that file's unsynced bytes: after a failed `fsync` the kernel may have discarded the dirty
+    /// pages, so a later sync that succeeds does not make them durable.
+    pub fn fail_sync_in(&self, n: u64) {
+        self.lock_state().fail_sync_in = Some(n);
+    }
+
+    /// The file whose sync failed through [`FaultFs::fail_sync_in`], if one did.
+    pub fn failed_sync(&self) -> Option<PathBuf> {
+        self.lock_state().failed_sync.clone()
+    }
+
+    /// File syncs made so far.
+    pub fn syncs(&self) -> u64 {
+        self.lock_state().syncs
+    }
+
     /// Power loss: every later call fails until [`FaultFs::restart`].
     pub fn crash(&self) {
         self.lock_state().crashed = true;
@@ -121,14 +168,55 @@ impl FaultFs {
         s.files.retain(|id, _| live.contains(id));
         s.locks.clear();
         s.crashed = false;
-        s.fail_in = None;
+        s.clear_injections();
+    }
+
+    /// Back on after a crash, as unordered page writeback leaves a disk: names as of the last
+    /// `sync_dir`, and in each file the synced bytes intact while every unsynced 4 KiB page
+    /// (counted from the file's start) independently survives, reads as zeros, or holds
+    /// garbage, and the file keeps a length between its synced length and all it was written
+    /// (its size may or may not have reached the disk). `seed` picks the outcome.
+    pub fn restart_scrambled(&self, seed: u64) {
+        let mut rng = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let mut s = self.lock_state();
+        s.names = s.durable_names.clone();
+        for f in s.files.values_mut() {
+            let unsynced = f.data.len() - f.synced;
+            let len = f.synced + (next() % (unsynced as u64 + 1)) as usize;
+            f.data.truncate(len);
+            let mut page = f.synced / PAGE * PAGE;
+            while page < len {
+                let start = page.max(f.synced);
+                let end = (page + PAGE).min(len);
+                match next() % 3 {
+                    0 => {}
+                    1 => f.data[start..end].fill(0),
+                    _ => f.data[start..end]
+                        .iter_mut()
+                        .for_each(|b| *b = next() as u8),
+                }
+                page += PAGE;
+            }
+            f.synced = len;
+        }
+        let live: HashSet<u64> = s.names.values().copied().collect();
+        s.files.retain(|id, _| live.contains(id));
+        s.locks.clear();
+        s.crashed = false;
+        s.clear_injections();
     }
 
     /// Clears an injected failure and the locks of dropped instances, keeping every byte (no
     /// power loss): the state after a failed call in a process that is then restarted.
     pub fn restart_without_loss(&self) {
         let mut s = self.lock_state();
-        s.fail_in = None;
+        s.clear_injections();
         s.crashed = false;
         s.locks.clear();
     }
@@ -151,6 +239,33 @@ impl FaultFs {
     /// Paths of live files.
     pub fn paths(&self) -> Vec<PathBuf> {
         self.lock_state().names.keys().cloned().collect()
+    }
+}
+
+/// The page size of [`FaultFs::restart_scrambled`]: the unit page-cache writeback loses.
+const PAGE: usize = 4096;
+
+/// Counts down an injection; true when it is due now (then it is cleared).
+fn due(slot: &mut Option<u64>) -> bool {
+    match slot {
+        Some(0) => {
+            *slot = None;
+            true
+        }
+        Some(n) => {
+            *n -= 1;
+            false
+        }
+        None => false,
+    }
+}
+
+impl State {
+    fn clear_injections(&mut self) {
+        self.fail_in = None;
+        self.panic_in = None;
+        self.crash_in = None;
+        self.fail_sync_in = None;
     }
 }
 
@@ -178,6 +293,24 @@ impl Write for FaultWritable {
 impl WritableFile for FaultWritable {
     fn sync(&mut self) -> io::Result<()> {
         let mut s = self.fs.enter()?;
+        s.syncs += 1;
+        let failed = due(&mut s.fail_sync_in);
+        if failed {
+            let name = s
+                .names
+                .iter()
+                .find(|(_, id)| **id == self.id)
+                .map(|(p, _)| p.clone());
+            s.failed_sync = name;
+            let Some(f) = s.files.get_mut(&self.id) else {
+                return Ok(());
+            };
+            // The dirty pages are gone; what was synced before stays.
+            f.data.truncate(f.synced);
+            return Err(io::Error::other(
+                "injected fsync failure (unsynced pages dropped)",
+            ));
+        }
         if let Some(f) = s.files.get_mut(&self.id) {
             f.synced = f.data.len();
         }

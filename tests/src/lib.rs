@@ -4,6 +4,7 @@
 #![deny(missing_docs)]
 
 use std::path::Path;
+use std::time::Duration;
 
 pub mod fault_fs;
 pub mod fuzz_entry;
@@ -35,4 +36,41 @@ pub fn env_count(name: &str, default: u64) -> u64 {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(default)
+}
+
+/// Runs `f` on a thread of its own and waits for it at most `limit`: a call that hangs fails the
+/// test, naming `what`, instead of hanging it. Returns what `f` returned, or its panic as `Err`.
+pub fn within<T: Send + 'static>(
+    limit: Duration,
+    what: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::thread::Result<T> {
+    let (done, result) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+    });
+    match result.recv_timeout(limit) {
+        Ok(outcome) => outcome,
+        Err(_) => panic!("{what} did not return within {limit:?}: it hangs"),
+    }
+}
+
+/// Keeps the panics a test injects on purpose (their message contains "injected") out of the
+/// output; every other panic is reported as usual.
+pub fn quiet_injected_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let payload = info.payload();
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            if !message.contains("injected") {
+                default(info);
+            }
+        }));
+    });
 }

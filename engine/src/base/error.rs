@@ -130,6 +130,27 @@ impl BackgroundError {
         }
     }
 
+    /// The background error of `job` panicking with `payload` (what `catch_unwind` caught).
+    pub(crate) fn panicked(
+        job: BackgroundJob,
+        payload: &(dyn std::any::Any + Send),
+    ) -> BackgroundError {
+        let what = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_string());
+        BackgroundError::described(job, format!("panicked: {what}"))
+    }
+
+    /// The background error `error` of `job` stands for: its own if it is one already.
+    pub(crate) fn of(job: BackgroundJob, error: &Error) -> BackgroundError {
+        match error {
+            Error::Background(b) => b.clone(),
+            e => BackgroundError::new(job, e),
+        }
+    }
+
     /// The job that failed.
     pub fn job(&self) -> BackgroundJob {
         self.job

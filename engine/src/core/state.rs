@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
-use crate::base::error::{BackgroundError, Error, Result};
+use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
 use crate::base::wal::writer::LogWriter;
 use crate::core::lock_order::{Rank, Ranked};
 use crate::core::tree::{Tree, TreeMemtables};
@@ -92,6 +92,23 @@ impl DbState {
     }
 }
 
+/// Records a background error when dropped by a panicking thread (see
+/// [`StateCell::fail_on_panic`]).
+pub(crate) struct FailOnPanic<'a> {
+    cell: &'a StateCell,
+    job: BackgroundJob,
+    what: &'static str,
+}
+
+impl Drop for FailOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let (job, what) = (self.job, self.what);
+            self.cell.fail(|| BackgroundError::described(job, what));
+        }
+    }
+}
+
 /// The state lock held (see `core/lock_order.rs`: taken after the manifest, before the files).
 pub(crate) type StateGuard<'a> = Ranked<MutexGuard<'a, DbState>>;
 
@@ -147,6 +164,18 @@ impl StateCell {
     pub(crate) fn notify_all(&self) {
         self.changed.notify_all();
         self.work.notify_all();
+    }
+
+    /// A guard for a step that changes shared state outside the state lock (a WAL append with
+    /// the WAL taken out, a manifest append): if the step panics (a user callback's or the file
+    /// system's panic), writes stop with a background error of `job` saying `what`, instead of
+    /// later callers meeting the half-done step. The caller must not hold the state lock.
+    pub(crate) fn fail_on_panic(&self, job: BackgroundJob, what: &'static str) -> FailOnPanic<'_> {
+        FailOnPanic {
+            cell: self,
+            job,
+            what,
+        }
     }
 
     /// Records a background error (the first wins) and wakes the waiters that must see it.

@@ -331,6 +331,13 @@ impl VersionSet {
     /// or may not hold the edit, so nothing is installed or deleted until the next open reads it
     /// back and decides.
     fn append(&self, writer: &mut ManifestWriter, edit: &VersionEdit) -> Result<()> {
+        // Failed until the append returns: after a panic inside it (the file system's) the
+        // manifest may end in a partial record, and nothing may be appended after that.
+        writer.failed = true;
+        let _on_panic = self.ctx.state.fail_on_panic(
+            BackgroundJob::ManifestWrite,
+            "panicked while appending to the manifest",
+        );
         let appended = match writer.manifest.as_mut() {
             Some(m) => m.append(edit),
             None => Err(Error::Background(BackgroundError::described(
@@ -345,6 +352,7 @@ impl VersionSet {
                 .fail(|| BackgroundError::new(BackgroundJob::ManifestWrite, &e));
             return Err(e);
         }
+        writer.failed = false;
         Ok(())
     }
 

@@ -2,8 +2,27 @@
 
 use std::sync::Arc;
 
-use crate::base::error::{BackgroundError, BackgroundJob, Error};
+use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
 use crate::core::shared::Shared;
+
+/// Runs one background job, containing a panic in it (a user callback's, the file system's): it
+/// comes back as the background error of `job`, so the thread records it and lives on, and
+/// every writer and waiter sees the error instead of waiting for a thread that died.
+pub(crate) fn contained<T>(job: BackgroundJob, run: impl FnOnce() -> Result<T>) -> Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
+        Ok(result) => result,
+        Err(payload) => Err(Error::Background(BackgroundError::panicked(
+            job,
+            payload.as_ref(),
+        ))),
+    }
+}
+
+/// Records that `job` failed with `error`: writes stop with it as the background error.
+pub(crate) fn record_failure(shared: &Shared, job: BackgroundJob, error: &Error) {
+    tracing::error!("siftdb: {job} failed, writes stopped: {error}");
+    shared.state().fail(|| BackgroundError::of(job, error));
+}
 
 /// Spawns a named background thread running `body` on `shared`; the caller keeps the handle
 /// (joined at shutdown). If the thread cannot start, writes stop with a background error.

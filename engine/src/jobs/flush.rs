@@ -4,12 +4,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
+use crate::base::error::{BackgroundJob, Error, Result};
 use crate::base::version_edit::VersionEdit;
 use crate::core::memtable::Memtable;
 use crate::core::shared::Shared;
 use crate::core::state::DbState;
 use crate::core::tree::Tree;
+use crate::jobs::background::{contained, record_failure};
 
 /// Starts the background thread that flushes immutable memtables.
 pub(crate) fn start_background(shared: &Arc<Shared>) -> Option<std::thread::JoinHandle<()>> {
@@ -37,16 +38,12 @@ fn background_loop(db: &Arc<Shared>) {
                 state = db.state().lock();
             }
         };
-        match flush_memtable(db, &tree, &next) {
+        let flushed = contained(BackgroundJob::Flush, || flush_memtable(db, &tree, &next));
+        match flushed {
             Ok(()) => {}
             // A dropped keyspace's memtable has nowhere to go: it went with the keyspace.
             Err(Error::KeyspaceDropped(_)) => {}
-            Err(e) => {
-                let mut state = db.state().lock();
-                state.set_background_error(|| BackgroundError::new(BackgroundJob::Flush, &e));
-                tracing::error!("siftdb: flush failed, writes stopped: {e}");
-                db.state().changed().notify_all();
-            }
+            Err(e) => record_failure(db, BackgroundJob::Flush, &e),
         }
     }
 }

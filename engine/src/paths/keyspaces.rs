@@ -53,7 +53,13 @@ impl Engine {
                 "WAL unavailable after an earlier failure",
             )));
         };
-        let synced = wal.sync();
+        let synced = {
+            let _on_panic = state_cell.fail_on_panic(
+                BackgroundJob::WalSync,
+                "panicked while syncing the WAL (the file system)",
+            );
+            wal.sync()
+        };
         let mut state = state_cell.lock();
         state.wal = Some(wal);
         if let Err(e) = &synced {

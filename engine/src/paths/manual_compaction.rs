@@ -5,11 +5,21 @@ use std::sync::Arc;
 
 use siftdb_compaction::picker::{self, LevelFile, Pick};
 
-use crate::base::error::Result;
+use crate::base::error::{BackgroundJob, Error, Result};
 use crate::core::tree::Tree;
 use crate::core::version_set::level_files;
 use crate::jobs::compaction::CompactionJob;
 use crate::paths::engine::Engine;
+
+/// A manual compaction's failure stops writes as a background one's would (a failed output sync
+/// may have dropped pages the engine must not trust again: never "retry and carry on"), except
+/// a compaction filter's failure (nothing was lost, a later compaction retries) and a keyspace
+/// dropped meanwhile.
+fn stop_writes_unless_retryable(db: &crate::core::shared::Shared, e: &Error) {
+    if !matches!(e, Error::CompactionFilter(_) | Error::KeyspaceDropped(_)) {
+        crate::jobs::background::record_failure(db, BackgroundJob::Compaction, e);
+    }
+}
 
 /// Compacts every file overlapping `[start, end]` down to the deepest non-empty level (at least
 /// L1), then rewrites that level's overlapping files in place, so overwritten and deleted keys
@@ -66,7 +76,8 @@ pub(crate) fn compact_range(
         let Some(pick) = pick else { continue };
         let output = if level == deepest { level } else { level + 1 };
         if let Some(job) = CompactionJob::prepare(db, tree, version, &pick, output, None) {
-            job.run()?;
+            job.run()
+                .inspect_err(|e| stop_writes_unless_retryable(db, e))?;
         }
     }
     Ok(())

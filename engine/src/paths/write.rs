@@ -99,7 +99,15 @@ impl Engine {
                 .collect();
             (mems, wal, first, count, sync)
         };
-        let appended = self.append_group(&mems, &mut wal, group, first_seq, sync);
+        let appended = {
+            // The WAL is out of the state: a panic here (the file system's, or a prefix
+            // extractor's in the memtable bloom) must stop writes, not leave them to find no WAL.
+            let _on_panic = self.shared.state().fail_on_panic(
+                BackgroundJob::WalWrite,
+                "a write panicked while appending its group (the file system or a user callback)",
+            );
+            self.append_group(&mems, &mut wal, group, first_seq, sync)
+        };
         let mut state = self.shared.state().lock();
         state.wal = Some(wal);
         if let Err(e) = appended {
@@ -316,7 +324,13 @@ impl Engine {
         let old_size = state.wal.as_ref().map_or(0, LogWriter::size);
         let old = state.wal.take();
         // The rank stays recorded while unlocked: `start_wal` takes no lock.
-        let started = MutexGuard::unlocked(state.guard_mut(), || self.start_wal(number, old));
+        let started = MutexGuard::unlocked(state.guard_mut(), || {
+            let _on_panic = self.shared.state().fail_on_panic(
+                BackgroundJob::WalSwitch,
+                "panicked while starting a new WAL (the file system)",
+            );
+            self.start_wal(number, old)
+        });
         match started {
             Ok(wal) => {
                 let old_number = std::mem::replace(&mut state.wal_number, number);

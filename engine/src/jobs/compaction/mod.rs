@@ -12,9 +12,10 @@ use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
 
-use crate::base::error::{BackgroundError, BackgroundJob, CompactionFilterError, Error, Result};
+use crate::base::error::{BackgroundJob, CompactionFilterError, Error, Result};
 use crate::core::lock_order::{Rank, Ranked};
 use crate::core::shared::Shared;
+use crate::jobs::background::{contained, record_failure};
 pub(crate) use job::CompactionJob;
 
 /// What the background compactions share with the rest of the engine beyond [`Shared`].
@@ -81,7 +82,7 @@ fn background_loop(db: &Arc<Shared>, compactions: &Compactions) {
             if db.is_shutting_down() {
                 return;
             }
-            match maybe_compact(db, compactions) {
+            match contained(BackgroundJob::Compaction, || maybe_compact(db, compactions)) {
                 Ok(true) => {
                     filter_failures = 0;
                     compactions.filter_failure.lock().take();
@@ -106,12 +107,7 @@ fn background_loop(db: &Arc<Shared>, compactions: &Compactions) {
                     break;
                 }
                 Err(e) => {
-                    let mut state = db.state().lock();
-                    state.set_background_error(|| {
-                        BackgroundError::new(BackgroundJob::Compaction, &e)
-                    });
-                    tracing::error!("siftdb: compaction failed, writes stopped: {e}");
-                    db.state().changed().notify_all();
+                    record_failure(db, BackgroundJob::Compaction, &e);
                     break;
                 }
             }
