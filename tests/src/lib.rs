@@ -74,3 +74,16 @@ pub fn quiet_injected_panics() {
         }));
     });
 }
+
+/// The small-tree options of the fault sweeps (`io_faults`, `io_panics`, `sync_failures`): 4 KiB
+/// memtables and tables, an L0 trigger of 2, so a few hundred writes flush and compact, on `fs`.
+pub fn small_tree_options(fs: &FaultFs) -> siftdb::Options {
+    siftdb::Options {
+        write_buffer_size: 4 << 10,
+        target_file_size_base: 4 << 10,
+        max_bytes_for_level_base: 16 << 10,
+        level0_file_num_compaction_trigger: 2,
+        fs: std::sync::Arc::new(fs.clone()),
+        ..siftdb::Options::default()
+    }
+}

@@ -6,20 +6,12 @@
 //! acknowledged as synced is missing.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use siftdb::{Db, Error, Options, WriteBatch, WriteOptions};
 use siftdb_tests::FaultFs;
 
 fn options(fs: &FaultFs) -> Options {
-    Options {
-        write_buffer_size: 4 << 10,
-        target_file_size_base: 4 << 10,
-        max_bytes_for_level_base: 16 << 10,
-        level0_file_num_compaction_trigger: 2,
-        fs: Arc::new(fs.clone()),
-        ..Options::default()
-    }
+    siftdb_tests::small_tree_options(fs)
 }
 
 fn key(i: u32) -> Vec<u8> {
