@@ -779,3 +779,123 @@ fn a_format_5_database_with_a_lagging_keyspace_wal_opens_and_upgrades() {
     db.keyspace("second").unwrap().delete(b"s:9999").unwrap();
     check_v5(&db);
 }
+
+/// `value(tag, k)` of the `format-v6` fixture (see its README).
+fn v6_value(tag: &str, k: u32) -> Vec<u8> {
+    format!("{tag}-{k}-{}", tag.repeat(40)).into_bytes()
+}
+
+/// Every pair `format-v6`'s default keyspace holds, in key order (see its README).
+fn v6_default_pairs() -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut pairs = BTreeMap::new();
+    for k in 0..4000u32 {
+        let value = if k % 100 == 7 {
+            Some(v6_value("c", k))
+        } else if k == 11 || k % 50 == 3 || (1000..1500).contains(&k) {
+            None
+        } else if k % 1000 == 500 {
+            Some(v6_value("d", k))
+        } else if k < 2000 {
+            Some(v6_value("a", k))
+        } else {
+            Some(v6_value("b", k))
+        };
+        if let Some(v) = value {
+            pairs.insert(format!("f6:{k:05}").into_bytes(), v);
+        }
+    }
+    for i in 0..10u64 {
+        let total = 2 * (i + 1) + 100;
+        pairs.insert(
+            format!("count:{i:02}").into_bytes(),
+            total.to_le_bytes().to_vec(),
+        );
+        pairs.insert(
+            format!("ttl:{i:02}").into_bytes(),
+            format!("t-{i}").into_bytes(),
+        );
+    }
+    pairs.into_iter().collect()
+}
+
+/// Every pair `format-v6`'s `"zstd"` keyspace holds, in key order.
+fn v6_zstd_pairs() -> Vec<(Vec<u8>, Vec<u8>)> {
+    (10..350u32)
+        .map(|k| {
+            let tag = if k < 100 { "y" } else { "z" };
+            (format!("z:{k:04}").into_bytes(), v6_value(tag, k))
+        })
+        .collect()
+}
+
+fn v6_options() -> Options {
+    Options {
+        write_buffer_size: 64 << 10,
+        merge_operator: Some(Arc::new(siftdb::merge::U64Add)),
+        prefix_extractor: Some(siftdb::FixedPrefix::shared(3)),
+        ..Options::default()
+    }
+}
+
+fn all_pairs(
+    iter: impl Iterator<Item = siftdb::Result<(Vec<u8>, Vec<u8>)>>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    iter.map(|r| r.unwrap()).collect()
+}
+
+fn check_v6(db: &Db) {
+    assert_same_pairs("default", &all_pairs(db.iter()), &v6_default_pairs());
+    let zstd = db.keyspace("zstd").unwrap();
+    assert_same_pairs("zstd", &all_pairs(zstd.iter()), &v6_zstd_pairs());
+    // Point lookups go through the filters (the iterator does not).
+    for (key, value) in v6_default_pairs().iter().step_by(7) {
+        assert_eq!(db.get(key).unwrap().as_ref(), Some(value), "{key:?}");
+    }
+    for k in [11u32, 53, 1003, 1250, 3953] {
+        assert_eq!(db.get(format!("f6:{k:05}")).unwrap(), None, "f6:{k:05}");
+    }
+    assert_eq!(zstd.get(b"z:0005").unwrap(), None);
+    assert_eq!(zstd.get(b"z:0042").unwrap(), Some(v6_value("y", 42)));
+}
+
+#[test]
+fn a_format_6_database_opens_with_every_kind_of_entry_and_upgrades() {
+    let dir = siftdb_tests::temp_dir();
+    copy_fixture("format-v6", dir.path());
+    let recorded = std::fs::read_to_string(dir.path().join("OPTIONS")).unwrap();
+    assert!(recorded.contains("format_version=6"), "{recorded}");
+    // What the fixture's tables are made of, as its README says.
+    let properties = table_properties(dir.path());
+    let filters: BTreeSet<String> = properties.iter().map(|p| p.filter_kind.clone()).collect();
+    assert_eq!(
+        filters,
+        BTreeSet::from(["blocked_bloom".to_string(), "ribbon".to_string()])
+    );
+    assert!(properties.iter().any(|p| p.index_partitions > 0));
+    // 0: the blocks compression would not shrink by an eighth, and the uncompressed index blocks.
+    assert_eq!(stored_codecs(dir.path()), BTreeSet::from([0, 1, 2]));
+    assert_eq!(table_versions(dir.path()), vec![3]);
+
+    let db = Db::open(dir.path(), v6_options()).unwrap();
+    check_v6(&db);
+    let upgraded = std::fs::read_to_string(dir.path().join("OPTIONS")).unwrap();
+    assert!(
+        upgraded.contains(&format!("format_version={}", siftdb::FORMAT_VERSION)),
+        "{upgraded}"
+    );
+    // This build's writes, a full compaction, and a reopen.
+    db.put(b"after", b"upgrade").unwrap();
+    db.keyspace("zstd")
+        .unwrap()
+        .put(b"z:9999", b"late")
+        .unwrap();
+    db.compact_range(None, None).unwrap();
+    drop(db);
+    let db = Db::open(dir.path(), v6_options()).unwrap();
+    assert_eq!(db.get(b"after").unwrap(), Some(b"upgrade".to_vec()));
+    db.delete(b"after").unwrap();
+    let zstd = db.keyspace("zstd").unwrap();
+    assert_eq!(zstd.get(b"z:9999").unwrap(), Some(b"late".to_vec()));
+    zstd.delete(b"z:9999").unwrap();
+    check_v6(&db);
+}
