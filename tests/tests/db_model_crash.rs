@@ -232,7 +232,12 @@ fn run(ops: &[Op]) {
             Op::Crash(torn) => {
                 fs.crash();
                 drop(db);
-                fs.restart(*torn);
+                // Odd: unsynced pages scrambled (unordered writeback); even: a torn prefix.
+                if torn % 2 == 1 {
+                    fs.restart_scrambled(*torn as u64 + model.len() as u64 * 64);
+                } else {
+                    fs.restart(*torn);
+                }
                 db = Db::open(dir, options(&fs)).expect("reopen after power loss");
                 let now = contents(&db);
                 let matched = candidates.iter().rposition(|c| *c == now);

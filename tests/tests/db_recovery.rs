@@ -66,7 +66,8 @@ fn truncated_wal_tail_recovers_a_prefix() {
     }
     let wal = wal_files(dir.path()).pop().unwrap();
     let len = std::fs::metadata(&wal).unwrap().len();
-    for cut in [len - 1, len - 50, len / 2, 3] {
+    // The log ends with the sync mark of the close's sync (15 bytes), after the last record.
+    for cut in [len - 1, len - 16, len - 50, len / 2, 3] {
         let copy = siftdb_tests::temp_dir();
         for entry in std::fs::read_dir(dir.path()).unwrap() {
             let p = entry.unwrap().path();
@@ -90,7 +91,10 @@ fn truncated_wal_tail_recovers_a_prefix() {
             "cut {cut}: not a prefix: {present:?}"
         );
         if cut == len - 1 {
-            assert_eq!(n, 99);
+            assert_eq!(n, 100, "only the mark is cut");
+        }
+        if cut == len - 16 {
+            assert_eq!(n, 99, "the last record is cut");
         }
     }
 }
@@ -315,4 +319,109 @@ fn lost_oldest_wal_of_a_lagging_keyspace_is_corruption() {
             Err(e) => panic!("expected corruption, got {e}"),
         }
     }
+}
+
+/// What a power loss with unordered writeback leaves of the newest WAL: a database that wrote
+/// `synced` keys with a synced write each, then `unsynced` keys without, then (if `last`) one
+/// more synced write, and whose process then died (no close, no sync at close). Returns the
+/// directory, its newest WAL and the WAL's length right after the first synced writes.
+fn crashed_writer(
+    synced: u32,
+    unsynced: u32,
+    last: bool,
+) -> (tempfile::TempDir, std::path::PathBuf, u64) {
+    let dir = siftdb_tests::temp_dir();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let put_synced = |key: String| {
+        let mut b = WriteBatch::new();
+        b.put(key.as_bytes(), [b's'; 100]);
+        db.write_opt(b, &WriteOptions { sync: true }).unwrap();
+    };
+    for i in 0..synced {
+        put_synced(format!("s{i:05}"));
+    }
+    let wal = wal_files(dir.path()).pop().unwrap();
+    let synced_len = std::fs::metadata(&wal).unwrap().len();
+    for i in 0..unsynced {
+        db.put(format!("u{i:05}").as_bytes(), [b'u'; 100]).unwrap();
+    }
+    if last {
+        put_synced("z-last".to_string());
+    }
+    // The process dies: nothing more reaches the files (no close, so no sync at close).
+    std::mem::forget(db);
+    let copy = siftdb_tests::temp_dir();
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let p = entry.unwrap().path();
+        if p.file_name().is_some_and(|n| n != "LOCK") {
+            std::fs::copy(&p, copy.path().join(p.file_name().unwrap())).unwrap();
+        }
+    }
+    let wal = copy.path().join(wal.file_name().unwrap());
+    (copy, wal, synced_len)
+}
+
+/// Zeroes the 4 KiB page of `wal` that starts at `page` (a page never written back).
+fn lose_page(wal: &std::path::Path, page: u64) {
+    let mut bytes = std::fs::read(wal).unwrap();
+    let at = page as usize;
+    assert!(
+        at + 4096 < bytes.len(),
+        "the log holds pages after the lost one"
+    );
+    bytes[at..at + 4096].fill(0);
+    std::fs::write(wal, &bytes).unwrap();
+}
+
+#[test]
+fn lost_unsynced_page_before_surviving_later_pages_opens_with_a_prefix() {
+    let (dir, wal, synced_len) = crashed_writer(50, 600, false);
+    // The first page wholly past the synced bytes (and past the sync mark after them).
+    let page = (synced_len + 15).div_ceil(4096) * 4096 + 4096;
+    lose_page(&wal, page);
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    for i in 0..50u32 {
+        assert!(
+            db.get(format!("s{i:05}")).unwrap().is_some(),
+            "synced s{i:05}"
+        );
+    }
+    let present: Vec<bool> = (0..600u32)
+        .map(|i| db.get(format!("u{i:05}")).unwrap().is_some())
+        .collect();
+    let n = present.iter().take_while(|p| **p).count();
+    assert!(present[n..].iter().all(|p| !p), "not a prefix: {present:?}");
+    assert!(n > 0 && n < 600, "{n} unsynced writes kept");
+    // Not silently: the dropped fragments and bytes are counted (and logged).
+    let stats = db.stats();
+    assert!(stats.recovery_dropped_wal_fragments > 0, "{stats:?}");
+    assert!(stats.recovery_dropped_wal_bytes > 4096, "{stats:?}");
+    // The next open starts clean.
+    drop(db);
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(db.stats().recovery_dropped_wal_bytes, 0);
+    assert_eq!(
+        db.get(format!("u{:05}", n - 1)).unwrap(),
+        Some(vec![b'u'; 100])
+    );
+}
+
+#[test]
+fn damage_before_a_later_synced_write_is_corruption() {
+    let (dir, wal, synced_len) = crashed_writer(50, 600, true);
+    let page = (synced_len + 15).div_ceil(4096) * 4096 + 4096;
+    lose_page(&wal, page);
+    match Db::open(dir.path(), Options::default()) {
+        Err(Error::Corruption(c)) => assert!(c.reason().contains("sync mark"), "{c}"),
+        other => panic!("a synced write after the damage was lost silently: {other:?}"),
+    }
+    // With paranoid checks off, recovery stops at the damage and says so.
+    let lenient = Options {
+        paranoid_checks: false,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), lenient).unwrap();
+    assert_eq!(db.get(b"z-last").unwrap(), None);
+    assert!(db.get(b"s00049").unwrap().is_some());
+    assert!(db.stats().recovery_dropped_wal_bytes > 4096);
 }

@@ -435,7 +435,9 @@ fn run_with_power_loss(ops: &[Op]) {
             Op::Crash(torn) => {
                 fs.crash();
                 h.handles.iter_mut().for_each(|k| *k = None);
-                h.db.close().expect("close");
+                // The machine is off: the close's WAL sync fails (unless a background job met the
+                // power cut first and stopped writes).
+                let _ = h.db.close();
                 fs.restart(*torn);
                 h.db = Db::open(Path::new("/db"), options(Some(&fs)))
                     .expect("reopen after power loss");

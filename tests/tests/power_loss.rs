@@ -1,6 +1,9 @@
 //! Simulated power loss (the fault-injecting file system): at many moments during writes,
 //! flushes and compactions the machine loses power; after restart, every write acknowledged as
-//! synced must be there, and the recovered state must be a prefix of the write sequence.
+//! synced must be there, and the recovered state must be a prefix of the write sequence. Half
+//! the power losses keep a torn byte prefix of each file's unsynced data; the other half
+//! scramble it as unordered page writeback does (each unsynced 4 KiB page kept, zeroed or
+//! garbage on its own). Power also fails inside `Db::open` itself, at every call of a recovery.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -122,10 +125,13 @@ fn power_loss_keeps_every_synced_write_and_a_prefix() {
         // compactions); the torn tail varies too.
         let crash_after = 50 + p * 97 % 4000 + p * 13;
         let (acked, synced) = run_until_crash(&fs, dir, crash_after);
-        fs.restart((p % 4) as usize * 11);
+        power_on(&fs, p);
         total_recovered += u64::from(check_recovery(&fs, dir, acked, synced));
     }
-    println!("power-loss crash points: {points}, lost synced writes: 0, recovered writes: {total_recovered}");
+    println!(
+        "power-loss crash points: {points} ({} with scrambled pages), lost synced writes: 0, recovered writes: {total_recovered}",
+        points / 2
+    );
 }
 
 /// Many crash points of one long run: the file system is copied at each point (the copy keeps
@@ -151,10 +157,64 @@ fn power_loss_at_many_points_of_one_run() {
         if i.is_multiple_of(3) {
             let copy = fs.deep_clone();
             copy.crash();
-            copy.restart((checked % 5) as usize * 7);
+            power_on(&copy, u64::from(checked));
             check_recovery(&copy, dir, i, synced);
             checked += 1;
         }
     }
-    println!("power-loss crash points: {checked} (one run of {i} writes), lost synced writes: 0");
+    println!(
+        "power-loss crash points: {checked} (one run of {i} writes; {} with scrambled pages), lost synced writes: 0",
+        checked / 2
+    );
+}
+
+/// Power back on after crash point `p`: odd points scramble the unsynced pages, even ones keep
+/// a torn prefix of each file's unsynced bytes (of a length that varies with `p`).
+fn power_on(fs: &FaultFs, p: u64) {
+    if p % 2 == 1 {
+        fs.restart_scrambled(p);
+    } else {
+        fs.restart((p / 2 % 5) as usize * 7);
+    }
+}
+
+/// Power fails at every call of a recovery: for several databases left by a power loss (WALs
+/// to replay, tables, compactions cut short), `Db::open` loses power at its k-th file-system
+/// call, for every k up to the calls a whole open makes, then the machine restarts (unsynced
+/// pages scrambled or torn) and opens again: every synced write is there, and a prefix.
+#[test]
+fn power_loss_inside_open_at_every_call() {
+    let states = siftdb_tests::env_count("SIFTDB_OPEN_CRASH_STATES", 8);
+    let mut points = 0u64;
+    let mut opens_that_finished = 0u64;
+    for state in 0..states {
+        let fs = FaultFs::new();
+        let dir = Path::new("/db");
+        let (acked, synced) = run_until_crash(&fs, dir, 400 + state * 1300);
+        power_on(&fs, state);
+        // How many calls a whole open makes (its background work after it returns may add a
+        // few: a margin covers them).
+        let probe = fs.deep_clone();
+        let before = probe.calls();
+        drop(Db::open(dir, options(&probe)).expect("open after power loss"));
+        let open_calls = probe.calls() - before;
+        for k in 0..open_calls + 8 {
+            let copy = fs.deep_clone();
+            copy.crash_call_in(k);
+            match Db::open(dir, options(&copy)) {
+                Ok(db) => {
+                    opens_that_finished += 1;
+                    copy.crash();
+                    drop(db);
+                }
+                Err(_) => copy.crash(),
+            }
+            power_on(&copy, k + state);
+            check_recovery(&copy, dir, acked, synced);
+            points += 1;
+        }
+    }
+    println!(
+        "power-loss crash points inside open: {points} ({states} databases, {opens_that_finished} opens finished before the power went), lost synced writes: 0"
+    );
 }

@@ -59,9 +59,10 @@ fn workload(fs: &FaultFs, dir: &Path) -> Run {
     if db.compact_range(None, None).is_err() || db.wait_for_compaction().is_err() {
         return failed(durable, db);
     }
+    // The close's WAL sync fails like any other: reported, not swallowed.
     Run {
         durable,
-        failed: false,
+        failed: db.close().is_err(),
         db: None,
     }
 }
@@ -77,6 +78,8 @@ fn kind(path: &Path) -> &'static str {
         "table"
     } else if name.starts_with("CURRENT") {
         "CURRENT"
+    } else if name.starts_with("OPTIONS") {
+        "OPTIONS"
     } else {
         "other"
     }
@@ -90,6 +93,7 @@ fn a_failed_sync_stops_writes_and_loses_no_synced_write() {
     assert!(!run.failed && run.durable == 300);
     let total = clean.syncs();
     let mut by_kind = std::collections::BTreeMap::<&str, u32>::new();
+    let mut not_reached = 0;
     for n in 0..total {
         let fs = FaultFs::new();
         fs.fail_sync_in(n);
@@ -98,9 +102,17 @@ fn a_failed_sync_stops_writes_and_loses_no_synced_write() {
             failed,
             db,
         } = workload(&fs, dir);
-        let path = fs
-            .failed_sync()
-            .unwrap_or_else(|| panic!("sync {n}: the injected failure never happened"));
+        // Background work interleaves differently from run to run, so a run may make a sync
+        // or two fewer than the clean one: then the last few failures are never reached.
+        let Some(path) = fs.failed_sync() else {
+            assert!(
+                fs.syncs() <= n,
+                "sync {n}: the injected failure never happened ({} syncs)",
+                fs.syncs()
+            );
+            not_reached += 1;
+            continue;
+        };
         *by_kind.entry(kind(&path)).or_default() += 1;
         assert!(
             failed,
@@ -130,7 +142,8 @@ fn a_failed_sync_stops_writes_and_loses_no_synced_write() {
     }
     let kinds: Vec<String> = by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
     println!(
-        "failed syncs injected: {total} ({}), lost synced writes: 0",
+        "failed syncs injected: {} ({}; of {total} in a clean run), lost synced writes: 0",
+        total - not_reached,
         kinds.join(", ")
     );
 }

@@ -62,24 +62,29 @@ struct CloseOnDrop {
 }
 
 impl CloseOnDrop {
-    /// Stops background work, waits for it and releases the directory lock (once).
-    fn close(&self) {
+    /// Stops background work, waits for it, syncs the WAL and releases the directory lock
+    /// (once; later calls return `Ok`). Returns the WAL sync's failure.
+    fn close(&self) -> Result<()> {
         if !self.engine.shared().begin_shutdown() {
-            return;
+            return Ok(());
         }
         for handle in std::mem::take(&mut *self.threads.lock()) {
             if handle.thread().id() != std::thread::current().id() {
                 let _ = handle.join();
             }
         }
+        let synced = self.engine.sync_wal_at_close();
         // Let another instance open the directory; this one's readers keep their open files.
         self.lock.lock().take();
+        synced
     }
 }
 
 impl Drop for CloseOnDrop {
     fn drop(&mut self) {
-        self.close();
+        if let Err(e) = self.close() {
+            tracing::warn!("siftdb: closing on drop: {e}");
+        }
     }
 }
 
@@ -544,11 +549,17 @@ impl Db {
         self.engine.shared().sync_points().clear(name);
     }
 
-    /// Stops background work and waits for it. Further calls on any handle fail with
-    /// [`Error::Closed`]. Acknowledged writes are already durable (or in the OS cache); `close`
-    /// is not needed for safety, only for an orderly shutdown. Dropping the last handle closes too.
+    /// Stops background work, waits for it, and syncs the WAL (as RocksDB does at shutdown
+    /// unless `avoid_sync_during_shutdown`), so every write acknowledged before a clean close
+    /// survives a later power loss. Further calls on any handle fail with [`Error::Closed`].
+    /// Acknowledged writes are already in the OS cache (synced ones durable); `close` is not
+    /// needed for safety, only for an orderly shutdown. Dropping the last handle closes too (and
+    /// logs a failed sync instead of returning it).
+    ///
+    /// # Errors
+    /// The WAL sync's failure (then writes since the last synced one may not survive a power
+    /// loss). A later call returns `Ok`.
     pub fn close(&self) -> Result<()> {
-        self.guard.close();
-        Ok(())
+        self.guard.close()
     }
 }

@@ -11,7 +11,7 @@ use std::path::Path;
 use crate::base::error::{Error, Result};
 use crate::base::fs::{names, FileSystem};
 use crate::base::version_edit::VersionEdit;
-use crate::base::wal::reader::{read_log, LogEnd};
+use crate::base::wal::reader::{read_log, LogContents, LogEnd};
 use crate::base::wal::writer::LogWriter;
 
 /// An open manifest being appended to.
@@ -34,7 +34,7 @@ impl Manifest {
         for edit in snapshot {
             writer.add_record(&edit.encode())?;
         }
-        writer.sync()?;
+        writer.sync_marked()?;
         set_current(fs, dir, number)?;
         Ok(Manifest { writer, number })
     }
@@ -44,10 +44,11 @@ impl Manifest {
         self.number
     }
 
-    /// Appends an edit and syncs it: once this returns, the edit survives a crash.
+    /// Appends an edit and syncs it: once this returns, the edit survives a crash, and so does
+    /// the sync mark after it that tells recovery the edit was acknowledged.
     pub fn append(&mut self, edit: &VersionEdit) -> Result<()> {
         self.writer.add_record(&edit.encode())?;
-        self.writer.sync()?;
+        self.writer.sync_marked()?;
         Ok(())
     }
 }
@@ -65,9 +66,11 @@ pub(crate) fn set_current(fs: &dyn FileSystem, dir: &Path, number: u64) -> Resul
 
 /// Reads `CURRENT` and the manifest it names; returns the manifest number and its edits.
 ///
-/// A cut-off last record (a crash while appending an edit that was therefore never
-/// acknowledged) is dropped; any other damage, a bad checksum in the last record included, is
-/// [`Error::Corruption`] — never an empty database.
+/// Every append of a manifest of database format 7 or newer returns only once a sync mark after
+/// its edit is durable. So damage with no sync mark after it lies in an append that never
+/// returned (cut off, or its pages lost in a power loss): it and everything after it are
+/// dropped. Damage before a sync mark is [`Error::Corruption`], never an older database. A
+/// manifest of format 6 or older has no marks: there only a cut-off last record is dropped.
 pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<(u64, Vec<VersionEdit>)> {
     let current = fs.read(&dir.join(names::CURRENT))?;
     let name = std::str::from_utf8(&current)
@@ -85,21 +88,15 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<(u64, Vec<VersionEdit>
             Error::Io(e)
         }
     })?;
-    let (records, end) = read_log(&bytes);
-    // Manifest records are synced before they count, so only a cut-off last record (a crash
-    // during an append that was never acknowledged) may be dropped; altered bytes anywhere,
-    // the last record included, are corruption.
-    if let LogEnd::Corrupted { offset, reason } | LogEnd::DamagedTail { offset, reason } = end {
-        return Err(Error::corruption(format!(
-            "manifest {name} at offset {offset}: {reason}"
-        )));
-    }
-    if records.is_empty() {
+    let contents = read_log(&bytes);
+    check_manifest_end(name, &contents)?;
+    if contents.records.is_empty() {
         return Err(Error::corruption(format!(
             "manifest {name} holds no version"
         )));
     }
-    let edits = records
+    let edits = contents
+        .records
         .iter()
         .enumerate()
         .map(|(i, r)| {
@@ -108,4 +105,27 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<(u64, Vec<VersionEdit>
         })
         .collect::<Result<Vec<_>>>()?;
     Ok((number, edits))
+}
+
+/// Whether the way manifest `name` ends leaves its records the acknowledged edits.
+fn check_manifest_end(name: &str, contents: &LogContents) -> Result<()> {
+    let marked = contents.sync_marks > 0;
+    let (offset, reason) = match &contents.end {
+        LogEnd::Clean | LogEnd::TornTail { .. } => return Ok(()),
+        LogEnd::DamagedTail { offset, reason } | LogEnd::UnsyncedLoss { offset, reason, .. }
+            if marked =>
+        {
+            tracing::warn!(
+                "siftdb: manifest {name}: an append that never returned dropped at {offset}: \
+                 {reason}"
+            );
+            return Ok(());
+        }
+        LogEnd::DamagedTail { offset, reason }
+        | LogEnd::UnsyncedLoss { offset, reason, .. }
+        | LogEnd::Corrupted { offset, reason } => (offset, reason),
+    };
+    Err(Error::corruption(format!(
+        "manifest {name} at offset {offset}: {reason}"
+    )))
 }

@@ -36,6 +36,8 @@ pub(crate) struct EngineCounters {
     pub checkpoints: AtomicU64,
     pub checkpoint_files_linked: AtomicU64,
     pub checkpoint_bytes_copied: AtomicU64,
+    pub recovery_dropped_wal_fragments: AtomicU64,
+    pub recovery_dropped_wal_bytes: AtomicU64,
     pub compaction_filter_removed: AtomicU64,
     pub compaction_filter_changed: AtomicU64,
     pub compaction_filter_failures: AtomicU64,
@@ -166,6 +168,14 @@ pub struct Stats {
     /// Bytes checkpoints copied: WALs, and tables where a hard link was not possible (another
     /// file system).
     pub checkpoint_bytes_copied: u64,
+    /// Valid WAL fragments that the last open found after damage in the newest WAL and dropped,
+    /// because no sync mark proved the damaged bytes synced: non-zero means a power loss wrote
+    /// back a later page of unsynced writes but lost an earlier one (see `docs/RELIABILITY.md`).
+    pub recovery_dropped_wal_fragments: u64,
+    /// Bytes of the newest WAL past the point where the last open stopped replaying it (a torn
+    /// tail, lost unsynced pages, or with `paranoid_checks = false` damage): 0 after a clean
+    /// close.
+    pub recovery_dropped_wal_bytes: u64,
     /// Values the compaction filter removed, expired values (`put_with_ttl`) included.
     pub compaction_filter_removed: u64,
     /// Values the compaction filter changed.
@@ -290,6 +300,8 @@ impl EngineCounters {
             checkpoints: self.checkpoints.load(Relaxed),
             checkpoint_files_linked: self.checkpoint_files_linked.load(Relaxed),
             checkpoint_bytes_copied: self.checkpoint_bytes_copied.load(Relaxed),
+            recovery_dropped_wal_fragments: self.recovery_dropped_wal_fragments.load(Relaxed),
+            recovery_dropped_wal_bytes: self.recovery_dropped_wal_bytes.load(Relaxed),
             compaction_filter_removed: self.compaction_filter_removed.load(Relaxed),
             compaction_filter_changed: self.compaction_filter_changed.load(Relaxed),
             compaction_filter_failures: self.compaction_filter_failures.load(Relaxed),

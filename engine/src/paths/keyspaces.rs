@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
+use crate::base::error::{Error, Result};
 use crate::base::keyspace_options::{
     options_text, validate_name, KeyspaceOptions, DEFAULT_KEYSPACE,
 };
@@ -39,36 +39,6 @@ impl Engine {
                 .versions()
                 .create_tree(name, options, &options_text(opts), exists_ok)
         })
-    }
-
-    /// Makes every acknowledged write durable before a keyspace change is recorded, so that
-    /// after power loss the database is a prefix of its history: a keyspace created or dropped
-    /// never survives writes acknowledged before it. The caller runs inside
-    /// `WriteQueue::exclusive` (no group holds the WAL); the sync runs without the state lock.
-    fn sync_wal(&self) -> Result<()> {
-        let state_cell = self.shared.state();
-        let Some(mut wal) = state_cell.lock().wal.take() else {
-            return Err(Error::Background(BackgroundError::described(
-                BackgroundJob::WalSync,
-                "WAL unavailable after an earlier failure",
-            )));
-        };
-        let synced = {
-            let _on_panic = state_cell.fail_on_panic(
-                BackgroundJob::WalSync,
-                "panicked while syncing the WAL (the file system)",
-            );
-            wal.sync()
-        };
-        let mut state = state_cell.lock();
-        state.wal = Some(wal);
-        if let Err(e) = &synced {
-            // What the WAL holds may not survive power loss: no later write may be acknowledged.
-            let e = Error::from(std::io::Error::new(e.kind(), e.to_string()));
-            state.set_background_error(|| BackgroundError::new(BackgroundJob::WalSync, &e));
-            state_cell.changed().notify_all();
-        }
-        synced.map_err(Error::from)
     }
 
     /// Drops keyspace `name`: one manifest record, then its memtables, cached blocks and files go.

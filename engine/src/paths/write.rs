@@ -374,6 +374,56 @@ impl Engine {
         }
     }
 
+    /// Makes every acknowledged write durable: before a keyspace change is recorded (so that
+    /// after power loss the database is a prefix of its history: a keyspace created or dropped
+    /// never survives writes acknowledged before it), and at close. The caller runs inside
+    /// `WriteQueue::exclusive` (no group holds the WAL); the sync runs without the state lock.
+    pub(in crate::paths) fn sync_wal(&self) -> Result<()> {
+        let state_cell = self.shared.state();
+        let Some(mut wal) = state_cell.lock().wal.take() else {
+            return Err(Error::Background(BackgroundError::described(
+                BackgroundJob::WalSync,
+                "WAL unavailable after an earlier failure",
+            )));
+        };
+        let synced = {
+            let _on_panic = state_cell.fail_on_panic(
+                BackgroundJob::WalSync,
+                "panicked while syncing the WAL (the file system)",
+            );
+            wal.sync()
+        };
+        let mut state = state_cell.lock();
+        state.wal = Some(wal);
+        if let Err(e) = &synced {
+            // What the WAL holds may not survive power loss: no later write may be acknowledged.
+            let e = Error::from(std::io::Error::new(e.kind(), e.to_string()));
+            state.set_background_error(|| BackgroundError::new(BackgroundJob::WalSync, &e));
+            state_cell.changed().notify_all();
+        }
+        synced.map_err(Error::from)
+    }
+
+    /// Makes the WAL durable at close, as RocksDB does unless `avoid_sync_during_shutdown`: a
+    /// database closed cleanly survives a later power loss whole. Skipped without a WAL (read
+    /// only) and after a background error (the WAL may not be trusted then).
+    pub(crate) fn sync_wal_at_close(&self) -> Result<()> {
+        if self.shared.read_only() || self.shared.state().lock().check_background().is_err() {
+            return Ok(());
+        }
+        // Closing must return even if the file system panics (`sync_wal`'s guard records the
+        // panic as the background error).
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.writes.exclusive(|| self.sync_wal())
+        }))
+        .unwrap_or_else(|payload| {
+            Err(Error::Background(BackgroundError::panicked(
+                BackgroundJob::WalSync,
+                payload.as_ref(),
+            )))
+        })
+    }
+
     /// Creates WAL `number`, then makes the old log and the new directory entry durable. On
     /// failure returns the old log if it is still usable (the new one could not be created).
     fn start_wal(
@@ -389,10 +439,10 @@ impl Engine {
             Ok(file) => file,
             Err(e) => return Err((e.into(), old)),
         };
-        if let Some(mut old) = old {
+        if let Some(old) = old {
             // Everything acknowledged is already flushed to the OS; make the old log durable
             // before it stops being appended (a synced write after it must not overtake it).
-            old.sync().map_err(|e| (Error::from(e), None))?;
+            old.sync_and_close().map_err(|e| (Error::from(e), None))?;
         }
         // Synced writes to the new log must survive power loss: so must its directory entry.
         self.shared

@@ -8,12 +8,19 @@
 //! | CRC32 (u32 LE)  | length u16 LE| type u8 | payload (length) |
 //! +-----------------+--------------+---------+-----------------+
 //! CRC32 covers the type byte and the payload.
-//! type: 1 FULL, 2 FIRST, 3 MIDDLE, 4 LAST.  A block tail shorter than a header is zero-filled.
+//! type: 1 FULL, 2 FIRST, 3 MIDDLE, 4 LAST, 5 SYNC MARK (database format 7).
+//! A block tail shorter than a header is zero-filled.
 //! ```
 //!
-//! Recovery (see [`reader`]): a damaged or incomplete record with no valid record after it is a
-//! torn tail from a crash and is dropped (point-in-time recovery); damage followed by valid
-//! records means acknowledged data was lost and is reported as corruption.
+//! A **sync mark** is written (and handed to the OS, not synced) right after each successful
+//! sync: a fragment of its own whose payload is its own offset in the file, little-endian,
+//! truncated to the room left in its block (8 bytes when there is room). It says "every byte
+//! before me was durable when I was written", so a mark that survives a power loss proves the
+//! bytes before it were synced, whatever happened to the pages around it.
+//!
+//! Recovery (see [`reader`]) stops at the first damage and looks at what follows: nothing valid
+//! (a torn tail), valid fragments but no sync mark (unsynced pages lost out of order by a power
+//! loss), or a sync mark (synced bytes damaged: corruption).
 
 pub mod reader;
 pub mod writer;
@@ -35,6 +42,8 @@ pub enum RecordType {
     Middle = 3,
     /// Last fragment.
     Last = 4,
+    /// A sync mark (not a record: see the module docs).
+    SyncMark = 5,
 }
 
 impl RecordType {
@@ -44,6 +53,7 @@ impl RecordType {
             2 => Some(RecordType::First),
             3 => Some(RecordType::Middle),
             4 => Some(RecordType::Last),
+            5 => Some(RecordType::SyncMark),
             _ => None,
         }
     }
@@ -54,4 +64,11 @@ fn fragment_crc(kind: u8, payload: &[u8]) -> u32 {
     h.update(&[kind]);
     h.update(payload);
     h.finalize()
+}
+
+/// The payload of a sync mark written at `offset` with `block_left` bytes left in its block
+/// (at least a header's worth): the offset's little-endian bytes, as many as fit, up to 8.
+fn sync_mark_payload(offset: u64, block_left: usize) -> Vec<u8> {
+    let room = block_left.saturating_sub(HEADER_SIZE).min(8);
+    offset.to_le_bytes()[..room].to_vec()
 }

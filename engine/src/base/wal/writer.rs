@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use super::{fragment_crc, RecordType, BLOCK_SIZE, HEADER_SIZE};
+use super::{fragment_crc, sync_mark_payload, RecordType, BLOCK_SIZE, HEADER_SIZE};
 use crate::base::fs::WritableFile;
 
 /// Writes records in the log format to a file.
@@ -11,6 +11,8 @@ pub struct LogWriter {
     file: Box<dyn WritableFile>,
     block_offset: usize,
     size: u64,
+    /// `size` right after the last sync mark: a sync with nothing written since needs none.
+    marked_at: u64,
 }
 
 impl LogWriter {
@@ -20,6 +22,7 @@ impl LogWriter {
             file,
             block_offset: 0,
             size: 0,
+            marked_at: 0,
         }
     }
 
@@ -32,14 +35,7 @@ impl LogWriter {
     pub fn add_record(&mut self, mut payload: &[u8]) -> io::Result<()> {
         let mut first = true;
         loop {
-            let left = BLOCK_SIZE - self.block_offset;
-            if left < HEADER_SIZE {
-                // Too small for a header: zero-fill and start a new block.
-                self.write(&[0u8; HEADER_SIZE][..left])?;
-                self.block_offset = 0;
-                continue;
-            }
-            let room = left - HEADER_SIZE;
+            let room = self.start_fragment()?;
             let take = payload.len().min(room);
             let last = take == payload.len();
             let kind = match (first, last) {
@@ -47,21 +43,52 @@ impl LogWriter {
                 (true, false) => RecordType::First,
                 (false, true) => RecordType::Last,
                 (false, false) => RecordType::Middle,
-            } as u8;
+            };
             let (fragment, rest) = payload.split_at(take);
-            let mut header = [0u8; HEADER_SIZE];
-            header[..4].copy_from_slice(&fragment_crc(kind, fragment).to_le_bytes());
-            header[4..6].copy_from_slice(&(take as u16).to_le_bytes());
-            header[6] = kind;
-            self.write(&header)?;
-            self.write(fragment)?;
-            self.block_offset += HEADER_SIZE + take;
+            self.write_fragment(kind, fragment)?;
             payload = rest;
             first = false;
             if last {
                 return Ok(());
             }
         }
+    }
+
+    /// Makes room for a fragment header in the current block (zero-filling a tail too small for
+    /// one and starting a new block); returns the payload bytes the block has room for.
+    fn start_fragment(&mut self) -> io::Result<usize> {
+        let left = BLOCK_SIZE - self.block_offset;
+        if left < HEADER_SIZE {
+            self.write(&[0u8; HEADER_SIZE][..left])?;
+            self.block_offset = 0;
+            return Ok(BLOCK_SIZE - HEADER_SIZE);
+        }
+        Ok(left - HEADER_SIZE)
+    }
+
+    fn write_fragment(&mut self, kind: RecordType, fragment: &[u8]) -> io::Result<()> {
+        let kind = kind as u8;
+        let mut header = [0u8; HEADER_SIZE];
+        header[..4].copy_from_slice(&fragment_crc(kind, fragment).to_le_bytes());
+        header[4..6].copy_from_slice(&(fragment.len() as u16).to_le_bytes());
+        header[6] = kind;
+        self.write(&header)?;
+        self.write(fragment)?;
+        self.block_offset += HEADER_SIZE + fragment.len();
+        Ok(())
+    }
+
+    /// Appends a sync mark (see the module docs of [`super`]): called only once every byte
+    /// before it is durable.
+    fn add_sync_mark(&mut self) -> io::Result<()> {
+        if self.size == self.marked_at {
+            return Ok(());
+        }
+        self.start_fragment()?;
+        let payload = sync_mark_payload(self.size, BLOCK_SIZE - self.block_offset);
+        self.write_fragment(RecordType::SyncMark, &payload)?;
+        self.marked_at = self.size;
+        Ok(())
     }
 
     fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
@@ -75,9 +102,29 @@ impl LogWriter {
         self.file.flush()
     }
 
-    /// Makes everything written durable (survives power loss).
+    /// Makes everything written durable (survives power loss), then appends a sync mark that
+    /// says so and hands it to the OS (it becomes durable with the next sync).
     pub fn sync(&mut self) -> io::Result<()> {
         self.file.flush()?;
+        self.file.sync()?;
+        self.add_sync_mark()?;
+        self.file.flush()
+    }
+
+    /// Makes everything written durable and closes the log, with no sync mark after the last
+    /// sync: nothing follows it, so a log closed this way ends in bytes that were all synced,
+    /// and any damage in it is corruption.
+    pub fn sync_and_close(mut self) -> io::Result<()> {
+        self.file.flush()?;
+        self.file.sync()
+    }
+
+    /// [`LogWriter::sync`], then syncs the mark too: once this returns, a power loss leaves a
+    /// mark after every byte written so far. The manifest appends this way, so an edit whose
+    /// append returned always has a durable mark after it, and a damaged last edit without
+    /// one was never acknowledged.
+    pub fn sync_marked(&mut self) -> io::Result<()> {
+        self.sync()?;
         self.file.sync()
     }
 }

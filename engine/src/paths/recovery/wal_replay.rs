@@ -1,9 +1,11 @@
 //! Replaying the WALs into per-keyspace memtables.
 //!
-//! A cut-off or damaged last record of the *newest* log is an unsynced write torn by a crash:
-//! dropped (point-in-time recovery). Older logs were synced before the next one started, so any
-//! damage there — or damage followed by valid records anywhere — means acknowledged writes are
-//! gone, and replaying later logs would leave a hole: [`Error::Corruption`], or with
+//! Damage in the *newest* log that no sync mark after it proves synced (a torn last record, or
+//! unsynced pages lost out of order by a power loss) ends the log there: the writes before it
+//! are replayed, the rest dropped (point-in-time recovery), with a warning and the
+//! `Stats::recovery_dropped_wal_*` counters. Older logs were synced before the next one started,
+//! so any damage there — or damage before a sync mark anywhere — means acknowledged writes are
+//! gone, and replaying past it would leave a hole: [`Error::Corruption`], or with
 //! `paranoid_checks = false` recovery up to the damage.
 
 use std::collections::BTreeMap;
@@ -11,6 +13,8 @@ use std::collections::BTreeMap;
 use crate::base::batch;
 use crate::base::error::{Error, Result};
 use crate::base::fs::names;
+use std::sync::atomic::Ordering::Relaxed;
+
 use crate::base::wal::reader::{read_log, LogEnd};
 use crate::core::memtable::Memtable;
 use crate::core::shared::Shared;
@@ -44,14 +48,33 @@ pub(crate) fn replay_wals(
         manifest,
         expected_next: manifest.first_wal_sequence(),
     };
-    for (index, number) in wals.iter().enumerate() {
-        let bytes = db.fs().read(&names::wal(db.dir(), *number))?;
-        let last_log = index + 1 == wals.len();
-        if !replay.log(*number, &bytes, last_log)? {
+    let (newest, mut newest_bytes) = newest_written(db, wals)?;
+    for (index, number) in wals.iter().enumerate().take(newest + 1) {
+        let bytes = match newest_bytes.take() {
+            Some(bytes) if index == newest => bytes,
+            other => {
+                newest_bytes = other;
+                db.fs().read(&names::wal(db.dir(), *number))?
+            }
+        };
+        if !replay.log(*number, &bytes, index == newest)? {
             break; // later logs would leave a hole
         }
     }
     Ok(replay.recovered)
+}
+
+/// The index in `wals` of the newest log holding any bytes, and those bytes. Only that log may
+/// end in unsynced writes: a log is synced before the next one is written to, but a WAL switch
+/// or a recovery cut short after creating its new log leaves that log empty.
+fn newest_written(db: &Shared, wals: &[u64]) -> Result<(usize, Option<Vec<u8>>)> {
+    for (index, number) in wals.iter().enumerate().rev() {
+        let bytes = db.fs().read(&names::wal(db.dir(), *number))?;
+        if !bytes.is_empty() {
+            return Ok((index, Some(bytes)));
+        }
+    }
+    Ok((0, None))
 }
 
 /// The state of a WAL replay between logs.
@@ -67,41 +90,67 @@ struct WalReplay<'a> {
 impl WalReplay<'_> {
     /// Replays one log; returns whether the replay may go on to the next one.
     fn log(&mut self, number: u64, bytes: &[u8], last_log: bool) -> Result<bool> {
-        let paranoid = self.db.options().paranoid_checks;
-        let (records, end) = read_log(bytes);
-        let damage = match &end {
-            LogEnd::Clean => None,
-            LogEnd::TornTail { offset } if last_log => {
-                tracing::info!("siftdb: WAL {number:06}.log: torn tail at {offset} dropped");
-                None
-            }
-            LogEnd::DamagedTail { offset, reason } if last_log => {
-                tracing::warn!("siftdb: WAL {number:06}.log: damaged last record at {offset} dropped: {reason}");
-                None
-            }
-            LogEnd::TornTail { offset } => Some((*offset, "cut off".to_string())),
-            LogEnd::DamagedTail { offset, reason } | LogEnd::Corrupted { offset, reason } => {
-                Some((*offset, reason.clone()))
-            }
-        };
-        if let Some((offset, reason)) = &damage {
-            if paranoid {
-                return Err(Error::Corruption(crate::base::error::Corruption::at(
-                    format!("{number:06}.log"),
-                    *offset,
-                    format!("WAL damaged before the end of the log: {reason}"),
-                )));
-            }
-            tracing::warn!(
-                "siftdb: WAL {number:06}.log damaged at {offset}: {reason}; recovering up to it"
-            );
+        let contents = read_log(bytes);
+        let damage = self.damage(number, &contents.end, last_log)?;
+        if let Some(offset) = damage_offset(&contents.end) {
+            let dropped = (bytes.len() as u64).saturating_sub(offset);
+            self.db
+                .counters()
+                .recovery_dropped_wal_bytes
+                .fetch_add(dropped, Relaxed);
         }
-        for record in &records {
+        for record in &contents.records {
             if !self.record(number, record)? {
                 return Ok(false);
             }
         }
-        Ok(damage.is_none())
+        Ok(!damage)
+    }
+
+    /// Whether the log ends in damage that must stop the replay there (an error for damage
+    /// that loses synced writes, unless `paranoid_checks` is off).
+    fn damage(&self, number: u64, end: &LogEnd, last_log: bool) -> Result<bool> {
+        let (offset, reason) = match end {
+            LogEnd::Clean => return Ok(false),
+            LogEnd::TornTail { offset } if last_log => {
+                tracing::info!("siftdb: WAL {number:06}.log: torn tail at {offset} dropped");
+                return Ok(false);
+            }
+            LogEnd::DamagedTail { offset, reason } if last_log => {
+                tracing::warn!("siftdb: WAL {number:06}.log: damaged last record at {offset} dropped: {reason}");
+                return Ok(false);
+            }
+            LogEnd::UnsyncedLoss {
+                offset,
+                reason,
+                fragments_after,
+            } if last_log => {
+                tracing::warn!(
+                    "siftdb: WAL {number:06}.log: unsynced data lost at {offset} ({reason}); \
+                     {fragments_after} later fragments dropped (no sync mark follows the damage)"
+                );
+                self.db
+                    .counters()
+                    .recovery_dropped_wal_fragments
+                    .fetch_add(*fragments_after as u64, Relaxed);
+                return Ok(false);
+            }
+            LogEnd::TornTail { offset } => (*offset, "cut off".to_string()),
+            LogEnd::DamagedTail { offset, reason }
+            | LogEnd::UnsyncedLoss { offset, reason, .. }
+            | LogEnd::Corrupted { offset, reason } => (*offset, reason.clone()),
+        };
+        if self.db.options().paranoid_checks {
+            return Err(Error::Corruption(crate::base::error::Corruption::at(
+                format!("{number:06}.log"),
+                offset,
+                format!("WAL damaged before the end of the log: {reason}"),
+            )));
+        }
+        tracing::warn!(
+            "siftdb: WAL {number:06}.log damaged at {offset}: {reason}; recovering up to it"
+        );
+        Ok(true)
     }
 
     /// Replays one record; returns whether it continued the log (records are missing if not).
@@ -152,5 +201,16 @@ impl WalReplay<'_> {
         }
         self.recovered.last_sequence = self.recovered.last_sequence.max(s.saturating_sub(1));
         Ok(true)
+    }
+}
+
+/// Where a log's contents end, if before its last byte.
+fn damage_offset(end: &LogEnd) -> Option<u64> {
+    match end {
+        LogEnd::Clean => None,
+        LogEnd::TornTail { offset }
+        | LogEnd::DamagedTail { offset, .. }
+        | LogEnd::UnsyncedLoss { offset, .. }
+        | LogEnd::Corrupted { offset, .. } => Some(*offset),
     }
 }
