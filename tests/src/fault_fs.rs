@@ -50,6 +50,21 @@ struct State {
     syncs: u64,
     /// The file whose sync [`FaultFs::fail_sync_in`] failed, by its name then.
     failed_sync: Option<PathBuf>,
+    /// Bytes all files may hold together; a write past it fails with `StorageFull` and writes
+    /// nothing. Survives restarts (a full disk stays full).
+    space_limit: Option<u64>,
+}
+
+impl State {
+    /// Bytes of the files the directory names (a removed file's space is free at once).
+    fn used_bytes(&self) -> u64 {
+        let live: HashSet<u64> = self.names.values().copied().collect();
+        self.files
+            .iter()
+            .filter(|(id, _)| live.contains(id))
+            .map(|(_, f)| f.data.len() as u64)
+            .sum()
+    }
 }
 
 /// The fault-injecting file system (cheap to clone: clones share the state).
@@ -142,6 +157,18 @@ impl FaultFs {
     /// The file whose sync failed through [`FaultFs::fail_sync_in`], if one did.
     pub fn failed_sync(&self) -> Option<PathBuf> {
         self.lock_state().failed_sync.clone()
+    }
+
+    /// Limits the bytes all files may hold together (`None`: no limit): a write past the limit
+    /// fails with `ErrorKind::StorageFull` and writes nothing, until files are removed or the
+    /// limit is raised. The limit survives restarts.
+    pub fn set_space_limit(&self, limit: Option<u64>) {
+        self.lock_state().space_limit = limit;
+    }
+
+    /// Bytes all files hold together (what [`FaultFs::set_space_limit`] counts).
+    pub fn used_bytes(&self) -> u64 {
+        self.lock_state().used_bytes()
     }
 
     /// File syncs made so far.
@@ -278,6 +305,14 @@ struct FaultWritable {
 impl Write for FaultWritable {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let mut s = self.fs.enter()?;
+        if s.space_limit
+            .is_some_and(|limit| s.used_bytes() + buf.len() as u64 > limit)
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::StorageFull,
+                "no space left on device (FaultFs space limit)",
+            ));
+        }
         let f = s
             .files
             .get_mut(&self.id)

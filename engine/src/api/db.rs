@@ -549,6 +549,35 @@ impl Db {
         self.engine.shared().sync_points().clear(name);
     }
 
+    /// Clears a background error whose cause was I/O — no space left, an I/O error writing a
+    /// flush's or compaction's output, the WAL or the manifest — once the cause is gone (RocksDB's
+    /// `DB::Resume`), so writes work again without a reopen. A manifest whose append failed is
+    /// replaced by a new one; after a WAL failure every memtable is frozen into a new WAL and
+    /// flushed before `resume` returns (the old log may have lost unsynced pages); a failed flush
+    /// is retried and waited for. Every write acknowledged before the error is kept.
+    ///
+    /// # Errors
+    /// The background error again when its cause is not I/O (a panic in a callback), or when
+    /// the retried work fails again (the disk is still full): the database stays stopped and
+    /// `resume` may be called again later. [`Error::ReadOnly`] for a read-only handle.
+    ///
+    /// ```
+    /// # fn main() -> siftdb::Result<()> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+    /// if let Err(siftdb::Error::Background(why)) = db.put(b"k", b"v") {
+    ///     // ... free some space, then:
+    ///     eprintln!("writes stopped: {why}");
+    ///     db.resume()?;
+    /// }
+    /// db.resume()?; // no background error: nothing to do
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn resume(&self) -> Result<()> {
+        self.engine.resume()
+    }
+
     /// Stops background work, waits for it, and syncs the WAL (as RocksDB does at shutdown
     /// unless `avoid_sync_during_shutdown`), so every write acknowledged before a clean close
     /// survives a later power loss. Further calls on any handle fail with [`Error::Closed`].

@@ -31,10 +31,15 @@ impl Manifest {
     ) -> Result<Manifest> {
         let path = names::manifest(dir, number);
         let mut writer = LogWriter::new(fs.create(&path)?);
-        for edit in snapshot {
-            writer.add_record(&edit.encode())?;
+        let written = snapshot
+            .iter()
+            .try_for_each(|edit| writer.add_record(&edit.encode()))
+            .and_then(|()| writer.sync_marked());
+        if let Err(e) = written {
+            // Not named by `CURRENT`: a partial manifest is only wasted space (a full disk's).
+            let _ = fs.remove(&path);
+            return Err(e.into());
         }
-        writer.sync_marked()?;
         set_current(fs, dir, number)?;
         Ok(Manifest { writer, number })
     }

@@ -32,6 +32,8 @@ pub(crate) struct ManifestState {
     /// By WAL number, the sequence number its first record has (format 6 on; absent for WALs
     /// an older build named).
     pub wal_starts: BTreeMap<u64, u64>,
+    /// The number of the manifest these edits were read from (0: a new database).
+    pub number: u64,
 }
 
 impl ManifestState {
@@ -53,13 +55,15 @@ impl ManifestState {
             next_keyspace_id: 1,
             keyspaces,
             wal_starts: BTreeMap::new(),
+            number: 0,
         }
     }
 
     /// Reads `CURRENT` and the manifest it names, and folds its edits.
     pub(crate) fn read(fs: &dyn FileSystem, dir: &Path) -> Result<ManifestState> {
-        let (_, edits) = manifest::recover(fs, dir)?;
+        let (number, edits) = manifest::recover(fs, dir)?;
         let mut state = ManifestState::new_database();
+        state.number = number;
         for edit in edits {
             state.apply(edit)?;
         }

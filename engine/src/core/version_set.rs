@@ -301,6 +301,61 @@ impl VersionSet {
         Ok(())
     }
 
+    /// Starts a new manifest holding every keyspace's current version, if an append to the
+    /// old one failed (its tail is unknown: nothing may be appended after it), and points
+    /// `CURRENT` at it; returns whether it did. `wal_start` names where each log number's WAL
+    /// starts. `Db::resume` runs it with the write path held, so no edit races it.
+    pub(crate) fn roll_failed_manifest(
+        &self,
+        wal_start: impl Fn(u64) -> Option<u64>,
+    ) -> Result<bool> {
+        let mut writer = self.manifest();
+        if !writer.failed {
+            return Ok(false);
+        }
+        self.roll_manifest(&mut writer, wal_start)?;
+        Ok(true)
+    }
+
+    fn roll_manifest(
+        &self,
+        writer: &mut ManifestWriter,
+        wal_start: impl Fn(u64) -> Option<u64>,
+    ) -> Result<()> {
+        let (trees, log_numbers) = {
+            let files = self.files();
+            let trees: Vec<(Arc<Tree>, Version)> = files
+                .trees
+                .values()
+                .map(|t| (Arc::clone(&t.tree), (*t.current).clone()))
+                .collect();
+            (trees, files.log_numbers.clone())
+        };
+        let mut edits = snapshot_edits(&trees, self.last_sequence(), |tree| {
+            let log = log_numbers.get(&tree.id).copied().unwrap_or(0);
+            (log, wal_start(log))
+        });
+        let number = self.new_file_number();
+        if let Some(first) = edits.first_mut() {
+            first.next_file_number = Some(self.next_file_number());
+            first.next_keyspace_id = Some(self.next_keyspace_id());
+        }
+        let manifest = Manifest::create(self.ctx.fs.as_ref(), &self.ctx.dir, number, &edits)?;
+        self.files().manifest_number = manifest.number();
+        writer.manifest = Some(manifest);
+        writer.failed = false;
+        Ok(())
+    }
+
+    /// Keeps manifest `current` (read at open) as the live one without appending to it: the
+    /// next edit starts a new manifest first (see `manifest_writer`). An open on a full disk.
+    pub(crate) fn defer_manifest(&self, current: u64) {
+        let mut writer = self.manifest();
+        writer.manifest = None;
+        writer.failed = true;
+        self.files().manifest_number = current;
+    }
+
     /// Makes `version` (the tree recovery built) current for `tree`, before any background
     /// work runs.
     pub(crate) fn install_recovered(&self, tree: &Arc<Tree>, version: Version, log_number: u64) {
@@ -316,8 +371,18 @@ impl VersionSet {
 
     /// Takes the manifest for one edit: fails if writes have stopped or an earlier append failed.
     fn manifest_writer(&self) -> Result<Ranked<MutexGuard<'_, ManifestWriter>>> {
-        let writer = self.manifest();
-        self.ctx.state.lock().check_background()?;
+        let mut writer = self.manifest();
+        let starts = {
+            let state = self.ctx.state.lock();
+            state.check_background()?;
+            writer.failed.then(|| state.wal_starts.clone())
+        };
+        // No background error, yet no manifest to append to: the open deferred it (a full
+        // disk) and this edit starts it. After a failed append the background error stands
+        // until `Db::resume`, which starts the new manifest itself.
+        if let Some(starts) = starts {
+            self.roll_manifest(&mut writer, |log| starts.get(&log).copied())?;
+        }
         if writer.failed {
             return Err(Error::Background(BackgroundError::described(
                 BackgroundJob::ManifestWrite,

@@ -6,20 +6,33 @@ use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
 use crate::core::shared::Shared;
 
 /// Runs one background job, containing a panic in it (a user callback's, the file system's): it
-/// comes back as the background error of `job`, so the thread records it and lives on, and
-/// every writer and waiter sees the error instead of waiting for a thread that died.
-pub(crate) fn contained<T>(job: BackgroundJob, run: impl FnOnce() -> Result<T>) -> Result<T> {
+/// is recorded as the background error of `job` and comes back as that error, so the thread
+/// lives on, and every writer and waiter sees the error instead of waiting for a thread that
+/// died.
+pub(crate) fn contained<T>(
+    shared: &Shared,
+    job: BackgroundJob,
+    run: impl FnOnce() -> Result<T>,
+) -> Result<T> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)) {
         Ok(result) => result,
-        Err(payload) => Err(Error::Background(BackgroundError::panicked(
-            job,
-            payload.as_ref(),
-        ))),
+        Err(payload) => {
+            let why = BackgroundError::panicked(job, payload.as_ref());
+            tracing::error!("siftdb: {job} panicked, writes stopped: {why}");
+            shared.state().fail(|| why.clone());
+            Err(Error::Background(why))
+        }
     }
 }
 
 /// Records that `job` failed with `error`: writes stop with it as the background error.
 pub(crate) fn record_failure(shared: &Shared, job: BackgroundJob, error: &Error) {
+    // A job that stopped on the background error echoes it: nothing new failed. Recording the
+    // echo would bring back an error `Db::resume` cleared while the job was winding down.
+    if let Error::Background(_) = error {
+        tracing::debug!("siftdb: {job} stopped on the background error: {error}");
+        return;
+    }
     tracing::error!("siftdb: {job} failed, writes stopped: {error}");
     shared.state().fail(|| BackgroundError::of(job, error));
 }

@@ -38,7 +38,9 @@ fn background_loop(db: &Arc<Shared>) {
                 state = db.state().lock();
             }
         };
-        let flushed = contained(BackgroundJob::Flush, || flush_memtable(db, &tree, &next));
+        let flushed = contained(db, BackgroundJob::Flush, || {
+            flush_memtable(db, &tree, &next)
+        });
         match flushed {
             Ok(()) => {}
             // A dropped keyspace's memtable has nowhere to go: it went with the keyspace.

@@ -8,4 +8,5 @@ pub(crate) mod manual_compaction;
 pub(crate) mod properties;
 pub(crate) mod read;
 pub(crate) mod recovery;
+pub(crate) mod resume;
 pub(crate) mod write;

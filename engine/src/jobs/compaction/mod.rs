@@ -82,7 +82,9 @@ fn background_loop(db: &Arc<Shared>, compactions: &Compactions) {
             if db.is_shutting_down() {
                 return;
             }
-            match contained(BackgroundJob::Compaction, || maybe_compact(db, compactions)) {
+            match contained(db, BackgroundJob::Compaction, || {
+                maybe_compact(db, compactions)
+            }) {
                 Ok(true) => {
                     filter_failures = 0;
                     compactions.filter_failure.lock().take();

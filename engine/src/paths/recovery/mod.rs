@@ -72,7 +72,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(Engine, Box<dyn File
     }
     // Rewritten only now: a refused open leaves `OPTIONS` as it was.
     options_file::update(fs.as_ref(), dir, recorded.as_ref(), inner.options())?;
-    commit(inner, versions, recovered, wal_number)?;
+    commit(inner, versions, recovered, wal_number, &manifest)?;
     delete_obsolete_files(inner);
     Ok((engine, lock))
 }
@@ -395,13 +395,20 @@ fn live_wals(entries: &[String], log_number: u64, new_wal: u64) -> Vec<u64> {
 /// The commit point of an open: what the WALs held becomes L0 tables, the new WAL is created,
 /// and a new manifest holding every keyspace's version is written, synced and named by
 /// `CURRENT`. Only then is anything old obsolete.
+///
+/// On a full disk, an open that had nothing to write (the WALs held nothing) still opens: the
+/// manifest it read stays current, with its log numbers (so the old, empty WALs stay too), and
+/// the first edit starts the new manifest once there is room. Writes fail cleanly meanwhile,
+/// and [`Db::resume`](crate::Db::resume) clears that once space is freed.
 fn commit(
     db: &Shared,
     versions: Vec<(Arc<Tree>, Version)>,
     recovered: Recovered,
     wal_number: u64,
+    manifest: &ManifestState,
 ) -> Result<()> {
     let mut mems = recovered.mems;
+    let nothing_recovered = mems.values().all(Memtable::is_empty);
     let mut trees = Vec::with_capacity(versions.len());
     for (tree, version) in versions {
         let version = match mems.remove(&tree.id) {
@@ -419,13 +426,33 @@ fn commit(
         crate::core::version_set::snapshot_edits(&trees, recovered.last_sequence, |_| {
             (wal_number, Some(first_sequence))
         });
-    db.versions().create_manifest(&snapshot)?;
+    let deferred = match db.versions().create_manifest(&snapshot) {
+        Ok(()) => false,
+        Err(e) if nothing_recovered && manifest.number > 0 && is_no_space(&e) => {
+            tracing::warn!(
+                "siftdb: no space for a new manifest at open ({e}); keeping MANIFEST-{:06} until there is",
+                manifest.number
+            );
+            db.versions().defer_manifest(manifest.number);
+            true
+        }
+        Err(e) => return Err(e),
+    };
     let mut state = db.state().lock();
     state.wal = Some(LogWriter::new(wal_file));
     state.wal_number = wal_number;
     state.wal_starts.insert(wal_number, first_sequence);
+    if deferred {
+        state
+            .wal_starts
+            .extend(manifest.wal_starts.iter().map(|(n, s)| (*n, *s)));
+    }
     for (tree, version) in trees {
-        db.versions().install_recovered(&tree, version, wal_number);
+        let log_number = match manifest.keyspaces.get(&tree.id) {
+            Some(k) if deferred => k.log_number,
+            _ => wal_number,
+        };
+        db.versions().install_recovered(&tree, version, log_number);
         if let Some(t) = state.trees.get_mut(&tree.id) {
             t.mem = Arc::new(Memtable::for_tree(wal_number, &tree.options));
         }
@@ -433,6 +460,10 @@ fn commit(
     }
     db.versions().publish_sequence(recovered.last_sequence);
     Ok(())
+}
+
+fn is_no_space(e: &Error) -> bool {
+    e.io_kind() == Some(std::io::ErrorKind::StorageFull)
 }
 
 /// `version` of `tree` with what the WALs held for it (`mem`) written as an L0 table.

@@ -1,0 +1,107 @@
+//! `Db::resume`: clearing a recoverable background error (RocksDB's `DB::Resume`).
+//!
+//! A background error stops writes because the database can no longer promise what it
+//! acknowledges. When its cause was I/O (no space left, an I/O error writing a job's output or a
+//! log), the disk may work again later. Resuming puts back what the failure left uncertain,
+//! with the write path held so no write lands in between:
+//! 1. a manifest whose append failed ends in an unknown tail: a new manifest holding every
+//!    keyspace's current version replaces it;
+//! 2. a WAL whose write, sync or switch failed may have lost unsynced pages (a failed `fsync`
+//!    can drop them): every memtable is frozen into a new WAL, the old one is dropped without
+//!    another sync (that sync could succeed without the lost pages), and resume waits until the
+//!    frozen memtables are in tables, so no later write depends on the damaged log;
+//! 3. the error is cleared and the background jobs retry (a failed flush waits for its retry).
+//!
+//! Errors that are not I/O (a panic in a callback, corruption) are returned as they are: the
+//! job would fail the same way again.
+
+use std::time::Duration;
+
+use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
+use crate::core::state::StateGuard;
+use crate::paths::engine::Engine;
+
+impl Engine {
+    /// See the module documentation. Returns `Ok` without a background error.
+    pub(crate) fn resume(&self) -> Result<()> {
+        self.shared.check_open()?;
+        self.shared.check_writable()?;
+        // Background compactions under way finish first (one that started on the full disk
+        // would fail after the error is cleared and stop writes again), and none starts until
+        // the error is cleared.
+        let resumed = {
+            let _no_compactions = self.compactions.exclusive();
+            self.writes.exclusive(|| self.resume_holding_writes())
+        };
+        let Some(failed) = resumed? else {
+            return Ok(());
+        };
+        // A failed compaction is retried too, and waited for (without holding up writes): a
+        // disk still too full for it stops writes again, and `resume` says so.
+        if failed == BackgroundJob::Compaction {
+            self.wait_for_compaction()?;
+        }
+        Ok(())
+    }
+
+    /// Steps 1-3 of the module documentation; returns the job that had failed (`None`: no
+    /// background error).
+    fn resume_holding_writes(&self) -> Result<Option<BackgroundJob>> {
+        let state_cell = self.shared.state();
+        let Some(error) = state_cell.lock().bg_error.clone() else {
+            return Ok(None);
+        };
+        if error.io_kind().is_none() {
+            return Err(Error::Background(error));
+        }
+        let starts = state_cell.lock().wal_starts.clone();
+        self.shared
+            .versions()
+            .roll_failed_manifest(|log| starts.get(&log).copied())?;
+        let wal_failed = matches!(
+            error.job(),
+            BackgroundJob::WalWrite | BackgroundJob::WalSync | BackgroundJob::WalSwitch
+        );
+        let mut state = state_cell.lock();
+        state.bg_error = None;
+        if wal_failed || state.wal.is_none() {
+            self.replace_wal(&mut state)?;
+        }
+        state_cell.notify_all();
+        self.wait_for_frozen_memtables(&mut state)?;
+        Ok(Some(error.job()))
+    }
+
+    /// Freezes every memtable that holds anything into a new WAL, dropping the old log without
+    /// syncing it.
+    fn replace_wal(&self, state: &mut StateGuard<'_>) -> Result<()> {
+        drop(state.wal.take());
+        let ids: Vec<u32> = state
+            .trees
+            .iter()
+            .filter(|(_, t)| !t.mem.is_empty())
+            .map(|(id, _)| *id)
+            .collect();
+        self.switch_memtables(state, &ids).inspect_err(|e| {
+            state.set_background_error(|| BackgroundError::new(BackgroundJob::WalSwitch, e));
+        })
+    }
+
+    /// Waits until every memtable frozen so far is in a table, or a background error (the
+    /// retried job failing again) or shutdown ends the wait.
+    fn wait_for_frozen_memtables(&self, state: &mut StateGuard<'_>) -> Result<()> {
+        loop {
+            state.check_background()?;
+            if state.trees.values().all(|t| t.imm.is_empty()) {
+                return Ok(());
+            }
+            if self.shared.is_shutting_down() {
+                return Err(Error::Closed);
+            }
+            self.shared.state().work().notify_all();
+            self.shared
+                .state()
+                .wait_changed_for(state, Duration::from_millis(100));
+        }
+    }
+}
