@@ -177,7 +177,17 @@ async fn check_state(sm: &mut StateMachine, last: u64, cycle: usize) {
     );
     for i in [1, applied] {
         if let (true, siftdb_raft::Command::Put { key, value }) = (i > 0, command(i)) {
-            assert_eq!(sm.reader().get(&key).unwrap(), Some(value), "cycle {cycle}");
+            let got = sm.reader().get(&key).unwrap();
+            if got.as_ref() != Some(&value) {
+                // Say everything a rare failure needs (it was seen once under load): what the
+                // scan holds for the key, and what a second get says.
+                let scanned = pairs.iter().find(|kv| kv.0 == key).map(|kv| kv.1.clone());
+                let again = sm.reader().get(&key).unwrap();
+                panic!(
+                    "cycle {cycle}: get(k{i}) = {got:?}, scan = {scanned:?}, get again = {again:?}, applied {applied}, stats {:?}",
+                    sm.reader().db().stats()
+                );
+            }
         }
     }
 }
