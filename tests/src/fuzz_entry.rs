@@ -354,17 +354,19 @@ pub fn keyspace_log_records(wal: bool) -> Vec<Vec<u8>> {
 }
 
 /// The payloads of a log's records (32 KiB blocks of 7-byte-header fragments; FULL records only,
-/// which is all a small log holds).
+/// which is all a small log holds; sync marks, type 5, are skipped).
 fn log_records(bytes: &[u8]) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     let mut pos = 0;
     while pos + 7 <= bytes.len() {
         let len = usize::from(u16::from_le_bytes([bytes[pos + 4], bytes[pos + 5]]));
         let kind = bytes[pos + 6];
-        if kind != 1 || pos + 7 + len > bytes.len() {
+        if !matches!(kind, 1 | 5) || pos + 7 + len > bytes.len() {
             break;
         }
-        out.push(bytes[pos + 7..pos + 7 + len].to_vec());
+        if kind == 1 {
+            out.push(bytes[pos + 7..pos + 7 + len].to_vec());
+        }
         pos += 7 + len;
     }
     out

@@ -289,8 +289,17 @@ impl VersionSet {
     /// keyspace) and points `CURRENT` at it (recovery, before any background work runs).
     pub(crate) fn create_manifest(&self, snapshot: &[VersionEdit]) -> Result<()> {
         let mut writer = self.manifest();
+        self.start_manifest(&mut writer, snapshot.to_vec())
+    }
+
+    /// Writes a new manifest holding `edits` (the header gets the file and keyspace numbers),
+    /// points `CURRENT` at it and appends to it from now on.
+    fn start_manifest(
+        &self,
+        writer: &mut ManifestWriter,
+        mut edits: Vec<VersionEdit>,
+    ) -> Result<()> {
         let number = self.new_file_number();
-        let mut edits = snapshot.to_vec();
         if let Some(first) = edits.first_mut() {
             first.next_file_number = Some(self.next_file_number());
             first.next_keyspace_id = Some(self.next_keyspace_id());
@@ -298,6 +307,7 @@ impl VersionSet {
         let manifest = Manifest::create(self.ctx.fs.as_ref(), &self.ctx.dir, number, &edits)?;
         self.files().manifest_number = manifest.number();
         writer.manifest = Some(manifest);
+        writer.failed = false;
         Ok(())
     }
 
@@ -331,20 +341,11 @@ impl VersionSet {
                 .collect();
             (trees, files.log_numbers.clone())
         };
-        let mut edits = snapshot_edits(&trees, self.last_sequence(), |tree| {
+        let edits = snapshot_edits(&trees, self.last_sequence(), |tree| {
             let log = log_numbers.get(&tree.id).copied().unwrap_or(0);
             (log, wal_start(log))
         });
-        let number = self.new_file_number();
-        if let Some(first) = edits.first_mut() {
-            first.next_file_number = Some(self.next_file_number());
-            first.next_keyspace_id = Some(self.next_keyspace_id());
-        }
-        let manifest = Manifest::create(self.ctx.fs.as_ref(), &self.ctx.dir, number, &edits)?;
-        self.files().manifest_number = manifest.number();
-        writer.manifest = Some(manifest);
-        writer.failed = false;
-        Ok(())
+        self.start_manifest(writer, edits)
     }
 
     /// Keeps manifest `current` (read at open) as the live one without appending to it: the

@@ -65,14 +65,6 @@ pub struct LogContents {
     pub sync_marks: usize,
 }
 
-/// The first damage met, and whether it looks like a cut-off write (truncation or zeroed
-/// space) rather than altered bytes.
-struct Damage {
-    offset: u64,
-    reason: String,
-    cut_off: bool,
-}
-
 /// Reads every record of a log and classifies how it ends.
 pub fn read_log(bytes: &[u8]) -> LogContents {
     let mut contents = LogContents {
@@ -152,33 +144,25 @@ fn take_fragment(
     }
 }
 
-/// What damage at `at` was, from what follows it (see the module docs).
+/// What damage at `at` was, from what follows it (see the module docs). `cut_off`: the damage
+/// looks like a cut-off write (truncation or zeroed space) rather than altered bytes.
 fn classify_damage(bytes: &[u8], at: usize, reason: &str, cut_off: bool) -> LogEnd {
-    let damage = Damage {
-        offset: at as u64,
-        reason: reason.to_string(),
-        cut_off,
-    };
+    let offset = at as u64;
+    let reason = reason.to_string();
     if let Some(mark) = sync_mark_after(bytes, at) {
         return LogEnd::Corrupted {
-            offset: damage.offset,
+            offset,
             reason: format!(
-                "{}, before a sync mark at {mark} (the damaged bytes had been synced)",
-                damage.reason
+                "{reason}, before a sync mark at {mark} (the damaged bytes had been synced)"
             ),
         };
     }
     match fragments_after(bytes, at) {
-        0 if damage.cut_off => LogEnd::TornTail {
-            offset: damage.offset,
-        },
-        0 => LogEnd::DamagedTail {
-            offset: damage.offset,
-            reason: damage.reason,
-        },
+        0 if cut_off => LogEnd::TornTail { offset },
+        0 => LogEnd::DamagedTail { offset, reason },
         fragments_after => LogEnd::UnsyncedLoss {
-            offset: damage.offset,
-            reason: damage.reason,
+            offset,
+            reason,
             fragments_after,
         },
     }
