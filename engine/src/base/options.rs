@@ -174,6 +174,18 @@ pub struct Options {
     /// allowed `write_buffer_size`, stay within one budget. 0: no shared budget (each keyspace
     /// is bounded by its own `write_buffer_size · max_write_buffer_number`).
     pub db_write_buffer_size: usize,
+    /// Table files open at once, database-wide (RocksDB's and LevelDB's `max_open_files`): a
+    /// table cache keeps the most recently read ones open and closes others to stay within
+    /// it, opening a table again when a read needs a block the block cache does not hold.
+    /// Filters, indexes and data blocks stay in the block cache either way, so a lookup whose
+    /// blocks are cached costs the same. `-1`: every live table stays open (one descriptor —
+    /// and in `ReadMode::Mmap` one mapping — per table). Counted in `Stats::table_cache_*`.
+    pub max_open_files: i32,
+    /// The manifest is started afresh, with a snapshot of every keyspace's version, once it
+    /// grows past this many bytes (RocksDB's `max_manifest_file_size`): a database that is
+    /// never reopened would otherwise keep every edit it ever made, and its next open replay
+    /// them all.
+    pub max_manifest_file_size: u64,
     /// Asked about values as compactions rewrite them: keep, remove or change (see
     /// [`CompactionFilter`](crate::CompactionFilter)). Applies to every keyspace.
     pub compaction_filter: Option<Arc<dyn crate::CompactionFilter>>,
@@ -271,6 +283,8 @@ impl Default for Options {
             keyspaces: Vec::new(),
             max_total_wal_size: 0,
             db_write_buffer_size: 0,
+            max_open_files: 1000,
+            max_manifest_file_size: 64 << 20,
             compaction_filter: None,
             merge_operator: None,
             clock: Arc::new(crate::SystemClock),
@@ -302,6 +316,15 @@ impl Options {
     pub fn validate(&self) -> Result<()> {
         let invalid =
             |field: &str, why: &str| Err(Error::InvalidArgument(format!("Options::{field} {why}")));
+        if self.max_open_files == 0 || self.max_open_files < -1 {
+            return invalid(
+                "max_open_files",
+                "must be at least 1, or -1 to keep every table open",
+            );
+        }
+        if self.max_manifest_file_size == 0 {
+            return invalid("max_manifest_file_size", "must be at least 1 byte");
+        }
         if self.write_buffer_size == 0 {
             return invalid("write_buffer_size", "must be at least 1 byte");
         }

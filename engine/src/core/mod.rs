@@ -2,12 +2,14 @@
 //! versions and the [`VersionSet`](version_set::VersionSet) that owns them with the manifest,
 //! memtables, snapshots, the write queue, statistics and the filter plan. It names only `base`.
 
+pub(crate) mod file_cache;
 pub(crate) mod filter_plan;
 pub(crate) mod heat;
 pub(crate) mod key_bounds;
 pub(crate) mod key_head;
 pub(crate) mod level_info;
 pub(crate) mod level_iter;
+pub(crate) mod live_tables;
 pub(crate) mod lock_order;
 pub(crate) mod manifest;
 pub(crate) mod manifest_state;

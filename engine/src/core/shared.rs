@@ -14,6 +14,8 @@ use siftdb_sstable::TableCache;
 use crate::base::error::{Error, Result};
 use crate::base::fs::FileSystem;
 use crate::base::options::Options;
+use crate::core::file_cache::FileCache;
+use crate::core::live_tables::LiveTables;
 use crate::core::lock_order::{Rank, Ranked};
 use crate::core::snapshot_list::SnapshotList;
 use crate::core::state::StateCell;
@@ -29,6 +31,10 @@ pub(crate) struct Shared {
     /// The memo of hot false positives every table consults (`None`: off).
     memo: Option<Arc<FalsePositiveMemo>>,
     counters: EngineCounters,
+    /// The table cache: the bound on open table files.
+    files: Arc<FileCache>,
+    /// Tables referenced by a reader (never deleted under it).
+    live_tables: Arc<LiveTables>,
     state: Arc<StateCell>,
     /// The trees' metadata and the manifest.
     versions: VersionSet,
@@ -56,7 +62,18 @@ pub(crate) struct SharedParts {
 impl Shared {
     /// The shared state of a database being opened.
     pub(crate) fn new(parts: SharedParts) -> Shared {
+        let files = Arc::new(FileCache::new(
+            Arc::clone(&parts.options.fs),
+            parts.options.read_mode,
+            parts.options.max_open_files,
+        ));
+        let live_tables = Arc::new(LiveTables::new(
+            Arc::clone(&parts.options.fs),
+            parts.dir.clone(),
+        ));
         Shared {
+            files,
+            live_tables,
             dir: parts.dir,
             fs: Arc::clone(&parts.options.fs),
             options: parts.options,
@@ -98,6 +115,16 @@ impl Shared {
 
     pub(crate) fn counters(&self) -> &EngineCounters {
         &self.counters
+    }
+
+    /// The table cache.
+    pub(crate) fn files(&self) -> &Arc<FileCache> {
+        &self.files
+    }
+
+    /// Tables referenced by a reader.
+    pub(crate) fn live_tables(&self) -> &Arc<LiveTables> {
+        &self.live_tables
     }
 
     /// The state lock and its condition variables.

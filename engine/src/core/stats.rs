@@ -189,6 +189,20 @@ pub struct Stats {
     pub range_tombstones_dropped: u64,
     /// Runs of merge operands compactions combined (into a value or one operand).
     pub merges_in_compaction: u64,
+    /// Reads from table files that found the file open in the table cache
+    /// (`Options::max_open_files`; 0 when it is `-1`: nothing is asked then).
+    pub table_cache_hits: u64,
+    /// Reads from table files that found the file closed by the table cache and opened it
+    /// again.
+    pub table_cache_misses: u64,
+    /// Table files opened: every table's first open, and each reopen after the table cache
+    /// closed it.
+    pub table_cache_opens: u64,
+    /// Table files the table cache closed to stay within `max_open_files`.
+    pub table_cache_evictions: u64,
+    /// Table files open through the table cache now (at most about `max_open_files`; 0 when it
+    /// is `-1`).
+    pub open_table_files: u64,
     /// The block cache's counters.
     pub cache: CacheStats,
     /// The false-positive memo's counters and size (all zero when it is off).
@@ -308,6 +322,11 @@ impl EngineCounters {
             range_deleted_dropped: self.range_deleted_dropped.load(Relaxed),
             range_tombstones_dropped: self.range_tombstones_dropped.load(Relaxed),
             merges_in_compaction: self.merges_in_compaction.load(Relaxed),
+            table_cache_hits: 0,
+            table_cache_misses: 0,
+            table_cache_opens: 0,
+            table_cache_evictions: 0,
+            open_table_files: 0,
             cache,
             memo: MemoStats::default(),
         }

@@ -94,9 +94,15 @@ impl Tree {
         Error::KeyspaceDropped(self.name.to_string())
     }
 
-    /// Marks the tree dropped (its handles fail from now on).
+    /// Marks the tree dropped (its handles fail from now on) and empties its view: a handle
+    /// kept after the drop must not keep the dropped tables' files (`core::live_tables`).
     pub(crate) fn mark_dropped(&self) {
         self.dropped.store(true, Ordering::Release);
+        *self.view.write() = Arc::new(ReadView {
+            mem: Arc::new(Memtable::new(0)),
+            imm: Vec::new(),
+            version: Arc::new(Version::empty()),
+        });
     }
 
     /// The view published last: one `Arc` clone under a read lock.

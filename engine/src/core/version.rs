@@ -24,6 +24,9 @@ pub struct TableFile {
     largest_exclusive: bool,
     /// Its filter probes (counted under adaptive filter allocation).
     pub(crate) heat: crate::core::heat::TableHeat,
+    /// Keeps the file from being deleted while this table is referenced (`None`: not
+    /// registered, a table outside a database's live set).
+    live: Option<crate::core::live_tables::LiveTable>,
 }
 
 impl TableFile {
@@ -40,7 +43,14 @@ impl TableFile {
             heads,
             largest_exclusive,
             heat: crate::core::heat::TableHeat::default(),
+            live: None,
         }
+    }
+
+    /// This table, its file kept while it lives (see `core::live_tables`).
+    pub(crate) fn kept_alive_by(mut self, live: crate::core::live_tables::LiveTable) -> TableFile {
+        self.live = Some(live);
+        self
     }
 
     /// Smallest user key.

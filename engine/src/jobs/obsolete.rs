@@ -40,7 +40,9 @@ pub(crate) fn delete_obsolete_files(db: &Shared) {
     for name in entries {
         let obsolete = match names::parse(&name) {
             FileKind::Wal(n) => n < min_wal,
-            FileKind::Table(n) => !live_tables.contains(&n),
+            // A table out of every current version may still be read through an older one:
+            // then its last reader deletes it.
+            FileKind::Table(n) => !live_tables.contains(&n) && db.live_tables().deletable_now(n),
             FileKind::Manifest(n) => manifest != 0 && n != manifest,
             // CURRENT and OPTIONS are only switched during open, before any background work.
             FileKind::Temp => true,

@@ -72,16 +72,13 @@ pub(crate) fn open_table(
     meta: &FileMeta,
 ) -> Result<Arc<TableFile>> {
     let path = names::table(db.dir(), meta.number);
-    let file = db
-        .fs()
-        .open_random(&path, db.options().read_mode)
-        .map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                Error::corruption(format!("live table {} is missing", path.display()))
-            } else {
-                Error::Io(e)
-            }
-        })?;
+    let file = db.files().open_table_file(path.clone()).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            Error::corruption(format!("live table {} is missing", path.display()))
+        } else {
+            Error::Io(e)
+        }
+    })?;
     let read = TableReadOptions {
         key_hasher: db.options().filter_hasher,
         prefix_extractor: options.prefix_extractor.clone(),
@@ -91,5 +88,8 @@ pub(crate) fn open_table(
     };
     let name = path.display().to_string();
     let table = Table::open(file, meta.number, name, Arc::clone(db.cache()), read)?;
-    Ok(Arc::new(TableFile::new(meta.clone(), Arc::new(table))))
+    let live = db.live_tables().register(meta.number);
+    Ok(Arc::new(
+        TableFile::new(meta.clone(), Arc::new(table)).kept_alive_by(live),
+    ))
 }

@@ -95,6 +95,7 @@ impl Engine {
         let trees = shared.state().lock().all_trees();
         let mut stats = shared.counters().snapshot(shared.cache().stats());
         stats.memo = shared.memo().map(|m| m.stats()).unwrap_or_default();
+        shared.files().report(&mut stats);
         stats.levels = crate::core::stats::level_filter_stats(trees.iter().map(|t| &t.levels));
         stats
     }

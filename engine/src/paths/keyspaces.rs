@@ -61,6 +61,7 @@ impl Engine {
         for (_, f) in version.all() {
             self.shared.cache().erase_table(f.meta.number);
         }
+        drop(version); // its tables are deletable once nothing holds them
         crate::jobs::obsolete::delete_obsolete_files(&self.shared);
         Ok(())
     }

@@ -1,0 +1,103 @@
+//! Tables still referenced by a reader, so that none is deleted under it.
+//!
+//! A table leaves the current version when a compaction replaces it, but an iterator, a
+//! `multi_get` or a compaction may still hold an older version that names it. With every
+//! table's file open for its whole life, deleting it was harmless (the open descriptor keeps
+//! the bytes), but the table cache closes files and opens them again by name: so a table's
+//! file is deleted only once no live table object refers to it (LevelDB keeps every version's
+//! files the same way). A cleanup that finds an obsolete table still referenced leaves it, and
+//! the last reference deletes it when it goes.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::base::fs::FileSystem;
+
+/// See the module documentation.
+pub(crate) struct LiveTables {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// Live table objects per table number.
+    counts: HashMap<u64, usize>,
+    /// Obsolete tables a cleanup left to their last reference.
+    deferred: HashSet<u64>,
+}
+
+/// Held by a live table: while it exists, its file is not deleted.
+pub(crate) struct LiveTable {
+    number: u64,
+    tables: Arc<LiveTables>,
+}
+
+impl std::fmt::Debug for LiveTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("LiveTable").field(&self.number).finish()
+    }
+}
+
+impl LiveTables {
+    /// Tables of the database in `dir` on `fs`.
+    pub(crate) fn new(fs: Arc<dyn FileSystem>, dir: PathBuf) -> LiveTables {
+        LiveTables {
+            fs,
+            dir,
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    /// Registers a live table object of table `number`.
+    pub(crate) fn register(self: &Arc<Self>, number: u64) -> LiveTable {
+        *self.inner.lock().counts.entry(number).or_insert(0) += 1;
+        LiveTable {
+            number,
+            tables: Arc::clone(self),
+        }
+    }
+
+    /// Whether obsolete table `number` may be deleted now; if a reader still holds it, the
+    /// deletion is left to the last one.
+    pub(crate) fn deletable_now(&self, number: u64) -> bool {
+        let mut inner = self.inner.lock();
+        if inner.counts.contains_key(&number) {
+            inner.deferred.insert(number);
+            false
+        } else {
+            true
+        }
+    }
+
+    fn release(&self, number: u64) {
+        let delete = {
+            let mut inner = self.inner.lock();
+            let Some(count) = inner.counts.get_mut(&number) else {
+                return;
+            };
+            *count -= 1;
+            if *count > 0 {
+                return;
+            }
+            inner.counts.remove(&number);
+            inner.deferred.remove(&number)
+        };
+        if delete {
+            let path = crate::base::fs::names::table(&self.dir, number);
+            if let Err(e) = self.fs.remove(&path) {
+                tracing::warn!("siftdb: cannot delete obsolete {}: {e}", path.display());
+            }
+        }
+    }
+}
+
+impl Drop for LiveTable {
+    fn drop(&mut self) {
+        self.tables.release(self.number);
+    }
+}
