@@ -49,6 +49,11 @@ impl Manifest {
         self.number
     }
 
+    /// Bytes written to it so far.
+    pub fn size(&self) -> u64 {
+        self.writer.size()
+    }
+
     /// Appends an edit and syncs it: once this returns, the edit survives a crash, and so does
     /// the sync mark after it that tells recovery the edit was acknowledged.
     pub fn append(&mut self, edit: &VersionEdit) -> Result<()> {

@@ -203,6 +203,11 @@ pub struct Stats {
     /// Table files open through the table cache now (at most about `max_open_files`; 0 when it
     /// is `-1`).
     pub open_table_files: u64,
+    /// Manifests started afresh since open because the last one passed
+    /// `Options::max_manifest_file_size`.
+    pub manifest_rollovers: u64,
+    /// Bytes of the manifest being appended to.
+    pub manifest_file_size: u64,
     /// The block cache's counters.
     pub cache: CacheStats,
     /// The false-positive memo's counters and size (all zero when it is off).
@@ -327,6 +332,8 @@ impl EngineCounters {
             table_cache_opens: 0,
             table_cache_evictions: 0,
             open_table_files: 0,
+            manifest_rollovers: 0,
+            manifest_file_size: 0,
             cache,
             memo: MemoStats::default(),
         }

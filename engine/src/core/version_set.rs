@@ -89,6 +89,9 @@ pub(crate) struct VersionSetContext {
     pub fs: Arc<dyn FileSystem>,
     /// The database directory, where the manifest lives.
     pub dir: PathBuf,
+    /// A manifest past this size is started afresh at the next edit
+    /// (`Options::max_manifest_file_size`).
+    pub max_manifest_file_size: u64,
 }
 
 /// See the module documentation.
@@ -97,6 +100,9 @@ pub(crate) struct VersionSet {
     manifest: Mutex<ManifestWriter>,
     files: Mutex<Files>,
     next_file_number: AtomicU64,
+    /// Manifests started because the one being appended to grew past
+    /// `max_manifest_file_size` (`Stats::manifest_rollovers`).
+    manifest_rollovers: AtomicU64,
     /// The last sequence number handed to a write (assigned by the write leader under the state
     /// lock; may be ahead of what reads see until the group is in the memtable).
     last_sequence: AtomicU64,
@@ -164,6 +170,7 @@ impl VersionSet {
                 pick_start: 0,
             }),
             next_file_number: AtomicU64::new(next_file_number),
+            manifest_rollovers: AtomicU64::new(0),
             last_sequence: AtomicU64::new(last_sequence),
             next_keyspace_id: AtomicU32::new(next_keyspace_id),
             visible_sequence: AtomicU64::new(last_sequence),
@@ -390,7 +397,46 @@ impl VersionSet {
                 "an earlier manifest write failed",
             )));
         }
+        self.roll_full_manifest(&mut writer)?;
         Ok(writer)
+    }
+
+    /// Starts a new manifest holding every keyspace's current version if the one being
+    /// appended to has passed `max_manifest_file_size` (RocksDB rolls over the same way). No
+    /// edit can come between: the caller holds the manifest lock for its whole edit. Once the
+    /// new one is named by `CURRENT`, the old one is obsolete (`delete_obsolete_files`).
+    ///
+    /// A failure stops writes as a failed append does: `CURRENT` may name either manifest
+    /// (the rename may have happened, its directory sync not), so neither may be appended to
+    /// until the next open or [`Db::resume`](crate::Db::resume) writes a fresh one.
+    fn roll_full_manifest(&self, writer: &mut ManifestWriter) -> Result<()> {
+        let full = writer
+            .manifest
+            .as_ref()
+            .is_some_and(|m| m.size() > self.ctx.max_manifest_file_size);
+        if !full {
+            return Ok(());
+        }
+        let starts = self.ctx.state.lock().wal_starts.clone();
+        writer.failed = true;
+        let _on_panic = self.ctx.state.fail_on_panic(
+            BackgroundJob::ManifestWrite,
+            "panicked while starting a new manifest",
+        );
+        if let Err(e) = self.roll_manifest(writer, |log| starts.get(&log).copied()) {
+            self.ctx
+                .state
+                .fail(|| BackgroundError::new(BackgroundJob::ManifestWrite, &e));
+            return Err(e);
+        }
+        self.manifest_rollovers.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Manifests started by rollover since open, and the size of the one being appended to.
+    pub(crate) fn manifest_report(&self) -> (u64, u64) {
+        let size = self.manifest().manifest.as_ref().map_or(0, Manifest::size);
+        (self.manifest_rollovers.load(Ordering::Relaxed), size)
     }
 
     /// Appends `edit` to the manifest (synced). A failure stops writes: the manifest on disk may

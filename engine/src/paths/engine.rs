@@ -96,6 +96,7 @@ impl Engine {
         let mut stats = shared.counters().snapshot(shared.cache().stats());
         stats.memo = shared.memo().map(|m| m.stats()).unwrap_or_default();
         shared.files().report(&mut stats);
+        (stats.manifest_rollovers, stats.manifest_file_size) = shared.versions().manifest_report();
         stats.levels = crate::core::stats::level_filter_stats(trees.iter().map(|t| &t.levels));
         stats
     }

@@ -282,6 +282,7 @@ fn new_engine(
             state: Arc::clone(&state),
             fs: Arc::clone(&options.fs),
             dir: dir.to_path_buf(),
+            max_manifest_file_size: options.max_manifest_file_size,
         },
         next_file_number(entries, manifest),
         manifest.last_sequence,
