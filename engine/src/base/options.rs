@@ -174,6 +174,12 @@ pub struct Options {
     /// allowed `write_buffer_size`, stay within one budget. 0: no shared budget (each keyspace
     /// is bounded by its own `write_buffer_size · max_write_buffer_number`).
     pub db_write_buffer_size: usize,
+    /// Writers wait while the memtables of all keyspaces together — frozen ones waiting for
+    /// flush included — hold `db_write_buffer_size`, until flushes free memory (RocksDB's
+    /// `WriteBufferManager` with `allow_stall`; counted in `Stats::stall_micros`). `true` by
+    /// default, so that the budget bounds memory; RocksDB's default is `false`, where the
+    /// budget only triggers flushes and memory can pass it while they fall behind.
+    pub allow_stall: bool,
     /// Table files open at once, database-wide (RocksDB's and LevelDB's `max_open_files`): a
     /// table cache keeps the most recently read ones open and closes others to stay within
     /// it, opening a table again when a read needs a block the block cache does not hold.
@@ -283,6 +289,7 @@ impl Default for Options {
             keyspaces: Vec::new(),
             max_total_wal_size: 0,
             db_write_buffer_size: 0,
+            allow_stall: true,
             max_open_files: 1000,
             max_manifest_file_size: 64 << 20,
             compaction_filter: None,

@@ -211,12 +211,20 @@ impl Engine {
                     full
                 }
             };
-            if full.is_empty() {
+            if !full.is_empty() {
+                if let Err(e) = self.switch_memtables(state, &full) {
+                    break Err(e);
+                }
+                continue;
+            }
+            if !self.over_memory_budget(state) {
                 break Ok(());
             }
-            if let Err(e) = self.switch_memtables(state, &full) {
-                break Err(e);
-            }
+            // Every keyspace's memtables together hold the whole budget, and switching more
+            // frees nothing: wait for the flushes under way to free their memory.
+            stalled.get_or_insert_with(Instant::now);
+            self.shared.state().work().notify_all();
+            self.shared.state().wait_changed(state);
         };
         if let Some(start) = stalled {
             self.shared
@@ -266,6 +274,28 @@ impl Engine {
             })
             .map(|(id, _)| *id)
             .collect()
+    }
+
+    /// Whether writes must wait for flushes to free memtable memory
+    /// (`Options::db_write_buffer_size` with `allow_stall`; RocksDB's write buffer manager
+    /// stalls the same way): all memtables together, frozen ones included, hold the budget,
+    /// and some are frozen — a flush under way will free them. With none frozen there is
+    /// nothing to wait for: the switch that `largest_memtables_over_budget` asks for comes
+    /// first.
+    fn over_memory_budget(&self, state: &DbState) -> bool {
+        let options = self.shared.options();
+        let budget = options.db_write_buffer_size;
+        if budget == 0 || !options.allow_stall {
+            return false;
+        }
+        let frozen: usize = state
+            .trees
+            .values()
+            .flat_map(|t| &t.imm)
+            .map(|m| m.approximate_size())
+            .sum();
+        let active: usize = state.trees.values().map(|t| t.mem.approximate_size()).sum();
+        frozen > 0 && active + frozen >= budget
     }
 
     /// With all memtables together over `Options::db_write_buffer_size`, the keyspaces whose
