@@ -420,6 +420,20 @@ pub struct Args {
     /// 0, no shared budget].
     #[arg(long = "db_write_buffer_size", default_value_t = 0)]
     pub db_write_buffer_size: usize,
+    /// Writers stall while all memtables together hold `--db_write_buffer_size` (siftdb's
+    /// `allow_stall`; RocksDB's write buffer manager with `allow_stall`) [default: false, as
+    /// RocksDB's `db_write_buffer_size`].
+    #[arg(long = "allow_stall", num_args = 0..=1, default_value = "false", default_missing_value = "true",
+          action = clap::ArgAction::Set)]
+    pub allow_stall: bool,
+    /// Table files open at once (db_bench's `--open_files`, RocksDB's `max_open_files`; -1:
+    /// every table stays open) [default: the engine's, 1000].
+    #[arg(long = "open_files", allow_hyphen_values = true)]
+    pub open_files: Option<i32>,
+    /// Manifest bytes before a new manifest is started (RocksDB's `max_manifest_file_size`)
+    /// [default: the engine's, 64 MiB].
+    #[arg(long = "max_manifest_file_size")]
+    pub max_manifest_file_size: Option<u64>,
     /// Target size of compaction output tables [default: the engine's, 64 MiB].
     #[arg(long = "target_file_size_base")]
     pub target_file_size_base: Option<u64>,
@@ -589,6 +603,12 @@ pub struct Config {
     pub write_buffer_size: Option<usize>,
     /// Memtable bytes of all keyspaces together (0: no shared budget).
     pub db_write_buffer_size: usize,
+    /// Writers stall on the shared memtable budget.
+    pub allow_stall: bool,
+    /// Table files open at once (`None`: the engine's default; -1: all).
+    pub open_files: Option<i32>,
+    /// Manifest rollover size (`None`: the engine's default).
+    pub max_manifest_file_size: Option<u64>,
     /// Tree shape overrides (`None`: the engine's defaults).
     pub tree: TreeShape,
     /// Codec per level (index = level, the last entry for deeper levels), as every engine gets
@@ -660,6 +680,9 @@ impl Config {
             cache_size: args.cache_size,
             write_buffer_size: args.write_buffer_size,
             db_write_buffer_size: args.db_write_buffer_size,
+            allow_stall: args.allow_stall,
+            open_files: args.open_files,
+            max_manifest_file_size: args.max_manifest_file_size,
             tree: TreeShape {
                 target_file_size_base: args.target_file_size_base,
                 max_bytes_for_level_base: args.max_bytes_for_level_base,
@@ -746,6 +769,14 @@ fn check_flags(args: &Args) -> Result<()> {
         return Err(Error::new(
             "--memtable_bloom_size_ratio must be a number from 0 to 0.25",
         ));
+    }
+    if args.open_files.is_some_and(|n| n == 0 || n < -1) {
+        return Err(Error::new(
+            "--open_files must be at least 1, or -1 (every table open)",
+        ));
+    }
+    if args.max_manifest_file_size == Some(0) {
+        return Err(Error::new("--max_manifest_file_size must be at least 1"));
     }
     if !(args.bloom_bits.is_finite() && args.bloom_bits >= 0.0) {
         return Err(Error::new("--bloom_bits must be a number >= 0"));

@@ -147,7 +147,7 @@ fn storage_lines(out: &mut String, config: &Config, options: &siftdb::Options) {
         "Write buffer: {} (x{} memtables; {})",
         human_bytes(options.write_buffer_size as u64),
         options.max_write_buffer_number,
-        db_write_buffer_text(options.db_write_buffer_size)
+        db_write_buffer_text(options.db_write_buffer_size, options.allow_stall)
     );
     let _ = writeln!(
         out,

@@ -66,6 +66,11 @@ pub fn siftdb_options(config: &Config) -> Options {
             .write_buffer_size
             .unwrap_or(defaults.write_buffer_size),
         db_write_buffer_size: config.db_write_buffer_size,
+        allow_stall: config.allow_stall,
+        max_open_files: config.open_files.unwrap_or(defaults.max_open_files),
+        max_manifest_file_size: config
+            .max_manifest_file_size
+            .unwrap_or(defaults.max_manifest_file_size),
         target_file_size_base: config
             .tree
             .target_file_size_base

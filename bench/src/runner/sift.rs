@@ -13,7 +13,7 @@ use super::error::{Error, Result};
 use super::settings::{
     hits_text, memtable_bloom_text, siftdb_options, sync_text, tree_shape, SettingRows,
 };
-use super::text::{compression_text, filter_layout, human_bytes};
+use super::text::{compression_text, filter_layout, human_bytes, open_files_text};
 
 /// siftdb behind [`Engine`].
 #[derive(Debug, Clone)]
@@ -197,6 +197,14 @@ pub fn siftdb_rows(config: &Config) -> SettingRows {
             ),
         ),
         ("tree shape", tree_shape(config)),
+        (
+            "open files",
+            format!(
+                "{} (table cache); manifest rolled over at {}",
+                open_files_text(o.max_open_files),
+                human_bytes(o.max_manifest_file_size)
+            ),
+        ),
         ("compression", compression_text(&config.compression)),
         (
             "table reads",

@@ -46,10 +46,36 @@ pub fn compression_text(levels: &[siftdb::Compression]) -> String {
 }
 
 /// The shared memtable budget as the settings lines print it (`--db_write_buffer_size`).
-pub fn db_write_buffer_text(bytes: usize) -> String {
-    match bytes {
-        0 => "no shared memtable budget".to_string(),
-        n => format!("all memtables at most {}", human_bytes(n as u64)),
+pub fn db_write_buffer_text(bytes: usize, stall: bool) -> String {
+    match (bytes, stall) {
+        (0, _) => "no shared memtable budget".to_string(),
+        (n, false) => format!(
+            "all memtables flushed at {}, no stall",
+            human_bytes(n as u64)
+        ),
+        (n, true) => format!(
+            "all memtables flushed at {}, writers stall there",
+            human_bytes(n as u64)
+        ),
+    }
+}
+
+/// A peer's shared memtable budget, which never stalls: with `--allow_stall` siftdb's does,
+/// and the text says so.
+pub fn peer_db_write_buffer_text(bytes: usize, sift_stalls: bool) -> String {
+    let text = db_write_buffer_text(bytes, false);
+    if bytes > 0 && sift_stalls {
+        format!("{text} (siftdb stalls on it in this run: --allow_stall is not mapped)")
+    } else {
+        text
+    }
+}
+
+/// `max_open_files`, in words.
+pub fn open_files_text(max_open_files: i32) -> String {
+    match max_open_files {
+        -1 => "every table file open".to_string(),
+        n => format!("at most {n} table files open"),
     }
 }
 

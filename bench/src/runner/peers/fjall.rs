@@ -40,7 +40,7 @@ use super::super::args::Config;
 use super::super::engine::{BatchOp, Engine, SeekOutcome};
 use super::super::error::{Error, Result};
 use super::super::settings::{self, siftdb_options, SettingRows};
-use super::super::text::{compression_text, db_write_buffer_text, human_bytes};
+use super::super::text::{compression_text, human_bytes, peer_db_write_buffer_text};
 
 /// How many levels the shape table lists (fjall's default level count).
 const LEVELS: usize = 7;
@@ -135,6 +135,12 @@ fn open_database(dir: &Path, sift: &siftdb::Options) -> Result<Database> {
     let builder = Database::builder(dir).max_write_buffer_size(
         (sift.db_write_buffer_size > 0).then(|| (sift.db_write_buffer_size as u64).max(1 << 20)),
     );
+    // fjall bounds its open files always (at least 10; `None`, every file open, is refused):
+    // `--open_files=-1` leaves fjall's default bound, and the run's settings say so.
+    let builder = match usize::try_from(sift.max_open_files) {
+        Ok(n) => builder.max_cached_files(Some(n.max(10))),
+        Err(_) => builder,
+    };
     builder
         .cache_size(sift.block_cache_capacity as u64)
         .worker_threads(1 + sift.max_background_compactions.max(1))
@@ -205,6 +211,22 @@ fn settings_line(config: &Config, sift: &siftdb::Options, given: &Given) -> Stri
     } else {
         ", as siftdb and RocksDB in this run"
     };
+    let open_files = match sift.max_open_files {
+        -1 => "table files: fjall's default descriptor-table bound (fjall cannot keep every \
+               file open; siftdb and RocksDB do in this run); max_manifest_file_size not \
+               mapped (fjall has no such setting)"
+            .to_string(),
+        n => format!(
+            "at most {} table files open (max_cached_files{}); max_manifest_file_size not \
+             mapped (fjall has no such setting)",
+            n.max(10),
+            if n < 10 {
+                ", fjall's minimum of 10"
+            } else {
+                ""
+            }
+        ),
+    };
     format!(
         "bloom {bits} bits/key on every level (no ribbon, no Monkey); no prefix extractor; \
          {} block cache (fjall pins L0 filters, L0/L1 indexes); memtable {} ({}); leveled: L0 \
@@ -212,10 +234,11 @@ fn settings_line(config: &Config, sift: &siftdb::Options, given: &Given) -> Stri
          {compression} (index blocks too); fjall's own index and filter partitioning \
          (--partition_index_and_filters not mapped); {} worker threads; multiread \
          workloads: a loop of gets per batch (fjall 3.1 has no multi-get: not a batched \
-         call); reads with pread{mmap_note}; --sync: fdatasync of the journal (SyncData)",
+         call); reads with pread{mmap_note}; --sync: fdatasync of the journal (SyncData); \
+         {open_files}",
         human_bytes(sift.block_cache_capacity as u64),
         human_bytes(write_buffer),
-        db_write_buffer_text(sift.db_write_buffer_size),
+        peer_db_write_buffer_text(sift.db_write_buffer_size, sift.allow_stall),
         human_bytes(sift.target_file_size_base),
         sift.max_bytes_for_level_multiplier,
         human_bytes(sift.target_file_size_base * u64::from(l0_trigger)),

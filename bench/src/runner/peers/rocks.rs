@@ -46,7 +46,9 @@ use super::super::args::{CompactionPriArg, Config, FilterPolicyArg};
 use super::super::engine::{BatchOp, Engine, SeekOutcome};
 use super::super::error::{Error, Result};
 use super::super::settings::{self, siftdb_options, SettingRows};
-use super::super::text::{compression_text, db_write_buffer_text, human_bytes};
+use super::super::text::{
+    compression_text, human_bytes, open_files_text, peer_db_write_buffer_text,
+};
 
 /// How many levels the shape table lists (RocksDB's default `num_levels`).
 const LEVELS: usize = 7;
@@ -214,6 +216,10 @@ fn db_options(config: &Config, sift: &siftdb::Options, table: &BlockBasedOptions
     options.set_memtable_whole_key_filtering(config.memtable_whole_key_filtering);
     options.set_write_buffer_size(sift.write_buffer_size);
     options.set_db_write_buffer_size(sift.db_write_buffer_size);
+    options.set_max_open_files(sift.max_open_files);
+    options.set_max_manifest_file_size(
+        usize::try_from(sift.max_manifest_file_size).unwrap_or(usize::MAX),
+    );
     options.set_max_write_buffer_number(sift.max_write_buffer_number as i32);
     options
         .set_level_zero_file_num_compaction_trigger(sift.level0_file_num_compaction_trigger as i32);
@@ -276,18 +282,23 @@ fn settings_line(config: &Config, sift: &siftdb::Options, mapped: &Mapped) -> St
         compression,
         statistics,
     } = mapped;
+    let open_files = format!(
+        "{} (max_open_files), manifest rolled over at {} (max_manifest_file_size)",
+        open_files_text(sift.max_open_files),
+        human_bytes(sift.max_manifest_file_size)
+    );
     format!(
         "{filter}; filter+index blocks in a {} LRU block cache (L0 pinned); fixed:{} prefix \
          extractor; write buffer {} x{} ({}); target file {}, L1 {}, multiplier {}, L0 trigger {}, \
-         dynamic level bytes off; {compression} (index blocks too); {partitioning}; {} \
-         background jobs; multiread workloads: batched MultiGet, keys unsorted \
+         dynamic level bytes off; {compression} (index blocks too); {partitioning}; \
+         {open_files}; {} background jobs; multiread workloads: batched MultiGet, keys unsorted \
          (sorted_input=false, as db_bench); reads {}; statistics {statistics}; L0 slowdown \
          trigger = stop trigger {} (siftdb has no slowdown)",
         human_bytes(sift.block_cache_capacity as u64),
         config.prefix_size,
         human_bytes(sift.write_buffer_size as u64),
         sift.max_write_buffer_number,
-        db_write_buffer_text(sift.db_write_buffer_size),
+        peer_db_write_buffer_text(sift.db_write_buffer_size, sift.allow_stall),
         human_bytes(sift.target_file_size_base),
         human_bytes(sift.max_bytes_for_level_base),
         sift.max_bytes_for_level_multiplier,
