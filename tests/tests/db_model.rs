@@ -701,7 +701,7 @@ fn run(variant: Variant, ops: &[Op]) {
 
 /// Cases of each of the two variants.
 fn cases() -> u32 {
-    siftdb_tests::env_count("SIFTDB_MODEL_CASES", 160) as u32
+    siftdb_tests::env_count("SIFTDB_MODEL_CASES", 512) as u32
 }
 
 proptest! {
