@@ -787,6 +787,18 @@ fn stats_text(result: &PhaseResult) -> String {
             "  prefix seeks : prefix filters {} checked, {} tables skipped",
             s.prefix_checked, s.prefix_useful
         );
+        let _ = writeln!(
+            out,
+            "  table cache  : {} file reads found the file open, {} reopened it; {} opens, {} \
+             closed to stay within --open_files, {} open now; manifest {} ({} rollovers)",
+            s.table_cache_hits,
+            s.table_cache_misses,
+            s.table_cache_opens,
+            s.table_cache_evictions,
+            s.open_table_files,
+            human_bytes(s.manifest_file_size),
+            s.manifest_rollovers
+        );
         out.push_str(&writes_text(s, result));
         if s.checkpoints > 0 {
             let _ = writeln!(
