@@ -49,7 +49,7 @@ fn write_rounds(db: &Db, n: u32, len: usize) {
 
 fn check_values(db: &Db, n: u32, len: usize) {
     for i in 0..n {
-        let got = db.get(&key(i)).unwrap();
+        let got = db.get(key(i)).unwrap();
         assert_eq!(got, Some(value(i, 1, len)), "key {i}");
     }
 }

@@ -126,7 +126,7 @@ fn wal_bytes(dir: &Path) -> u64 {
 fn check_some_values(db: &Db, n: u64) {
     for i in (0..n).step_by((n / 997).max(1) as usize).chain([n - 1]) {
         let got = db
-            .get(&key(i))
+            .get(key(i))
             .unwrap()
             .unwrap_or_else(|| panic!("key {i} lost"));
         assert_eq!(got[..8], i.to_le_bytes(), "key {i}");

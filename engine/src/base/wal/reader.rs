@@ -627,7 +627,7 @@ mod tests {
     impl Read for Chunked<'_> {
         fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
             self.reads += 1;
-            if self.reads % 5 == 0 {
+            if self.reads.is_multiple_of(5) {
                 return Err(io::ErrorKind::Interrupted.into());
             }
             let chunk = self.chunks[self.reads % self.chunks.len()].max(1);
