@@ -149,8 +149,8 @@ impl WalReplay<'_> {
     /// Replays one log; returns whether the replay may go on to the next one.
     ///
     /// Records are replayed as they are read, before the log's end is known; a record that
-    /// stops the replay (a gap, or an error) stops replaying, but the rest of the log is still
-    /// read to classify its end, so the outcome (the error when both the end and a record are
+    /// stops the replay (a gap, or an undecodable one) stops replaying, but the rest of the log
+    /// is still read to classify its end, so the outcome (the error when both the end and a record are
     /// wrong, the warnings, the `recovery_dropped_wal_*` counters) is what it was when the log
     /// was classified first and replayed after.
     fn log(&mut self, number: u64, input: LogInput, last_log: bool) -> Result<bool> {
@@ -159,6 +159,11 @@ impl WalReplay<'_> {
         while let Some(record) = reader.next_record()? {
             if matches!(replayed, Ok(true)) {
                 replayed = self.record(number, record);
+                // Between records, not inside one: a batch's writes to a keyspace land in one
+                // table. A failed table write fails the open at once (no need to read on).
+                if matches!(replayed, Ok(true)) {
+                    self.flush_full()?;
+                }
             }
         }
         let end = reader.end().cloned().unwrap_or(LogEnd::Clean);
@@ -272,11 +277,15 @@ impl WalReplay<'_> {
             s += 1;
         }
         self.recovered.last_sequence = self.recovered.last_sequence.max(s.saturating_sub(1));
-        // Between records, not inside one: a batch's writes to a keyspace land in one table.
+        Ok(true)
+    }
+
+    /// Flushes the memtables that filled up in the records replayed since the last call.
+    fn flush_full(&mut self) -> Result<()> {
         while let Some(id) = self.full.pop() {
             self.flush(id)?;
         }
-        Ok(true)
+        Ok(())
     }
 
     /// Writes keyspace `id`'s memtable as an L0 table of its version (numbered after every
