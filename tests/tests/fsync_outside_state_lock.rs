@@ -118,6 +118,9 @@ impl FileSystem for GateFs {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         RealFs.read(path)
     }
+    fn open_sequential(&self, path: &Path) -> io::Result<Box<dyn io::Read + Send>> {
+        RealFs.open_sequential(path)
+    }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         RealFs.rename(from, to)
     }

@@ -6,7 +6,7 @@
 
 use std::fmt::Debug;
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use siftdb_sstable::{open_random_access, RandomAccessFile, ReadMode};
@@ -30,6 +30,9 @@ pub trait FileSystem: Send + Sync + Debug {
     fn open_random(&self, path: &Path, mode: ReadMode) -> io::Result<Box<dyn RandomAccessFile>>;
     /// Reads a whole file.
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// Opens a file for reading once from start to end (WAL replay streams its logs through
+    /// this, so recovering a large log never holds it whole in memory).
+    fn open_sequential(&self, path: &Path) -> io::Result<Box<dyn Read + Send>>;
     /// Atomically renames `from` to `to` (replacing `to`).
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Deletes a file.
@@ -105,6 +108,11 @@ impl FileSystem for RealFs {
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         std::fs::read(path)
+    }
+
+    fn open_sequential(&self, path: &Path) -> io::Result<Box<dyn Read + Send>> {
+        // Unbuffered: the log reader asks for whole 32 KiB blocks.
+        Ok(Box::new(File::open(path)?))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {

@@ -23,6 +23,8 @@
 //! loss), or a sync mark (synced bytes damaged: corruption).
 
 pub mod reader;
+#[cfg(test)]
+mod reference_reader;
 pub mod writer;
 
 /// Size of a log block.

@@ -10,6 +10,8 @@
 //! - a sync mark after the damage: the damaged bytes were durable before the mark was written,
 //!   so synced data was lost ([`LogEnd::Corrupted`]).
 
+use std::io::{self, Read};
+
 use super::{fragment_crc, sync_mark_payload, RecordType, BLOCK_SIZE, HEADER_SIZE};
 use siftdb_sstable::coding::read_u16;
 
@@ -65,157 +67,314 @@ pub struct LogContents {
     pub sync_marks: usize,
 }
 
-/// Reads every record of a log and classifies how it ends.
+/// Reads every record of a log image and classifies how it ends (the streaming
+/// [`LogReader`] over a slice: the manifest, whose logs are small, and tests use this).
 pub fn read_log(bytes: &[u8]) -> LogContents {
-    let mut contents = LogContents {
-        records: Vec::new(),
-        end: LogEnd::Clean,
-        sync_marks: 0,
-    };
-    let mut pending: Option<(Vec<u8>, u64)> = None;
-    let mut pos = 0usize;
-    while pos < bytes.len() {
-        let block_left = BLOCK_SIZE - pos % BLOCK_SIZE;
-        if block_left < HEADER_SIZE {
-            pos += block_left; // zero padding at the end of a block
-            continue;
+    let mut reader = LogReader::new(bytes);
+    let mut records = Vec::new();
+    let end = loop {
+        match reader.next_record() {
+            Ok(Some(record)) => records.push(record.to_vec()),
+            Ok(None) => break reader.end().cloned().unwrap_or(LogEnd::Clean),
+            // Reading a slice cannot fail; were it to, what was read so far is all there is.
+            Err(e) => break corrupted(reader.offset(), &format!("read failed: {e}")),
         }
-        let (kind, payload, len) = match parse_fragment(bytes, pos, block_left) {
+    };
+    LogContents {
+        records,
+        end,
+        sync_marks: reader.sync_marks(),
+    }
+}
+
+/// Reads a log's records one at a time from a [`Read`], holding one block and the record being
+/// assembled: a WAL of any size is replayed in bounded memory. The log is read block by block
+/// (fragments never straddle blocks, so each block parses on its own, whatever sizes the
+/// `Read` hands its bytes over in); after damage the rest of the input is streamed through
+/// once to classify it (see the module docs).
+#[derive(Debug)]
+pub struct LogReader<R> {
+    input: R,
+    /// The block being read: `BLOCK_SIZE` bytes, fewer only for the input's last block.
+    block: Vec<u8>,
+    /// Offset in the log of `block`'s first byte (a multiple of `BLOCK_SIZE`).
+    block_start: u64,
+    /// Where in `block` the next fragment starts.
+    pos: usize,
+    /// Whether the input has ended (`block` is its last block).
+    eof: bool,
+    assembly: Assembly,
+    /// How reading ended, once it has.
+    end: Option<LogEnd>,
+}
+
+/// The record being put together from its fragments, and the sync marks seen.
+#[derive(Debug, Default)]
+struct Assembly {
+    record: Vec<u8>,
+    /// Offset of the first fragment of the record being assembled, if one is.
+    pending: Option<u64>,
+    sync_marks: usize,
+}
+
+/// What one valid fragment contributed.
+enum Taken {
+    /// Nothing to return yet (a first or middle fragment, a sync mark).
+    Nothing,
+    /// A whole record: the fragment's payload.
+    Full,
+    /// The last fragment of a record now in `Assembly::record`.
+    Assembled,
+}
+
+/// What one step of reading produced.
+enum Step {
+    Continue,
+    /// A record held whole in `block[range]`.
+    InBlock(std::ops::Range<usize>),
+    Assembled,
+}
+
+impl<R: Read> LogReader<R> {
+    /// A reader of the log `input` holds, from its first byte.
+    pub fn new(input: R) -> LogReader<R> {
+        LogReader {
+            input,
+            block: Vec::with_capacity(BLOCK_SIZE),
+            block_start: 0,
+            pos: 0,
+            eof: false,
+            assembly: Assembly::default(),
+            end: None,
+        }
+    }
+
+    /// The next complete record, or `None` once reading has ended (then [`LogReader::end`]
+    /// says how). Only an error of the input is an error: damage ends the log.
+    pub fn next_record(&mut self) -> io::Result<Option<&[u8]>> {
+        loop {
+            if self.end.is_some() {
+                return Ok(None);
+            }
+            match self.step()? {
+                Step::Continue => {}
+                Step::InBlock(range) => return Ok(Some(&self.block[range])),
+                Step::Assembled => return Ok(Some(&self.assembly.record)),
+            }
+        }
+    }
+
+    /// How reading ended, once [`LogReader::next_record`] has returned `None`.
+    pub fn end(&self) -> Option<&LogEnd> {
+        self.end.as_ref()
+    }
+
+    /// Sync marks read so far.
+    pub fn sync_marks(&self) -> usize {
+        self.assembly.sync_marks
+    }
+
+    /// The log offset reading has reached.
+    pub fn offset(&self) -> u64 {
+        self.block_start + self.pos.min(self.block.len()) as u64
+    }
+
+    /// The length of the whole log, reading (and discarding) whatever is left of the input:
+    /// what a replay that stopped early needs to count the bytes it dropped.
+    pub fn into_log_len(mut self) -> io::Result<u64> {
+        while self.load_block()? {}
+        Ok(self.block_start + self.block.len() as u64)
+    }
+
+    /// Reads the next block into `block`; false at the end of the input.
+    fn load_block(&mut self) -> io::Result<bool> {
+        if self.eof {
+            return Ok(false);
+        }
+        self.block_start += self.block.len() as u64;
+        self.block.resize(BLOCK_SIZE, 0);
+        let mut filled = 0;
+        while filled < BLOCK_SIZE {
+            match self.input.read(&mut self.block[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.block.truncate(filled);
+                    return Err(e);
+                }
+            }
+        }
+        self.block.truncate(filled);
+        self.pos = 0;
+        self.eof = filled < BLOCK_SIZE;
+        Ok(filled > 0)
+    }
+
+    /// Reads one fragment (or skips a block's padding, or ends the log).
+    fn step(&mut self) -> io::Result<Step> {
+        if self.pos >= self.block.len() && !self.load_block()? {
+            self.end = Some(match self.assembly.pending {
+                Some(offset) => LogEnd::TornTail { offset },
+                None => LogEnd::Clean,
+            });
+            return Ok(Step::Continue);
+        }
+        let block_left = BLOCK_SIZE - self.pos;
+        if block_left < HEADER_SIZE {
+            self.pos = BLOCK_SIZE; // zero padding at the end of a block
+            return Ok(Step::Continue);
+        }
+        let at = self.block_start + self.pos as u64;
+        let (kind, payload, len) = match parse_fragment(&self.block, self.pos, block_left) {
             Fragment::Ok { kind, payload, len } => (kind, payload, len),
             Fragment::Zero => {
-                contents.end = classify_damage(bytes, pos, "zeroed fragment header", true);
-                return contents;
+                self.end = Some(self.classify_damage("zeroed fragment header", true)?);
+                return Ok(Step::Continue);
             }
             Fragment::Bad(reason) => {
                 let cut_off = reason.starts_with("truncated");
-                contents.end = classify_damage(bytes, pos, reason, cut_off);
-                return contents;
+                self.end = Some(self.classify_damage(reason, cut_off)?);
+                return Ok(Step::Continue);
             }
         };
-        if let Err(reason) = take_fragment(&mut contents, &mut pending, kind, payload, pos) {
-            contents.end = corrupted(pos, reason);
-            return contents;
+        let start = self.pos + HEADER_SIZE;
+        self.pos = start + len;
+        match self.assembly.take(kind, payload, at) {
+            Ok(Taken::Nothing) => Ok(Step::Continue),
+            Ok(Taken::Full) => Ok(Step::InBlock(start..start + len)),
+            Ok(Taken::Assembled) => Ok(Step::Assembled),
+            Err(reason) => {
+                self.end = Some(corrupted(at, reason));
+                Ok(Step::Continue)
+            }
         }
-        pos += HEADER_SIZE + len;
     }
-    if let Some((_, offset)) = pending {
-        contents.end = LogEnd::TornTail { offset };
+
+    /// What the damage at `pos` of the current block was, from what follows it (see the module
+    /// docs), streaming through the rest of the input. `cut_off`: the damage looks like a
+    /// cut-off write (truncation or zeroed space) rather than altered bytes.
+    fn classify_damage(&mut self, reason: &str, cut_off: bool) -> io::Result<LogEnd> {
+        let offset = self.block_start + self.pos as u64;
+        let reason = reason.to_string();
+        // Marks are looked for from the byte after the damage, fragments only from the next
+        // block on (fragments start every block afresh, so they can be found there without
+        // knowing where the damage ends). A candidate mark lies inside one block, like every
+        // fragment, so scanning block by block misses none.
+        let mut mark = sync_mark_in(&self.block, self.block_start, self.pos + 1);
+        let mut fragments_after = 0;
+        while mark.is_none() && self.load_block()? {
+            mark = sync_mark_in(&self.block, self.block_start, 0);
+            fragments_after += fragments_in(&self.block);
+        }
+        if let Some(mark) = mark {
+            return Ok(LogEnd::Corrupted {
+                offset,
+                reason: format!(
+                    "{reason}, before a sync mark at {mark} (the damaged bytes had been synced)"
+                ),
+            });
+        }
+        Ok(match fragments_after {
+            0 if cut_off => LogEnd::TornTail { offset },
+            0 => LogEnd::DamagedTail { offset, reason },
+            fragments_after => LogEnd::UnsyncedLoss {
+                offset,
+                reason,
+                fragments_after,
+            },
+        })
     }
-    contents
 }
 
-/// Adds one valid fragment to what was read; an error for fragments no writer produces.
-fn take_fragment(
-    contents: &mut LogContents,
-    pending: &mut Option<(Vec<u8>, u64)>,
-    kind: RecordType,
-    payload: &[u8],
-    pos: usize,
-) -> Result<(), &'static str> {
-    match kind {
-        RecordType::Full | RecordType::First | RecordType::SyncMark if pending.is_some() => {
-            Err("record interrupted by a new one")
-        }
-        RecordType::Full => {
-            contents.records.push(payload.to_vec());
-            Ok(())
-        }
-        RecordType::First => {
-            *pending = Some((payload.to_vec(), pos as u64));
-            Ok(())
-        }
-        RecordType::SyncMark if is_sync_mark_at(payload, pos) => {
-            contents.sync_marks += 1;
-            Ok(())
-        }
-        RecordType::SyncMark => Err("sync mark names another offset"),
-        RecordType::Middle | RecordType::Last => {
-            let Some((buf, _)) = pending.as_mut() else {
-                return Err("fragment without a first part");
-            };
-            buf.extend_from_slice(payload);
-            if kind == RecordType::Last {
-                if let Some((buf, _)) = pending.take() {
-                    contents.records.push(buf);
+impl Assembly {
+    /// Adds one valid fragment, read at log offset `at`; an error for fragments no writer
+    /// produces.
+    fn take(&mut self, kind: RecordType, payload: &[u8], at: u64) -> Result<Taken, &'static str> {
+        match kind {
+            RecordType::Full | RecordType::First | RecordType::SyncMark
+                if self.pending.is_some() =>
+            {
+                Err("record interrupted by a new one")
+            }
+            RecordType::Full => Ok(Taken::Full),
+            RecordType::First => {
+                self.record.clear();
+                self.record.extend_from_slice(payload);
+                self.pending = Some(at);
+                Ok(Taken::Nothing)
+            }
+            RecordType::SyncMark if is_sync_mark_at(payload, at) => {
+                self.sync_marks += 1;
+                Ok(Taken::Nothing)
+            }
+            RecordType::SyncMark => Err("sync mark names another offset"),
+            RecordType::Middle | RecordType::Last => {
+                if self.pending.is_none() {
+                    return Err("fragment without a first part");
                 }
+                self.record.extend_from_slice(payload);
+                if kind == RecordType::Middle {
+                    return Ok(Taken::Nothing);
+                }
+                self.pending = None;
+                Ok(Taken::Assembled)
             }
-            Ok(())
         }
     }
 }
 
-/// What damage at `at` was, from what follows it (see the module docs). `cut_off`: the damage
-/// looks like a cut-off write (truncation or zeroed space) rather than altered bytes.
-fn classify_damage(bytes: &[u8], at: usize, reason: &str, cut_off: bool) -> LogEnd {
-    let offset = at as u64;
-    let reason = reason.to_string();
-    if let Some(mark) = sync_mark_after(bytes, at) {
-        return LogEnd::Corrupted {
-            offset,
-            reason: format!(
-                "{reason}, before a sync mark at {mark} (the damaged bytes had been synced)"
-            ),
-        };
-    }
-    match fragments_after(bytes, at) {
-        0 if cut_off => LogEnd::TornTail { offset },
-        0 => LogEnd::DamagedTail { offset, reason },
-        fragments_after => LogEnd::UnsyncedLoss {
-            offset,
-            reason,
-            fragments_after,
-        },
-    }
-}
-
-/// The offset of the first sync mark after `at`, looked for at every byte: the fragments after
-/// a lost page need not start where the reader could resynchronise. A mark names its own
-/// offset, so a mark-shaped run of bytes inside a record's payload counts only if it also sits
-/// exactly where it says.
-fn sync_mark_after(bytes: &[u8], at: usize) -> Option<usize> {
-    (at + 1..bytes.len().saturating_sub(HEADER_SIZE - 1)).find(|&pos| {
-        let block_left = BLOCK_SIZE - pos % BLOCK_SIZE;
-        if block_left < HEADER_SIZE || bytes[pos + 6] != RecordType::SyncMark as u8 {
-            return false;
+/// The log offset of the first sync mark in `block` (which starts at log offset `start`) at
+/// or after position `from`, looked for at every byte: the fragments after a lost page need
+/// not start where the reader could resynchronise. A mark names its own offset, so a
+/// mark-shaped run of bytes inside a record's payload counts only if it also sits exactly
+/// where it says.
+fn sync_mark_in(block: &[u8], start: u64, from: usize) -> Option<u64> {
+    let last = block
+        .len()
+        .checked_sub(HEADER_SIZE)?
+        .min(BLOCK_SIZE - HEADER_SIZE);
+    (from..=last).find_map(|pos| {
+        if block[pos + 6] != RecordType::SyncMark as u8 {
+            return None;
         }
-        matches!(
-            parse_fragment(bytes, pos, block_left),
-            Fragment::Ok { kind: RecordType::SyncMark, payload, .. } if is_sync_mark_at(payload, pos)
-        )
+        let at = start + pos as u64;
+        match parse_fragment(block, pos, BLOCK_SIZE - pos) {
+            Fragment::Ok {
+                kind: RecordType::SyncMark,
+                payload,
+                ..
+            } if is_sync_mark_at(payload, at) => Some(at),
+            _ => None,
+        }
     })
 }
 
-/// Valid fragments in the blocks after the one holding `at` (fragments start every block
-/// afresh, so they can be found there without knowing where the damage ends).
-fn fragments_after(bytes: &[u8], at: usize) -> usize {
+/// Valid fragments from the start of `block` up to the first invalid one.
+fn fragments_in(block: &[u8]) -> usize {
     let mut count = 0;
-    let mut block = (at / BLOCK_SIZE + 1) * BLOCK_SIZE;
-    while block < bytes.len() {
-        let mut pos = block;
-        let end = (block + BLOCK_SIZE).min(bytes.len());
-        while end - pos >= HEADER_SIZE {
-            match parse_fragment(bytes, pos, block + BLOCK_SIZE - pos) {
-                Fragment::Ok { len, .. } => {
-                    count += 1;
-                    pos += HEADER_SIZE + len;
-                }
-                Fragment::Zero | Fragment::Bad(_) => break,
+    let mut pos = 0;
+    while block.len() - pos >= HEADER_SIZE {
+        match parse_fragment(block, pos, BLOCK_SIZE - pos) {
+            Fragment::Ok { len, .. } => {
+                count += 1;
+                pos += HEADER_SIZE + len;
             }
+            Fragment::Zero | Fragment::Bad(_) => break,
         }
-        block += BLOCK_SIZE;
     }
     count
 }
 
-/// Whether `payload` is the payload of a sync mark written at offset `pos`.
-fn is_sync_mark_at(payload: &[u8], pos: usize) -> bool {
-    let block_left = BLOCK_SIZE - pos % BLOCK_SIZE;
-    payload == sync_mark_payload(pos as u64, block_left).as_slice()
+/// Whether `payload` is the payload of a sync mark written at log offset `at`.
+fn is_sync_mark_at(payload: &[u8], at: u64) -> bool {
+    let block_left = BLOCK_SIZE - (at % BLOCK_SIZE as u64) as usize;
+    payload == sync_mark_payload(at, block_left).as_slice()
 }
 
-fn corrupted(pos: usize, reason: &str) -> LogEnd {
+fn corrupted(offset: u64, reason: &str) -> LogEnd {
     LogEnd::Corrupted {
-        offset: pos as u64,
+        offset,
         reason: reason.to_string(),
     }
 }
@@ -230,8 +389,9 @@ enum Fragment<'a> {
     Bad(&'static str),
 }
 
-fn parse_fragment(bytes: &[u8], pos: usize, block_left: usize) -> Fragment<'_> {
-    let Some(header) = bytes.get(pos..pos + HEADER_SIZE) else {
+/// The fragment at `pos` of `block`, with `block_left` bytes left in its block.
+fn parse_fragment(block: &[u8], pos: usize, block_left: usize) -> Fragment<'_> {
+    let Some(header) = block.get(pos..pos + HEADER_SIZE) else {
         return Fragment::Bad("truncated fragment header");
     };
     if header.iter().all(|&b| b == 0) {
@@ -241,7 +401,7 @@ fn parse_fragment(bytes: &[u8], pos: usize, block_left: usize) -> Fragment<'_> {
     if HEADER_SIZE + len > block_left {
         return Fragment::Bad("fragment crosses a block boundary");
     }
-    let Some(payload) = bytes.get(pos + HEADER_SIZE..pos + HEADER_SIZE + len) else {
+    let Some(payload) = block.get(pos + HEADER_SIZE..pos + HEADER_SIZE + len) else {
         return Fragment::Bad("truncated fragment payload");
     };
     let stored = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
@@ -259,7 +419,8 @@ mod tests {
     use super::*;
     use crate::base::fs::WritableFile;
     use crate::base::wal::writer::LogWriter;
-    use std::io::{self, Write};
+    use proptest::prelude::*;
+    use std::io::{self, Read, Write};
     use std::sync::{Arc, Mutex};
 
     #[derive(Debug, Clone, Default)]
@@ -452,6 +613,176 @@ mod tests {
                 })
                 .collect();
             let _ = read_log(&bytes);
+        }
+    }
+
+    /// A `Read` handing `bytes` over in the sizes `chunks` cycles through, with an
+    /// `Interrupted` error before every fifth read (which readers must retry).
+    struct Chunked<'a> {
+        bytes: &'a [u8],
+        chunks: Vec<usize>,
+        reads: usize,
+    }
+
+    impl Read for Chunked<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.reads += 1;
+            if self.reads.is_multiple_of(5) {
+                return Err(io::ErrorKind::Interrupted.into());
+            }
+            let chunk = self.chunks[self.reads % self.chunks.len()].max(1);
+            let n = chunk.min(buf.len()).min(self.bytes.len());
+            buf[..n].copy_from_slice(&self.bytes[..n]);
+            self.bytes = &self.bytes[n..];
+            Ok(n)
+        }
+    }
+
+    /// What the streaming reader makes of `bytes` handed over in `chunks`.
+    fn read_streamed(bytes: &[u8], chunks: &[usize]) -> LogContents {
+        let mut reader = LogReader::new(Chunked {
+            bytes,
+            chunks: chunks.to_vec(),
+            reads: 0,
+        });
+        let mut records = Vec::new();
+        while let Some(record) = reader.next_record().unwrap() {
+            records.push(record.to_vec());
+        }
+        let end = reader.end().cloned().unwrap();
+        let sync_marks = reader.sync_marks();
+        assert_eq!(reader.into_log_len().unwrap(), bytes.len() as u64);
+        LogContents {
+            records,
+            end,
+            sync_marks,
+        }
+    }
+
+    /// The streaming reader, whatever sizes its input comes in, reads `bytes` exactly as the
+    /// whole-slice reader it replaced did.
+    fn assert_reads_as_before(bytes: &[u8], chunks: &[usize]) {
+        let before = super::super::reference_reader::read_log(bytes);
+        assert_eq!(read_log(bytes), before, "read_log");
+        assert_eq!(read_streamed(bytes, chunks), before, "chunks {chunks:?}");
+    }
+
+    #[test]
+    fn log_streamed_in_any_chunks_reads_as_before_on_the_unit_cases() {
+        let records = many(1000, 4);
+        let synced = records.len() - 5;
+        let (bytes, starts) = synced_log_of(&records, &[3, synced]);
+        let mut cases = vec![bytes.clone(), log_of(&sample()), Vec::new()];
+        for at in [
+            starts[synced] as usize + 10,
+            BLOCK_SIZE + 100,
+            bytes.len() - 3,
+        ] {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= 0x40;
+            cases.push(damaged);
+        }
+        let mut lost_page = bytes.clone();
+        lost_page[BLOCK_SIZE + 4096..BLOCK_SIZE + 8192].fill(0);
+        cases.push(lost_page);
+        cases.extend(
+            (0..bytes.len())
+                .step_by(4099)
+                .map(|len| bytes[..len].to_vec()),
+        );
+        for case in &cases {
+            for chunks in [
+                &[1usize][..],
+                &[7, 3],
+                &[BLOCK_SIZE],
+                &[BLOCK_SIZE + 1, 5],
+                &[1 << 20],
+            ] {
+                assert_reads_as_before(case, chunks);
+            }
+        }
+    }
+
+    /// How a generated log is damaged.
+    #[derive(Debug, Clone)]
+    enum Damage {
+        Truncate(f64),
+        Flip(f64, u8),
+        Zero(f64, usize),
+        Garbage(f64, usize, u64),
+    }
+
+    fn damage_strategy() -> impl Strategy<Value = Damage> {
+        prop_oneof![
+            (0.0..1.0f64).prop_map(Damage::Truncate),
+            (0.0..1.0f64, 0u8..8).prop_map(|(at, bit)| Damage::Flip(at, bit)),
+            (0.0..1.0f64, 1usize..9000).prop_map(|(at, n)| Damage::Zero(at, n)),
+            (0.0..1.0f64, 1usize..5000, any::<u64>())
+                .prop_map(|(at, n, seed)| Damage::Garbage(at, n, seed)),
+        ]
+    }
+
+    fn apply(bytes: &mut Vec<u8>, damage: &Damage) {
+        let at = |f: f64, len: usize| ((len as f64 * f) as usize).min(len.saturating_sub(1));
+        if bytes.is_empty() {
+            return;
+        }
+        match *damage {
+            Damage::Truncate(f) => bytes.truncate(at(f, bytes.len())),
+            Damage::Flip(f, bit) => {
+                let i = at(f, bytes.len());
+                bytes[i] ^= 1 << bit;
+            }
+            Damage::Zero(f, n) => {
+                let i = at(f, bytes.len());
+                let end = (i + n).min(bytes.len());
+                bytes[i..end].fill(0);
+            }
+            Damage::Garbage(f, n, mut seed) => {
+                let i = at(f, bytes.len());
+                let end = (i + n).min(bytes.len());
+                for b in &mut bytes[i..end] {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    *b = (seed >> 56) as u8;
+                }
+            }
+        }
+    }
+
+    fn record_size() -> impl Strategy<Value = usize> {
+        prop_oneof![6 => 0usize..300, 3 => 0usize..6000, 1 => 0usize..3 * BLOCK_SIZE]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// Logs of records of any size, synced anywhere, damaged in every way recovery meets
+        /// (cut off, bits flipped, pages zeroed or garbage), read through a `Read` handing the
+        /// bytes over in arbitrary pieces: the same records, end and sync marks as before.
+        #[test]
+        fn log_streamed_in_any_chunks_reads_as_before(
+            sizes in proptest::collection::vec((record_size(), proptest::bool::weighted(0.15)), 0..40),
+            damages in proptest::collection::vec(damage_strategy(), 0..3),
+            chunks in proptest::collection::vec(1usize..70_000, 1..6),
+        ) {
+            let records: Vec<Vec<u8>> = sizes
+                .iter()
+                .enumerate()
+                .map(|(i, (n, _))| vec![(i % 251) as u8 + 1; *n])
+                .collect();
+            let syncs: Vec<usize> = sizes
+                .iter()
+                .enumerate()
+                .filter(|(_, (_, sync))| *sync)
+                .map(|(i, _)| i)
+                .collect();
+            let (mut bytes, _) = synced_log_of(&records, &syncs);
+            for damage in &damages {
+                apply(&mut bytes, damage);
+            }
+            assert_reads_as_before(&bytes, &chunks);
         }
     }
 }

@@ -1,8 +1,10 @@
 //! Opening a database, in phases: the directory and its lock, `OPTIONS`, the manifest (folded in
 //! `manifest_state.rs`), every keyspace's live tables, the WALs (`wal_replay.rs`), and the commit
 //! that makes the recovered state one durable manifest; then obsolete-file cleanup. A failure
-//! before the commit leaves the database as it was. A read-only open stops before the commit
-//! and keeps what the WALs held in memory.
+//! before the commit leaves the database as it was, but for the L0 tables of memtables that
+//! filled up during the WAL replay: orphans no manifest names, deleted by the next open. A
+//! read-only open writes nothing, stops before the commit and keeps what the WALs held in
+//! memory.
 
 mod wal_replay;
 
@@ -51,7 +53,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(Engine, Box<dyn File
     };
     let engine = new_engine(dir, options, &entries, &manifest, false)?;
     let inner: &Shared = engine.shared();
-    let versions = open_versions(inner, &manifest)?;
+    let mut versions = open_versions(inner, &manifest)?;
     let wal_number = inner.versions().new_file_number();
     let log_number = manifest.min_log_number();
     let wals = live_wals(&entries, log_number, wal_number);
@@ -64,7 +66,8 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(Engine, Box<dyn File
             "WAL {log_number:06}.log named by the manifest is missing"
         )));
     }
-    let recovered = replay_wals(inner, &wals, &manifest)?;
+    // May write L0 tables (memtables that fill up during the replay): orphans until the commit.
+    let recovered = replay_wals(inner, &wals, &manifest, &mut versions)?;
     if let Some(recorded) = &recorded {
         options_file::check_merge_operator(recorded, inner.options(), || {
             holds_merge_operands(&versions, &recovered)
@@ -77,7 +80,8 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(Engine, Box<dyn File
     Ok((engine, lock))
 }
 
-/// Whether any table or recovered memtable holds a merge operand.
+/// Whether any table or recovered memtable holds a merge operand (the tables the replay
+/// flushed are in `versions`).
 fn holds_merge_operands(versions: &[(Arc<Tree>, Version)], recovered: &Recovered) -> bool {
     recovered.mems.values().any(|m| m.merge_operands() > 0)
         || versions.iter().any(|(_, v)| {
@@ -133,7 +137,7 @@ fn try_open_read_only(dir: &Path, options: &Options) -> Result<Engine> {
     let entries = fs.list(dir)?;
     let engine = new_engine(dir, options.clone(), &entries, &manifest, true)?;
     let inner: &Shared = engine.shared();
-    let versions = open_versions(inner, &manifest)?;
+    let mut versions = open_versions(inner, &manifest)?;
     let log_number = manifest.min_log_number();
     let wals = live_wals(&entries, log_number, u64::MAX);
     if log_number > 0 && !wals.contains(&log_number) {
@@ -141,7 +145,8 @@ fn try_open_read_only(dir: &Path, options: &Options) -> Result<Engine> {
             "WAL {log_number:06}.log named by the manifest is missing"
         )));
     }
-    let recovered = replay_wals(inner, &wals, &manifest)?;
+    // A read-only open writes nothing: the replay keeps every recovered write in memory.
+    let recovered = replay_wals(inner, &wals, &manifest, &mut versions)?;
     options_file::check_merge_operator(&recorded, options, || {
         holds_merge_operands(&versions, &recovered)
     })?;
@@ -199,9 +204,8 @@ fn inspect_directory(
     // commit point (CURRENT): nothing was ever acknowledged, so creation starts over.
     let holds_data = entries.iter().any(|e| match names::parse(e) {
         FileKind::Table(_) => true,
-        FileKind::Wal(_) => fs
-            .read(&dir.join(e))
-            .map(|bytes| !bytes.is_empty())
+        FileKind::Wal(_) => wal_replay::open_if_written(fs, &dir.join(e))
+            .map(|input| input.is_some())
             .unwrap_or(true),
         _ => false,
     });
@@ -393,7 +397,9 @@ fn live_wals(entries: &[String], log_number: u64, new_wal: u64) -> Vec<u64> {
     wals
 }
 
-/// The commit point of an open: what the WALs held becomes L0 tables, the new WAL is created,
+/// The commit point of an open: what the WALs held becomes L0 tables (the memtables left by the
+/// replay are flushed here, joining the tables it flushed when memtables filled up), the new
+/// WAL is created,
 /// and a new manifest holding every keyspace's version is written, synced and named by
 /// `CURRENT`. Only then is anything old obsolete.
 ///
@@ -409,7 +415,7 @@ fn commit(
     manifest: &ManifestState,
 ) -> Result<()> {
     let mut mems = recovered.mems;
-    let nothing_recovered = mems.values().all(Memtable::is_empty);
+    let nothing_recovered = recovered.tables_written == 0 && mems.values().all(Memtable::is_empty);
     let mut trees = Vec::with_capacity(versions.len());
     for (tree, version) in versions {
         let version = match mems.remove(&tree.id) {

@@ -1,5 +1,10 @@
 //! Replaying the WALs into per-keyspace memtables.
 //!
+//! Each log is streamed through [`LogReader`] record by record (never read whole), and a
+//! memtable that fills up during the replay is flushed to an L0 table there and then (see
+//! [`replay_wals`]): recovering a log of any size takes the memory of the memtables being
+//! rebuilt, not of the log.
+//!
 //! Damage in the *newest* log that no sync mark after it proves synced (a torn last record, or
 //! unsynced pages lost out of order by a power loss) ends the log there: the writes before it
 //! are replayed, the rest dropped (point-in-time recovery), with a warning and the
@@ -9,30 +14,49 @@
 //! `paranoid_checks = false` recovery up to the damage.
 
 use std::collections::BTreeMap;
+use std::io::{self, Read};
+use std::path::Path;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
 
 use crate::base::batch;
 use crate::base::error::{Error, Result};
-use crate::base::fs::names;
-use std::sync::atomic::Ordering::Relaxed;
-
-use crate::base::wal::reader::{read_log, LogEnd};
+use crate::base::fs::{names, FileSystem};
+use crate::base::wal::reader::{LogEnd, LogReader};
+use crate::core::manifest_state::ManifestState;
 use crate::core::memtable::Memtable;
 use crate::core::shared::Shared;
+use crate::core::tree::Tree;
+use crate::core::version::Version;
 
-use crate::core::manifest_state::ManifestState;
-
-/// What the WALs held: per keyspace id its writes in one memtable, and the last sequence number.
+/// What the WALs held: per keyspace id its writes not yet in a table in one memtable, and the
+/// last sequence number.
 pub(crate) struct Recovered {
     pub mems: BTreeMap<u32, Memtable>,
     pub last_sequence: u64,
+    /// L0 tables written during the replay (memtables that filled up), already in the
+    /// versions: what the WALs held is in them and `mems` together.
+    pub tables_written: usize,
 }
 
-/// Replays `wals` (oldest first). An op of a keyspace is replayed only from the keyspace's log
-/// number on (older WALs' writes of it are in its tables); ops of dropped keyspaces are skipped.
+/// A log to replay, read from start to end.
+type LogInput = Box<dyn Read + Send>;
+
+/// Replays `wals` (oldest first), streaming each log record by record. An op of a keyspace is
+/// replayed only from the keyspace's log number on (older WALs' writes of it are in its
+/// tables); ops of dropped keyspaces are skipped.
+///
+/// A keyspace's memtable that reaches its `write_buffer_size` is written as an L0 table at
+/// once and added to its tree's version in `versions`, so memory stays at the memtables being
+/// rebuilt, whatever the size of the logs. Those tables become part of the database only with
+/// the open's commit (its new manifest); an open that fails before leaves them as orphans,
+/// which the next open's obsolete-file cleanup deletes. A read-only open writes no file: it
+/// replays everything into memory.
 pub(crate) fn replay_wals(
     db: &Shared,
     wals: &[u64],
     manifest: &ManifestState,
+    versions: &mut [(Arc<Tree>, Version)],
 ) -> Result<Recovered> {
     let recovered = Recovered {
         mems: manifest
@@ -41,40 +65,67 @@ pub(crate) fn replay_wals(
             .map(|id| (*id, Memtable::new(0)))
             .collect(),
         last_sequence: manifest.last_sequence,
+        tables_written: 0,
+    };
+    let flush_at = if db.read_only() {
+        BTreeMap::new()
+    } else {
+        versions
+            .iter()
+            .map(|(tree, _)| (tree.id, tree.options.write_buffer_size))
+            .collect()
     };
     let mut replay = WalReplay {
         db,
         recovered,
         manifest,
         expected_next: manifest.first_wal_sequence(),
+        versions,
+        flush_at,
+        full: Vec::new(),
     };
-    let (newest, mut newest_bytes) = newest_written(db, wals)?;
+    let (newest, mut newest_input) = newest_written(db, wals)?;
     for (index, number) in wals.iter().enumerate().take(newest + 1) {
-        let bytes = match newest_bytes.take() {
-            Some(bytes) if index == newest => bytes,
+        let input = match newest_input.take() {
+            Some(input) if index == newest => input,
             other => {
-                newest_bytes = other;
-                db.fs().read(&names::wal(db.dir(), *number))?
+                newest_input = other;
+                db.fs().open_sequential(&names::wal(db.dir(), *number))?
             }
         };
-        if !replay.log(*number, &bytes, index == newest)? {
+        if !replay.log(*number, input, index == newest)? {
             break; // later logs would leave a hole
         }
     }
     Ok(replay.recovered)
 }
 
-/// The index in `wals` of the newest log holding any bytes, and those bytes. Only that log may
-/// end in unsynced writes: a log is synced before the next one is written to, but a WAL switch
-/// or a recovery cut short after creating its new log leaves that log empty.
-fn newest_written(db: &Shared, wals: &[u64]) -> Result<(usize, Option<Vec<u8>>)> {
+/// The index in `wals` of the newest log holding any bytes, opened. Only that log may end in
+/// unsynced writes: a log is synced before the next one is written to, but a WAL switch or a
+/// recovery cut short after creating its new log leaves that log empty. Each log looked at is
+/// opened once (its first byte tells), and the one found is replayed through that opening.
+fn newest_written(db: &Shared, wals: &[u64]) -> Result<(usize, Option<LogInput>)> {
     for (index, number) in wals.iter().enumerate().rev() {
-        let bytes = db.fs().read(&names::wal(db.dir(), *number))?;
-        if !bytes.is_empty() {
-            return Ok((index, Some(bytes)));
+        if let Some(input) = open_if_written(db.fs().as_ref(), &names::wal(db.dir(), *number))? {
+            return Ok((index, Some(input)));
         }
     }
     Ok((0, None))
+}
+
+/// The file at `path` opened for a sequential read if it holds any bytes (`None` if it is
+/// empty): its first byte is read to tell, and handed back ahead of the rest.
+pub(super) fn open_if_written(fs: &dyn FileSystem, path: &Path) -> io::Result<Option<LogInput>> {
+    let mut input = fs.open_sequential(path)?;
+    let mut first = [0u8; 1];
+    loop {
+        match input.read(&mut first) {
+            Ok(0) => return Ok(None),
+            Ok(_) => return Ok(Some(Box::new(io::Cursor::new(first).chain(input)))),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// The state of a WAL replay between logs.
@@ -85,26 +136,46 @@ struct WalReplay<'a> {
     /// The sequence the next record must start at (`None` before the first record when the
     /// manifest does not say where the oldest log starts).
     expected_next: Option<u64>,
+    /// Every keyspace's version, which tables flushed during the replay join.
+    versions: &'a mut [(Arc<Tree>, Version)],
+    /// Per keyspace id the memtable size at which it is flushed during the replay (empty for
+    /// a read-only open, which writes nothing).
+    flush_at: BTreeMap<u32, usize>,
+    /// Keyspaces whose memtable filled up in the record being replayed.
+    full: Vec<u32>,
 }
 
 impl WalReplay<'_> {
     /// Replays one log; returns whether the replay may go on to the next one.
-    fn log(&mut self, number: u64, bytes: &[u8], last_log: bool) -> Result<bool> {
-        let contents = read_log(bytes);
-        let damage = self.damage(number, &contents.end, last_log)?;
-        if let Some(offset) = damage_offset(&contents.end) {
-            let dropped = (bytes.len() as u64).saturating_sub(offset);
+    ///
+    /// Records are replayed as they are read, before the log's end is known; a record that
+    /// stops the replay (a gap, or an undecodable one) stops replaying, but the rest of the log
+    /// is still read to classify its end, so the outcome (the error when both the end and a record are
+    /// wrong, the warnings, the `recovery_dropped_wal_*` counters) is what it was when the log
+    /// was classified first and replayed after.
+    fn log(&mut self, number: u64, input: LogInput, last_log: bool) -> Result<bool> {
+        let mut reader = LogReader::new(input);
+        let mut replayed: Result<bool> = Ok(true);
+        while let Some(record) = reader.next_record()? {
+            if matches!(replayed, Ok(true)) {
+                replayed = self.record(number, record);
+                // Between records, not inside one: a batch's writes to a keyspace land in one
+                // table. A failed table write fails the open at once (no need to read on).
+                if matches!(replayed, Ok(true)) {
+                    self.flush_full()?;
+                }
+            }
+        }
+        let end = reader.end().cloned().unwrap_or(LogEnd::Clean);
+        let damage = self.damage(number, &end, last_log)?;
+        if let Some(offset) = damage_offset(&end) {
+            let dropped = reader.into_log_len()?.saturating_sub(offset);
             self.db
                 .counters()
                 .recovery_dropped_wal_bytes
                 .fetch_add(dropped, Relaxed);
         }
-        for record in &contents.records {
-            if !self.record(number, record)? {
-                return Ok(false);
-            }
-        }
-        Ok(!damage)
+        Ok(replayed? && !damage)
     }
 
     /// Whether the log ends in damage that must stop the replay there (an error for damage
@@ -186,6 +257,12 @@ impl WalReplay<'_> {
                 Some(k) if number >= k.log_number => {
                     if let Some(mem) = self.recovered.mems.get(&op.keyspace) {
                         mem.insert(op.key, s, op.kind, op.value);
+                        let limit = self.flush_at.get(&op.keyspace);
+                        if limit.is_some_and(|l| mem.approximate_size() >= *l)
+                            && !self.full.contains(&op.keyspace)
+                        {
+                            self.full.push(op.keyspace);
+                        }
                     }
                 }
                 Some(_) => {} // already in the keyspace's tables
@@ -201,6 +278,34 @@ impl WalReplay<'_> {
         }
         self.recovered.last_sequence = self.recovered.last_sequence.max(s.saturating_sub(1));
         Ok(true)
+    }
+
+    /// Flushes the memtables that filled up in the records replayed since the last call.
+    fn flush_full(&mut self) -> Result<()> {
+        while let Some(id) = self.full.pop() {
+            self.flush(id)?;
+        }
+        Ok(())
+    }
+
+    /// Writes keyspace `id`'s memtable as an L0 table of its version (numbered after every
+    /// table written before it, so newer writes are in higher-numbered, newer L0 tables) and
+    /// starts it a fresh one.
+    fn flush(&mut self, id: u32) -> Result<()> {
+        let (Some(mem), Some((tree, version))) = (
+            self.recovered.mems.get_mut(&id),
+            self.versions.iter_mut().find(|(tree, _)| tree.id == id),
+        ) else {
+            return Ok(());
+        };
+        let mem = std::mem::replace(mem, Memtable::new(0));
+        *version = super::flush_recovered(self.db, tree, std::mem::take(version), &mem)?;
+        self.recovered.tables_written += 1;
+        tracing::debug!(
+            "siftdb: recovery flushed {} bytes of keyspace {id} from the WALs",
+            mem.approximate_size()
+        );
+        Ok(())
     }
 }
 
