@@ -31,8 +31,12 @@ pub trait FileSystem: Send + Sync + Debug {
     /// Reads a whole file.
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
     /// Opens a file for reading once from start to end (WAL replay streams its logs through
-    /// this, so recovering a large log never holds it whole in memory).
-    fn open_sequential(&self, path: &Path) -> io::Result<Box<dyn Read + Send>>;
+    /// this, so recovering a large log never holds it whole in memory). The default reads the
+    /// whole file with [`FileSystem::read`] (correct, but recovery then holds each log in
+    /// memory): a file system written before this method existed keeps working.
+    fn open_sequential(&self, path: &Path) -> io::Result<Box<dyn Read + Send>> {
+        Ok(Box::new(io::Cursor::new(self.read(path)?)))
+    }
     /// Atomically renames `from` to `to` (replacing `to`).
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Deletes a file.
