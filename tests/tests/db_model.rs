@@ -399,6 +399,11 @@ fn options(variant: Variant) -> Options {
     o.partition_above = Some(256);
     o.metadata_block_size = 64;
     o.compression_per_level = vec![siftdb::Compression::Lz4, siftdb::Compression::None];
+    // Room for four open table files, and a manifest started afresh at every few edits: reads
+    // reopen evicted tables (through maps in the `Append` variant), compactions delete tables
+    // old iterators still read, and reopens replay rolled-over manifests.
+    o.max_open_files = 4;
+    o.max_manifest_file_size = 4 << 10;
     // The false-positive memo: tiny for one variant (one entry per shard: constant eviction),
     // roomy with loose filters (many false positives to remember) for the other. A memo entry
     // that answered for a key a table holds would show here as a missing value.

@@ -91,6 +91,10 @@ fn options(fs: &FaultFs) -> Options {
         metadata_block_size: 64,
         compression_per_level: vec![siftdb::Compression::Lz4],
         merge_operator: Some(Arc::new(merge::Append::new(b","))),
+        // Power lost while tables are reopened by a four-file table cache and while manifests
+        // roll over every few edits.
+        max_open_files: 4,
+        max_manifest_file_size: 4 << 10,
         // Binary fuse filters below L1 sized by adaptive allocation, range filter blocks in
         // every table and a small false-positive memo: their tables go through power loss like
         // the others.
