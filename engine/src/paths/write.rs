@@ -442,10 +442,7 @@ impl Engine {
         };
         // The new log exists, the old one is not yet synced, the state lock is free: readers,
         // flushes and file deletions may run here, writers queue behind this leader.
-        crate::base::sync_point::sync_point!(
-            self.shared,
-            crate::base::sync_point::WAL_SWITCH_IO
-        );
+        crate::base::sync_point::sync_point!(self.shared, crate::base::sync_point::WAL_SWITCH_IO);
         if let Some(old) = old {
             // Everything acknowledged is already flushed to the OS; make the old log durable
             // before it stops being appended (a synced write after it must not overtake it).
