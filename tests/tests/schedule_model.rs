@@ -26,6 +26,8 @@ use siftdb::{WriteBatch, WriteOptions};
 const NAMES: [&str; 3] = ["default", "a", "b"];
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+/// What a scan yields, in order.
+type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// One write of a batch or of its own.
 #[derive(Debug, Clone)]
@@ -217,7 +219,7 @@ struct Case {
     db: Option<Db>,
     spaces: Vec<Space>,
     snapshots: Vec<HeldSnapshot>,
-    iters: Vec<(DbIterator, Vec<(Vec<u8>, Vec<u8>)>)>,
+    iters: Vec<(DbIterator, Pairs)>,
     checkpoints: usize,
 }
 
