@@ -113,8 +113,12 @@ fn background_loop(db: &Arc<Shared>, compactions: &Compactions) {
 /// `wait_for_compaction` and stalled writers report it); any other failure but a dropped
 /// keyspace is recorded as the background error. Either way it is returned.
 pub(crate) fn compact_next(db: &Arc<Shared>, compactions: &Compactions) -> Result<bool> {
+    // Held until the failure is recorded: `Db::resume` takes the lock exclusively to let the
+    // compactions under way finish first, and a failure recorded after it cleared the error
+    // would stop writes again on a disk that has room by then.
+    let _shared = Ranked::take(Rank::Compactions, || compactions.lock.read());
     match contained(db, BackgroundJob::Compaction, || {
-        maybe_compact(db, compactions)
+        maybe_compact(db)
     }) {
         Ok(ran) => {
             if ran {
@@ -153,8 +157,8 @@ fn pause_unless_shutting_down(db: &Shared, pause: Duration) {
 
 /// Runs one compaction if some keyspace's tree needs one and one fits beside those under way;
 /// returns whether it did.
-fn maybe_compact(db: &Arc<Shared>, compactions: &Compactions) -> Result<bool> {
-    let _shared = Ranked::take(Rank::Compactions, || compactions.lock.read());
+/// The caller holds the compaction lock shared.
+fn maybe_compact(db: &Arc<Shared>) -> Result<bool> {
     let Some(picked) = db.versions().pick_compaction() else {
         return Ok(false);
     };
