@@ -270,7 +270,8 @@ fn manifest_append_to_install_gap_loses_nothing_and_counts_once() {
         wals.is_superset(&wals_before),
         "needed WALs deleted: {wals_before:?} -> {wals:?}"
     );
-    // A second flush and a compaction wait for the manifest (and the flush role).
+    // A second flush and a compaction wait for the manifest (and the flush role); the
+    // compaction may pick before the install or after it.
     let second = {
         let db = db.clone();
         thread::spawn(move || db.step_flush())
@@ -299,11 +300,10 @@ fn manifest_append_to_install_gap_loses_nothing_and_counts_once() {
         assert_eq!(snapshot.get(k).expect("snapshot get").as_ref(), Some(v));
     }
     drop(snapshot);
+    // The compaction picked on the version the gap showed (the two older tables) or, started
+    // late, on the next (all three): either way the disk holds what the version names, and the
+    // contents are whole.
     let live = live_tables(&db);
-    assert!(
-        live.contains(&table),
-        "the flushed table is not live: {live:?}"
-    );
     db.step_obsolete_files().expect("cleanup");
     assert_eq!(
         tables_on_disk(&path),

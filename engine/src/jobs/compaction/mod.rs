@@ -117,9 +117,7 @@ pub(crate) fn compact_next(db: &Arc<Shared>, compactions: &Compactions) -> Resul
     // compactions under way finish first, and a failure recorded after it cleared the error
     // would stop writes again on a disk that has room by then.
     let _shared = Ranked::take(Rank::Compactions, || compactions.lock.read());
-    match contained(db, BackgroundJob::Compaction, || {
-        maybe_compact(db)
-    }) {
+    match contained(db, BackgroundJob::Compaction, || maybe_compact(db)) {
         Ok(ran) => {
             if ran {
                 compactions.filter_failure.lock().take();
