@@ -8,6 +8,7 @@ use std::time::Duration;
 
 pub mod fault_fs;
 pub mod fuzz_entry;
+pub mod pause;
 pub use fault_fs::FaultFs;
 
 /// A temporary directory for a test database: on tmpfs (`/dev/shm`) when available, so model

@@ -118,6 +118,56 @@ impl Db {
         Ok(Db::with_engine(engine, threads, Some(lock)))
     }
 
+    /// Opens (or creates) the database in `path` with **stepped background work**, for tests
+    /// that choose the interleaving of writes and background work themselves. Test builds only
+    /// (cargo feature `test-hooks`).
+    ///
+    /// No flush or compaction thread starts. The test runs background work with
+    /// [`Db::step_flush`], [`Db::step_compaction`] and [`Db::step_obsolete_files`], which run
+    /// the very code the threads run, on the calling thread. Calls that would wait for that work
+    /// do it themselves instead: [`Db::flush`] (and so [`Db::compact_range`]) flushes the
+    /// keyspace's memtables and the older ones of others, [`Db::wait_for_compaction`] compacts
+    /// until nothing is due, [`Db::resume`] flushes what it froze.
+    ///
+    /// Writes never stall: a write that would wait for a flush (`max_write_buffer_number`
+    /// memtables frozen) switches its full memtable anyway, and one that would wait for a
+    /// compaction (`level0_stop_writes_trigger`) goes on. A stall is flow control only — it
+    /// changes when data moves, never what reads see — so a model of the contents holds either
+    /// way, and running the flush inline could not end an L0 stall (a compaction may not start
+    /// on the write path: see the lock order). Stalls themselves are tested with the threads.
+    #[cfg(feature = "test-hooks")]
+    pub fn open_stepped(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        let (engine, lock) = crate::paths::recovery::open(path.as_ref(), options)?;
+        engine.shared().set_stepped();
+        Ok(Db::with_engine(engine, Vec::new(), Some(lock)))
+    }
+
+    /// Stepped mode ([`Db::open_stepped`]): flushes the oldest immutable memtable of any
+    /// keyspace, as the flush thread would; returns whether there was one. Callers are serialized
+    /// (one flush at a time, as with the one thread). A failure stops writes, as a background
+    /// flush's does, and is returned. In a threaded open it races the flush thread harmlessly.
+    #[cfg(feature = "test-hooks")]
+    pub fn step_flush(&self) -> Result<bool> {
+        self.engine.step_flush()
+    }
+
+    /// Stepped mode ([`Db::open_stepped`]): picks and runs one compaction of any keyspace, as a
+    /// compaction thread would; returns whether one was due (and fit beside those other callers
+    /// run). A failure is handled as a background compaction's (a compaction filter's failure is
+    /// returned and remembered; any other stops writes) and returned.
+    #[cfg(feature = "test-hooks")]
+    pub fn step_compaction(&self) -> Result<bool> {
+        self.engine.step_compaction()
+    }
+
+    /// Deletes the files no live state needs (what every flush and compaction does at its end;
+    /// a no-op while a checkpoint pauses deletions). Test builds only (cargo feature
+    /// `test-hooks`).
+    #[cfg(feature = "test-hooks")]
+    pub fn step_obsolete_files(&self) -> Result<()> {
+        self.engine.step_obsolete_files()
+    }
+
     /// Opens the database in `path` for reading only, as it is at this moment: no lock (a
     /// writer may have it open, in this process or another), no writes, no background work, no
     /// file created or deleted. It keeps working when the writer later compacts and deletes

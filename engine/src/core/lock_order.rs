@@ -8,14 +8,16 @@
 //! 2. [`Rank::WritePath`] — the write path: being the write leader, or inside
 //!    `WriteQueue::exclusive` (memtable switches outside a write, keyspace changes,
 //!    checkpoints). Not a mutex: a role handed over under the queue's mutex.
-//! 3. [`Rank::SnapshotGate`] — `SnapshotList::gate`: held exclusively by a compaction whose
+//! 3. [`Rank::Flush`] — `Shared::flushes`: one flush at a time, for a whole flush (the flush
+//!    thread, or in stepped mode whoever calls `Db::step_flush`, `Db::flush` or `Db::resume`).
+//! 4. [`Rank::SnapshotGate`] — `SnapshotList::gate`: held exclusively by a compaction whose
 //!    filter changed values while it installs, shared while a snapshot registers.
-//! 4. [`Rank::FileDeletions`] — `FileDeletions::lock`: from a deletion's pause check to its last
+//! 5. [`Rank::FileDeletions`] — `FileDeletions::lock`: from a deletion's pause check to its last
 //!    deletion.
-//! 5. [`Rank::Manifest`] — `VersionSet::manifest`: one manifest writer at a time, for a whole
+//! 6. [`Rank::Manifest`] — `VersionSet::manifest`: one manifest writer at a time, for a whole
 //!    `log_and_apply`, `create_tree` or `drop_tree`.
-//! 6. [`Rank::State`] — the state lock (`StateCell`): memtables, the WAL, the background error.
-//! 7. [`Rank::Files`] — `VersionSet::files`: current versions, pending outputs, log numbers.
+//! 7. [`Rank::State`] — the state lock (`StateCell`): memtables, the WAL, the background error.
+//! 8. [`Rank::Files`] — `VersionSet::files`: current versions, pending outputs, log numbers.
 //!
 //! Leaves, never held while another lock is taken: each tree's published view
 //! (`Tree::view`), the write queue's mutex, the live snapshot list, the compaction filter's last
@@ -34,6 +36,7 @@ use std::ops::{Deref, DerefMut};
 pub(crate) enum Rank {
     Compactions,
     WritePath,
+    Flush,
     SnapshotGate,
     FileDeletions,
     Manifest,

@@ -43,9 +43,14 @@ pub(crate) struct Shared {
     /// Opened by `Db::open_read_only`: no writes, no background work, no file changes.
     read_only: bool,
     shutting_down: AtomicBool,
-    /// Test pause points (`Db::set_sync_point`).
+    /// One flush at a time: the single flush thread takes it for each flush (uncontended), and
+    /// in stepped mode it keeps two callers of `Db::step_flush` from flushing one memtable
+    /// twice (see `core/lock_order.rs`).
+    flushes: Mutex<()>,
+    /// Opened with `Db::open_stepped`: no background thread runs; the test steps flushes and
+    /// compactions itself, and writes never stall (see `Db::open_stepped`).
     #[cfg(feature = "test-hooks")]
-    sync_points: crate::base::sync_point::SyncPoints,
+    stepped: AtomicBool,
 }
 
 /// The parts [`Shared`] is made of, named (see [`Shared::new`]).
@@ -86,8 +91,9 @@ impl Shared {
             deletions: FileDeletions::default(),
             read_only: parts.read_only,
             shutting_down: AtomicBool::new(false),
+            flushes: Mutex::new(()),
             #[cfg(feature = "test-hooks")]
-            sync_points: Default::default(),
+            stepped: AtomicBool::new(false),
         }
     }
 
@@ -150,7 +156,27 @@ impl Shared {
 
     #[cfg(feature = "test-hooks")]
     pub(crate) fn sync_points(&self) -> &crate::base::sync_point::SyncPoints {
-        &self.sync_points
+        self.state.sync_points()
+    }
+
+    /// The right to flush a memtable, until the guard drops (one flush at a time).
+    pub(crate) fn flush_role(&self) -> Ranked<MutexGuard<'_, ()>> {
+        Ranked::take(Rank::Flush, || self.flushes.lock())
+    }
+
+    /// Whether background work is stepped by the caller (`Db::open_stepped`) instead of run by
+    /// threads: waits for a flush or compaction then do it inline, and writes never stall.
+    pub(crate) fn stepped(&self) -> bool {
+        #[cfg(feature = "test-hooks")]
+        return self.stepped.load(Ordering::Acquire);
+        #[cfg(not(feature = "test-hooks"))]
+        false
+    }
+
+    /// Switches to stepped background work (before any background thread would start).
+    #[cfg(feature = "test-hooks")]
+    pub(crate) fn set_stepped(&self) {
+        self.stepped.store(true, Ordering::Release);
     }
 
     /// Whether the database is closing (background loops end, calls fail with `Closed`).

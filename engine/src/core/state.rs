@@ -119,6 +119,10 @@ pub(crate) struct StateCell {
     changed: Condvar,
     /// Signalled when there is background work.
     work: Condvar,
+    /// Test pause points (`Db::set_sync_point`). Kept here rather than in `Shared` because the
+    /// version set holds this cell and not `Shared`, and it has a window of its own to pause in.
+    #[cfg(feature = "test-hooks")]
+    sync_points: crate::base::sync_point::SyncPoints,
 }
 
 impl StateCell {
@@ -127,7 +131,15 @@ impl StateCell {
             state: Mutex::new(state),
             changed: Condvar::new(),
             work: Condvar::new(),
+            #[cfg(feature = "test-hooks")]
+            sync_points: Default::default(),
         }
+    }
+
+    /// The test pause points of this database.
+    #[cfg(feature = "test-hooks")]
+    pub(crate) fn sync_points(&self) -> &crate::base::sync_point::SyncPoints {
+        &self.sync_points
     }
 
     /// Takes the state lock.

@@ -510,6 +510,10 @@ impl VersionSet {
                 })
         })?;
         self.append(&mut writer, &edit)?;
+        crate::base::sync_point::sync_point!(
+            self.ctx.state,
+            crate::base::sync_point::MANIFEST_APPENDED
+        );
         let version = Arc::new(version);
         let mut state = self.ctx.state.lock();
         {

@@ -20,16 +20,14 @@ pub(crate) fn start_background(shared: &Arc<Shared>) -> Option<std::thread::Join
 fn background_loop(db: &Arc<Shared>) {
     let mut warned = std::collections::HashMap::new();
     loop {
-        let (tree, next) = {
+        {
             let mut state = db.state().lock();
             loop {
                 if db.is_shutting_down() {
                     return;
                 }
-                if state.bg_error.is_none() {
-                    if let Some(next) = oldest_immutable(&state) {
-                        break next;
-                    }
+                if state.bg_error.is_none() && oldest_immutable(&state).is_some() {
+                    break;
                 }
                 db.state()
                     .wait_work_for(&mut state, Duration::from_millis(200));
@@ -37,15 +35,38 @@ fn background_loop(db: &Arc<Shared>) {
                 warn_on_overfull_filters(db, &mut warned);
                 state = db.state().lock();
             }
-        };
-        let flushed = contained(db, BackgroundJob::Flush, || {
-            flush_memtable(db, &tree, &next)
-        });
-        match flushed {
-            Ok(()) => {}
-            // A dropped keyspace's memtable has nowhere to go: it went with the keyspace.
-            Err(Error::KeyspaceDropped(_)) => {}
-            Err(e) => record_failure(db, BackgroundJob::Flush, &e),
+        }
+        // The failure is recorded as the background error: writers and waiters see it there.
+        let _ = flush_next(db);
+    }
+}
+
+/// One step of the flush thread (and all of `Db::step_flush`): flushes the oldest immutable
+/// memtable of any keyspace, if there is one; returns whether there was. A failure is recorded
+/// as the background error (writes stop) and returned; a keyspace dropped while its memtable
+/// was being flushed is no failure (the memtable went with it).
+pub(crate) fn flush_next(db: &Arc<Shared>) -> Result<bool> {
+    // Chosen under the flush role: a second caller (stepped mode) waits and then sees the
+    // memtable gone, instead of flushing it twice.
+    let _flushing = db.flush_role();
+    let (tree, next) = {
+        let state = db.state().lock();
+        state.check_background()?;
+        match oldest_immutable(&state) {
+            Some(next) => next,
+            None => return Ok(false),
+        }
+    };
+    let flushed = contained(db, BackgroundJob::Flush, || {
+        flush_memtable(db, &tree, &next)
+    });
+    match flushed {
+        Ok(()) => Ok(true),
+        // A dropped keyspace's memtable has nowhere to go: it went with the keyspace.
+        Err(Error::KeyspaceDropped(_)) => Ok(true),
+        Err(e) => {
+            record_failure(db, BackgroundJob::Flush, &e);
+            Err(e)
         }
     }
 }

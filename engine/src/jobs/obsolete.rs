@@ -23,6 +23,7 @@ pub(crate) fn delete_obsolete_files(db: &Shared) {
     let Ok(entries) = db.fs().list(db.dir()) else {
         return;
     };
+    crate::base::sync_point::sync_point!(db, crate::base::sync_point::OBSOLETE_FILES_LISTED);
     let min_wal = {
         let state = db.state().lock();
         if state.bg_error.is_some() {

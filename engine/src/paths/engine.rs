@@ -128,6 +128,36 @@ impl Engine {
         crate::jobs::compaction::wait_for_compaction(&self.shared, &self.compactions)
     }
 
+    /// Flushes the oldest immutable memtable of any keyspace, if one (see `Db::step_flush`).
+    #[cfg(feature = "test-hooks")]
+    pub(crate) fn step_flush(&self) -> Result<bool> {
+        self.check_open()?;
+        self.check_writable()?;
+        crate::jobs::flush::flush_next(&self.shared)
+    }
+
+    /// Picks and runs one compaction, if one is due (see `Db::step_compaction`).
+    #[cfg(feature = "test-hooks")]
+    pub(crate) fn step_compaction(&self) -> Result<bool> {
+        self.check_open()?;
+        self.check_writable()?;
+        self.shared.state().lock().check_background()?;
+        match crate::jobs::compaction::compact_next(&self.shared, &self.compactions) {
+            // It ran, and its keyspace went meanwhile: the outputs are orphans, as in a thread.
+            Err(crate::base::error::Error::KeyspaceDropped(_)) => Ok(true),
+            ran => ran,
+        }
+    }
+
+    /// Deletes the files no live state needs (see `Db::step_obsolete_files`).
+    #[cfg(feature = "test-hooks")]
+    pub(crate) fn step_obsolete_files(&self) -> Result<()> {
+        self.check_open()?;
+        self.check_writable()?;
+        crate::jobs::obsolete::delete_obsolete_files(&self.shared);
+        Ok(())
+    }
+
     /// Writes a checkpoint of the database into `dir` (see `Db::checkpoint`).
     pub(crate) fn checkpoint(&self, dir: &std::path::Path) -> Result<()> {
         self.check_open()?;

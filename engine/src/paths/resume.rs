@@ -68,6 +68,12 @@ impl Engine {
             self.replace_wal(&mut state)?;
         }
         state_cell.notify_all();
+        if self.shared.stepped() {
+            // No flush thread to wait for (`Db::open_stepped`): flush them here.
+            drop(state);
+            while crate::jobs::flush::flush_next(&self.shared)? {}
+            return Ok(Some(error.job()));
+        }
         self.wait_for_frozen_memtables(&mut state)?;
         Ok(Some(error.job()))
     }

@@ -187,7 +187,8 @@ impl Engine {
             if self.shared.is_shutting_down() {
                 break Err(Error::Closed);
             }
-            let room = room_for(state, ids);
+            // Stepped mode (tests): no thread would end a stall; see `Db::open_stepped`.
+            let room = room_for(state, ids, !self.shared.stepped());
             if room == Room::Stall {
                 // The compactions that would end the stall keep failing in the user's filter:
                 // waiting would never end.
@@ -285,7 +286,8 @@ impl Engine {
     fn over_memory_budget(&self, state: &DbState) -> bool {
         let options = self.shared.options();
         let budget = options.db_write_buffer_size;
-        if budget == 0 || !options.allow_stall {
+        // Stepped mode (tests): no flush thread would free the memory.
+        if budget == 0 || !options.allow_stall || self.shared.stepped() {
             return false;
         }
         let frozen: usize = state
@@ -469,6 +471,9 @@ impl Engine {
             Ok(file) => file,
             Err(e) => return Err((e.into(), old)),
         };
+        // The new log exists, the old one is not yet synced, the state lock is free: readers,
+        // flushes and file deletions may run here, writers queue behind this leader.
+        crate::base::sync_point::sync_point!(self.shared, crate::base::sync_point::WAL_SWITCH_IO);
         if let Some(old) = old {
             // Everything acknowledged is already flushed to the OS; make the old log durable
             // before it stops being appended (a synced write after it must not overtake it).
@@ -518,6 +523,13 @@ pub(crate) fn flush_and_wait(engine: &Engine, tree: &Tree) -> Result<()> {
         if db.is_shutting_down() {
             return Err(Error::Closed);
         }
+        if db.stepped() {
+            // No flush thread: flush here, oldest first, as the thread would.
+            drop(state);
+            crate::jobs::flush::flush_next(db)?;
+            state = db.state().lock();
+            continue;
+        }
         db.state().work().notify_all();
         db.state()
             .wait_changed_for(&mut state, Duration::from_millis(200));
@@ -534,18 +546,20 @@ enum Room {
     Stall,
 }
 
-fn room_for(state: &DbState, ids: &[u32]) -> Room {
+/// What the memtables of keyspaces `ids` need; with `may_stall` false (stepped mode) a full
+/// memtable is switched even past `max_write_buffer_number`, and L0's stop trigger is ignored.
+fn room_for(state: &DbState, ids: &[u32], may_stall: bool) -> Room {
     let mut full = Vec::new();
     for id in ids {
         let Some(t) = state.trees.get(id) else {
             continue; // dropped: its batches are rejected
         };
         let o = &t.tree.options;
-        if t.tree.l0_files.load(Ordering::Acquire) >= o.level0_stop_writes_trigger {
+        if may_stall && t.tree.l0_files.load(Ordering::Acquire) >= o.level0_stop_writes_trigger {
             return Room::Stall;
         }
         if t.mem.approximate_size() >= o.write_buffer_size {
-            if t.imm.len() + 1 >= o.max_write_buffer_number {
+            if may_stall && t.imm.len() + 1 >= o.max_write_buffer_number {
                 return Room::Stall;
             }
             full.push(*id);

@@ -82,12 +82,9 @@ fn background_loop(db: &Arc<Shared>, compactions: &Compactions) {
             if db.is_shutting_down() {
                 return;
             }
-            match contained(db, BackgroundJob::Compaction, || {
-                maybe_compact(db, compactions)
-            }) {
+            match compact_next(db, compactions) {
                 Ok(true) => {
                     filter_failures = 0;
-                    compactions.filter_failure.lock().take();
                     continue;
                 }
                 Ok(false) => break,
@@ -95,12 +92,7 @@ fn background_loop(db: &Arc<Shared>, compactions: &Compactions) {
                 Err(Error::KeyspaceDropped(_)) => continue,
                 // The user's filter failed: nothing was lost and writes go on; try again after
                 // a pause that grows while it keeps failing.
-                Err(Error::CompactionFilter(why)) => {
-                    tracing::warn!("siftdb: compaction abandoned, will retry: {why}");
-                    db.counters()
-                        .compaction_filter_failures
-                        .fetch_add(1, Ordering::Relaxed);
-                    *compactions.filter_failure.lock() = Some(why);
+                Err(Error::CompactionFilter(_)) => {
                     filter_failures = filter_failures.saturating_add(1);
                     let pause = Duration::from_millis(100)
                         .saturating_mul(1 << filter_failures.min(7))
@@ -108,11 +100,42 @@ fn background_loop(db: &Arc<Shared>, compactions: &Compactions) {
                     pause_unless_shutting_down(db, pause);
                     break;
                 }
-                Err(e) => {
-                    record_failure(db, BackgroundJob::Compaction, &e);
-                    break;
-                }
+                // Recorded as the background error by `compact_next`.
+                Err(_) => break,
             }
+        }
+    }
+}
+
+/// One step of a compaction thread (and all of `Db::step_compaction`): picks and runs one
+/// compaction if some keyspace needs one that fits beside those under way; returns whether it
+/// did. A failure in the user's compaction filter is counted and remembered (nothing was lost;
+/// `wait_for_compaction` and stalled writers report it); any other failure but a dropped
+/// keyspace is recorded as the background error. Either way it is returned.
+pub(crate) fn compact_next(db: &Arc<Shared>, compactions: &Compactions) -> Result<bool> {
+    // Held until the failure is recorded: `Db::resume` takes the lock exclusively to let the
+    // compactions under way finish first, and a failure recorded after it cleared the error
+    // would stop writes again on a disk that has room by then.
+    let _shared = Ranked::take(Rank::Compactions, || compactions.lock.read());
+    match contained(db, BackgroundJob::Compaction, || maybe_compact(db)) {
+        Ok(ran) => {
+            if ran {
+                compactions.filter_failure.lock().take();
+            }
+            Ok(ran)
+        }
+        Err(e @ Error::KeyspaceDropped(_)) => Err(e),
+        Err(Error::CompactionFilter(why)) => {
+            tracing::warn!("siftdb: compaction abandoned, will retry: {why}");
+            db.counters()
+                .compaction_filter_failures
+                .fetch_add(1, Ordering::Relaxed);
+            *compactions.filter_failure.lock() = Some(why.clone());
+            Err(Error::CompactionFilter(why))
+        }
+        Err(e) => {
+            record_failure(db, BackgroundJob::Compaction, &e);
+            Err(e)
         }
     }
 }
@@ -132,8 +155,8 @@ fn pause_unless_shutting_down(db: &Shared, pause: Duration) {
 
 /// Runs one compaction if some keyspace's tree needs one and one fits beside those under way;
 /// returns whether it did.
-fn maybe_compact(db: &Arc<Shared>, compactions: &Compactions) -> Result<bool> {
-    let _shared = Ranked::take(Rank::Compactions, || compactions.lock.read());
+/// The caller holds the compaction lock shared.
+fn maybe_compact(db: &Arc<Shared>) -> Result<bool> {
     let Some(picked) = db.versions().pick_compaction() else {
         return Ok(false);
     };
@@ -157,8 +180,11 @@ fn maybe_compact(db: &Arc<Shared>, compactions: &Compactions) -> Result<bool> {
 
 /// Waits until the tree needs no compaction and none is under way. The background threads do
 /// the work (so at most `max_background_compactions` ever run); the caller only wakes them and
-/// waits.
-pub(crate) fn wait_for_compaction(db: &Shared, compactions: &Compactions) -> Result<()> {
+/// waits. In stepped mode no thread would: the caller runs the compactions itself.
+pub(crate) fn wait_for_compaction(db: &Arc<Shared>, compactions: &Compactions) -> Result<()> {
+    if db.stepped() {
+        return compact_until_settled(db, compactions);
+    }
     let mut state = db.state().lock();
     loop {
         state.check_background()?;
@@ -176,5 +202,23 @@ pub(crate) fn wait_for_compaction(db: &Shared, compactions: &Compactions) -> Res
         db.state().work().notify_all();
         db.state()
             .wait_changed_for(&mut state, Duration::from_millis(50));
+    }
+}
+
+/// `wait_for_compaction` in stepped mode: runs compactions on the calling thread until none is
+/// due. Returns early when the only compactions due overlap ones another caller is running
+/// (there is nothing this caller can run, and no thread to wait for).
+fn compact_until_settled(db: &Arc<Shared>, compactions: &Compactions) -> Result<()> {
+    loop {
+        db.check_open()?;
+        db.state().lock().check_background()?;
+        if db.versions().is_settled() {
+            return Ok(());
+        }
+        match compact_next(db, compactions) {
+            Ok(true) | Err(Error::KeyspaceDropped(_)) => {}
+            Ok(false) => return Ok(()),
+            Err(e) => return Err(e),
+        }
     }
 }
