@@ -141,6 +141,10 @@ fn options() -> Options {
         block_cache_capacity: 1 << 20,
         max_total_wal_size: 16 << 10,
         merge_operator: Some(Arc::new(merge::Append::new(b","))),
+        // Three open table files and a manifest rolled over every 2 KiB: held iterators read
+        // tables the cache closed while cleanup steps run, and reopens replay rolled manifests.
+        max_open_files: 3,
+        max_manifest_file_size: 2 << 10,
         ..Options::default()
     }
 }

@@ -103,6 +103,9 @@ pub(crate) struct VersionSet {
     /// Manifests started because the one being appended to grew past
     /// `max_manifest_file_size` (`Stats::manifest_rollovers`).
     manifest_rollovers: AtomicU64,
+    /// Bytes of the manifest being appended to, as of its last append (read by `Db::stats`
+    /// without the manifest lock, which an edit holds across its `fsync`).
+    manifest_size: AtomicU64,
     /// The last sequence number handed to a write (assigned by the write leader under the state
     /// lock; may be ahead of what reads see until the group is in the memtable).
     last_sequence: AtomicU64,
@@ -171,6 +174,7 @@ impl VersionSet {
             }),
             next_file_number: AtomicU64::new(next_file_number),
             manifest_rollovers: AtomicU64::new(0),
+            manifest_size: AtomicU64::new(0),
             last_sequence: AtomicU64::new(last_sequence),
             next_keyspace_id: AtomicU32::new(next_keyspace_id),
             visible_sequence: AtomicU64::new(last_sequence),
@@ -313,6 +317,7 @@ impl VersionSet {
         }
         let manifest = Manifest::create(self.ctx.fs.as_ref(), &self.ctx.dir, number, &edits)?;
         self.files().manifest_number = manifest.number();
+        self.manifest_size.store(manifest.size(), Ordering::Relaxed);
         writer.manifest = Some(manifest);
         writer.failed = false;
         Ok(())
@@ -435,8 +440,10 @@ impl VersionSet {
 
     /// Manifests started by rollover since open, and the size of the one being appended to.
     pub(crate) fn manifest_report(&self) -> (u64, u64) {
-        let size = self.manifest().manifest.as_ref().map_or(0, Manifest::size);
-        (self.manifest_rollovers.load(Ordering::Relaxed), size)
+        (
+            self.manifest_rollovers.load(Ordering::Relaxed),
+            self.manifest_size.load(Ordering::Relaxed),
+        )
     }
 
     /// Appends `edit` to the manifest (synced). A failure stops writes: the manifest on disk may
@@ -465,6 +472,9 @@ impl VersionSet {
             return Err(e);
         }
         writer.failed = false;
+        if let Some(m) = writer.manifest.as_ref() {
+            self.manifest_size.store(m.size(), Ordering::Relaxed);
+        }
         Ok(())
     }
 
