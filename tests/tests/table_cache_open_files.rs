@@ -98,6 +98,12 @@ fn open_files_child() {
             "{} descriptors",
             open_descriptors()
         );
+        println!(
+            "child: {tables} tables, {} open, {} descriptors in the process, {} reopens",
+            stats.open_table_files,
+            open_descriptors(),
+            stats.table_cache_misses
+        );
         db.close().unwrap();
     }
     let db = Db::open(&dir, options(32, ReadMode::Mmap)).expect("child reopen");
@@ -123,6 +129,9 @@ fn several_hundred_tables_answer_under_ulimit_96() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
+    if let Some((_, line)) = stdout.lines().find_map(|l| l.split_once("child: ")) {
+        println!("under ulimit -n 96 with max_open_files = 32: {line}");
+    }
     assert!(
         out.status.success() && stdout.contains("child done"),
         "child failed: {}\n{stdout}\n{}",
