@@ -94,6 +94,12 @@ impl FileCache {
         }
     }
 
+    /// Table files open through the cache now.
+    #[cfg(test)]
+    fn open_files(&self) -> usize {
+        self.open.load(Relaxed)
+    }
+
     /// Fills in `stats`' table cache fields.
     pub(crate) fn report(&self, stats: &mut crate::core::stats::Stats) {
         let c = &self.counters;
@@ -271,5 +277,95 @@ fn opened_again_error(path: &Path, e: io::Error) -> io::Error {
         )
     } else {
         e
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::fs::RealFs;
+
+    /// `files` table-like files of distinct bytes in a temporary directory.
+    fn files(n: usize) -> (tempfile::TempDir, Vec<PathBuf>) {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = (0..n)
+            .map(|i| {
+                let path = dir.path().join(format!("{i:06}.sst"));
+                std::fs::write(&path, vec![i as u8; 4096 + i]).unwrap();
+                path
+            })
+            .collect();
+        (dir, paths)
+    }
+
+    #[test]
+    fn reads_stay_right_and_within_the_bound_under_eviction() {
+        for mode in [ReadMode::Pread, ReadMode::Mmap] {
+            let (_dir, paths) = files(24);
+            let cache = Arc::new(FileCache::new(Arc::new(RealFs), mode, 4));
+            let opened: Vec<_> = paths
+                .iter()
+                .map(|p| cache.open_table_file(p.clone()).unwrap())
+                .collect();
+            assert!(cache.open_files() <= 4, "{mode:?}: {}", cache.open_files());
+            std::thread::scope(|s| {
+                for t in 0..4usize {
+                    let (opened, cache) = (&opened, &cache);
+                    s.spawn(move || {
+                        for n in 0..2_000usize {
+                            let i = (n * 7 + t * 5) % opened.len();
+                            let file = &opened[i];
+                            assert_eq!(file.size(), 4096 + i as u64);
+                            let bytes = file.read_at(i as u64, 64).unwrap();
+                            assert!(bytes.iter().all(|b| *b == i as u8), "file {i}");
+                            // Readers in flight may hold one closed file each beyond the bound.
+                            assert!(cache.open_files() <= 4 + 4);
+                        }
+                    });
+                }
+            });
+            let c = &cache.counters;
+            assert!(c.misses.load(Relaxed) > 0 && c.evictions.load(Relaxed) > 0);
+            assert_eq!(
+                c.opens.load(Relaxed),
+                24 + c.misses.load(Relaxed),
+                "{mode:?}: every open is a first open or a miss"
+            );
+            drop(opened);
+            assert_eq!(
+                cache.open_files(),
+                0,
+                "dropped tables give their places back"
+            );
+        }
+    }
+
+    #[test]
+    fn a_file_gone_since_it_was_closed_is_a_clear_error() {
+        let (_dir, paths) = files(3);
+        let cache = Arc::new(FileCache::new(Arc::new(RealFs), ReadMode::Pread, 1));
+        let first = cache.open_table_file(paths[0].clone()).unwrap();
+        let _second = cache.open_table_file(paths[1].clone()).unwrap(); // closes the first
+        std::fs::remove_file(&paths[0]).unwrap();
+        let err = first.read_at(0, 8).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        assert!(err.to_string().contains("000000.sst"), "{err}");
+    }
+
+    #[test]
+    fn unbounded_keeps_every_file_open_without_the_ring() {
+        let (_dir, paths) = files(5);
+        let cache = Arc::new(FileCache::new(Arc::new(RealFs), ReadMode::Pread, -1));
+        let opened: Vec<_> = paths
+            .iter()
+            .map(|p| cache.open_table_file(p.clone()).unwrap())
+            .collect();
+        for (i, f) in opened.iter().enumerate() {
+            assert_eq!(f.read_at(0, 1).unwrap(), vec![i as u8]);
+        }
+        assert_eq!(cache.open_files(), 0);
+        assert_eq!(cache.counters.opens.load(Relaxed), 5);
+        assert_eq!(cache.counters.hits.load(Relaxed), 0);
+        assert!(cache.ring.lock().is_empty());
     }
 }

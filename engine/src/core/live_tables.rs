@@ -101,3 +101,30 @@ impl Drop for LiveTable {
         self.tables.release(self.number);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::fs::RealFs;
+
+    #[test]
+    fn an_obsolete_table_goes_with_its_last_reference() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = crate::base::fs::names::table(dir.path(), 7);
+        std::fs::write(&path, b"t").unwrap();
+        let tables = Arc::new(LiveTables::new(Arc::new(RealFs), dir.path().to_path_buf()));
+        let (a, b) = (tables.register(7), tables.register(7));
+        assert!(!tables.deletable_now(7), "held twice");
+        drop(a);
+        assert!(path.exists(), "one reference left");
+        drop(b);
+        assert!(!path.exists(), "the last reference deletes it");
+        // Never held, or held and released before any cleanup judged it: deletable now, and
+        // a release without a deferral deletes nothing.
+        assert!(tables.deletable_now(8));
+        let other = crate::base::fs::names::table(dir.path(), 9);
+        std::fs::write(&other, b"t").unwrap();
+        drop(tables.register(9));
+        assert!(other.exists());
+    }
+}
