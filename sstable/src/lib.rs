@@ -28,6 +28,7 @@ mod range_filter_block;
 mod range_tombstones;
 mod stats;
 mod table;
+mod ticker;
 
 pub use builder::{
     FilterSpec, TableBuildOptions, TableBuilder, TableMeta, DEFAULT_PARTITION_ABOVE,
@@ -44,7 +45,7 @@ pub use range_filter_block::{
     RangeFilterBlock, IMAGE_KEY_IMAGE_V1, RANGE_FILTER_MAGIC, RANGE_FILTER_VERSION,
 };
 pub use range_tombstones::{FragmentedRangeTombstones, RangeTombstone};
-pub use stats::{BlockAccess, FilterOutcome, GetTrace, MemoOutcome, ReadStatistics};
+pub use stats::{BlockAccess, FilterOutcome, GetTrace, MemoOutcome, ReadStatistics, Ticker};
 pub use table::{
     CachedBlock, Lookup, PreparedGet, Table, TableCache, TableGet, TableIter, TableIterOptions,
     TableReadOptions,

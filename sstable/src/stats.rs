@@ -1,6 +1,8 @@
 //! What a table read touched: the per-call trace and the shared counters it feeds.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
+
+pub use crate::ticker::Ticker;
 
 /// What the whole-key filter said on one lookup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -82,44 +84,44 @@ impl GetTrace {
     }
 }
 
-/// Counters shared by all tables of a database (RocksDB-style tickers). Relaxed atomics: they
-/// are statistics, not synchronization.
+/// Counters shared by all tables of a database (RocksDB-style tickers): [`Ticker`]s, which
+/// threads bump without sharing a cache line; statistics, not synchronization.
 #[derive(Debug, Default)]
 pub struct ReadStatistics {
     /// Lookups that consulted a whole-key filter.
-    pub filter_checked: AtomicU64,
+    pub filter_checked: Ticker,
     /// Filter said "no" (`bloom.filter.useful`).
-    pub filter_useful: AtomicU64,
+    pub filter_useful: Ticker,
     /// Filter said "maybe" (`bloom.filter.full.positive`).
-    pub filter_positive: AtomicU64,
+    pub filter_positive: Ticker,
     /// Filter said "maybe" and the key was there (`bloom.filter.full.true.positive`).
-    pub filter_true_positive: AtomicU64,
+    pub filter_true_positive: Ticker,
     /// Prefix filter consulted.
-    pub prefix_checked: AtomicU64,
+    pub prefix_checked: Ticker,
     /// Prefix filter said "no".
-    pub prefix_useful: AtomicU64,
+    pub prefix_useful: Ticker,
     /// Range filter consulted (`Table::range_may_overlap`).
-    pub range_checked: AtomicU64,
+    pub range_checked: Ticker,
     /// Range filter said "no key in the range": the table was skipped.
-    pub range_useful: AtomicU64,
+    pub range_useful: Ticker,
     /// Filter blocks read from files.
-    pub filter_block_reads: AtomicU64,
+    pub filter_block_reads: Ticker,
     /// Index blocks read from files.
-    pub index_block_reads: AtomicU64,
+    pub index_block_reads: Ticker,
     /// Data blocks read from files.
-    pub data_block_reads: AtomicU64,
+    pub data_block_reads: Ticker,
     /// Data blocks used by point lookups (from cache or file).
-    pub data_block_accesses: AtomicU64,
+    pub data_block_accesses: Ticker,
     /// The expected FPRs of the filters asked about keys they do not hold, added up in parts
     /// per billion: the false positives the filters' sizes predict (a low-noise measure of how
     /// well filter memory is placed, beside the counted ones).
-    pub filter_expected_fp_ppb: AtomicU64,
+    pub filter_expected_fp_ppb: Ticker,
     /// Lookups the false-positive memo answered ([`MemoOutcome::Hit`]).
-    pub memo_hits: AtomicU64,
+    pub memo_hits: Ticker,
     /// False positives remembered by the memo ([`MemoOutcome::Inserted`]).
-    pub memo_inserts: AtomicU64,
+    pub memo_inserts: Ticker,
     /// Bytes read from table files.
-    pub bytes_read: AtomicU64,
+    pub bytes_read: Ticker,
 }
 
 impl ReadStatistics {

@@ -3,11 +3,12 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use siftdb_cache::{BlockKind, CacheStats, MemoStats};
-use siftdb_sstable::ReadStatistics;
+use siftdb_sstable::{ReadStatistics, Ticker};
 
 use crate::base::options::MAX_LEVELS;
 
-/// Live counters (shared by the engine's threads).
+/// Live counters (shared by the engine's threads). Those every lookup bumps are [`Ticker`]s,
+/// striped so that reading threads do not bounce one cache line between them.
 #[derive(Debug, Default)]
 pub(crate) struct EngineCounters {
     /// Block reads from table files (all levels) for users: lookups and iterators.
@@ -16,11 +17,11 @@ pub(crate) struct EngineCounters {
     pub compaction_reads: std::sync::Arc<ReadStatistics>,
     pub trivial_moves: AtomicU64,
     pub table_bytes_uncompressed: AtomicU64,
-    pub gets: AtomicU64,
-    pub gets_found: AtomicU64,
-    pub memtable_hits: AtomicU64,
-    pub memtable_bloom_checked: AtomicU64,
-    pub memtable_bloom_useful: AtomicU64,
+    pub gets: Ticker,
+    pub gets_found: Ticker,
+    pub memtable_hits: Ticker,
+    pub memtable_bloom_checked: Ticker,
+    pub memtable_bloom_useful: Ticker,
     pub keys_written: AtomicU64,
     pub bytes_written_user: AtomicU64,
     pub wal_bytes: AtomicU64,
