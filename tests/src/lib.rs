@@ -6,9 +6,11 @@
 use std::path::Path;
 use std::time::Duration;
 
+pub mod create_hook_fs;
 pub mod fault_fs;
 pub mod fuzz_entry;
 pub mod pause;
+pub use create_hook_fs::CreateHookFs;
 pub use fault_fs::FaultFs;
 
 /// A temporary directory for a test database: on tmpfs (`/dev/shm`) when available, so model

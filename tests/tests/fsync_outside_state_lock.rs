@@ -14,8 +14,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use siftdb::fs::{FileLock, FileSystem, RealFs, WritableFile};
-use siftdb::{Db, Options, RandomAccessFile, ReadMode};
+use siftdb::fs::{FileSystem, RealFs, WritableFile};
+use siftdb::{Db, Options};
 
 /// Generous: the calls measured here take microseconds; they only fail to finish if they wait for
 /// the held `fsync`.
@@ -97,54 +97,28 @@ impl WritableFile for GateFile {
     }
 }
 
-impl FileSystem for GateFs {
-    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
-        RealFs.create_dir_all(path)
-    }
-    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        Ok(Box::new(GateFile {
-            name,
-            inner: RealFs.create(path)?,
-            fs: self.clone(),
-        }))
-    }
-    fn open_random(&self, path: &Path, mode: ReadMode) -> io::Result<Box<dyn RandomAccessFile>> {
-        RealFs.open_random(path, mode)
-    }
-    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        RealFs.read(path)
-    }
-    fn open_sequential(&self, path: &Path) -> io::Result<Box<dyn io::Read + Send>> {
-        RealFs.open_sequential(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        RealFs.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        RealFs.remove(path)
-    }
-    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
-        RealFs.list(dir)
-    }
-    fn exists(&self, path: &Path) -> io::Result<bool> {
-        RealFs.exists(path)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        RealFs.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
-        RealFs.lock(path)
+impl GateFs {
+    /// The real file system whose files pass this gate when synced.
+    fn file_system(&self) -> impl FileSystem {
+        let gate = self.clone();
+        siftdb_tests::CreateHookFs(move |path: &Path| -> io::Result<Box<dyn WritableFile>> {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            Ok(Box::new(GateFile {
+                name,
+                inner: RealFs.create(path)?,
+                fs: gate.clone(),
+            }))
+        })
     }
 }
 
 fn open(fs: &GateFs) -> (tempfile::TempDir, Db) {
     let dir = siftdb_tests::temp_dir();
     let options = Options {
-        fs: Arc::new(fs.clone()),
+        fs: Arc::new(fs.file_system()),
         write_buffer_size: 64 << 10,
         ..Options::default()
     };

@@ -4,14 +4,13 @@
 //! can fail. When flushes fall behind, writers stall on the budget (`allow_stall`), so memory
 //! stays bounded; without the stall it passes the budget many times over.
 
-use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use siftdb::fs::{FileLock, FileSystem, RealFs, WritableFile};
-use siftdb::{Db, KeyspaceOptions, Options, RandomAccessFile, ReadMode};
+use siftdb::fs::{FileSystem, RealFs};
+use siftdb::{Db, KeyspaceOptions, Options};
 
 const KEYSPACES: usize = 4;
 const BUDGET: usize = 256 << 10;
@@ -112,43 +111,13 @@ fn without_a_budget_each_keyspace_keeps_its_own_memtable() {
 
 /// The real file system, with every table file's creation slowed down: flushes fall behind
 /// writers.
-#[derive(Debug)]
-struct SlowTables;
-
-impl FileSystem for SlowTables {
-    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
-        RealFs.create_dir_all(path)
-    }
-    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+fn slow_tables() -> Arc<dyn FileSystem> {
+    Arc::new(siftdb_tests::CreateHookFs(|path: &Path| {
         if path.extension().is_some_and(|e| e == "sst") {
             std::thread::sleep(Duration::from_millis(40));
         }
         RealFs.create(path)
-    }
-    fn open_random(&self, path: &Path, mode: ReadMode) -> io::Result<Box<dyn RandomAccessFile>> {
-        RealFs.open_random(path, mode)
-    }
-    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        RealFs.read(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        RealFs.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        RealFs.remove(path)
-    }
-    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
-        RealFs.list(dir)
-    }
-    fn exists(&self, path: &Path) -> io::Result<bool> {
-        RealFs.exists(path)
-    }
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        RealFs.sync_dir(dir)
-    }
-    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
-        RealFs.lock(path)
-    }
+    }))
 }
 
 /// Four writers, one per keyspace, write 2.4 MiB while flushes lag; a monitor samples the
@@ -156,7 +125,7 @@ impl FileSystem for SlowTables {
 fn write_while_flushes_lag(allow_stall: bool) -> (usize, u64) {
     let dir = siftdb_tests::temp_dir();
     let db_options = Options {
-        fs: Arc::new(SlowTables),
+        fs: slow_tables(),
         allow_stall,
         ..options(BUDGET)
     };
@@ -202,10 +171,9 @@ fn write_while_flushes_lag(allow_stall: bool) -> (usize, u64) {
     }
     let result = (most.load(Ordering::Relaxed), db.stats().stall_micros);
     drop((keyspaces, db));
-    // Reopened on a file system without its own `open_sequential`: the WALs are replayed
-    // through the trait's default (the whole file read), and nothing is lost.
+    // Reopened: what the WALs held is replayed, nothing is lost.
     let db_options = Options {
-        fs: Arc::new(SlowTables),
+        fs: slow_tables(),
         ..options(BUDGET)
     };
     let db = Db::open(dir.path(), db_options).expect("reopen");

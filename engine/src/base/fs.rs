@@ -236,6 +236,54 @@ mod tests {
         RealFs.lock(&path).unwrap();
     }
 
+    /// A file system written before `open_sequential` existed: only `read` works.
+    #[derive(Debug)]
+    struct ReadsWhole;
+
+    impl FileSystem for ReadsWhole {
+        fn create_dir_all(&self, _: &Path) -> io::Result<()> {
+            Err(io::ErrorKind::Unsupported.into())
+        }
+        fn create(&self, _: &Path) -> io::Result<Box<dyn WritableFile>> {
+            Err(io::ErrorKind::Unsupported.into())
+        }
+        fn open_random(&self, _: &Path, _: ReadMode) -> io::Result<Box<dyn RandomAccessFile>> {
+            Err(io::ErrorKind::Unsupported.into())
+        }
+        fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+            Ok(path.to_string_lossy().into_owned().into_bytes())
+        }
+        fn rename(&self, _: &Path, _: &Path) -> io::Result<()> {
+            Err(io::ErrorKind::Unsupported.into())
+        }
+        fn remove(&self, _: &Path) -> io::Result<()> {
+            Err(io::ErrorKind::Unsupported.into())
+        }
+        fn list(&self, _: &Path) -> io::Result<Vec<String>> {
+            Err(io::ErrorKind::Unsupported.into())
+        }
+        fn exists(&self, _: &Path) -> io::Result<bool> {
+            Err(io::ErrorKind::Unsupported.into())
+        }
+        fn sync_dir(&self, _: &Path) -> io::Result<()> {
+            Err(io::ErrorKind::Unsupported.into())
+        }
+        fn lock(&self, _: &Path) -> io::Result<Box<dyn FileLock>> {
+            Err(io::ErrorKind::Unsupported.into())
+        }
+    }
+
+    #[test]
+    fn open_sequential_defaults_to_the_whole_file() {
+        let mut bytes = Vec::new();
+        ReadsWhole
+            .open_sequential(Path::new("/db/000007.log"))
+            .unwrap()
+            .read_to_end(&mut bytes)
+            .unwrap();
+        assert_eq!(bytes, b"/db/000007.log");
+    }
+
     #[test]
     fn names_round_trip() {
         use names::*;
