@@ -53,6 +53,11 @@ struct State {
     /// Bytes all files may hold together; a write past it fails with `StorageFull` and writes
     /// nothing. Survives restarts (a full disk stays full).
     space_limit: Option<u64>,
+    /// Random-access files (tables) that may be open at once; one more fails with `EMFILE`,
+    /// as the process's descriptor limit (`ulimit -n`) makes `open` fail.
+    descriptor_limit: Option<usize>,
+    /// Random-access files open now (given out and not dropped).
+    open_readers: usize,
 }
 
 impl State {
@@ -114,6 +119,7 @@ impl FaultFs {
     pub fn deep_clone(&self) -> FaultFs {
         let mut state = self.lock_state().clone();
         state.locks.clear();
+        state.open_readers = 0; // the copy's files are not open
         FaultFs {
             state: Arc::new(Mutex::new(state)),
         }
@@ -164,6 +170,17 @@ impl FaultFs {
     /// limit is raised. The limit survives restarts.
     pub fn set_space_limit(&self, limit: Option<u64>) {
         self.lock_state().space_limit = limit;
+    }
+
+    /// Limits the random-access files (tables) open at once (`None`: no limit): opening one
+    /// more fails with the OS's "too many open files" (`EMFILE`) until one is dropped.
+    pub fn set_descriptor_limit(&self, limit: Option<usize>) {
+        self.lock_state().descriptor_limit = limit;
+    }
+
+    /// Random-access files (tables) open now.
+    pub fn open_readers(&self) -> usize {
+        self.lock_state().open_readers
     }
 
     /// Bytes all files hold together (what [`FaultFs::set_space_limit`] counts).
@@ -356,6 +373,15 @@ impl WritableFile for FaultWritable {
 #[derive(Debug)]
 struct FaultRandom {
     data: Vec<u8>,
+    /// Gives the descriptor back when dropped.
+    fs: FaultFs,
+}
+
+impl Drop for FaultRandom {
+    fn drop(&mut self) {
+        let mut s = self.fs.lock_state();
+        s.open_readers = s.open_readers.saturating_sub(1);
+    }
 }
 
 impl RandomAccessFile for FaultRandom {
@@ -434,10 +460,19 @@ impl FileSystem for FaultFs {
     }
 
     fn open_random(&self, path: &Path, _mode: ReadMode) -> io::Result<Box<dyn RandomAccessFile>> {
-        let s = self.enter()?;
+        let mut s = self.enter()?;
+        if s.descriptor_limit
+            .is_some_and(|limit| s.open_readers >= limit)
+        {
+            return Err(io::Error::from_raw_os_error(24)); // EMFILE
+        }
         let id = s.names.get(path).ok_or_else(not_found)?;
         let data = s.files.get(id).map(|f| f.data.clone()).unwrap_or_default();
-        Ok(Box::new(FaultRandom { data }))
+        s.open_readers += 1;
+        Ok(Box::new(FaultRandom {
+            data,
+            fs: self.clone(),
+        }))
     }
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {

@@ -80,12 +80,16 @@ pub fn quiet_injected_panics() {
 
 /// The small-tree options of the fault sweeps (`io_faults`, `io_panics`, `sync_failures`): 4 KiB
 /// memtables and tables, an L0 trigger of 2, so a few hundred writes flush and compact, on `fs`.
+/// Two open table files and 2 KiB manifests: faults land in table reopens and manifest
+/// rollovers too.
 pub fn small_tree_options(fs: &FaultFs) -> siftdb::Options {
     siftdb::Options {
         write_buffer_size: 4 << 10,
         target_file_size_base: 4 << 10,
         max_bytes_for_level_base: 16 << 10,
         level0_file_num_compaction_trigger: 2,
+        max_open_files: 2,
+        max_manifest_file_size: 2 << 10,
         fs: std::sync::Arc::new(fs.clone()),
         ..siftdb::Options::default()
     }

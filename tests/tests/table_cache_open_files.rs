@@ -225,3 +225,35 @@ fn a_table_an_old_iterator_reads_is_kept_until_it_goes() {
     );
     check_all(&db, keys, 3);
 }
+
+/// `max_open_files` set above what the process may open: when opening a table fails with
+/// "too many open files" (`EMFILE`, from `FaultFs::set_descriptor_limit`), the cache closes
+/// half its files and opens it again; every read still answers, and the files open stay within
+/// what the process allows.
+#[test]
+fn a_bound_above_the_descriptor_limit_closes_files_and_goes_on() {
+    let fs = siftdb_tests::FaultFs::new();
+    fs.set_descriptor_limit(Some(6));
+    let bounded = Options {
+        fs: std::sync::Arc::new(fs.clone()),
+        ..options(64, ReadMode::Pread)
+    };
+    let db = Db::open("/db", bounded).unwrap();
+    let keys = 6_000;
+    fill(&db, keys, 0);
+    assert!(table_count(&db) > 12, "{} tables", table_count(&db));
+    check_all(&db, keys, 0);
+    let stats = db.stats();
+    assert!(stats.table_cache_evictions > 0, "the cache never made room");
+    assert!(fs.open_readers() <= 6, "{} open", fs.open_readers());
+    // Keeping every table open cannot work here: the limit is an error, not a wrong answer.
+    drop(db);
+    let every = Options {
+        fs: std::sync::Arc::new(fs.clone()),
+        ..options(-1, ReadMode::Pread)
+    };
+    let err = Db::open("/db", every)
+        .err()
+        .expect("opened more tables than files allowed");
+    assert!(err.to_string().contains("Too many open files"), "{err}");
+}
