@@ -25,15 +25,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Weak};
 
 use parking_lot::{Mutex, RwLock};
-use siftdb_sstable::{RandomAccessFile, ReadMode};
+use siftdb_sstable::{RandomAccessFile, ReadMode, Ticker};
 
 use crate::base::fs::FileSystem;
 
 /// Open-file counters ([`Stats`](crate::Stats)'s `table_cache_*`).
 #[derive(Debug, Default)]
 struct FileCacheCounters {
-    /// Reads that found their table's file open (bounded cache only).
-    hits: AtomicU64,
+    /// Reads that found their table's file open (bounded cache only; striped: every block read
+    /// from a file bumps it, from every reading thread).
+    hits: Ticker,
     /// Reads that found their table's file closed and opened it again.
     misses: AtomicU64,
     /// Table files opened: each table's first open, and every reopen after an eviction.
@@ -326,10 +327,12 @@ mod tests {
             });
             let c = &cache.counters;
             assert!(c.misses.load(Relaxed) > 0 && c.evictions.load(Relaxed) > 0);
-            assert_eq!(
-                c.opens.load(Relaxed),
-                24 + c.misses.load(Relaxed),
-                "{mode:?}: every open is a first open or a miss"
+            // Every open is a first open or a miss; two readers missing the same closed file
+            // at once open it once.
+            let (opens, misses) = (c.opens.load(Relaxed), c.misses.load(Relaxed));
+            assert!(
+                opens > 24 && opens <= 24 + misses,
+                "{mode:?}: {opens} opens, {misses} misses"
             );
             drop(opened);
             assert_eq!(

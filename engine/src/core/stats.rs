@@ -194,7 +194,7 @@ pub struct Stats {
     /// (`Options::max_open_files`; 0 when it is `-1`: nothing is asked then).
     pub table_cache_hits: u64,
     /// Reads from table files that found the file closed by the table cache and opened it
-    /// again.
+    /// again (two reads finding it closed at once open it once: see `table_cache_opens`).
     pub table_cache_misses: u64,
     /// Table files opened: every table's first open, and each reopen after the table cache
     /// closed it.
