@@ -6,7 +6,10 @@
 //! the bytes), but the table cache closes files and opens them again by name: so a table's
 //! file is deleted only once no live table object refers to it (LevelDB keeps every version's
 //! files the same way). A cleanup that finds an obsolete table still referenced leaves it, and
-//! the last reference deletes it when it goes.
+//! the last reference deletes it when it goes. That deletion needs no checkpoint's pause
+//! (`FileDeletions`): a checkpoint links the tables of the versions it holds, which are live
+//! here until it lets them go, and a table deferred once is out of every current version for
+//! good (no later edit, failed or not, brings it back).
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
