@@ -19,7 +19,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::thread;
 
-use siftdb::sync_point::{MANIFEST_APPENDED, OBSOLETE_FILES_LISTED, WAL_SWITCH_IO};
+use siftdb::sync_point::{
+    MANIFEST_APPENDED, MANIFEST_CREATED, OBSOLETE_FILES_LISTED, WAL_SWITCH_IO,
+};
 use siftdb::{Db, Options, WriteBatch, WriteOptions};
 use siftdb_tests::pause::{must_finish, wait_until, Window};
 
@@ -432,4 +434,36 @@ fn cleanup_keeps_a_listed_pending_table_installed_before_it_reads_the_live_state
 #[test]
 fn cleanup_keeps_a_listed_table_still_pending_when_it_reads_the_live_state() {
     pending_table_listed(false);
+}
+
+/// A cleanup while a manifest rollover has written the new manifest and pointed `CURRENT` at
+/// it, before the version set records its number: the new manifest must survive (it once was
+/// deleted there as "not the live one", and the next open found `CURRENT` naming nothing).
+#[test]
+fn cleanup_inside_a_rollover_keeps_the_manifest_current_names() {
+    let dir = siftdb_tests::temp_dir();
+    let path = dir.path().join("db");
+    let rolling = Options {
+        max_manifest_file_size: 1, // every edit rolls the manifest over
+        ..options()
+    };
+    let db = Db::open_stepped(&path, rolling).expect("open");
+    let mut model = Model::new();
+    put_round(&db, &mut model, 0..300, 0);
+    let mut window = Window::arm(&db, MANIFEST_CREATED);
+    let flush = {
+        let db = db.clone();
+        thread::spawn(move || db.step_flush())
+    };
+    window.wait_entered("the rollover");
+    db.step_obsolete_files()
+        .expect("a cleanup inside the rollover");
+    let current = std::fs::read_to_string(path.join("CURRENT")).expect("CURRENT");
+    assert!(
+        path.join(current.trim_end()).exists(),
+        "CURRENT names {current:?}, which the cleanup deleted"
+    );
+    window.close();
+    assert!(flush.join().expect("flush").expect("the flush"));
+    reopen_and_check(db, &path, &model);
 }

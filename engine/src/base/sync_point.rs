@@ -72,3 +72,6 @@ pub const MANIFEST_APPENDED: &str = "version_set:manifest_appended";
 /// `delete_obsolete_files` has listed the directory and not yet read the live state; the
 /// file-deletion lock is held.
 pub const OBSOLETE_FILES_LISTED: &str = "obsolete:files_listed";
+/// A new manifest is written and named by `CURRENT`, and the version set does not yet record
+/// its number (a rollover, or the manifest an open or `resume` starts).
+pub const MANIFEST_CREATED: &str = "version_set:manifest_created";

@@ -316,6 +316,10 @@ impl VersionSet {
             first.next_keyspace_id = Some(self.next_keyspace_id());
         }
         let manifest = Manifest::create(self.ctx.fs.as_ref(), &self.ctx.dir, number, &edits)?;
+        crate::base::sync_point::sync_point!(
+            self.ctx.state,
+            crate::base::sync_point::MANIFEST_CREATED
+        );
         self.files().manifest_number = manifest.number();
         self.manifest_size.store(manifest.size(), Ordering::Relaxed);
         writer.manifest = Some(manifest);

@@ -44,7 +44,11 @@ pub(crate) fn delete_obsolete_files(db: &Shared) {
             // A table out of every current version may still be read through an older one:
             // then its last reader deletes it.
             FileKind::Table(n) => !live_tables.contains(&n) && db.live_tables().deletable_now(n),
-            FileKind::Manifest(n) => manifest != 0 && n != manifest,
+            // Only older manifests: a newer one may be a rollover's, written and named by
+            // `CURRENT` before the version set records its number (deleting it would leave
+            // `CURRENT` naming nothing). A newer leftover of a failed creation goes once a
+            // later manifest is live.
+            FileKind::Manifest(n) => manifest != 0 && n < manifest,
             // CURRENT and OPTIONS are only switched during open, before any background work.
             FileKind::Temp => true,
             FileKind::Other => false,
