@@ -25,7 +25,7 @@ use std::sync::Arc;
 use lru::LruCache;
 
 use crate::admission::{Admission, Admitter};
-use crate::key::{BlockKey, BlockKind, Priority};
+use crate::key::{BlockKey, BlockKeyHashBuilder, BlockKind, Priority};
 use crate::stats::{CacheStats, KindStats};
 
 /// Values removed from a shard, to be dropped once its lock is released.
@@ -52,9 +52,9 @@ struct PinnedEntry<V> {
 
 /// A shard of the cache. See the module documentation for the invariants.
 pub(crate) struct Shard<V> {
-    low: LruCache<BlockKey, Entry<V>>,
-    high: LruCache<BlockKey, Entry<V>>,
-    pinned: HashMap<BlockKey, PinnedEntry<V>>,
+    low: LruCache<BlockKey, Entry<V>, BlockKeyHashBuilder>,
+    high: LruCache<BlockKey, Entry<V>, BlockKeyHashBuilder>,
+    pinned: HashMap<BlockKey, PinnedEntry<V>, BlockKeyHashBuilder>,
     capacity: usize,
     high_capacity: usize,
     /// Bytes charged by every resident entry (all three places).
@@ -75,9 +75,9 @@ impl<V> Shard<V> {
     pub(crate) fn new(capacity: usize, high_capacity: usize, admission: Admission) -> Self {
         Self {
             // Unbounded in entry count: the shard bounds bytes itself.
-            low: LruCache::unbounded(),
-            high: LruCache::unbounded(),
-            pinned: HashMap::new(),
+            low: LruCache::unbounded_with_hasher(BlockKeyHashBuilder),
+            high: LruCache::unbounded_with_hasher(BlockKeyHashBuilder),
+            pinned: HashMap::with_hasher(BlockKeyHashBuilder),
             capacity,
             high_capacity: high_capacity.min(capacity),
             usage: 0,

@@ -126,6 +126,7 @@ pub struct ReadStatistics {
 
 impl ReadStatistics {
     /// Adds one lookup's trace to the counters.
+    #[inline]
     pub fn record(&self, trace: &GetTrace) {
         match trace.filter {
             FilterOutcome::NotChecked => {}

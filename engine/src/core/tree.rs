@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use arc_swap::ArcSwap;
 use siftdb_sstable::ReadStatistics;
 
 use crate::base::error::{Error, Result};
@@ -32,7 +32,7 @@ pub(crate) struct Tree {
     /// The database's options with this keyspace's tree fields.
     pub options: Options,
     /// What reads see, republished by every change of the tree's memtables or version.
-    pub view: RwLock<Arc<ReadView>>,
+    pub view: ArcSwap<ReadView>,
     /// Filter and data-block tickers of point lookups, per level.
     pub levels: [ReadStatistics; MAX_LEVELS],
     /// Point lookups that searched the tables (counted under adaptive filter allocation).
@@ -62,11 +62,11 @@ impl Tree {
             id,
             name: Arc::from(name),
             options,
-            view: RwLock::new(Arc::new(ReadView {
+            view: ArcSwap::from_pointee(ReadView {
                 mem,
                 imm: Vec::new(),
                 version: Arc::new(Version::empty()),
-            })),
+            }),
             levels: Default::default(),
             lookups: Default::default(),
             counts_heat,
@@ -98,16 +98,23 @@ impl Tree {
     /// kept after the drop must not keep the dropped tables' files (`core::live_tables`).
     pub(crate) fn mark_dropped(&self) {
         self.dropped.store(true, Ordering::Release);
-        *self.view.write() = Arc::new(ReadView {
+        self.view.store(Arc::new(ReadView {
             mem: Arc::new(Memtable::new(0)),
             imm: Vec::new(),
             version: Arc::new(Version::empty()),
-        });
+        }));
     }
 
-    /// The view published last: one `Arc` clone under a read lock.
+    /// The view published last, owned (an iterator keeps it for its life).
     pub(crate) fn read_view(&self) -> Arc<ReadView> {
-        Arc::clone(&self.view.read())
+        self.view.load_full()
+    }
+
+    /// The view published last, borrowed for one lookup: no lock and no reference count
+    /// taken, so concurrent lookups write no shared cache line to reach it
+    /// ([`ArcSwap::load`] marks it in a slot of the calling thread's own).
+    pub(crate) fn read_view_guard(&self) -> arc_swap::Guard<Arc<ReadView>> {
+        self.view.load()
     }
 
     /// The hash of `prefix`'s extracted prefix, which every table's prefix filter is probed with

@@ -205,7 +205,7 @@ impl VersionSet {
             imm: t.imm.iter().rev().cloned().collect(),
             version: self.current(&t.tree),
         });
-        *t.tree.view.write() = view;
+        t.tree.view.store(view);
     }
 
     /// The manifest writer's lock (ranked: see `core/lock_order.rs`).

@@ -80,7 +80,17 @@ impl Engine {
     /// sequence could predate an overwrite whose compaction removed the version the read should
     /// see (issue 11's race: the key seemed absent).
     pub(crate) fn read_point(&self, tree: &Tree) -> (Arc<ReadView>, u64) {
-        let view = tree.read_view();
+        self.read_point_by(tree, Tree::read_view)
+    }
+
+    /// [`Engine::read_point`] with the view borrowed for one lookup (`Tree::read_view_guard`).
+    pub(crate) fn read_point_borrowed(&self, tree: &Tree) -> (arc_swap::Guard<Arc<ReadView>>, u64) {
+        self.read_point_by(tree, Tree::read_view_guard)
+    }
+
+    /// The view as `load` reads it, then the sequence (in that order: see `read_point`).
+    fn read_point_by<V>(&self, tree: &Tree, load: impl FnOnce(&Tree) -> V) -> (V, u64) {
+        let view = load(tree);
         crate::base::sync_point::sync_point!(
             self.shared,
             crate::base::sync_point::READ_SEQUENCE_AND_VIEW

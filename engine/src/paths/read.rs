@@ -27,7 +27,7 @@ impl Engine {
         value: &mut Vec<u8>,
     ) -> Result<bool> {
         tree.check_live()?;
-        let (view, seq) = self.read_point(tree);
+        let (view, seq) = self.read_point_borrowed(tree);
         self.get_in(tree, &view, key, seq, opts, value)
     }
 
@@ -43,7 +43,7 @@ impl Engine {
         tree.check_live()?;
         self.get_in(
             tree,
-            &tree.read_view(),
+            &tree.read_view_guard(),
             key,
             seq,
             &ReadOptions::default(),
@@ -87,6 +87,11 @@ impl Engine {
     ) -> Option<Lookup> {
         use std::sync::atomic::Ordering::Relaxed;
         for mem in std::iter::once(&view.mem).chain(view.imm.iter()) {
+            // An empty memtable (the active one, right after a switch or an open) answers
+            // nothing: two loads instead of a skiplist search and its epoch pin.
+            if mem.is_empty() {
+                continue;
+            }
             let (got, version) = if self.memtable_may_contain(mem, key) {
                 mem.get_versioned(key, seq, value)
             } else {

@@ -230,7 +230,7 @@ impl Table {
         &self,
         fill_cache: bool,
     ) -> Result<(Arc<Block>, BlockAccess)> {
-        if let Some(h) = self.held.read().as_ref() {
+        if let Some(h) = self.held.load().as_deref() {
             return Ok((Arc::clone(&h.index), BlockAccess::Pinned));
         }
         self.block_for_get(self.footer.index, BlockKind::Index, fill_cache)
@@ -244,6 +244,18 @@ impl Table {
         }
         if let Some(f) = self.held_filter(handle) {
             return Ok(Some((f, BlockAccess::Pinned)));
+        }
+        self.cached_filter(handle)
+    }
+
+    /// The filter at `handle` through the block cache (read from the file on a miss), not
+    /// asking what the table holds; `None` when the handle is absent.
+    pub(super) fn cached_filter(
+        &self,
+        handle: BlockHandle,
+    ) -> Result<Option<(Arc<Filter>, BlockAccess)>> {
+        if handle.is_absent() {
+            return Ok(None);
         }
         let mut access = BlockAccess::CacheHit;
         let entry = self.cache.get_or_insert_with(

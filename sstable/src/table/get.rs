@@ -9,18 +9,59 @@ use std::sync::Arc;
 use siftdb_cache::BlockKind;
 use siftdb_filter::Filter;
 
-use super::{Lookup, Table, TableGet};
+use super::{FilterSource, Held, HeldFilter, Lookup, Table, TableGet};
 use crate::block::Block;
 use crate::error::Result;
 use crate::format::BlockHandle;
 use crate::internal_key::{compare_internal, InternalKey, ParsedKey, ValueKind, TRAILER_LEN};
 use crate::stats::{BlockAccess, FilterOutcome, GetTrace, MemoOutcome};
 
+/// The filter a prepared lookup probes.
+enum FilterRef {
+    /// Held by the table: read through the guard that keeps its [`Held`] alive, so a lookup of
+    /// a pinned table neither locks nor counts a reference on a line every reader writes.
+    Held(arc_swap::Guard<Option<Arc<Held>>>, HeldFilter),
+    /// From the block cache.
+    Cached(Arc<Filter>),
+}
+
+impl FilterRef {
+    /// The filter (`None` only if the guard holds no such filter, which `filter_source`
+    /// rules out; the probe then says "maybe").
+    #[inline]
+    fn get(&self) -> Option<&Filter> {
+        match self {
+            FilterRef::Held(held, which) => held.as_deref()?.filter_at(*which),
+            FilterRef::Cached(filter) => Some(filter),
+        }
+    }
+}
+
+impl Clone for FilterRef {
+    fn clone(&self) -> FilterRef {
+        match self {
+            FilterRef::Held(held, which) => {
+                FilterRef::Held(arc_swap::Guard::from_inner(Option::clone(held)), *which)
+            }
+            FilterRef::Cached(filter) => FilterRef::Cached(Arc::clone(filter)),
+        }
+    }
+}
+
+impl std::fmt::Debug for FilterRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FilterRef::Held(_, which) => write!(f, "Held({which:?})"),
+            FilterRef::Cached(_) => f.write_str("Cached"),
+        }
+    }
+}
+
 /// A lookup's filter work done ahead ([`Table::prepare_get`]): the filter (or filter partition)
 /// that may hold the key, how it was reached, and the key's hash (`None`: no filter to ask).
 #[derive(Debug, Clone)]
 pub struct PreparedGet {
-    filter: Option<(Arc<Filter>, BlockAccess, u64)>,
+    filter: Option<(FilterRef, BlockAccess, u64)>,
     /// The key sorts after every key of the table (found while choosing a filter partition).
     beyond: bool,
     fill_cache: bool,
@@ -50,7 +91,9 @@ impl PreparedGet {
             *h = hash;
             // Held by the batch: no cache lookup, no I/O.
             *access = BlockAccess::Pinned;
-            filter.prefetch_hash(hash);
+            if let Some(filter) = filter.get() {
+                filter.prefetch_hash(hash);
+            }
         }
         Some(prepared)
     }
@@ -94,6 +137,7 @@ impl Table {
     /// `key_hasher.hash(user_key)` under [`TableReadOptions::key_hasher`](super::TableReadOptions)
     /// (the only hasher a filter of this table can have been built with: a block built under
     /// another is refused). A lookup across many tables hashes its key once.
+    #[inline]
     pub fn prepare_get_hashed(&self, user_key: &[u8], hash: u64) -> Result<PreparedGet> {
         let mut prepared = PreparedGet {
             filter: None,
@@ -101,24 +145,28 @@ impl Table {
             fill_cache: true,
             whole_table: false,
         };
-        prepared.filter = match self.filter_partition_for(user_key) {
-            // The partition holding the key's first version: if the key is in the table at all,
-            // that partition's filter holds it (a key whose versions straddle two partitions is
-            // in both).
-            Some(None) => {
+        let held = self.held.load();
+        let source = match held.as_deref() {
+            Some(h) => h.filter_source(user_key, &self.footer),
+            None => FilterSource::Cache(self.footer.filter, true),
+        };
+        prepared.filter = match source {
+            FilterSource::Beyond => {
                 prepared.beyond = true;
                 return Ok(prepared);
             }
-            Some(Some((_, Some(held)))) => Some((held, BlockAccess::Pinned, hash)),
-            Some(Some((handle, None))) => self.filter(handle)?.map(|(f, a)| (f, a, hash)),
-            None => {
-                prepared.whole_table = true;
-                self.filter(self.footer.filter)?
-                    .map(|(filter, access)| (filter, access, hash))
+            FilterSource::Held(which, whole_table) => {
+                prepared.whole_table = whole_table;
+                Some((FilterRef::Held(held, which), BlockAccess::Pinned, hash))
+            }
+            FilterSource::Cache(handle, whole_table) => {
+                prepared.whole_table = whole_table;
+                self.cached_filter(handle)?
+                    .map(|(f, access)| (FilterRef::Cached(f), access, hash))
             }
         };
-        if let Some((filter, _, hash)) = &prepared.filter {
-            filter.prefetch_hash(*hash);
+        if let Some(filter) = prepared.filter.as_ref().and_then(|(f, _, _)| f.get()) {
+            filter.prefetch_hash(hash);
         }
         Ok(prepared)
     }
@@ -165,6 +213,7 @@ impl Table {
     /// [`Table::get_prepared`] that copies a found value straight from the data block into
     /// `value` (cleared first; untouched unless the result is [`Lookup::Found`]), so a caller
     /// reusing one buffer allocates nothing per lookup.
+    #[inline]
     pub fn get_prepared_into(
         &self,
         user_key: &[u8],
@@ -181,7 +230,7 @@ impl Table {
         if let Some((filter, access, hash)) = prepared.filter {
             trace.filter_block = access;
             trace.filter_expected_fpr_ppb = self.expected_fpr_ppb;
-            if !filter.may_contain_hash(hash) {
+            if !filter.get().is_none_or(|f| f.may_contain_hash(hash)) {
                 trace.filter = FilterOutcome::No;
                 return Ok(Lookup::NotFound);
             }

@@ -17,7 +17,7 @@ mod partitions;
 
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use arc_swap::ArcSwapOption;
 use siftdb_cache::{BlockCache, BlockKey, BlockKind, FalsePositiveMemo, PinnedBlock, Priority};
 use siftdb_filter::{Filter, KeyHasher};
 
@@ -131,7 +131,12 @@ impl Default for TableIterOptions {
 /// holds what lookups need beyond that — the whole index and filter of an unpartitioned table,
 /// or every partition of a partitioned one — and its prefix filter, so its lookups never ask
 /// the cache (RocksDB pins an L0 table's partitions the same way).
-struct Held {
+///
+/// Immutable once published: pinning or unpinning publishes a new `Held` (its parts shared by
+/// `Arc`), so a lookup reads it through one [`ArcSwapOption::load`] — no lock, no reference
+/// count on a cache line every reading thread writes.
+#[derive(Clone)]
+pub(crate) struct Held {
     /// The index, or the top-level index of a partitioned one.
     index: Arc<Block>,
     /// The whole-key filter of an unpartitioned table.
@@ -139,9 +144,74 @@ struct Held {
     /// The top levels of a partitioned table decoded for lookups: index, filter.
     index_parts: Option<Arc<PartitionIndex>>,
     filter_parts: Option<Arc<PartitionIndex>>,
-    _pins: Vec<PinnedBlock<CachedBlock>>,
+    _pins: Arc<Vec<PinnedBlock<CachedBlock>>>,
     /// Present while the table is pinned.
-    pinned: Option<PinnedParts>,
+    pinned: Option<Arc<PinnedParts>>,
+}
+
+/// Which filter of a [`Held`] a lookup probes.
+#[derive(Debug, Clone, Copy)]
+enum HeldFilter {
+    /// The whole-key filter of an unpartitioned table.
+    Whole,
+    /// The whole filter of a pinned table whose index alone is partitioned.
+    PinnedWhole,
+    /// A pinned filter partition, by position.
+    Partition(usize),
+}
+
+/// Where a lookup of one key finds the filter to probe.
+enum FilterSource {
+    /// The key sorts after every key of the table (found while choosing a filter partition).
+    Beyond,
+    /// Held by the table; `bool`: the choice does not depend on the key.
+    Held(HeldFilter, bool),
+    /// Through the block cache, at this handle (absent: no filter); `bool` as for `Held`.
+    Cache(BlockHandle, bool),
+}
+
+impl Held {
+    /// The filter `which` names, if this `Held` has it.
+    #[inline]
+    fn filter_at(&self, which: HeldFilter) -> Option<&Filter> {
+        match which {
+            HeldFilter::Whole => self.filter.as_deref(),
+            HeldFilter::PinnedWhole => self.pinned.as_ref()?.whole_filter.as_deref(),
+            HeldFilter::Partition(i) => {
+                self.pinned.as_ref()?.filter_partitions.get(i).map(|f| &**f)
+            }
+        }
+    }
+
+    /// Where a lookup of `user_key` finds its filter, given the table's `footer`.
+    #[inline]
+    fn filter_source(&self, user_key: &[u8], footer: &Footer) -> FilterSource {
+        if let Some(parts) = &self.filter_parts {
+            // The partition holding the key's first version: if the key is in the table at
+            // all, that partition's filter holds it (a key whose versions straddle two
+            // partitions is in both).
+            return match parts.find(user_key, u64::MAX) {
+                None => FilterSource::Beyond,
+                Some((i, handle)) => match &self.pinned {
+                    Some(p) if i < p.filter_partitions.len() => {
+                        FilterSource::Held(HeldFilter::Partition(i), false)
+                    }
+                    _ => FilterSource::Cache(handle, false),
+                },
+            };
+        }
+        if self.filter.is_some() {
+            FilterSource::Held(HeldFilter::Whole, true)
+        } else if self
+            .pinned
+            .as_ref()
+            .is_some_and(|p| p.whole_filter.is_some())
+        {
+            FilterSource::Held(HeldFilter::PinnedWhole, true)
+        } else {
+            FilterSource::Cache(footer.filter, true)
+        }
+    }
 }
 
 /// What a pinned table holds beyond its top levels.
@@ -180,7 +250,7 @@ pub struct Table {
     expected_fpr_ppb: u32,
     /// The range tombstone block, decoded at open; `None` when the table has none.
     range_tombstones: Option<Arc<FragmentedRangeTombstones>>,
-    held: RwLock<Option<Held>>,
+    held: ArcSwapOption<Held>,
 }
 
 impl Drop for Table {
@@ -228,7 +298,7 @@ impl Table {
             prefix_filter_usable: false,
             expected_fpr_ppb: 0,
             range_tombstones: None,
-            held: RwLock::new(None),
+            held: ArcSwapOption::empty(),
         };
         let props_raw = table.read_block_contents(footer.properties, BlockKind::Properties)?;
         table.properties = TableProperties::decode(props_raw)
@@ -248,7 +318,7 @@ impl Table {
         if table.options.pin_filter_and_index {
             table.pin_filter_and_index()?;
         } else if table.is_partitioned() {
-            *table.held.write() = Some(table.hold_top_levels()?);
+            table.held.store(Some(Arc::new(table.hold_top_levels()?)));
         } else {
             // Warm the cache and validate the blocks every lookup needs.
             table.index_block()?;
@@ -339,22 +409,20 @@ impl Table {
         }
         // Readers keep using the top levels while the rest is pinned: `held` is only ever
         // replaced whole or completed, never emptied on the way.
-        if self.held.read().is_none() {
-            let top = self.hold_top_levels()?;
-            self.held.write().get_or_insert(top);
-        }
-        let Some((index_parts, filter_parts)) = self
-            .held
-            .read()
-            .as_ref()
-            .map(|h| (h.index_parts.clone(), h.filter_parts.clone()))
-        else {
-            return Ok(());
+        let top = match self.held.load_full() {
+            Some(top) => top,
+            None => Arc::new(self.hold_top_levels()?),
         };
-        let parts = self.pin_parts(index_parts.as_deref(), filter_parts.as_deref())?;
-        if let Some(h) = self.held.write().as_mut() {
-            h.pinned.get_or_insert(parts);
-        }
+        let parts =
+            Arc::new(self.pin_parts(top.index_parts.as_deref(), top.filter_parts.as_deref())?);
+        // Published with the top levels it was built from, unless another pin got there first.
+        self.held.rcu(|current| match current {
+            Some(h) if h.pinned.is_some() => Some(Arc::clone(h)),
+            _ => Some(Arc::new(Held {
+                pinned: Some(Arc::clone(&parts)),
+                ..Held::clone(&top)
+            })),
+        });
         Ok(())
     }
 
@@ -394,7 +462,7 @@ impl Table {
             filter,
             index_parts,
             filter_parts,
-            _pins: pins,
+            _pins: Arc::new(pins),
             pinned: None,
         })
     }
@@ -448,21 +516,21 @@ impl Table {
     /// Releases the pins: the blocks return to the cache's LRU (a table leaving L0). A
     /// partitioned table keeps its top levels.
     pub fn unpin(&self) {
-        let mut held = self.held.write();
-        if self.is_partitioned() {
-            if let Some(h) = held.as_mut() {
-                h.pinned = None;
-            }
-        } else {
-            *held = None;
-        }
+        let partitioned = self.is_partitioned();
+        self.held.rcu(|current| match current {
+            Some(h) if partitioned => Some(Arc::new(Held {
+                pinned: None,
+                ..Held::clone(h)
+            })),
+            _ => None,
+        });
     }
 
     /// Whether the table is pinned: its filter and index (or all their partitions) and its
     /// prefix filter are held.
     pub fn is_pinned(&self) -> bool {
         self.held
-            .read()
+            .load()
             .as_ref()
             .is_some_and(|h| h.pinned.is_some())
     }
@@ -470,8 +538,8 @@ impl Table {
     /// The filter at `handle` if the table holds it: the whole filter, or — pinned — the
     /// prefix filter or a filter partition.
     fn held_filter(&self, handle: BlockHandle) -> Option<Arc<Filter>> {
-        let held = self.held.read();
-        let held = held.as_ref()?;
+        let held = self.held.load();
+        let held = held.as_deref()?;
         if handle == self.footer.filter && held.filter.is_some() {
             return held.filter.clone();
         }
@@ -485,25 +553,6 @@ impl Table {
         }
     }
 
-    /// Of a partitioned filter: the partition that may hold `user_key` — its handle, and the
-    /// partition itself when the table holds it (pinned) — or `Some(None)` when the key sorts
-    /// after every key of the table. `None`: the filter is not partitioned.
-    fn filter_partition_for(
-        &self,
-        user_key: &[u8],
-    ) -> Option<Option<(BlockHandle, Option<Arc<Filter>>)>> {
-        let held = self.held.read();
-        let held = held.as_ref()?;
-        let parts = held.filter_parts.as_ref()?;
-        Some(parts.find(user_key, u64::MAX).map(|(i, handle)| {
-            let pinned = held.pinned.as_ref();
-            (
-                handle,
-                pinned.and_then(|p| p.filter_partitions.get(i).cloned()),
-            )
-        }))
-    }
-
     /// Of a partitioned index: the index partition that may hold the internal key
     /// (`user_key`, `trailer`) — its handle, and the partition when the table holds it — or
     /// `None` past the last separator.
@@ -512,8 +561,8 @@ impl Table {
         user_key: &[u8],
         trailer: u64,
     ) -> Option<(BlockHandle, Option<Arc<Block>>)> {
-        let held = self.held.read();
-        let held = held.as_ref()?;
+        let held = self.held.load();
+        let held = held.as_deref()?;
         let (i, handle) = held.index_parts.as_ref()?.find(user_key, trailer)?;
         let pinned = held.pinned.as_ref();
         Some((
@@ -527,7 +576,7 @@ impl Table {
         if kind != BlockKind::Index {
             return None;
         }
-        let held = self.held.read();
+        let held = self.held.load();
         by_offset(
             &held.as_ref()?.pinned.as_ref()?.index_by_offset,
             handle.offset,
