@@ -32,12 +32,13 @@ pub struct Ticker {
 }
 
 /// Leased stripes per ticker: twice the cores (so a pool of reader threads rarely overflows),
-/// 4 to 64.
+/// 4 to 32 — as many as the round-robin stripes before leases, so a keyspace's tickers take no
+/// more memory than they did (each stripe is 128 bytes, a tree has a hundred tickers).
 fn stripe_count() -> usize {
     static COUNT: OnceLock<usize> = OnceLock::new();
     *COUNT.get_or_init(|| {
         let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
-        (2 * cores).clamp(4, 64)
+        (2 * cores).clamp(4, 32)
     })
 }
 
