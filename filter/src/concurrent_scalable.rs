@@ -20,9 +20,9 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
+use crate::atomic_bloom::AtomicBlockedBloom;
 use crate::bloom::{
-    best_num_probes, block_index, blocked_bloom_fpr, num_blocks_for, probe_mask, BLOCK_BITS,
-    BLOCK_BYTES, MAX_BITS_PER_KEY,
+    best_num_probes, blocked_bloom_fpr, num_blocks_for, BLOCK_BITS, BLOCK_BYTES, MAX_BITS_PER_KEY,
 };
 use crate::error::FilterError;
 use crate::hash::KeyHasher;
@@ -30,20 +30,6 @@ use crate::hash::KeyHasher;
 /// Slots of the chain: with growth 2, room for `initial · (2^32 − 1)` keys before the last
 /// filter takes the rest.
 const SLOTS: usize = 32;
-
-/// A cache-line blocked bloom filter of atomic words: every probe of a key falls in one 64-byte
-/// block (the SSTable filters' layout, `bloom.rs`), so an insert or a query touches one cache
-/// line where a plain bloom filter touches `k`.
-#[derive(Debug)]
-struct AtomicBloom {
-    blocks: Box<[AtomicBlock]>,
-    num_probes: u8,
-}
-
-/// One 512-bit block, aligned so it never straddles two cache lines.
-#[derive(Debug)]
-#[repr(C, align(64))]
-struct AtomicBlock([AtomicU64; 8]);
 
 /// Bits per key are searched in these steps for the smallest that meets an FPR.
 const BITS_PER_KEY_STEP: f64 = 0.25;
@@ -69,41 +55,11 @@ fn blocked_sizing(keys: u64, fpr: f64) -> Result<(usize, u8), FilterError> {
     ))
 }
 
-impl AtomicBloom {
+impl AtomicBlockedBloom {
     /// A filter for `keys` keys at an FPR of at most `fpr`.
-    fn for_keys(keys: u64, fpr: f64) -> Result<AtomicBloom, FilterError> {
+    fn for_keys(keys: u64, fpr: f64) -> Result<AtomicBlockedBloom, FilterError> {
         let (blocks, num_probes) = blocked_sizing(keys, fpr)?;
-        Ok(AtomicBloom {
-            blocks: (0..blocks)
-                .map(|_| AtomicBlock(Default::default()))
-                .collect(),
-            num_probes,
-        })
-    }
-
-    fn block(&self, hash: u64) -> &[AtomicU64; 8] {
-        &self.blocks[block_index(hash, self.blocks.len())].0
-    }
-
-    fn insert_hash(&self, hash: u64) {
-        let mask = probe_mask(hash, self.num_probes);
-        for (word, m) in self.block(hash).iter().zip(mask) {
-            if m != 0 {
-                word.fetch_or(m, Ordering::Relaxed);
-            }
-        }
-    }
-
-    fn contains_hash(&self, hash: u64) -> bool {
-        let mask = probe_mask(hash, self.num_probes);
-        self.block(hash)
-            .iter()
-            .zip(mask)
-            .all(|(word, m)| word.load(Ordering::Relaxed) & m == m)
-    }
-
-    fn size_bytes(&self) -> usize {
-        self.blocks.len() * BLOCK_BYTES
+        Ok(AtomicBlockedBloom::with_blocks(blocks, num_probes))
     }
 }
 
@@ -128,7 +84,7 @@ impl AtomicBloom {
 #[derive(Debug)]
 pub struct ConcurrentScalableBloom {
     hasher: KeyHasher,
-    slots: Box<[OnceLock<AtomicBloom>]>,
+    slots: Box<[OnceLock<AtomicBlockedBloom>]>,
     /// The slots the memory ceiling allows (at least one).
     usable_slots: usize,
     /// The highest slot created so far.
@@ -196,11 +152,11 @@ impl ConcurrentScalableBloom {
     }
 
     /// Filter `i`, made on first use.
-    fn slot(&self, i: usize) -> Result<&AtomicBloom, FilterError> {
+    fn slot(&self, i: usize) -> Result<&AtomicBlockedBloom, FilterError> {
         if let Some(filter) = self.slots[i].get() {
             return Ok(filter);
         }
-        let made = AtomicBloom::for_keys(self.capacity_of(i), self.fpr_of(i))?;
+        let made = AtomicBlockedBloom::for_keys(self.capacity_of(i), self.fpr_of(i))?;
         let filter = self.slots[i].get_or_init(|| made);
         self.newest.fetch_max(i, Ordering::Release);
         Ok(filter)
@@ -259,7 +215,7 @@ impl ConcurrentScalableBloom {
             .iter()
             .rev()
             .filter_map(OnceLock::get)
-            .any(|f| f.contains_hash(hash))
+            .any(|f| f.may_contain_hash(hash))
     }
 
     /// The hasher keys are hashed with.
@@ -287,7 +243,7 @@ impl ConcurrentScalableBloom {
         self.slots
             .iter()
             .filter_map(OnceLock::get)
-            .map(AtomicBloom::size_bytes)
+            .map(AtomicBlockedBloom::size_bytes)
             .sum()
     }
 

@@ -1,6 +1,7 @@
 //! siftdb-filter: the filters in front of every SSTable read.
 //!
 //! * [`BlockedBloom`] — cache-line blocked bloom filter (one cache miss per query).
+//! * [`AtomicBlockedBloom`] — the same layout in atomic words: threads insert while others query.
 //! * [`RibbonFilter`] — standard ribbon filter (GF(2) linear system, ~30 % smaller).
 //! * [`BinaryFuseFilter`] — binary fuse filter (8- or 16-bit fingerprints, three cells a query).
 //! * [`RangeFilter`] — range filter (Grafite: locality-preserving hash + Elias-Fano) for "any key
@@ -34,6 +35,7 @@
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod atomic_bloom;
 pub mod bloom;
 mod concurrent_scalable;
 mod counting;
@@ -56,6 +58,7 @@ pub mod ribbon;
 mod rotating;
 mod scalable;
 
+pub use atomic_bloom::AtomicBlockedBloom;
 pub use bloom::{blocked_bloom_expected_fpr, BlockedBloom};
 pub use concurrent_scalable::ConcurrentScalableBloom;
 pub use counting::CountingBloom;

@@ -48,5 +48,5 @@ pub use range_tombstones::{FragmentedRangeTombstones, RangeTombstone};
 pub use stats::{BlockAccess, FilterOutcome, GetTrace, MemoOutcome, ReadStatistics, Ticker};
 pub use table::{
     CachedBlock, Lookup, PreparedGet, Table, TableCache, TableGet, TableIter, TableIterOptions,
-    TableReadOptions,
+    TableReadOptions, RESERVATION_TABLE_ID,
 };

@@ -51,6 +51,8 @@ enum Op {
     Seek(Vec<u8>),
     Prefix(Vec<u8>),
     Flush,
+    /// `build_filter_index`: later lookups meet a filter index over every table.
+    BuildFilterIndex,
     Reopen,
     Compact(Option<Vec<u8>>, Option<Vec<u8>>),
     Snapshot,
@@ -160,6 +162,7 @@ fn op(variant: Variant) -> impl Strategy<Value = Op> {
         1 => key().prop_map(Op::Seek),
         2 => proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'b')], 0..3).prop_map(Op::Prefix),
         1 => Just(Op::Flush),
+        1 => Just(Op::BuildFilterIndex),
         1 => Just(Op::Reopen),
         1 => (proptest::option::of(key()), proptest::option::of(key())).prop_map(|(a, b)| Op::Compact(a, b)),
         1 => Just(Op::Snapshot),
@@ -612,6 +615,9 @@ fn run(variant: Variant, ops: &[Op]) {
                 assert_eq!(got, want, "prefix {p:?}");
             }
             Op::Flush => db.flush().unwrap(),
+            Op::BuildFilterIndex => {
+                db.build_filter_index().unwrap();
+            }
             Op::Compact(a, b) => db.compact_range(a.as_deref(), b.as_deref()).unwrap(),
             Op::Snapshot => {
                 if snapshots.len() < 4 {

@@ -359,6 +359,9 @@ pub struct Args {
     /// Bits per key of siftdb's range filters (0: none) [default: the engine's, 0].
     #[arg(long = "range_filter_bits_per_key")]
     pub range_filter_bits_per_key: Option<f64>,
+    /// Bits per key of siftdb's tree-wide filter index (0: none) [default: the engine's, 10].
+    #[arg(long = "filter_index_bits_per_key")]
+    pub filter_index_bits_per_key: Option<f64>,
     /// readhot's hot set is `--hot_keys` never-written keys that are false positives of the
     /// tree's filters, found (untimed) by probing missing keys until each of them made a
     /// lookup read a data block. Needs an engine that counts data blocks per lookup.
@@ -577,6 +580,8 @@ pub struct Config {
     pub zipf_scramble: bool,
     /// siftdb's range filter bits/key (`None`: the engine's default).
     pub range_filter_bits_per_key: Option<f64>,
+    /// siftdb's filter index bits/key (`None`: the engine's default).
+    pub filter_index_bits_per_key: Option<f64>,
     /// readhot reads false positives of the tree only (`--hot_false_positives`).
     pub hot_false_positives: bool,
     /// siftdb's false-positive memo bytes (`None`: the engine's default).
@@ -668,6 +673,7 @@ impl Config {
             zipf_missing_fraction: args.zipf_missing_fraction,
             zipf_scramble: args.zipf_scramble,
             range_filter_bits_per_key: args.range_filter_bits_per_key,
+            filter_index_bits_per_key: args.filter_index_bits_per_key,
             false_positive_memo_bytes: args.false_positive_memo_bytes,
             seek_nexts: args.seek_nexts,
             threads: args.threads,

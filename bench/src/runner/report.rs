@@ -108,13 +108,17 @@ fn siftdb_read_path_lines(out: &mut String, config: &Config, options: &siftdb::O
     // siftdb's own read-path structures, which no peer has (so none is mapped to them).
     let _ = writeln!(
         out,
-        "Read path:    false-positive memo {}; range filters {} (no peer has either)",
+        "Read path:    false-positive memo {}; range filters {}; filter index {} (no peer has any)",
         match options.false_positive_memo_bytes {
             0 => "off".to_string(),
             bytes => human_bytes(bytes as u64),
         },
         match options.range_filter_bits_per_key {
             b if b > 0.0 => format!("{b} bits/key"),
+            _ => "off".to_string(),
+        },
+        match options.filter_index_bits_per_key {
+            b if b > 0.0 => format!("{b} bits/key of its room (2x the keys at a rebuild)"),
             _ => "off".to_string(),
         }
     );

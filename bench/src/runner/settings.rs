@@ -62,6 +62,9 @@ pub fn siftdb_options(config: &Config) -> Options {
         range_filter_bits_per_key: config
             .range_filter_bits_per_key
             .unwrap_or(defaults.range_filter_bits_per_key),
+        filter_index_bits_per_key: config
+            .filter_index_bits_per_key
+            .unwrap_or(defaults.filter_index_bits_per_key),
         write_buffer_size: config
             .write_buffer_size
             .unwrap_or(defaults.write_buffer_size),

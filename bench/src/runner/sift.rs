@@ -39,6 +39,9 @@ impl SiftEngine {
             .collect();
         let db = Db::open(dir, options.clone())?;
         let keyspaces = open_keyspaces(&db, &tree, config)?;
+        // The background thread builds it after an open anyway; built here, a read phase on an
+        // existing database meets the whole index from its first lookup.
+        db.build_filter_index()?;
         Ok(SiftEngine {
             db,
             keyspaces,
@@ -361,8 +364,12 @@ impl Engine for SiftEngine {
         for keyspace in &self.keyspaces {
             keyspace.flush()?;
         }
-        // Let background compaction finish too, so the next phase meets a settled tree.
-        Ok(self.db.wait_for_compaction()?)
+        // Let background compaction finish too, so the next phase meets a settled tree — and
+        // a filter index over all of it (which the background thread would rebuild once the
+        // tree stays quiet).
+        self.db.wait_for_compaction()?;
+        self.db.build_filter_index()?;
+        Ok(())
     }
 
     fn compact(&self) -> Result<()> {

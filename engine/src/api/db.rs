@@ -114,6 +114,7 @@ impl Db {
                 shared,
                 engine.compactions(),
             ))
+            .chain(crate::jobs::filter_index::start_background(shared))
             .collect();
         Ok(Db::with_engine(engine, threads, Some(lock)))
     }
@@ -559,6 +560,28 @@ impl Db {
     /// meanwhile. A read-only `Db` has nothing to wait for.
     pub fn wait_for_compaction(&self) -> Result<()> {
         self.engine.wait_for_compaction()
+    }
+
+    /// Rebuilds every keyspace's filter index now, on the calling thread, from the tables of
+    /// its current tree (`Options::filter_index_bits_per_key`; a keyspace without tables or
+    /// without an index is skipped); returns how many were rebuilt. The background thread
+    /// does this by itself once an index is missing (after an open), full or stale; a benchmark
+    /// or a test calls it so that lookups meet a complete index at once.
+    ///
+    /// ```
+    /// # fn main() -> siftdb::Result<()> {
+    /// let dir = tempfile::tempdir().map_err(siftdb::Error::Io)?;
+    /// let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+    /// db.put(b"present", b"v")?;
+    /// db.flush()?;
+    /// assert_eq!(db.build_filter_index()?, 1);
+    /// assert_eq!(db.get(b"absent")?, None); // ruled out by the index alone
+    /// assert_eq!(db.stats().filter_index_useful, 1);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn build_filter_index(&self) -> Result<usize> {
+        self.engine.build_filter_index()
     }
 
     /// A snapshot of the statistics (of every keyspace together).

@@ -85,6 +85,12 @@ pub struct Options {
     /// articles' advice for tables that are only scanned): lookups go straight to a table's
     /// index, and each table records why it has none (`filter_omitted`).
     pub filter_bits_per_key: f64,
+    /// Bits per key of the tree-wide filter index: one blocked bloom filter over the keys of all
+    /// of a keyspace's tables, probed before any table's own filter, so a key no table holds
+    /// costs one cache line whatever the depth. Sized for twice the tree's entries when it is
+    /// (re)built in the background, so it takes about `2 × this` bits per entry; charged to the
+    /// block cache. `0` keeps no index. See `docs/TUNING.md`.
+    pub filter_index_bits_per_key: f64,
     /// Write no whole-key filter on the bottom level (RocksDB's option of the same name): for
     /// workloads whose lookups almost always find their key, where the bottom filter (about
     /// 90 % of filter memory) only costs, since a present key's lookup reaches the bottom level
@@ -269,6 +275,7 @@ impl Default for Options {
             false_positive_memo_bytes: DEFAULT_FALSE_POSITIVE_MEMO_BYTES,
             pin_l0_filter_and_index_blocks_in_cache: true,
             filter_bits_per_key: 10.0,
+            filter_index_bits_per_key: 10.0,
             optimize_filters_for_hits: false,
             memtable_prefix_bloom_size_ratio: 0.0,
             memtable_whole_key_filtering: false,
@@ -394,6 +401,13 @@ impl Options {
             return invalid(
                 "range_filter_bits_per_key",
                 "must be 0 (no range filter) or a number from 3 to 64",
+            );
+        }
+        let bits = self.filter_index_bits_per_key;
+        if !bits.is_finite() || !(bits == 0.0 || (1.0..=32.0).contains(&bits)) {
+            return invalid(
+                "filter_index_bits_per_key",
+                "must be 0 (no filter index) or a number from 1 to 32",
             );
         }
         for (name, ks) in &self.keyspaces {

@@ -277,6 +277,23 @@ impl Memtable {
             .iter()
             .map(|e| (e.key().key.clone(), e.value().clone()))
     }
+
+    /// Calls `f` with each distinct user key, in order (the versions of a key are adjacent):
+    /// what a flush adds to the tree's filter index, without copying entries.
+    pub(crate) fn for_each_user_key(&self, mut f: impl FnMut(&[u8])) {
+        let mut last: Option<Entry<'_, MemKey, Vec<u8>>> = None;
+        for entry in self.map.iter() {
+            let user_key = entry.key().key.user_key();
+            if last
+                .as_ref()
+                .is_some_and(|l| l.key().key.user_key() == user_key)
+            {
+                continue;
+            }
+            f(user_key);
+            last = Some(entry);
+        }
+    }
 }
 
 /// A position in a memtable's skiplist: an entry (reference-counted by the skiplist, so it

@@ -113,6 +113,16 @@ pub struct Stats {
     /// Of those, the ones the bloom answered "no" (the skiplist search skipped; RocksDB's
     /// `bloom.memtable.miss`).
     pub memtable_bloom_useful: u64,
+    /// Point lookups that probed a keyspace's filter index (`Options::filter_index_bits_per_key`).
+    pub filter_index_checked: u64,
+    /// Of those, the keys it ruled out of every table it covers.
+    pub filter_index_useful: u64,
+    /// Keys it did not rule out that no table held, while it covered every table.
+    pub filter_index_false_positives: u64,
+    /// Bytes of the keyspaces' filter indexes now (charged to the block cache).
+    pub filter_index_bytes: u64,
+    /// Filter index rebuilds completed since open.
+    pub filter_index_rebuilds: u64,
     /// Data blocks read from table files.
     pub data_block_reads: u64,
     /// Index blocks read from table files.
@@ -289,6 +299,12 @@ impl EngineCounters {
             memtable_hits: self.memtable_hits.load(Relaxed),
             memtable_bloom_checked: self.memtable_bloom_checked.load(Relaxed),
             memtable_bloom_useful: self.memtable_bloom_useful.load(Relaxed),
+            // Per tree: filled in by `Engine::stats`.
+            filter_index_checked: 0,
+            filter_index_useful: 0,
+            filter_index_false_positives: 0,
+            filter_index_bytes: 0,
+            filter_index_rebuilds: 0,
             data_block_reads: self.reads.data_block_reads.load(Relaxed),
             index_block_reads: self.reads.index_block_reads.load(Relaxed),
             filter_block_reads: self.reads.filter_block_reads.load(Relaxed),

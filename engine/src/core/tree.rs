@@ -11,6 +11,7 @@ use siftdb_sstable::ReadStatistics;
 
 use crate::base::error::{Error, Result};
 use crate::base::options::{Options, MAX_LEVELS};
+use crate::core::filter_index::{FilterIndex, IndexFilter};
 use crate::core::memtable::Memtable;
 use crate::core::version::Version;
 
@@ -21,6 +22,29 @@ pub(crate) struct ReadView {
     /// Immutable memtables, newest first.
     pub imm: Vec<Arc<Memtable>>,
     pub version: Arc<Version>,
+    /// The tree's filter index when the view was published (`core::filter_index`).
+    pub index: Option<Arc<IndexFilter>>,
+    /// Whether `index` covers every table of `version`: a key it rules out is in no table.
+    pub index_covers_all: bool,
+}
+
+impl ReadView {
+    /// A view of `mem`, `imm` and `version` with `index`'s coverage of the version.
+    pub(crate) fn new(
+        mem: Arc<Memtable>,
+        imm: Vec<Arc<Memtable>>,
+        version: Arc<Version>,
+        index: &FilterIndex,
+    ) -> ReadView {
+        let (index, index_covers_all) = index.coverage(&version);
+        ReadView {
+            mem,
+            imm,
+            version,
+            index,
+            index_covers_all,
+        }
+    }
 }
 
 /// See the module documentation.
@@ -43,6 +67,8 @@ pub(crate) struct Tree {
     pub l0_files: AtomicUsize,
     /// Set once the keyspace is dropped: its handles fail from then on.
     pub dropped: AtomicBool,
+    /// One filter over the keys of all its tables, probed before theirs.
+    pub filter_index: FilterIndex,
 }
 
 impl std::fmt::Debug for Tree {
@@ -58,6 +84,7 @@ impl Tree {
     /// A tree with nothing in it yet.
     pub(crate) fn new(id: u32, name: &str, options: Options, mem: Arc<Memtable>) -> Tree {
         let counts_heat = options.filter_allocation == siftdb_filter::FilterAllocation::Adaptive;
+        let filter_index = FilterIndex::new(options.filter_index_bits_per_key);
         Tree {
             id,
             name: Arc::from(name),
@@ -66,12 +93,15 @@ impl Tree {
                 mem,
                 imm: Vec::new(),
                 version: Arc::new(Version::empty()),
+                index: None,
+                index_covers_all: false,
             }),
             levels: Default::default(),
             lookups: Default::default(),
             counts_heat,
             l0_files: AtomicUsize::new(0),
             dropped: AtomicBool::new(false),
+            filter_index,
         }
     }
 
@@ -102,6 +132,8 @@ impl Tree {
             mem: Arc::new(Memtable::new(0)),
             imm: Vec::new(),
             version: Arc::new(Version::empty()),
+            index: None,
+            index_covers_all: false,
         }));
     }
 

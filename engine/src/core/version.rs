@@ -24,6 +24,9 @@ pub struct TableFile {
     largest_exclusive: bool,
     /// Its filter probes (counted under adaptive filter allocation).
     pub(crate) heat: crate::core::heat::TableHeat,
+    /// The generation of the tree's filter index that holds every key of this table (0: none
+    /// does; see `core::filter_index`).
+    index_gen: std::sync::atomic::AtomicU64,
     /// Keeps the file from being deleted while this table is referenced (`None`: not
     /// registered, a table outside a database's live set).
     live: Option<crate::core::live_tables::LiveTable>,
@@ -43,6 +46,7 @@ impl TableFile {
             heads,
             largest_exclusive,
             heat: crate::core::heat::TableHeat::default(),
+            index_gen: std::sync::atomic::AtomicU64::new(0),
             live: None,
         }
     }
@@ -51,6 +55,19 @@ impl TableFile {
     pub(crate) fn kept_alive_by(mut self, live: crate::core::live_tables::LiveTable) -> TableFile {
         self.live = Some(live);
         self
+    }
+
+    /// The filter index generation that covers this table (0: none).
+    #[inline]
+    pub(crate) fn index_gen(&self) -> u64 {
+        self.index_gen.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Marks the table covered by filter index generation `gen`: every key of it is in that
+    /// filter already (released to the readers that see the mark).
+    pub(crate) fn mark_covered(&self, gen: u64) {
+        self.index_gen
+            .fetch_max(gen, std::sync::atomic::Ordering::Release);
     }
 
     /// Smallest user key.

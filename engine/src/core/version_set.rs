@@ -200,11 +200,12 @@ impl VersionSet {
         let Some(t) = state.trees.get(&id) else {
             return;
         };
-        let view = Arc::new(ReadView {
-            mem: Arc::clone(&t.mem),
-            imm: t.imm.iter().rev().cloned().collect(),
-            version: self.current(&t.tree),
-        });
+        let view = Arc::new(ReadView::new(
+            Arc::clone(&t.mem),
+            t.imm.iter().rev().cloned().collect(),
+            self.current(&t.tree),
+            &t.tree.filter_index,
+        ));
         t.tree.view.store(view);
     }
 

@@ -123,7 +123,14 @@ fn flush_memtable(db: &Arc<Shared>, tree: &Tree, mem: &Arc<Memtable>) -> Result<
     };
     match &file {
         None => db.versions().release_outputs(&[number]),
-        Some(file) => file.heat.start(tree.lookups.now(), 1.0),
+        Some(file) => {
+            file.heat.start(tree.lookups.now(), 1.0);
+            // Before the table is installed: a reader that sees it covered finds its keys.
+            let hasher = db.options().filter_hasher;
+            tree.filter_index.add_flushed(file, |add| {
+                mem.for_each_user_key(|key| add(hasher.hash(key)));
+            });
+        }
     }
     let mut edit = log_numbers_after_flush(db, tree);
     if let Some(file) = &file {

@@ -108,6 +108,15 @@ impl Engine {
         shared.files().report(&mut stats);
         (stats.manifest_rollovers, stats.manifest_file_size) = shared.versions().manifest_report();
         stats.levels = crate::core::stats::level_filter_stats(trees.iter().map(|t| &t.levels));
+        for tree in &trees {
+            use std::sync::atomic::Ordering::Relaxed;
+            let index = &tree.filter_index;
+            stats.filter_index_checked += index.tickers.checked.load(Relaxed);
+            stats.filter_index_useful += index.tickers.negative.load(Relaxed);
+            stats.filter_index_false_positives += index.tickers.false_positive.load(Relaxed);
+            stats.filter_index_rebuilds += index.rebuilds.load(Relaxed);
+            stats.filter_index_bytes += index.current().map_or(0, |c| c.size_bytes() as u64);
+        }
         stats
     }
 
@@ -136,6 +145,12 @@ impl Engine {
             return Ok(()); // no background work: nothing to wait for
         }
         crate::jobs::compaction::wait_for_compaction(&self.shared, &self.compactions)
+    }
+
+    /// Rebuilds every tree's filter index now (see `Db::build_filter_index`).
+    pub(crate) fn build_filter_index(&self) -> Result<usize> {
+        self.check_open()?;
+        crate::jobs::filter_index::rebuild_due(&self.shared, true)
     }
 
     /// Flushes the oldest immutable memtable of any keyspace, if one (see `Db::step_flush`).

@@ -11,7 +11,11 @@ use crate::paths::engine::Engine;
 pub(crate) fn property(db: &Engine, tree: &Tree, name: &str) -> Option<String> {
     let view = tree.read_view();
     match name {
-        "siftdb.levels" => Some(levels_table(&level_reports(tree, &view.version))),
+        "siftdb.levels" => {
+            let mut table = levels_table(&level_reports(tree, &view.version));
+            index_row(&mut table, tree, &view.version);
+            Some(table)
+        }
         "siftdb.stats" => Some(format!("{:#?}", db.stats())),
         "siftdb.sstables" => Some(sstables_table(tree, &view.version)),
         "siftdb.keyspaces" => Some(keyspaces_table(db)),
@@ -39,6 +43,46 @@ pub(crate) fn property(db: &Engine, tree: &Tree, name: &str) -> Option<String> {
             (level < view.version.num_levels()).then(|| view.version.level(level).len().to_string())
         }
     }
+}
+
+/// The filter index's row under the levels (`core::filter_index`): the tables it covers, the
+/// keys added to it, its bytes, bits per key at those keys, its expected and measured FPR and
+/// the keys it ruled out; "planned" is its room in keys.
+fn index_row(out: &mut String, tree: &Tree, version: &crate::core::version::Version) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let Some(index) = tree.filter_index.current() else {
+        return;
+    };
+    let tickers = &tree.filter_index.tickers;
+    let negatives = tickers.negative.load(Relaxed);
+    let false_positives = tickers.false_positive.load(Relaxed);
+    let measured = if negatives + false_positives == 0 {
+        0.0
+    } else {
+        false_positives as f64 / (negatives + false_positives) as f64
+    };
+    let covered = version
+        .all()
+        .filter(|(_, f)| f.index_gen() == index.gen)
+        .count();
+    let files = version.all().count();
+    let _ = writeln!(
+        out,
+        "{:<5} {:>6} {:>11} {:>12} {:<14} {:>9.2} {:>12.6} {:>12.6} {:>10} {:>8} {:>10} {:>10}  {:<10}",
+        "index",
+        format!("{covered}/{files}"),
+        index.added(),
+        index.size_bytes(),
+        "blocked-bloom",
+        index.size_bytes() as f64 * 8.0 / index.added().max(1) as f64,
+        index.expected_fpr(),
+        measured,
+        negatives,
+        index.room(),
+        "-",
+        files - covered,
+        "-"
+    );
 }
 
 /// One row per table, level by level in key order (RocksDB's `rocksdb.sstables`): its number,

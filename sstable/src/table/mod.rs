@@ -43,7 +43,13 @@ pub enum CachedBlock {
     Filter(Arc<Filter>),
     /// A decoded range filter block.
     RangeFilter(Arc<crate::RangeFilterBlock>),
+    /// No block: a pinned entry that charges memory held outside the cache (the engine's filter
+    /// index) to the cache's budget, as RocksDB's cache reservations do.
+    Reservation,
 }
+
+/// The table id of [`CachedBlock::Reservation`] entries: no table file is ever numbered so.
+pub const RESERVATION_TABLE_ID: u64 = u64::MAX;
 
 /// The block cache type tables share.
 pub type TableCache = BlockCache<CachedBlock>;
@@ -597,7 +603,7 @@ impl Table {
         )?;
         let block = match pin.value().as_ref() {
             CachedBlock::Block(b) => Arc::clone(b),
-            CachedBlock::Filter(_) | CachedBlock::RangeFilter(_) => {
+            CachedBlock::Filter(_) | CachedBlock::RangeFilter(_) | CachedBlock::Reservation => {
                 return Err(self.corruption(handle.offset, "cache holds a filter at a block offset"))
             }
         };
@@ -618,7 +624,7 @@ impl Table {
         )?;
         let filter = match pin.value().as_ref() {
             CachedBlock::Filter(f) => Arc::clone(f),
-            CachedBlock::Block(_) | CachedBlock::RangeFilter(_) => {
+            CachedBlock::Block(_) | CachedBlock::RangeFilter(_) | CachedBlock::Reservation => {
                 return Err(
                     self.corruption(handle.offset, "cache holds a block at the filter offset")
                 )

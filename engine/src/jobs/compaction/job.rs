@@ -495,6 +495,10 @@ impl<'a> CompactionJob<'a> {
         for t in &outputs {
             edit.added.push((self.output_level, t.meta.clone()));
         }
+        // The outputs hold no user key the inputs did not: a filter index that covers the
+        // inputs covers them.
+        let inputs: Vec<&TableFile> = self.inputs.iter().map(|(_, f)| &**f).collect();
+        self.tree.filter_index.inherit(&inputs, &outputs);
         db.versions()
             .log_and_apply(&self.tree, edit, &outputs, |_| {})?;
         self.uninstalled.clear();
