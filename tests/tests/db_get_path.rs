@@ -10,6 +10,8 @@ fn missing_keys_across_l0_tables_read_no_data_blocks() {
     let options = Options {
         level0_file_num_compaction_trigger: 100,
         level0_stop_writes_trigger: 200,
+        // The per-table path: filter_index_lookups.rs tests the tree-wide index in front of it.
+        filter_index_bits_per_key: 0.0,
         ..Options::default()
     };
     let db = Db::open(dir.path(), options).unwrap();

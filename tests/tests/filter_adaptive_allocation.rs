@@ -13,6 +13,9 @@ fn options(allocation: FilterAllocation) -> Options {
         filter_bits_per_key: 5.0,
         filter_allocation: allocation,
         false_positive_memo_bytes: 0,
+        // The heat oracle counts per-table probes; a tree-wide filter index in front of them
+        // would answer the missing keys first (filter_index_lookups.rs).
+        filter_index_bits_per_key: 0.0,
         ..Options::default()
     }
 }

@@ -238,3 +238,25 @@ fn filter_index_never_hides_an_acknowledged_key_under_concurrency() {
         );
     }
 }
+
+#[test]
+fn filter_index_covers_the_empty_key_whichever_table_holds_it() {
+    let dir = siftdb_tests::temp_dir();
+    let db = Db::open(dir.path(), small_tree()).unwrap();
+    // Two tables, the newer scanned first: the empty key opens the older one.
+    db.put(b"", b"empty").unwrap();
+    db.flush().unwrap();
+    db.put(b"b", b"bee").unwrap();
+    db.flush().unwrap();
+    db.build_filter_index().unwrap();
+    assert_eq!(db.get(b"").unwrap().as_deref(), Some(&b"empty"[..]));
+    let got: Vec<_> = db
+        .multi_get(&[&b""[..], b"a", b"b"])
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(
+        got,
+        vec![Some(b"empty".to_vec()), None, Some(b"bee".to_vec())]
+    );
+}

@@ -45,7 +45,12 @@ fn fill(db: &Db, n: u32) {
 #[test]
 fn zero_bits_per_key_writes_no_filter_and_still_finds_every_key() {
     let dir = siftdb_tests::temp_dir();
-    let db = Db::open(dir.path(), small_tree(0.0, false)).unwrap();
+    // No tree-wide filter index either: the lookups below must reach the tables.
+    let no_index = Options {
+        filter_index_bits_per_key: 0.0,
+        ..small_tree(0.0, false)
+    };
+    let db = Db::open(dir.path(), no_index).unwrap();
     fill(&db, 20_000);
     let levels = db.level_info();
     let text = db.property("siftdb.levels").unwrap();

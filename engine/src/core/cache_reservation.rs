@@ -34,13 +34,14 @@ impl std::fmt::Debug for CacheReservation {
 impl CacheReservation {
     /// Charges `bytes` to `cache` (pinned: counted in its usage and pinned usage).
     pub(crate) fn charge(cache: &TableCache, bytes: usize) -> CacheReservation {
-        let chunks = bytes.div_ceil(CHUNK);
+        let chunk = chunk_for(cache);
+        let chunks = bytes.div_ceil(chunk);
         let pins = (0..chunks)
             .map(|i| {
                 let charge = if i + 1 == chunks {
-                    bytes - i * CHUNK
+                    bytes - i * chunk
                 } else {
-                    CHUNK
+                    chunk
                 };
                 let offset = NEXT_OFFSET.fetch_add(1, Ordering::Relaxed);
                 cache.insert_pinned(
@@ -63,6 +64,13 @@ impl CacheReservation {
     pub(crate) fn bytes(&self) -> usize {
         self.bytes
     }
+}
+
+/// The placeholder size for `cache`: [`CHUNK`], or an eighth of a shard if that is smaller (a
+/// small cache's shards hold a few hundred KiB; one placeholder must not fill one).
+fn chunk_for(cache: &TableCache) -> usize {
+    let shard = cache.capacity() / cache.num_shards().max(1);
+    CHUNK.min(shard / 8).max(4 << 10)
 }
 
 impl Drop for CacheReservation {
@@ -89,5 +97,16 @@ mod tests {
         drop(reservation);
         assert_eq!(cache.stats().usage, 0);
         assert_eq!(cache.stats().pinned_usage, 0);
+    }
+
+    #[test]
+    fn cache_reservation_of_a_small_cache_uses_placeholders_a_shard_can_hold() {
+        let cache = TableCache::new(siftdb_cache::CacheOptions::new(1 << 20));
+        let shard = cache.capacity() / cache.num_shards();
+        let reservation = CacheReservation::charge(&cache, 300 << 10);
+        assert_eq!(cache.stats().pinned_usage, 300 << 10);
+        assert!(cache.stats().pinned_entries >= (300 << 10) / (shard / 8));
+        drop(reservation);
+        assert_eq!(cache.stats().pinned_entries, 0);
     }
 }

@@ -63,6 +63,14 @@ impl TableFile {
         self.index_gen.load(std::sync::atomic::Ordering::Acquire)
     }
 
+    /// Whether a lookup the filter index ruled out of the tables of generation `skip_gen` may
+    /// pass this table by: it is covered, and holds no range tombstone (which the index does
+    /// not know of, and which may hide an older version in a table it does not cover).
+    #[inline]
+    pub(crate) fn ruled_out_by(&self, skip_gen: Option<u64>) -> bool {
+        skip_gen == Some(self.index_gen()) && self.table.range_tombstones().is_none()
+    }
+
     /// Marks the table covered by filter index generation `gen`: every key of it is in that
     /// filter already (released to the readers that see the mark).
     pub(crate) fn mark_covered(&self, gen: u64) {

@@ -122,12 +122,14 @@ fn scan_into(db: &Shared, tree: &Tree, version: &Version, add: &dyn Fn(u64)) -> 
             ..TableIterOptions::default()
         });
         iter.seek_to_first();
-        let mut last: Vec<u8> = Vec::new();
+        // The table's previous user key (none before its first: the empty key is a key too).
+        let mut last: Option<Vec<u8>> = None;
         while iter.valid() {
             let user_key = user_key_of(iter.key());
-            if keys == 0 || user_key != last.as_slice() {
+            if last.as_deref() != Some(user_key) {
                 add(hasher.hash(user_key));
                 keys += 1;
+                let last = last.get_or_insert_with(Vec::new);
                 last.clear();
                 last.extend_from_slice(user_key);
                 if keys.is_multiple_of(4096) && stopped(db, tree) {

@@ -249,7 +249,7 @@ impl Engine {
             .chain((1..version.num_levels()).filter_map(move |level| {
                 version.find_with_head(level, key, head).map(|f| (level, f))
             }))
-            .filter(move |(_, f)| skip_gen != Some(f.index_gen()));
+            .filter(move |(_, f)| !f.ruled_out_by(skip_gen));
         // One table ahead: the next table's filter is fetched and its memory requested before
         // this table's filter is probed, so on a tree whose filters do not fit the CPU's caches
         // the two waits overlap. A failure to prepare a table only counts once it is reached.
@@ -440,7 +440,7 @@ impl Engine {
                 .iter()
                 .filter(|p| {
                     answers[p.index].is_none()
-                        && p.skip_gen != Some(file.index_gen())
+                        && !file.ruled_out_by(p.skip_gen)
                         && file.contains_key_with_head(p.key, p.head)
                 })
                 .map(|p| (file, p))
@@ -455,8 +455,7 @@ impl Engine {
                 .filter(|p| answers[p.index].is_none())
                 .filter_map(|p| {
                     let file = version.find_sorted_with_head(level, p.key, p.head, &mut from);
-                    file.filter(|f| p.skip_gen != Some(f.index_gen()))
-                        .map(|f| (f, p))
+                    file.filter(|f| !f.ruled_out_by(p.skip_gen)).map(|f| (f, p))
                 })
                 .collect();
             self.probe_tables(tree, &view, level, &batch, seq, &mut answers);
