@@ -87,14 +87,11 @@ impl AtomicBlockedBloom {
     /// `false` means no key of this hash was inserted; `true` means one may have been.
     #[inline]
     pub fn may_contain_hash(&self, hash: u64) -> bool {
-        let mask = probe_mask(hash, self.num_probes);
+        // The block's words as they are now (one cache line, plain loads: relaxed atomic loads
+        // compile to them), queried as an SSTable filter's block is.
         let block = self.block(hash);
-        // Branch-free: OR every missing bit of the eight words, decide once.
-        let mut missing = 0u64;
-        for (word, m) in block.iter().zip(mask) {
-            missing |= !word.load(Ordering::Relaxed) & m;
-        }
-        missing == 0
+        let words: [u64; 8] = std::array::from_fn(|i| block[i].load(Ordering::Relaxed));
+        crate::bloom::query(&words, hash, self.num_probes)
     }
 
     /// Starts loading the block a query of `hash` reads (a hint only).

@@ -113,6 +113,68 @@ fn probe_mask_distinct(hash: u64, num_probes: u8) -> [u64; 8] {
     mask
 }
 
+/// Whether `block` may hold the key of `hash` at `num_probes` probes: the count matched once
+/// to a body with it fixed at compile time, whose field loop then unrolls (no loop counter, no
+/// per-field branch). Queries are independent, so their throughput is bound by the
+/// instructions each one issues.
+#[inline(always)]
+pub(crate) fn query(block: &[u64; 8], hash: u64, num_probes: u8) -> bool {
+    match num_probes {
+        1 => query_block::<1>(block, hash),
+        2 => query_block::<2>(block, hash),
+        3 => query_block::<3>(block, hash),
+        4 => query_block::<4>(block, hash),
+        5 => query_block::<5>(block, hash),
+        6 => query_block::<6>(block, hash),
+        7 => query_block::<7>(block, hash),
+        8 => query_block::<8>(block, hash),
+        9 => query_block::<9>(block, hash),
+        10 => query_block::<10>(block, hash),
+        11 => query_block::<11>(block, hash),
+        12 => query_block::<12>(block, hash),
+        k => query_block_any(block, hash, k),
+    }
+}
+
+/// Whether `block` may hold the key of `hash`, at `K` probes (fixed: the loops unroll).
+///
+/// Branch-free after the block load: test the first `K` fields of the stream (the probe set
+/// whenever they are distinct), OR-ing every missing bit, and decide once. Those fields are a
+/// subset of the probe set, so a miss is a sure "no" (nearly every negative query ends here);
+/// otherwise the exact (distinct) probe set is checked.
+#[inline(always)]
+fn query_block<const K: u8>(block: &[u64; 8], hash: u64) -> bool {
+    let mut missing = 0u64;
+    let mut word_x = mix(hash);
+    let mut left = K;
+    loop {
+        let mut x = word_x;
+        for _ in 0..left.min(PROBES_PER_WORD) {
+            missing |= !block[(x >> 6) as usize & 7] & (1u64 << (x & 63));
+            x >>= 9;
+        }
+        left = left.saturating_sub(PROBES_PER_WORD);
+        if left == 0 {
+            break;
+        }
+        word_x = mix(word_x ^ PROBE_STEP);
+    }
+    missing == 0 && exact_probes_set(block, hash, K)
+}
+
+/// [`query_block`] for a probe count known only at run time (above the specialised ones).
+#[inline(never)]
+fn query_block_any(block: &[u64; 8], hash: u64, num_probes: u8) -> bool {
+    exact_probes_set(block, hash, num_probes)
+}
+
+/// Whether every bit of `hash`'s exact probe set is set in `block`.
+#[inline(always)]
+fn exact_probes_set(block: &[u64; 8], hash: u64, num_probes: u8) -> bool {
+    let mask = probe_mask(hash, num_probes);
+    block.iter().zip(mask).all(|(&word, m)| m & !word == 0)
+}
+
 /// Sets the probe bits of every hash of `hashes` in `blocks` (not empty).
 #[inline(always)]
 fn insert_all(blocks: &mut [Block], hashes: &[u64], num_probes: u8) {
@@ -280,36 +342,14 @@ impl BlockedBloom {
         self.may_contain_body(hash)
     }
 
-    /// The query, for whichever instruction set its caller was compiled for.
+    /// The query, for whichever instruction set its caller was compiled for ([`query`]).
     #[inline(always)]
     fn may_contain_body(&self, hash: u64) -> bool {
-        if self.blocks.is_empty() {
+        let Some(block) = self.blocks.get(block_index(hash, self.blocks.len())) else {
+            // No blocks: an empty filter holds nothing.
             return false;
-        }
-        let block = &self.blocks[block_index(hash, self.blocks.len())].0;
-        // Branch-free after the block load: test the first `k` fields of the stream (the probe
-        // set whenever they are distinct), OR-ing every missing bit, and decide once.
-        let mut missing = 0u64;
-        let mut word_x = mix(hash);
-        let mut left = self.num_probes;
-        loop {
-            let mut x = word_x;
-            for _ in 0..left.min(PROBES_PER_WORD) {
-                missing |= !block[(x >> 6) as usize & 7] & (1u64 << (x & 63));
-                x >>= 9;
-            }
-            left = left.saturating_sub(PROBES_PER_WORD);
-            if left == 0 {
-                break;
-            }
-            word_x = mix(word_x ^ PROBE_STEP);
-        }
-        // Those fields are a subset of the probe set, so a miss is a sure "no" (nearly every
-        // negative query ends here). Otherwise check the exact (distinct) probe set.
-        missing == 0 && {
-            let mask = probe_mask(hash, self.num_probes);
-            block.iter().zip(mask).all(|(&word, m)| m & !word == 0)
-        }
+        };
+        query(&block.0, hash, self.num_probes)
     }
 
     /// Number of 512-bit blocks.
@@ -429,6 +469,29 @@ mod tests {
                 assert!(
                     keys.iter().all(|&h| f.may_contain_hash(h)),
                     "n={n} bpk={bpk}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_probe_count_answers_as_its_exact_probe_set() {
+        // The specialised bodies (k = 1..=12) and the run-time one (above) pre-check the first
+        // fields of the stream; their answer must be the exact probe set's, for every k.
+        let keys = hashes(3000, 5);
+        let queries = hashes(20_000, 6);
+        for k in 1..=MAX_PROBES {
+            let bpk = f64::from(k) / std::f64::consts::LN_2;
+            let Ok(mut f) = BlockedBloom::build(&keys, bpk.min(MAX_BITS_PER_KEY)) else {
+                continue;
+            };
+            f.num_probes = k;
+            for &h in keys.iter().chain(&queries) {
+                let block = &f.blocks[block_index(h, f.blocks.len())].0;
+                assert_eq!(
+                    f.may_contain_hash(h),
+                    exact_probes_set(block, h, k),
+                    "k={k}"
                 );
             }
         }

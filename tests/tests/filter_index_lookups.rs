@@ -26,15 +26,21 @@ fn table_filter_checks(db: &Db) -> u64 {
     db.stats().levels.iter().map(|l| l.checked).sum()
 }
 
-#[test]
-fn filter_index_rules_out_missing_keys_without_probing_tables() {
-    let dir = siftdb_tests::temp_dir();
-    let db = Db::open(dir.path(), small_tree()).unwrap();
+/// A small tree of the 20,000 even keys `key(0)`, `key(2)`, …, compactions settled.
+fn even_keys_settled(dir: &std::path::Path) -> Db {
+    let db = Db::open(dir, small_tree()).unwrap();
     for i in 0..20_000u32 {
         db.put(key(2 * i), i.to_le_bytes()).unwrap();
     }
     db.flush().unwrap();
     db.wait_for_compaction().unwrap();
+    db
+}
+
+#[test]
+fn filter_index_rules_out_missing_keys_without_probing_tables() {
+    let dir = siftdb_tests::temp_dir();
+    let db = even_keys_settled(dir.path());
     assert_eq!(db.build_filter_index().unwrap(), 1);
     let levels = db.property("siftdb.levels").unwrap();
     assert!(levels.contains("\nindex "), "{levels}");
@@ -259,4 +265,45 @@ fn filter_index_covers_the_empty_key_whichever_table_holds_it() {
         got,
         vec![Some(b"empty".to_vec()), None, Some(b"bee".to_vec())]
     );
+}
+
+#[test]
+fn filter_index_steps_aside_while_lookups_find_their_keys_and_returns_when_they_miss() {
+    use std::time::{Duration, Instant};
+    let dir = siftdb_tests::temp_dir();
+    let db = even_keys_settled(dir.path());
+    db.build_filter_index().unwrap();
+    assert!(db.stats().filter_index_bytes > 0);
+    // Present keys only: the index rules nothing out and only costs, so it goes.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut i = 0u32;
+    while db.stats().filter_index_retirements == 0 {
+        assert!(Instant::now() < deadline, "the index never stepped aside");
+        for _ in 0..1000 {
+            assert!(db.get(key(2 * (i % 20_000))).unwrap().is_some());
+            i += 1;
+        }
+    }
+    let retired = db.stats();
+    assert_eq!(retired.filter_index_bytes, 0);
+    assert!(!db.property("siftdb.levels").unwrap().contains("\nindex "));
+    // Lookups without it are answered as before.
+    assert!(db.get(key(4)).unwrap().is_some());
+    assert!(db.get(key(5)).unwrap().is_none());
+    // Missing keys: it comes back.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while db.stats().filter_index_rebuilds == retired.filter_index_rebuilds {
+        assert!(Instant::now() < deadline, "the index never returned");
+        for _ in 0..1000 {
+            assert!(db.get(key(2 * (i % 20_000) + 1)).unwrap().is_none());
+            i += 1;
+        }
+    }
+    assert!(db.stats().filter_index_bytes > 0);
+    // And rules missing keys out again.
+    let before = db.stats().filter_index_useful;
+    for i in 0..100 {
+        assert!(db.get(key(2 * i + 1)).unwrap().is_none());
+    }
+    assert!(db.stats().filter_index_useful - before >= 90);
 }

@@ -28,6 +28,10 @@ pub enum Benchmark {
     /// `multireadrandom` with never-written keys: the batched counterpart of `readmissing`
     /// (siftdb's own; `db_bench` has no such workload).
     MultiReadMissing,
+    /// `--reads` steps of one dependent memory load over a buffer the size of the tree's filter
+    /// index, chained to one lookup of a missing key in an empty database: the least a missing
+    /// key can cost here (siftdb only; its own workload).
+    MissFloor,
     /// Read `--reads` keys drawn from a hot set of `--hot_keys` keys, half of them missing.
     ReadHot,
     /// Read `--reads` keys of a hot key range (the first `--hot_fraction` of the keys) on one
@@ -91,7 +95,7 @@ pub enum Benchmark {
 
 impl Benchmark {
     /// Every workload, in documentation order.
-    pub const ALL: [Benchmark; 29] = [
+    pub const ALL: [Benchmark; 30] = [
         Benchmark::FillSeq,
         Benchmark::FillRandom,
         Benchmark::Overwrite,
@@ -99,6 +103,7 @@ impl Benchmark {
         Benchmark::ReadMissing,
         Benchmark::MultiReadRandom,
         Benchmark::MultiReadMissing,
+        Benchmark::MissFloor,
         Benchmark::ReadHot,
         Benchmark::ReadHotScan,
         Benchmark::ReadZipf,
@@ -133,6 +138,7 @@ impl Benchmark {
             Benchmark::ReadMissing => "readmissing",
             Benchmark::MultiReadRandom => "multireadrandom",
             Benchmark::MultiReadMissing => "multireadmissing",
+            Benchmark::MissFloor => "missfloor",
             Benchmark::ReadHot => "readhot",
             Benchmark::ReadHotScan => "readhotscan",
             Benchmark::ReadZipf => "readzipf",

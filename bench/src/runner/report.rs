@@ -256,6 +256,7 @@ pub(crate) fn is_point_read(b: Benchmark) -> bool {
             | Benchmark::ReadMissing
             | Benchmark::MultiReadRandom
             | Benchmark::MultiReadMissing
+            | Benchmark::MissFloor
             | Benchmark::ReadHot
             | Benchmark::ReadHotScan
             | Benchmark::ReadZipf

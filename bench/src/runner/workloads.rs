@@ -18,6 +18,7 @@ use super::keys::{KeyFormat, KeyModel, Permutation, Rng, ValueSource, Variant};
 use super::measure::{drive, Measured, Outcome, ThreadCtx};
 use super::progress::Progress;
 
+mod floor;
 mod ycsb;
 
 /// The result of one workload.
@@ -395,7 +396,18 @@ impl<'a> Workbench<'a> {
             Benchmark::MergeRandom => self.engine.can_merge(),
             _ => true,
         };
-        if benchmark.is_fill() && self.config.use_existing_db {
+        if benchmark == Benchmark::MissFloor
+            && self
+                .engine
+                .stats()
+                .is_none_or(|s| s.filter_index_bytes == 0)
+        {
+            // Its buffer is sized from a filter index, which only siftdb keeps.
+            Some(format!(
+                "skipped (no filter index in {})",
+                self.engine.name()
+            ))
+        } else if benchmark.is_fill() && self.config.use_existing_db {
             Some("skipped (--use_existing_db is true)".to_string())
         } else if !supported {
             Some(format!("not supported by {}", self.engine.name()))
@@ -428,6 +440,7 @@ impl<'a> Workbench<'a> {
             Benchmark::ReadMissing => self.read_missing(stream)?,
             Benchmark::MultiReadRandom => self.multi_reads(benchmark, stream, Variant::Written)?,
             Benchmark::MultiReadMissing => self.multi_reads(benchmark, stream, Variant::Missing)?,
+            Benchmark::MissFloor => self.miss_floor(stream)?,
             Benchmark::ReadHot => self.read_hot(stream, hot_set.unwrap_or_default())?,
             Benchmark::ReadHotScan => {
                 let (measured, rates) = self.read_hot_scan(stream)?;

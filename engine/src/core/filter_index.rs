@@ -22,6 +22,13 @@
 //! is full; it is rebuilt (by the background job in `jobs::filter_index`) once the keys added
 //! reach its room, once uncovered tables hold more than an eighth of the entries, or once the
 //! tree shrank to a quarter of the room. Its memory is charged to the block cache.
+//!
+//! **Stepping aside.** The index pays only for lookups of keys no table holds; a lookup that
+//! finds its key pays the index's probe, and every lookup pays for the cache room it takes from
+//! data blocks. So the index is *retired* (dropped, its memory given back) once
+//! [`USAGE_WINDOW`] lookups in a row have mostly found their keys (it ruled out fewer than one
+//! in [`RETIRE_BELOW`]), and rebuilt once a window of lookups without it mostly missed (at least
+//! one in [`RETURN_AT`] found nothing).
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -43,6 +50,15 @@ pub(crate) const ROOM: f64 = 2.0;
 /// is far over its room ([`FAR_OVER_ROOM`]): during a bulk load, scanning the tree again after
 /// every few flushes would cost the load more than an over-full filter costs lookups.
 pub(crate) const QUIET_MILLIS: u64 = 2_000;
+
+/// Lookups (that reached the tables' level) a usage decision waits for.
+pub(crate) const USAGE_WINDOW: u64 = 10_000;
+
+/// The index retires when it rules out fewer than one lookup in this many of a window.
+pub(crate) const RETIRE_BELOW: u64 = 20;
+
+/// A retired index returns when one lookup in this many of a window finds nothing.
+pub(crate) const RETURN_AT: u64 = 5;
 
 /// Keys added beyond the room, as a multiple of it, that force a rebuild on a busy tree.
 pub(crate) const FAR_OVER_ROOM: u64 = 4;
@@ -154,6 +170,20 @@ pub(crate) struct IndexTickers {
     pub negative: Ticker,
     /// Keys it did not rule out that no table held (counted when it covered every table).
     pub false_positive: Ticker,
+    /// Lookups that reached the tables with no index in their view.
+    pub unindexed: Ticker,
+    /// Of those, lookups no table answered.
+    pub unindexed_misses: Ticker,
+}
+
+/// The tickers as the last usage decision saw them, and whether the index is retired.
+#[derive(Debug, Default)]
+struct Usage {
+    checked: u64,
+    negative: u64,
+    unindexed: u64,
+    unindexed_misses: u64,
+    retired: bool,
 }
 
 /// A tree's filter index (see the module documentation).
@@ -173,6 +203,9 @@ pub(crate) struct FilterIndex {
     epoch: Instant,
     /// Rebuilds completed.
     pub rebuilds: AtomicU64,
+    /// Times the index retired (see the module documentation).
+    pub retirements: AtomicU64,
+    usage: Mutex<Usage>,
     /// See [`IndexTickers`].
     pub tickers: IndexTickers,
 }
@@ -193,6 +226,8 @@ pub(crate) enum RebuildNeed {
     No,
     /// It should be rebuilt, sized for this many keys.
     Now { room: u64 },
+    /// Lookups find their keys: it should be dropped.
+    Retire,
 }
 
 impl FilterIndex {
@@ -207,6 +242,8 @@ impl FilterIndex {
             last_change: AtomicU64::new(0),
             epoch: Instant::now(),
             rebuilds: AtomicU64::new(0),
+            retirements: AtomicU64::new(0),
+            usage: Mutex::new(Usage::default()),
             tickers: IndexTickers::default(),
         }
     }
@@ -306,6 +343,12 @@ impl FilterIndex {
         }
         let entries: u64 = version.all().map(|(_, f)| f.meta.entries).sum();
         let room = ((entries as f64 * ROOM) as u64).max(1024);
+        match self.usage_verdict() {
+            Some(true) => return RebuildNeed::Retire,
+            Some(false) if entries > 0 => return RebuildNeed::Now { room },
+            _ if self.usage.lock().retired => return RebuildNeed::No,
+            _ => {}
+        }
         let Some(current) = self.current() else {
             return if entries > 0 {
                 RebuildNeed::Now { room }
@@ -335,6 +378,56 @@ impl FilterIndex {
         } else {
             RebuildNeed::No
         }
+    }
+
+    /// What the lookups since the last decision say, once a window of them is in: `Some(true)`
+    /// if the current index should retire, `Some(false)` if a retired one should return,
+    /// `None` if neither (or too few lookups yet). A decision starts a new window.
+    fn usage_verdict(&self) -> Option<bool> {
+        let now = self.usage_now(false);
+        let mut usage = self.usage.lock();
+        let retired = usage.retired;
+        let (lookups, telling) = if retired {
+            (
+                now.unindexed.saturating_sub(usage.unindexed),
+                now.unindexed_misses.saturating_sub(usage.unindexed_misses),
+            )
+        } else {
+            (
+                now.checked.saturating_sub(usage.checked),
+                now.negative.saturating_sub(usage.negative),
+            )
+        };
+        if lookups < USAGE_WINDOW {
+            return None;
+        }
+        *usage = Usage { retired, ..now };
+        if retired {
+            (telling * RETURN_AT >= lookups).then_some(false)
+        } else {
+            (self.current().is_some() && telling * RETIRE_BELOW < lookups).then_some(true)
+        }
+    }
+
+    /// The tickers now, as a fresh window's start.
+    fn usage_now(&self, retired: bool) -> Usage {
+        let t = &self.tickers;
+        Usage {
+            checked: t.checked.load(Ordering::Relaxed),
+            negative: t.negative.load(Ordering::Relaxed),
+            unindexed: t.unindexed.load(Ordering::Relaxed),
+            unindexed_misses: t.unindexed_misses.load(Ordering::Relaxed),
+            retired,
+        }
+    }
+
+    /// Drops the current index (its memory goes back to the cache) until lookups miss again;
+    /// the caller republishes the tree's view.
+    pub(crate) fn retire(&self) {
+        let _rebuild = self.rebuild.lock();
+        self.current.store(None);
+        *self.usage.lock() = self.usage_now(true);
+        self.retirements.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The right to rebuild, held until the rebuild finished or was abandoned.
@@ -377,6 +470,8 @@ impl FilterIndex {
             }
         }
         self.current.store(Some(r.filter));
+        // A fresh window for the new filter.
+        *self.usage.lock() = self.usage_now(false);
         self.rebuilds.fetch_add(1, Ordering::Relaxed);
     }
 

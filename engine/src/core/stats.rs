@@ -123,6 +123,9 @@ pub struct Stats {
     pub filter_index_bytes: u64,
     /// Filter index rebuilds completed since open.
     pub filter_index_rebuilds: u64,
+    /// Times a keyspace's filter index was dropped because its lookups found their keys (it
+    /// returns when they miss again; see `docs/TUNING.md`).
+    pub filter_index_retirements: u64,
     /// Data blocks read from table files.
     pub data_block_reads: u64,
     /// Index blocks read from table files.
@@ -305,6 +308,7 @@ impl EngineCounters {
             filter_index_false_positives: 0,
             filter_index_bytes: 0,
             filter_index_rebuilds: 0,
+            filter_index_retirements: 0,
             data_block_reads: self.reads.data_block_reads.load(Relaxed),
             index_block_reads: self.reads.index_block_reads.load(Relaxed),
             filter_block_reads: self.reads.filter_block_reads.load(Relaxed),

@@ -56,14 +56,20 @@ pub(crate) fn rebuild_due(db: &Shared, force: bool) -> Result<usize> {
             continue;
         }
         let need = match tree.filter_index.need(&version) {
-            RebuildNeed::No if force && version.all().next().is_some() => RebuildNeed::Now {
-                room: forced_room(&version),
-            },
+            RebuildNeed::No | RebuildNeed::Retire if force && version.all().next().is_some() => {
+                RebuildNeed::Now {
+                    room: forced_room(&version),
+                }
+            }
             need => need,
         };
-        if let RebuildNeed::Now { room } = need {
-            rebuild(db, &tree, room)?;
-            rebuilt += 1;
+        match need {
+            RebuildNeed::Now { room } => {
+                rebuild(db, &tree, room)?;
+                rebuilt += 1;
+            }
+            RebuildNeed::Retire => retire(db, &tree),
+            RebuildNeed::No => {}
         }
     }
     Ok(rebuilt)
@@ -105,6 +111,19 @@ fn rebuild(db: &Shared, tree: &Arc<Tree>, room: u64) -> Result<()> {
         filter.size_bytes()
     );
     Ok(())
+}
+
+/// Drops `tree`'s filter index while its lookups find their keys (`FilterIndex::retire`).
+fn retire(db: &Shared, tree: &Arc<Tree>) {
+    let _turn = tree.filter_index.rebuild_turn();
+    tree.filter_index.retire();
+    let state = db.state().lock();
+    db.versions().publish_view(&state, tree.id);
+    drop(state);
+    tracing::debug!(
+        "siftdb: keyspace {:?} filter index retired: its lookups find their keys",
+        tree.name
+    );
 }
 
 /// Adds every distinct user key of each table of `version` to `add` (by its per-table filter

@@ -115,6 +115,7 @@ impl Engine {
             stats.filter_index_useful += index.tickers.negative.load(Relaxed);
             stats.filter_index_false_positives += index.tickers.false_positive.load(Relaxed);
             stats.filter_index_rebuilds += index.rebuilds.load(Relaxed);
+            stats.filter_index_retirements += index.retirements.load(Relaxed);
             stats.filter_index_bytes += index.current().map_or(0, |c| c.size_bytes() as u64);
         }
         stats

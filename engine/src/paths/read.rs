@@ -322,10 +322,12 @@ impl IndexVerdict {
     #[inline]
     fn of(tree: &Tree, view: &ReadView, hash: u64) -> IndexVerdict {
         use std::sync::atomic::Ordering::Relaxed;
+        let tickers = &tree.filter_index.tickers;
         let Some(index) = view.index.as_deref() else {
+            // Counted for the index's usage decisions (`FilterIndex::need`).
+            tickers.unindexed.fetch_add(1, Relaxed);
             return IndexVerdict::NoIndex;
         };
-        let tickers = &tree.filter_index.tickers;
         tickers.checked.fetch_add(1, Relaxed);
         if index.may_contain(hash) {
             return IndexVerdict::Maybe;
@@ -347,14 +349,14 @@ impl IndexVerdict {
     }
 
     /// Counts a lookup no table answered: a false positive of an index that said "maybe"
-    /// while covering every table (`covers_all`).
+    /// while covering every table (`covers_all`), or a miss without an index.
     fn count_miss_of(self, tree: &Tree, covers_all: bool) {
-        if self == IndexVerdict::Maybe && covers_all {
-            use std::sync::atomic::Ordering::Relaxed;
-            tree.filter_index
-                .tickers
-                .false_positive
-                .fetch_add(1, Relaxed);
+        use std::sync::atomic::Ordering::Relaxed;
+        let tickers = &tree.filter_index.tickers;
+        match self {
+            IndexVerdict::Maybe if covers_all => tickers.false_positive.fetch_add(1, Relaxed),
+            IndexVerdict::NoIndex => tickers.unindexed_misses.fetch_add(1, Relaxed),
+            _ => {}
         }
     }
 }
@@ -421,13 +423,18 @@ impl Engine {
                     answers[index] = Some(self.answer(tree, &view, key, seq, got, &mut value));
                 }
                 None if verdict == IndexVerdict::Absent => answers[index] = Some(Ok(None)),
-                None => probes.push(Probe {
-                    index,
-                    key,
-                    head: KeyHead::of(key),
-                    hash,
-                    skip_gen: verdict.skip_gen(),
-                }),
+                None => {
+                    if verdict == IndexVerdict::NoIndex {
+                        tree.filter_index.tickers.unindexed.fetch_add(1, Relaxed);
+                    }
+                    probes.push(Probe {
+                        index,
+                        key,
+                        head: KeyHead::of(key),
+                        hash,
+                        skip_gen: verdict.skip_gen(),
+                    });
+                }
             }
         }
         probes.sort_unstable_by(|a, b| a.key.cmp(b.key));
