@@ -19,6 +19,11 @@ use crate::core::shared::Shared;
 use crate::core::tree::Tree;
 use crate::core::version::Version;
 
+/// How often the thread looks at every tree's index: a usage window (10,000 lookups) fills in
+/// well under a second, and a retirement or a return should follow it closely; a look is a few
+/// counter sums per tree.
+const TICK: Duration = Duration::from_millis(100);
+
 /// Starts the background thread that rebuilds filter indexes.
 pub(crate) fn start_background(shared: &Arc<Shared>) -> Option<std::thread::JoinHandle<()>> {
     crate::jobs::background::spawn(shared, "siftdb-filter-index", background_loop)
@@ -31,8 +36,7 @@ fn background_loop(db: &Arc<Shared>) {
             if db.is_shutting_down() {
                 return;
             }
-            db.state()
-                .wait_work_for(&mut state, Duration::from_millis(500));
+            db.state().wait_work_for(&mut state, TICK);
         }
         if db.is_shutting_down() {
             return;
