@@ -297,7 +297,7 @@ pub enum CompactionPriArg {
 #[command(name = "siftdb-bench", version)]
 pub struct Args {
     /// Workloads to run, in order (comma separated): fillseq, fillrandom, overwrite, readrandom,
-    /// readmissing, multireadrandom, multireadmissing, readhot, readzipf, seekrandom, seekmissing,
+    /// readmissing, multireadrandom, multireadmissing, missfloor, readhot, readzipf, seekrandom, seekmissing,
     /// readseq, readreverse, prefixscan, deleterandom, deleterange, mergerandom, readwhilewriting,
     /// readwhilecompacting, compact, checkpoint, stats.
     #[arg(
