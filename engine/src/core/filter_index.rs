@@ -186,6 +186,15 @@ struct Usage {
     retired: bool,
 }
 
+/// What a window of lookups said of the index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Usefulness {
+    /// The current filter (of generation `gen`) ruled out almost none of them.
+    Idle { gen: u64 },
+    /// Without a filter, enough of them found nothing.
+    Missed,
+}
+
 /// A tree's filter index (see the module documentation).
 pub(crate) struct FilterIndex {
     /// 0: no index (`Options::filter_index_bits_per_key`).
@@ -226,8 +235,8 @@ pub(crate) enum RebuildNeed {
     No,
     /// It should be rebuilt, sized for this many keys.
     Now { room: u64 },
-    /// Lookups find their keys: it should be dropped.
-    Retire,
+    /// Lookups find their keys: the filter of this generation should be dropped.
+    Retire { gen: u64 },
 }
 
 impl FilterIndex {
@@ -344,8 +353,8 @@ impl FilterIndex {
         let entries: u64 = version.all().map(|(_, f)| f.meta.entries).sum();
         let room = ((entries as f64 * ROOM) as u64).max(1024);
         match self.usage_verdict() {
-            Some(true) => return RebuildNeed::Retire,
-            Some(false) if entries > 0 => return RebuildNeed::Now { room },
+            Some(Usefulness::Idle { gen }) => return RebuildNeed::Retire { gen },
+            Some(Usefulness::Missed) if entries > 0 => return RebuildNeed::Now { room },
             _ if self.usage.lock().retired => return RebuildNeed::No,
             _ => {}
         }
@@ -380,10 +389,9 @@ impl FilterIndex {
         }
     }
 
-    /// What the lookups since the last decision say, once a window of them is in: `Some(true)`
-    /// if the current index should retire, `Some(false)` if a retired one should return,
-    /// `None` if neither (or too few lookups yet). A decision starts a new window.
-    fn usage_verdict(&self) -> Option<bool> {
+    /// What the lookups since the last decision say, once a window of them is in (`None` if
+    /// nothing, or too few lookups yet). A full window starts a new one.
+    fn usage_verdict(&self) -> Option<Usefulness> {
         let now = self.usage_now(false);
         let mut usage = self.usage.lock();
         let retired = usage.retired;
@@ -403,9 +411,19 @@ impl FilterIndex {
         }
         *usage = Usage { retired, ..now };
         if retired {
-            (telling * RETURN_AT >= lookups).then_some(false)
+            (telling * RETURN_AT >= lookups).then_some(Usefulness::Missed)
         } else {
-            (self.current().is_some() && telling * RETIRE_BELOW < lookups).then_some(true)
+            let current = self.current()?;
+            (telling * RETIRE_BELOW < lookups).then_some(Usefulness::Idle { gen: current.gen })
+        }
+    }
+
+    /// Counts `n` lookups that reached the tables without an index in their view (what a
+    /// retired index's return is decided on); nothing for a tree that keeps no index.
+    #[inline]
+    pub(crate) fn count_unindexed(&self, n: u64) {
+        if self.enabled() {
+            self.tickers.unindexed.fetch_add(n, Ordering::Relaxed);
         }
     }
 
@@ -421,10 +439,14 @@ impl FilterIndex {
         }
     }
 
-    /// Drops the current index (its memory goes back to the cache) until lookups miss again;
-    /// the caller republishes the tree's view.
-    pub(crate) fn retire(&self) {
+    /// Drops the current index if it is still generation `gen` (a forced rebuild may have
+    /// replaced it since it was judged); its memory goes back to the cache until lookups miss
+    /// again. The caller republishes the tree's view.
+    pub(crate) fn retire(&self, gen: u64) {
         let _rebuild = self.rebuild.lock();
+        if self.current().is_none_or(|c| c.gen != gen) {
+            return;
+        }
         self.current.store(None);
         *self.usage.lock() = self.usage_now(true);
         self.retirements.fetch_add(1, Ordering::Relaxed);

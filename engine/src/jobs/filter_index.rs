@@ -60,7 +60,9 @@ pub(crate) fn rebuild_due(db: &Shared, force: bool) -> Result<usize> {
             continue;
         }
         let need = match tree.filter_index.need(&version) {
-            RebuildNeed::No | RebuildNeed::Retire if force && version.all().next().is_some() => {
+            RebuildNeed::No | RebuildNeed::Retire { .. }
+                if force && version.all().next().is_some() =>
+            {
                 RebuildNeed::Now {
                     room: forced_room(&version),
                 }
@@ -72,7 +74,7 @@ pub(crate) fn rebuild_due(db: &Shared, force: bool) -> Result<usize> {
                 rebuild(db, &tree, room)?;
                 rebuilt += 1;
             }
-            RebuildNeed::Retire => retire(db, &tree),
+            RebuildNeed::Retire { gen } => retire(db, &tree, gen),
             RebuildNeed::No => {}
         }
     }
@@ -118,9 +120,9 @@ fn rebuild(db: &Shared, tree: &Arc<Tree>, room: u64) -> Result<()> {
 }
 
 /// Drops `tree`'s filter index while its lookups find their keys (`FilterIndex::retire`).
-fn retire(db: &Shared, tree: &Arc<Tree>) {
+fn retire(db: &Shared, tree: &Arc<Tree>, gen: u64) {
     let _turn = tree.filter_index.rebuild_turn();
-    tree.filter_index.retire();
+    tree.filter_index.retire(gen);
     let state = db.state().lock();
     db.versions().publish_view(&state, tree.id);
     drop(state);

@@ -324,8 +324,7 @@ impl IndexVerdict {
         use std::sync::atomic::Ordering::Relaxed;
         let tickers = &tree.filter_index.tickers;
         let Some(index) = view.index.as_deref() else {
-            // Counted for the index's usage decisions (`FilterIndex::need`).
-            tickers.unindexed.fetch_add(1, Relaxed);
+            tree.filter_index.count_unindexed(1);
             return IndexVerdict::NoIndex;
         };
         tickers.checked.fetch_add(1, Relaxed);
@@ -355,7 +354,9 @@ impl IndexVerdict {
         let tickers = &tree.filter_index.tickers;
         match self {
             IndexVerdict::Maybe if covers_all => tickers.false_positive.fetch_add(1, Relaxed),
-            IndexVerdict::NoIndex => tickers.unindexed_misses.fetch_add(1, Relaxed),
+            IndexVerdict::NoIndex if tree.filter_index.enabled() => {
+                tickers.unindexed_misses.fetch_add(1, Relaxed);
+            }
             _ => {}
         }
     }
@@ -425,7 +426,7 @@ impl Engine {
                 None if verdict == IndexVerdict::Absent => answers[index] = Some(Ok(None)),
                 None => {
                     if verdict == IndexVerdict::NoIndex {
-                        tree.filter_index.tickers.unindexed.fetch_add(1, Relaxed);
+                        tree.filter_index.count_unindexed(1);
                     }
                     probes.push(Probe {
                         index,
