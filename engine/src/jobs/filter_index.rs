@@ -59,6 +59,7 @@ pub(crate) fn rebuild_due(db: &Shared, force: bool) -> Result<usize> {
         if !tree.filter_index.enabled() || tree.dropped.load(Ordering::Acquire) {
             continue;
         }
+        let seen = tree.filter_index.rebuilds.load(Ordering::Relaxed);
         let need = match tree.filter_index.need(&version) {
             RebuildNeed::No | RebuildNeed::Retire { .. }
                 if force && version.all().next().is_some() =>
@@ -71,8 +72,9 @@ pub(crate) fn rebuild_due(db: &Shared, force: bool) -> Result<usize> {
         };
         match need {
             RebuildNeed::Now { room } => {
-                rebuild(db, &tree, room)?;
-                rebuilt += 1;
+                if rebuild(db, &tree, room, force, seen)? {
+                    rebuilt += 1;
+                }
             }
             RebuildNeed::Retire { gen } => retire(db, &tree, gen),
             RebuildNeed::No => {}
@@ -87,12 +89,20 @@ fn forced_room(version: &Version) -> u64 {
     ((entries as f64 * crate::core::filter_index::ROOM) as u64).max(1024)
 }
 
-/// Rebuilds `tree`'s filter index with room for `room` keys.
-fn rebuild(db: &Shared, tree: &Arc<Tree>, room: u64) -> Result<()> {
+/// Rebuilds `tree`'s filter index with room for `room` keys (unless `force`, only if it is
+/// still due once this thread has the turn: no rebuild finished since the decision, taken when
+/// `seen` rebuilds had); whether it did.
+fn rebuild(db: &Shared, tree: &Arc<Tree>, room: u64, force: bool, seen: u64) -> Result<bool> {
     let index = &tree.filter_index;
     let _turn = index.rebuild_turn();
+    // Decided before the turn: a rebuild that finished meanwhile (`Db::build_filter_index`, or
+    // this thread's own) may have made this one needless — a second scan of every table, and a
+    // swap window for the tables written during it.
+    if !force && index.rebuilds.load(Ordering::Relaxed) != seen {
+        return Ok(false);
+    }
     let Some(filter) = index.begin_rebuild(room, db.cache()) else {
-        return Ok(());
+        return Ok(false);
     };
     // Captured after the rebuild registered: every flush from here on adds to its filter.
     let version = db.versions().current(tree);
@@ -116,7 +126,7 @@ fn rebuild(db: &Shared, tree: &Arc<Tree>, room: u64) -> Result<()> {
         tree.name,
         filter.size_bytes()
     );
-    Ok(())
+    Ok(true)
 }
 
 /// Drops `tree`'s filter index while its lookups find their keys (`FilterIndex::retire`).
