@@ -7,9 +7,11 @@
 //! after its keys are in: a flush inserts the memtable's keys before it marks the new table and
 //! installs it; a compaction's outputs inherit the mark when every input has it (a compaction
 //! writes no user key its inputs do not hold); a rebuild scans every table of a version before
-//! its filter replaces the old one and marks them. Any other table (ingested, recovered at open,
-//! written during a rebuild's window) is *uncovered*, and a lookup probes it by its own filter
-//! as before. Bits are never cleared, so a key that compaction drops stays "maybe" until the
+//! its filter replaces the old one and marks them, with the tables flushes and compactions
+//! registered with it meanwhile. A flush and a compaction look again once their tables are
+//! installed, for a rebuild that began after their first look and scanned a version without
+//! them. Any other table (ingested, recovered at open) is *uncovered*, and a lookup probes it
+//! by its own filter as before. Bits are never cleared, so a key that compaction drops stays "maybe" until the
 //! next rebuild: the index errs only towards "maybe".
 //!
 //! **How readers use it.** Each published [`ReadView`](crate::core::tree::ReadView) carries the
@@ -30,7 +32,7 @@
 //! in [`RETIRE_BELOW`]), and rebuilt once a window of lookups without it mostly missed (at least
 //! one in [`RETURN_AT`] found nothing).
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -155,10 +157,24 @@ impl IndexFilter {
 
 /// A rebuild under way: its filter, and the tables it will cover once its scan is done (the
 /// version it scans, the flushes that added to it meanwhile, the outputs of compactions of
-/// those).
+/// those), by number. They are held, not looked up in a version at the end: a flush or a
+/// compaction registered during the scan may install its tables only after the swap, and a
+/// compaction may have replaced scanned tables by then.
 struct Rebuild {
     filter: Arc<IndexFilter>,
-    covers: HashSet<u64>,
+    covers: HashMap<u64, Arc<TableFile>>,
+}
+
+impl Rebuild {
+    fn covers(&self, table: &TableFile) -> bool {
+        self.covers.contains_key(&table.meta.number)
+    }
+
+    fn cover(&mut self, table: &Arc<TableFile>) {
+        self.covers
+            .entry(table.meta.number)
+            .or_insert_with(|| Arc::clone(table));
+    }
 }
 
 /// Point lookups the index answered, for `Stats` and `siftdb.levels`.
@@ -285,12 +301,14 @@ impl FilterIndex {
         self.last_change.store(self.now_millis(), Ordering::Relaxed);
     }
 
-    /// A flush's new table `table`, whose user keys `for_each_key` hands out by their per-table
-    /// filter hash: added to the current filter (and to a rebuild's under way), then `table` is
-    /// marked covered. Called before the table is installed.
+    /// A flush's new table `table`, whose user keys `for_each_hash` hands out by their per-table
+    /// filter hash: added to the current filter and to a rebuild's under way, then `table` is
+    /// marked covered by them. Called before the table is installed, so that readers find it
+    /// covered, and again once it is: a rebuild that began in between scans a version without
+    /// it and would leave it uncovered (keys it already holds are not added again).
     pub(crate) fn add_flushed(
         &self,
-        table: &TableFile,
+        table: &Arc<TableFile>,
         for_each_hash: impl Fn(&mut dyn FnMut(u64)),
     ) {
         if !self.enabled() {
@@ -298,7 +316,8 @@ impl FilterIndex {
         }
         self.touch();
         let mut rebuild = self.rebuild.lock();
-        let current = self.current();
+        let current = self.current().filter(|c| table.index_gen() != c.gen);
+        let rebuild = rebuild.as_mut().filter(|r| !r.covers(table));
         let targets: Vec<&IndexFilter> = current
             .as_deref()
             .into_iter()
@@ -320,13 +339,14 @@ impl FilterIndex {
         if let Some(c) = &current {
             table.mark_covered(c.gen);
         }
-        if let Some(r) = rebuild.as_mut() {
-            r.covers.insert(table.meta.number);
+        if let Some(r) = rebuild {
+            r.cover(table);
         }
     }
 
     /// A compaction's `outputs` of `inputs`: covered by a filter that covers every input, since
-    /// their keys are the inputs' (or fewer). Called before the outputs are installed.
+    /// their keys are the inputs' (or fewer). Called before the outputs are installed, and
+    /// again once they are (a rebuild that began in between scanned the inputs, not them).
     pub(crate) fn inherit(&self, inputs: &[&TableFile], outputs: &[Arc<TableFile>]) {
         if !self.enabled() {
             return;
@@ -339,8 +359,8 @@ impl FilterIndex {
             }
         }
         if let Some(r) = rebuild.as_mut() {
-            if inputs.iter().all(|f| r.covers.contains(&f.meta.number)) {
-                r.covers.extend(outputs.iter().map(|o| o.meta.number));
+            if inputs.iter().all(|f| r.covers(f)) {
+                outputs.iter().for_each(|o| r.cover(o));
             }
         }
     }
@@ -465,31 +485,29 @@ impl FilterIndex {
         let filter = Arc::new(IndexFilter::new(gen, room, self.bits_per_key, cache)?);
         *self.rebuild.lock() = Some(Rebuild {
             filter: Arc::clone(&filter),
-            covers: HashSet::new(),
+            covers: HashMap::new(),
         });
         Some(filter)
     }
 
     /// Adds the tables of the version the rebuild scans to what it will cover (before their
     /// scan, so that compactions of them meanwhile pass the mark on).
-    pub(crate) fn plan_cover(&self, tables: impl Iterator<Item = u64>) {
+    pub(crate) fn plan_cover<'a>(&self, tables: impl Iterator<Item = &'a Arc<TableFile>>) {
         if let Some(r) = self.rebuild.lock().as_mut() {
-            r.covers.extend(tables);
+            tables.for_each(|t| r.cover(t));
         }
     }
 
-    /// Ends the rebuild under way: with its scan done, the tables of `version` it covers are
-    /// marked with its generation and its filter replaces the current one. The caller then
-    /// republishes the tree's view.
-    pub(crate) fn finish_rebuild(&self, filter: &Arc<IndexFilter>, version: &Version) {
+    /// Ends the rebuild under way: with its scan done, every table it covers is marked with its
+    /// generation (installed or not yet: see [`Rebuild`]) and its filter replaces the current
+    /// one. The caller then republishes the tree's view.
+    pub(crate) fn finish_rebuild(&self, filter: &Arc<IndexFilter>) {
         let mut rebuild = self.rebuild.lock();
         let Some(r) = rebuild.take_if(|r| Arc::ptr_eq(&r.filter, filter)) else {
             return;
         };
-        for (_, f) in version.all() {
-            if r.covers.contains(&f.meta.number) {
-                f.mark_covered(r.filter.gen);
-            }
+        for table in r.covers.values() {
+            table.mark_covered(r.filter.gen);
         }
         self.current.store(Some(r.filter));
         // A fresh window for the new filter.

@@ -106,7 +106,7 @@ fn rebuild(db: &Shared, tree: &Arc<Tree>, room: u64, force: bool, seen: u64) -> 
     };
     // Captured after the rebuild registered: every flush from here on adds to its filter.
     let version = db.versions().current(tree);
-    index.plan_cover(version.all().map(|(_, f)| f.meta.number));
+    index.plan_cover(version.all().map(|(_, f)| f));
     let scanned = scan_into(db, tree, &version, &|hash| filter.add(hash));
     let keys = match scanned {
         Ok(keys) => keys,
@@ -116,7 +116,7 @@ fn rebuild(db: &Shared, tree: &Arc<Tree>, room: u64, force: bool, seen: u64) -> 
         }
     };
     filter.count_added(keys);
-    index.finish_rebuild(&filter, &db.versions().current(tree));
+    index.finish_rebuild(&filter);
     // The views published from now on carry the new filter; republish the current one too.
     let state = db.state().lock();
     db.versions().publish_view(&state, tree.id);

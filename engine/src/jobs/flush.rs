@@ -10,6 +10,7 @@ use crate::core::memtable::Memtable;
 use crate::core::shared::Shared;
 use crate::core::state::DbState;
 use crate::core::tree::Tree;
+use crate::core::version::TableFile;
 use crate::jobs::background::{contained, record_failure};
 
 /// Starts the background thread that flushes immutable memtables.
@@ -126,10 +127,7 @@ fn flush_memtable(db: &Arc<Shared>, tree: &Tree, mem: &Arc<Memtable>) -> Result<
         Some(file) => {
             file.heat.start(tree.lookups.now(), 1.0);
             // Before the table is installed: a reader that sees it covered finds its keys.
-            let hasher = db.options().filter_hasher;
-            tree.filter_index.add_flushed(file, |add| {
-                mem.for_each_user_key(|key| add(hasher.hash(key)));
-            });
+            index_flushed(db, tree, mem, file);
         }
     }
     let mut edit = log_numbers_after_flush(db, tree);
@@ -146,6 +144,10 @@ fn flush_memtable(db: &Arc<Shared>, tree: &Tree, mem: &Arc<Memtable>) -> Result<
             // memtable has left `imm`, and must see the flush in `Db::stats`.
             db.counters().flushes.fetch_add(1, Ordering::Relaxed);
         });
+    if let (Ok(()), Some(file)) = (&installed, &file) {
+        // Again once installed: a filter index rebuild that began in between did not see it.
+        index_flushed(db, tree, mem, file);
+    }
     if installed.is_err() {
         // The table is an orphan (its keyspace was dropped) — or, after a failed manifest
         // append, possibly named by the manifest, which `delete_obsolete_files` then respects
@@ -154,6 +156,15 @@ fn flush_memtable(db: &Arc<Shared>, tree: &Tree, mem: &Arc<Memtable>) -> Result<
     }
     crate::jobs::obsolete::delete_obsolete_files(db);
     installed
+}
+
+/// Adds the keys of `mem`, flushed to `file`, to `tree`'s filter index (see
+/// `FilterIndex::add_flushed`).
+fn index_flushed(db: &Shared, tree: &Tree, mem: &Memtable, file: &Arc<TableFile>) {
+    let hasher = db.options().filter_hasher;
+    tree.filter_index.add_flushed(file, |add| {
+        mem.for_each_user_key(|key| add(hasher.hash(key)));
+    });
 }
 
 /// The log numbers a flush of `tree`'s oldest memtable records: the tree's own — the memtable

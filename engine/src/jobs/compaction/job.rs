@@ -501,6 +501,9 @@ impl<'a> CompactionJob<'a> {
         self.tree.filter_index.inherit(&inputs, &outputs);
         db.versions()
             .log_and_apply(&self.tree, edit, &outputs, |_| {})?;
+        // Again once installed: a filter index rebuild that began in between scanned the
+        // inputs, not the outputs.
+        self.tree.filter_index.inherit(&inputs, &outputs);
         self.uninstalled.clear();
         for (_, f) in &self.inputs {
             db.cache().erase_table(f.meta.number);
