@@ -346,3 +346,35 @@ fn filter_index_steps_aside_while_lookups_find_their_keys_and_returns_when_they_
     }
     assert!(db.stats().filter_index_useful - before >= 90);
 }
+
+#[test]
+fn filter_index_waits_after_an_open_until_lookups_miss() {
+    use std::time::{Duration, Instant};
+    let dir = siftdb_tests::temp_dir();
+    drop(even_keys_settled(dir.path()));
+    let db = Db::open(dir.path(), small_tree()).unwrap();
+    // Lookups that find their keys, over three usage windows and ticks of the background
+    // thread: no scan of the tables, no cache room taken.
+    for i in 0..30_000u32 {
+        assert!(db.get(key(2 * (i % 20_000))).unwrap().is_some());
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let stats = db.stats();
+    assert_eq!(stats.filter_index_rebuilds, 0);
+    assert_eq!(stats.filter_index_bytes, 0);
+    // Lookups that miss: the index is built.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut i = 0u32;
+    while db.stats().filter_index_rebuilds == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "no index was built for missing keys"
+        );
+        for _ in 0..1000 {
+            assert!(db.get(key(2 * (i % 20_000) + 1)).unwrap().is_none());
+            i += 1;
+        }
+    }
+    assert!(db.stats().filter_index_bytes > 0);
+    assert_every_table_covered(&db);
+}

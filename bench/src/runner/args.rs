@@ -223,6 +223,15 @@ impl Benchmark {
         )
     }
 
+    /// Whether the workload looks up only keys that were never written (`readmissing`,
+    /// `multireadmissing`, `missfloor`).
+    pub fn looks_up_missing_keys(self) -> bool {
+        matches!(
+            self,
+            Benchmark::ReadMissing | Benchmark::MultiReadMissing | Benchmark::MissFloor
+        )
+    }
+
     /// Whether the workload creates the data set (`fillseq`, `fillrandom`).
     pub fn is_fill(self) -> bool {
         matches!(self, Benchmark::FillSeq | Benchmark::FillRandom)

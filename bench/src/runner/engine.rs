@@ -112,6 +112,13 @@ pub trait Engine: Send + Sync {
     fn flush(&self) -> Result<()>;
     /// Compacts everything down to the bottom level and waits.
     fn compact(&self) -> Result<()>;
+    /// Brings the engine to its steady state for lookups of keys it does not hold, before a
+    /// phase of them (untimed, as [`Engine::flush`] settles compaction): siftdb builds the
+    /// filter index its background thread builds once a window of lookups misses. Nothing for
+    /// the peers.
+    fn prepare_for_misses(&self) -> Result<()> {
+        Ok(())
+    }
     /// Whether the engine takes checkpoints ([`Engine::checkpoint`]).
     fn can_checkpoint(&self) -> bool {
         false

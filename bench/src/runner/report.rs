@@ -118,7 +118,10 @@ fn siftdb_read_path_lines(out: &mut String, config: &Config, options: &siftdb::O
             _ => "off".to_string(),
         },
         match options.filter_index_bits_per_key {
-            b if b > 0.0 => format!("{b} bits/key of its room (2x the keys at a rebuild)"),
+            b if b > 0.0 => format!(
+                "{b} bits/key of its room (2x the keys at a rebuild; built before each phase of \
+                 missing keys, as the engine builds it once lookups miss)"
+            ),
             _ => "off".to_string(),
         }
     );

@@ -39,9 +39,6 @@ impl SiftEngine {
             .collect();
         let db = Db::open(dir, options.clone())?;
         let keyspaces = open_keyspaces(&db, &tree, config)?;
-        // The background thread builds it after an open anyway; built here, a read phase on an
-        // existing database meets the whole index from its first lookup.
-        db.build_filter_index()?;
         Ok(SiftEngine {
             db,
             keyspaces,
@@ -364,10 +361,14 @@ impl Engine for SiftEngine {
         for keyspace in &self.keyspaces {
             keyspace.flush()?;
         }
-        // Let background compaction finish too, so the next phase meets a settled tree — and
-        // a filter index over all of it (which the background thread would rebuild once the
-        // tree stays quiet).
+        // Let background compaction finish too, so the next phase meets a settled tree.
         self.db.wait_for_compaction()?;
+        Ok(())
+    }
+
+    fn prepare_for_misses(&self) -> Result<()> {
+        // The index covers every table at once, where the background thread would build it
+        // after the phase's first window of misses.
         self.db.build_filter_index()?;
         Ok(())
     }

@@ -230,6 +230,9 @@ impl<'a> Workbench<'a> {
     pub fn run(&self, benchmark: Benchmark, phase: u64) -> Result<PhaseResult> {
         let mut result = PhaseResult::new(benchmark, &self.model);
         result.filter_stats_by_level = self.engine.filter_stats_by_level();
+        if benchmark.looks_up_missing_keys() {
+            self.engine.prepare_for_misses()?;
+        }
         if let Some(reason) = self.skip_reason(benchmark) {
             result.skipped = Some(reason);
             return Ok(result);

@@ -565,8 +565,10 @@ impl Db {
     /// Rebuilds every keyspace's filter index now, on the calling thread, from the tables of
     /// its current tree (`Options::filter_index_bits_per_key`; a keyspace without tables or
     /// without an index is skipped); returns how many were rebuilt. The background thread
-    /// does this by itself once an index is missing (after an open), full or stale; a benchmark
-    /// or a test calls it so that lookups meet a complete index at once.
+    /// does this by itself once lookups miss (a window of 10,000 without an index in which one
+    /// in 5 found nothing: after an open, or after the index stepped aside) and once an index
+    /// is full or stale; a benchmark or a test calls it so that lookups meet a complete index
+    /// at once.
     ///
     /// ```
     /// # fn main() -> siftdb::Result<()> {

@@ -30,7 +30,9 @@
 //! data blocks. So the index is *retired* (dropped, its memory given back) once
 //! [`USAGE_WINDOW`] lookups in a row have mostly found their keys (it ruled out fewer than one
 //! in [`RETIRE_BELOW`]), and rebuilt once a window of lookups without it mostly missed (at least
-//! one in [`RETURN_AT`] found nothing).
+//! one in [`RETURN_AT`] found nothing). A tree starts that way too: after an open there is no
+//! index until a window of lookups misses, so a tree whose lookups find their keys never pays
+//! a scan of its tables, nor the cache room (`Db::build_filter_index` builds one at once).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -192,14 +194,16 @@ pub(crate) struct IndexTickers {
     pub unindexed_misses: Ticker,
 }
 
-/// The tickers as the last usage decision saw them, and whether the index is retired.
+/// The tickers as the last usage decision saw them, and whether the index stands aside.
 #[derive(Debug, Default)]
 struct Usage {
     checked: u64,
     negative: u64,
     unindexed: u64,
     unindexed_misses: u64,
-    retired: bool,
+    /// No index until a window of lookups misses: from the open on (a tree whose lookups find
+    /// their keys never pays a scan of its tables), and after a retirement.
+    aside: bool,
 }
 
 /// What a window of lookups said of the index.
@@ -268,7 +272,10 @@ impl FilterIndex {
             epoch: Instant::now(),
             rebuilds: AtomicU64::new(0),
             retirements: AtomicU64::new(0),
-            usage: Mutex::new(Usage::default()),
+            usage: Mutex::new(Usage {
+                aside: true,
+                ..Usage::default()
+            }),
             tickers: IndexTickers::default(),
         }
     }
@@ -375,7 +382,7 @@ impl FilterIndex {
         match self.usage_verdict() {
             Some(Usefulness::Idle { gen }) => return RebuildNeed::Retire { gen },
             Some(Usefulness::Missed) if entries > 0 => return RebuildNeed::Now { room },
-            _ if self.usage.lock().retired => return RebuildNeed::No,
+            _ if self.usage.lock().aside => return RebuildNeed::No,
             _ => {}
         }
         let Some(current) = self.current() else {
@@ -414,8 +421,8 @@ impl FilterIndex {
     fn usage_verdict(&self) -> Option<Usefulness> {
         let now = self.usage_now(false);
         let mut usage = self.usage.lock();
-        let retired = usage.retired;
-        let (lookups, telling) = if retired {
+        let aside = usage.aside;
+        let (lookups, telling) = if aside {
             (
                 now.unindexed.saturating_sub(usage.unindexed),
                 now.unindexed_misses.saturating_sub(usage.unindexed_misses),
@@ -429,8 +436,8 @@ impl FilterIndex {
         if lookups < USAGE_WINDOW {
             return None;
         }
-        *usage = Usage { retired, ..now };
-        if retired {
+        *usage = Usage { aside, ..now };
+        if aside {
             (telling * RETURN_AT >= lookups).then_some(Usefulness::Missed)
         } else {
             let current = self.current()?;
@@ -448,14 +455,14 @@ impl FilterIndex {
     }
 
     /// The tickers now, as a fresh window's start.
-    fn usage_now(&self, retired: bool) -> Usage {
+    fn usage_now(&self, aside: bool) -> Usage {
         let t = &self.tickers;
         Usage {
             checked: t.checked.load(Ordering::Relaxed),
             negative: t.negative.load(Ordering::Relaxed),
             unindexed: t.unindexed.load(Ordering::Relaxed),
             unindexed_misses: t.unindexed_misses.load(Ordering::Relaxed),
-            retired,
+            aside,
         }
     }
 
