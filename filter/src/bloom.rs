@@ -159,7 +159,28 @@ fn query_block<const K: u8>(block: &[u64; 8], hash: u64) -> bool {
         }
         word_x = mix(word_x ^ PROBE_STEP);
     }
-    missing == 0 && exact_probes_set(block, hash, K)
+    missing == 0 && exact_probes_set_outlined(block, hash, K)
+}
+
+/// [`exact_probes_set`] out of line, for the queries that pass the first test (positives and
+/// false positives): kept inline, its two 64-byte masks would give every query a stack frame
+/// and saved registers, instructions that hold back the next independent queries' loads.
+#[inline(never)]
+fn exact_probes_set_outlined(block: &[u64; 8], hash: u64, num_probes: u8) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if crate::kernel::x86_v3() {
+        // SAFETY: `x86_v3()` checked at run time that this CPU has every feature
+        // `exact_probes_set_v3` is compiled for.
+        return unsafe { exact_probes_set_v3(block, hash, num_probes) };
+    }
+    exact_probes_set(block, hash, num_probes)
+}
+
+/// [`exact_probes_set`] compiled for x86-64 v3 (`popcnt` for the distinct-probe count).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "bmi1,bmi2,popcnt,lzcnt")]
+fn exact_probes_set_v3(block: &[u64; 8], hash: u64, num_probes: u8) -> bool {
+    exact_probes_set(block, hash, num_probes)
 }
 
 /// [`query_block`] for a probe count known only at run time (above the specialised ones).

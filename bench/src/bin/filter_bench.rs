@@ -1,6 +1,9 @@
 //! filter-bench: build speed, query speed and FPR of siftdb's filters against bits/key, with
 //! standard bloom and binary fuse as comparison rows; the Monkey-versus-uniform report; and the
 //! standalone structures (counting, scalable and rotating bloom, cuckoo, quotient) side by side.
+//! The sweep times its one-at-a-time queries in five rounds over every filter built, and reports
+//! each filter's median pass; every allocation of 2 MiB or more (each contender's filter) is
+//! advised onto huge pages.
 //!
 //! ```text
 //! cargo run --release -p siftdb-bench --bin filter-bench -- [--keys 10000000] [--json] [--plot fpr.svg]
@@ -16,9 +19,14 @@ use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
 use siftdb_bench::filters::{
-    monkey_report, plot_fpr, run_range_sweep, run_standalone, run_sweep, MonkeyKind, StandaloneRow,
-    SweepConfig, SweepRow,
+    monkey_report, plot_fpr, run_range_sweep, run_standalone, run_sweep, HugePageAlloc, MonkeyKind,
+    StandaloneRow, SweepConfig, SweepRow,
 };
+
+/// Every contender's filter on huge pages (`siftdb_bench::filters::HugePageAlloc`), so that
+/// rows compare queries rather than the TLB luck of each run.
+#[global_allocator]
+static GLOBAL: HugePageAlloc = HugePageAlloc;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum KindArg {

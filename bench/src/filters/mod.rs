@@ -7,6 +7,7 @@
 //! (counting, scalable and rotating bloom, cuckoo and quotient filters) at each item count.
 
 mod contenders;
+mod huge_pages;
 mod monkey_report;
 mod plot;
 mod range_sweep;
@@ -14,6 +15,7 @@ mod standalone;
 mod sweep;
 
 pub use contenders::Contender;
+pub use huge_pages::{HugePageAlloc, HUGE_PAGE};
 pub use monkey_report::{monkey_report, MonkeyKind, MonkeyLevelRow, MonkeySummary};
 pub use plot::plot_fpr;
 pub use range_sweep::{run_range_sweep, RangeRow};

@@ -7,7 +7,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use serde_json::json;
 
-use super::contenders::Contender;
+use super::contenders::{Built, Contender};
 use super::key_hashes;
 
 /// What to run.
@@ -98,8 +98,14 @@ pub fn ribbon_bits_for_fpr(keys: usize, target: f64) -> f64 {
     (hi * 1000.0).ceil() / 1000.0
 }
 
-/// Runs every (contender, bits/key) pair and returns the rows in order, calling `on_row` as each
-/// finishes (so long runs print progressively).
+/// Runs every (contender, bits/key) pair and returns the rows in order, calling `on_row` for
+/// each once all are measured.
+///
+/// Every filter is built first; then the one-at-a-time query loops run in [`QUERY_PASSES`]
+/// rounds, each round timing every filter once, and a row reports its median pass. Round-robin
+/// passes put every contender under the same load: on a shared machine the load moves by tens
+/// of percent within a minute, which timing the contenders one after another would turn into
+/// differences between them.
 pub fn run_sweep(config: &SweepConfig, mut on_row: impl FnMut(&SweepRow)) -> Vec<SweepRow> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(config.seed);
     let positives = key_hashes(0, config.keys);
@@ -112,22 +118,20 @@ pub fn run_sweep(config: &SweepConfig, mut on_row: impl FnMut(&SweepRow)) -> Vec
     positive_queries.shuffle(&mut rng);
     let negatives = key_hashes(1 << 40, config.negative_queries);
 
-    let plan = sweep_plan(config);
-    let mut rows = Vec::new();
-    for (contender, bpk) in plan {
-        let Some(row) = measure_row(
-            contender,
-            bpk,
-            config.keys,
-            &positives,
-            &positive_queries,
-            &negatives,
-        ) else {
-            continue;
-        };
-        on_row(&row);
-        rows.push(row);
+    let mut built: Vec<BuiltRow> = sweep_plan(config)
+        .into_iter()
+        .filter_map(|(contender, bpk)| BuiltRow::build(contender, bpk, &positives))
+        .collect();
+    for _ in 0..QUERY_PASSES {
+        for row in &mut built {
+            row.time_pass(&positive_queries, &negatives);
+        }
     }
+    let rows: Vec<SweepRow> = built
+        .iter()
+        .map(|row| row.finish(config.keys, &positive_queries, &negatives))
+        .collect();
+    rows.iter().for_each(&mut on_row);
     rows
 }
 
@@ -155,76 +159,139 @@ fn sweep_plan(config: &SweepConfig) -> Vec<(Contender, f64)> {
     plan
 }
 
-/// One row: `contender` built at `bpk` bits/key over `positives` (`keys` of them), then timed on
-/// the inserted and never-inserted queries; `None` if it could not be built.
-fn measure_row(
+/// Timed passes of each one-at-a-time query loop; a row reports the median pass.
+pub const QUERY_PASSES: usize = 5;
+
+/// One row's filter, built, and its timed passes so far.
+struct BuiltRow {
     contender: Contender,
     bpk: f64,
-    keys: usize,
-    positives: &[u64],
-    positive_queries: &[u64],
-    negatives: &[u64],
-) -> Option<SweepRow> {
-    let start = Instant::now();
-    let built = match contender.build(positives, bpk) {
-        Ok(b) => b,
-        Err(e) => {
-            eprintln!("{} at {bpk} bits/key: build failed: {e}", contender.name());
-            return None;
+    built: Built,
+    build_ns: f64,
+    pos_passes: Vec<f64>,
+    neg_passes: Vec<f64>,
+    found: usize,
+    false_positives: usize,
+}
+
+impl BuiltRow {
+    /// `contender` built at `bpk` bits/key over `positives`; `None` (said on stderr) if it
+    /// could not be.
+    fn build(contender: Contender, bpk: f64, positives: &[u64]) -> Option<BuiltRow> {
+        let start = Instant::now();
+        let built = match contender.build(positives, bpk) {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("{} at {bpk} bits/key: build failed: {e}", contender.name());
+                return None;
+            }
+        };
+        Some(BuiltRow {
+            contender,
+            bpk,
+            built,
+            build_ns: start.elapsed().as_nanos() as f64,
+            pos_passes: Vec::new(),
+            neg_passes: Vec::new(),
+            found: 0,
+            false_positives: 0,
+        })
+    }
+
+    /// One timed pass over the inserted and one over the never-inserted queries.
+    fn time_pass(&mut self, positive_queries: &[u64], negatives: &[u64]) {
+        let built = &self.built;
+        let start = Instant::now();
+        let mut found = 0usize;
+        for &h in positive_queries {
+            found += usize::from(built.contains(black_box(h)));
         }
-    };
-    let build_ns = start.elapsed().as_nanos() as f64;
-
-    let start = Instant::now();
-    let mut found = 0usize;
-    for &h in positive_queries {
-        found += usize::from(built.contains(black_box(h)));
-    }
-    let pos_ns = start.elapsed().as_nanos() as f64;
-    if found != positive_queries.len() {
-        // A false negative is a broken filter; say so loudly rather than report its speed.
-        eprintln!(
-            "{}: FALSE NEGATIVES: {} of {} inserted keys not found",
-            contender.name(),
-            positive_queries.len() - found,
-            positive_queries.len()
-        );
+        self.pos_passes.push(start.elapsed().as_nanos() as f64);
+        let start = Instant::now();
+        let mut false_positives = 0usize;
+        for &h in negatives {
+            false_positives += usize::from(built.contains(black_box(h)));
+        }
+        self.neg_passes.push(start.elapsed().as_nanos() as f64);
+        // Every pass asks the same filter the same queries: the counts are the same each time.
+        self.found = found;
+        self.false_positives = false_positives;
     }
 
-    let start = Instant::now();
-    let mut false_positives = 0usize;
-    for &h in negatives {
-        false_positives += usize::from(built.contains(black_box(h)));
+    /// The row: median passes, the batched query (timed once), FPR and size.
+    fn finish(&self, keys: usize, positive_queries: &[u64], negatives: &[u64]) -> SweepRow {
+        let name = self.contender.name();
+        if self.found != positive_queries.len() {
+            // A false negative is a broken filter; say so loudly rather than report its speed.
+            eprintln!(
+                "{name}: FALSE NEGATIVES: {} of {} inserted keys not found",
+                positive_queries.len() - self.found,
+                positive_queries.len()
+            );
+        }
+        let mut answers = Vec::new();
+        let start = Instant::now();
+        let batch_ns = self
+            .built
+            .contains_batch(black_box(negatives), &mut answers)
+            .map(|()| start.elapsed().as_nanos() as f64);
+        if batch_ns.is_some() && answers.iter().filter(|&&a| a).count() != self.false_positives {
+            eprintln!("{name}: the batched query disagrees with the single query");
+        }
+        let fpr = self.false_positives as f64 / negatives.len() as f64;
+        let bits_per_key = self.built.serialized_bytes() as f64 * 8.0 / keys as f64;
+        let per = |ns: f64, n: usize| ns / n.max(1) as f64;
+        SweepRow {
+            filter: name,
+            target_bits_per_key: self.bpk,
+            bits_per_key,
+            fpr,
+            floor_ratio: if fpr > 0.0 {
+                bits_per_key / (1.0 / fpr).log2()
+            } else {
+                f64::NAN
+            },
+            build_ns_per_key: self.build_ns / keys as f64,
+            query_pos_ns: per(median(&self.pos_passes), positive_queries.len()),
+            query_neg_ns: per(median(&self.neg_passes), negatives.len()),
+            query_neg_batch_ns: batch_ns.map(|ns| per(ns, negatives.len())),
+        }
     }
-    let neg_ns = start.elapsed().as_nanos() as f64;
+}
 
-    let mut answers = Vec::new();
-    let start = Instant::now();
-    let batch_ns = built
-        .contains_batch(black_box(negatives), &mut answers)
-        .map(|()| start.elapsed().as_nanos() as f64);
-    if batch_ns.is_some() && answers.iter().filter(|&&a| a).count() != false_positives {
-        eprintln!(
-            "{}: the batched query disagrees with the single query",
-            contender.name()
-        );
+/// The median of `times` (not empty).
+fn median(times: &[f64]) -> f64 {
+    let mut sorted = times.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted.get(sorted.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sweep_measures_every_planned_row_with_median_passes() {
+        let config = SweepConfig {
+            keys: 5_000,
+            negative_queries: 50_000,
+            positive_queries: 5_000,
+            bits_per_key: vec![10.0],
+            seed: 7,
+        };
+        let mut printed = 0;
+        let rows = run_sweep(&config, |_| printed += 1);
+        assert_eq!(rows.len(), sweep_plan(&config).len());
+        assert_eq!(printed, rows.len());
+        for row in &rows {
+            assert!(row.query_pos_ns > 0.0 && row.query_neg_ns > 0.0, "{row:?}");
+            // 10 bits/key (or a fuse filter's 8+): well under 5 % false positives.
+            assert!(row.fpr < 0.05, "{row:?}");
+        }
     }
 
-    let fpr = false_positives as f64 / negatives.len() as f64;
-    let bits_per_key = built.serialized_bytes() as f64 * 8.0 / keys as f64;
-    Some(SweepRow {
-        filter: contender.name(),
-        target_bits_per_key: bpk,
-        bits_per_key,
-        fpr,
-        floor_ratio: if fpr > 0.0 {
-            bits_per_key / (1.0 / fpr).log2()
-        } else {
-            f64::NAN
-        },
-        build_ns_per_key: build_ns / keys as f64,
-        query_pos_ns: pos_ns / positive_queries.len().max(1) as f64,
-        query_neg_ns: neg_ns / negatives.len().max(1) as f64,
-        query_neg_batch_ns: batch_ns.map(|ns| ns / negatives.len().max(1) as f64),
-    })
+    #[test]
+    fn the_median_of_passes_ignores_one_slow_outlier() {
+        assert_eq!(median(&[5.0, 1.0, 100.0, 2.0, 3.0]), 3.0);
+    }
 }
