@@ -54,6 +54,7 @@ pub use crate::base::options::{
     MAX_LEVELS,
 };
 pub use crate::base::options_file::FORMAT_VERSION;
+pub use crate::base::rate_limiter::{IoPriority, RateLimiter};
 pub use crate::base::ttl::{Clock, SystemClock};
 pub use crate::core::level_info::LevelInfo;
 pub use crate::core::stats::{LevelFilterStats, Stats};

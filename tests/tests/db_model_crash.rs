@@ -95,6 +95,9 @@ fn options(fs: &FaultFs) -> Options {
         // roll over every few edits.
         max_open_files: 4,
         max_manifest_file_size: 4 << 10,
+        // Table writes paced by a rate limiter (at a rate these small trees rarely wait for):
+        // power is lost inside paced writes too.
+        rate_limiter: Some(Arc::new(siftdb::RateLimiter::new(16 << 20))),
         // Binary fuse filters below L1 sized by adaptive allocation, range filter blocks in
         // every table and a small false-positive memo: their tables go through power loss like
         // the others.

@@ -467,6 +467,11 @@ pub struct Args {
     /// Background compaction threads [default: the engine's, 1; peers get the same count].
     #[arg(long = "max_background_compactions")]
     pub max_background_compactions: Option<usize>,
+    /// Bytes per second flushes and compactions may write (db_bench's name; 0: no limit).
+    /// siftdb and RocksDB: a generic rate limiter refilled every 100 ms, fairness 10; fjall has
+    /// none (printed).
+    #[arg(long = "rate_limiter_bytes_per_sec", default_value_t = 0)]
+    pub rate_limiter_bytes_per_sec: u64,
     /// Which file of an oversized level is compacted first (RocksDB's `compaction_pri`):
     /// `min_overlapping_ratio` (siftdb's and RocksDB's default) or `round_robin`; fjall picks
     /// its own way.
@@ -711,6 +716,7 @@ impl Config {
                 level0_file_num_compaction_trigger: args.level0_file_num_compaction_trigger,
                 max_background_compactions: args.max_background_compactions,
                 compaction_pri: args.compaction_pri,
+                rate_limiter_bytes_per_sec: args.rate_limiter_bytes_per_sec,
             },
             compression: match args.compression_type {
                 Some(codec) => vec![codec],
@@ -973,4 +979,6 @@ pub struct TreeShape {
     pub max_background_compactions: Option<usize>,
     /// `compaction_pri`.
     pub compaction_pri: CompactionPriArg,
+    /// `rate_limiter_bytes_per_sec` (0: none).
+    pub rate_limiter_bytes_per_sec: u64,
 }

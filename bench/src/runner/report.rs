@@ -125,6 +125,13 @@ fn siftdb_read_path_lines(out: &mut String, config: &Config, options: &siftdb::O
             _ => "off".to_string(),
         }
     );
+    if options.rate_limiter.is_some() {
+        let _ = writeln!(
+            out,
+            "Rate limiter: {}",
+            super::settings::rate_limiter_text(options)
+        );
+    }
 }
 
 /// The header's lines on compression, partitions, memory budgets and syncing.

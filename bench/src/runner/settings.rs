@@ -98,6 +98,10 @@ pub fn siftdb_options(config: &Config) -> Options {
             CompactionPriArg::MinOverlappingRatio => siftdb::CompactionPri::MinOverlappingRatio,
             CompactionPriArg::RoundRobin => siftdb::CompactionPri::RoundRobin,
         },
+        rate_limiter: match config.tree.rate_limiter_bytes_per_sec {
+            0 => None,
+            rate => Some(std::sync::Arc::new(siftdb::RateLimiter::new(rate))),
+        },
         error_if_exists: false,
         create_if_missing: !config.use_existing_db,
         read_mode: if config.mmap_read {
@@ -114,6 +118,17 @@ pub fn siftdb_options(config: &Config) -> Options {
             None => defaults.partition_above,
         },
         ..defaults
+    }
+}
+
+/// `--rate_limiter_bytes_per_sec` as siftdb and RocksDB apply it.
+pub fn rate_limiter_text(sift: &siftdb::Options) -> String {
+    match &sift.rate_limiter {
+        Some(limiter) => format!(
+            "{}/s for flush and compaction writes, refill 100 ms, fairness 10",
+            super::text::human_bytes(limiter.bytes_per_second())
+        ),
+        None => "none".to_string(),
     }
 }
 

@@ -223,6 +223,7 @@ pub fn siftdb_rows(config: &Config) -> SettingRows {
                 o.max_background_compactions
             ),
         ),
+        ("rate limiter", super::settings::rate_limiter_text(&o)),
     ]
 }
 

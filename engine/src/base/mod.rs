@@ -1,6 +1,6 @@
 //! The bottom layer: what every other layer builds on and that names none of them — errors,
 //! options (with keyspace options and the `OPTIONS` file), version edits, the WAL format, the file
-//! system, write batches, the TTL clock, merge operators, compaction filters and test pause points.
+//! system, write batches, the rate limiter of background writes, the TTL clock, merge operators, compaction filters and test pause points.
 
 pub(crate) mod batch;
 pub(crate) mod compaction_filter;
@@ -10,6 +10,7 @@ pub(crate) mod keyspace_options;
 pub mod merge;
 pub(crate) mod options;
 pub(crate) mod options_file;
+pub(crate) mod rate_limiter;
 #[cfg(feature = "test-hooks")]
 pub mod sync_point;
 #[cfg(not(feature = "test-hooks"))]

@@ -209,6 +209,12 @@ pub struct Options {
     /// The clock expiring values (`Db::put_with_ttl`) are written and judged by
     /// ([`SystemClock`](crate::SystemClock) by default; tests move one by hand).
     pub clock: Arc<dyn crate::Clock>,
+    /// Paces the bytes flushes and compactions write (RocksDB's `rate_limiter`; see
+    /// [`RateLimiter`](crate::RateLimiter)): flushes first, compactions one refill in
+    /// `fairness`. `None` (the default): background writes go as fast as the disk takes them.
+    /// Share one limiter between databases to cap them together. WAL and manifest writes are
+    /// never paced (a user's write waits on them).
+    pub rate_limiter: Option<Arc<crate::RateLimiter>>,
 }
 
 /// The default of [`Options::false_positive_memo_bytes`]: 256 KiB, about 2,500 remembered false
@@ -249,6 +255,10 @@ impl std::fmt::Debug for Options {
             .field(
                 "merge_operator",
                 &self.merge_operator.as_ref().map(|m| m.name().to_string()),
+            )
+            .field(
+                "rate_limiter",
+                &self.rate_limiter.as_ref().map(|r| r.bytes_per_second()),
             )
             .finish_non_exhaustive()
     }
@@ -302,6 +312,7 @@ impl Default for Options {
             compaction_filter: None,
             merge_operator: None,
             clock: Arc::new(crate::SystemClock),
+            rate_limiter: None,
         }
     }
 }

@@ -27,7 +27,11 @@ pub(crate) fn write_l0_table(
         return Ok(None);
     }
     let path = names::table(db.dir(), number);
-    let mut file = db.fs().create(&path)?;
+    let mut file = crate::base::rate_limiter::paced(
+        db.fs().create(&path)?,
+        db.options().rate_limiter.as_ref(),
+        crate::base::rate_limiter::IoPriority::High,
+    );
     let build = options.table_build_options(plan.build_level, plan.filter);
     let mut builder = TableBuilder::new(&mut file, build);
     for (key, value) in mem.entries() {

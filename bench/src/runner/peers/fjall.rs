@@ -311,6 +311,16 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, given: &Given) -> Sett
                 1 + sift.max_background_compactions.max(1)
             ),
         ),
+        (
+            "rate limiter",
+            match sift.rate_limiter {
+                Some(_) => {
+                    "none (fjall has no rate limiter; --rate_limiter_bytes_per_sec not mapped)"
+                }
+                None => "none",
+            }
+            .to_string(),
+        ),
     ]
 }
 

@@ -236,6 +236,11 @@ fn db_options(config: &Config, sift: &siftdb::Options, table: &BlockBasedOptions
         CompactionPriArg::RoundRobin => rocksdb::CompactionPri::RoundRobin,
     });
     options.set_max_background_jobs(1 + sift.max_background_compactions.max(1) as i32);
+    if let Some(limiter) = &sift.rate_limiter {
+        // RocksDB's NewGenericRateLimiter with siftdb's defaults: 100 ms refills, fairness 10.
+        let rate = i64::try_from(limiter.bytes_per_second()).unwrap_or(i64::MAX);
+        options.set_ratelimiter(rate, 100_000, 10);
+    }
     if config.statistics {
         options.enable_statistics();
         options.set_statistics_level(StatsLevel::ExceptTimers);
@@ -373,6 +378,7 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, mapped: &Mapped) -> Se
                 1 + sift.max_background_compactions.max(1)
             ),
         ),
+        ("rate limiter", settings::rate_limiter_text(sift)),
     ]
 }
 

@@ -190,6 +190,11 @@ impl<'a> TableSink<'a> {
                 file: format!("{number:06}.sst"),
                 source,
             })?;
+        let file = crate::base::rate_limiter::paced(
+            file,
+            self.db.options().rate_limiter.as_ref(),
+            crate::base::rate_limiter::IoPriority::Low,
+        );
         self.current = Some((number, TableBuilder::new(file, self.options.clone())));
         Ok(())
     }
