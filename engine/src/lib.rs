@@ -50,8 +50,8 @@ pub use crate::base::error::{
 pub use crate::base::keyspace_options::{KeyspaceOptions, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN};
 pub use crate::base::merge::MergeOperator;
 pub use crate::base::options::{
-    Options, ReadOptions, WriteOptions, DEFAULT_FALSE_POSITIVE_MEMO_BYTES, MAX_FILTER_BITS_PER_KEY,
-    MAX_LEVELS,
+    default_background_jobs, Options, ReadOptions, WriteOptions, DEFAULT_FALSE_POSITIVE_MEMO_BYTES,
+    MAX_FILTER_BITS_PER_KEY, MAX_LEVELS,
 };
 pub use crate::base::options_file::FORMAT_VERSION;
 pub use crate::base::rate_limiter::{IoPriority, RateLimiter};

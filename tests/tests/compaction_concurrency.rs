@@ -1,6 +1,6 @@
-//! Several background compaction threads (`Options::max_background_compactions`): compactions
-//! that share no file and write disjoint ranges run side by side, and the tree they leave holds
-//! exactly what was written.
+//! Several background compaction threads (`Options::max_background_jobs`: one flush thread and
+//! the rest compacting): compactions that share no file and write disjoint ranges run side by
+//! side, and the tree they leave holds exactly what was written.
 
 use siftdb::{Db, Options};
 
@@ -11,7 +11,7 @@ fn options(threads: usize) -> Options {
         max_bytes_for_level_base: 32 << 10,
         max_bytes_for_level_multiplier: 3.0,
         level0_file_num_compaction_trigger: 2,
-        max_background_compactions: threads,
+        max_background_jobs: threads + 1,
         ..Options::default()
     }
 }

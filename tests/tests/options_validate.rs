@@ -30,9 +30,7 @@ fn settings_that_cannot_work_are_refused_by_name() {
         o.level0_file_num_compaction_trigger = 8;
         o.level0_stop_writes_trigger = 4;
     });
-    refused("max_background_compactions", |o| {
-        o.max_background_compactions = 0
-    });
+    refused("max_background_jobs", |o| o.max_background_jobs = 0);
     refused("target_file_size_base", |o| o.target_file_size_base = 0);
     refused("max_bytes_for_level_base", |o| {
         o.max_bytes_for_level_base = 0

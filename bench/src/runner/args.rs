@@ -464,7 +464,13 @@ pub struct Args {
     /// L0 file count that triggers compaction [default: the engine's, 4].
     #[arg(long = "level0_file_num_compaction_trigger")]
     pub level0_file_num_compaction_trigger: Option<usize>,
-    /// Background compaction threads [default: the engine's, 1; peers get the same count].
+    /// Background jobs, flushes and compactions together (RocksDB's name) [default: the
+    /// engine's, the cores between 2 and 8]; siftdb runs one flush thread and the rest
+    /// compacting; peers get the same total.
+    #[arg(long = "max_background_jobs")]
+    pub max_background_jobs: Option<usize>,
+    /// Background compaction threads, overriding `--max_background_jobs` (RocksDB's older name)
+    /// [default: derived from it].
     #[arg(long = "max_background_compactions")]
     pub max_background_compactions: Option<usize>,
     /// Bytes per second flushes and compactions may write (db_bench's name; 0: no limit).
@@ -714,6 +720,7 @@ impl Config {
                 max_bytes_for_level_base: args.max_bytes_for_level_base,
                 max_bytes_for_level_multiplier: args.max_bytes_for_level_multiplier,
                 level0_file_num_compaction_trigger: args.level0_file_num_compaction_trigger,
+                max_background_jobs: args.max_background_jobs,
                 max_background_compactions: args.max_background_compactions,
                 compaction_pri: args.compaction_pri,
                 rate_limiter_bytes_per_sec: args.rate_limiter_bytes_per_sec,
@@ -975,6 +982,8 @@ pub struct TreeShape {
     pub max_bytes_for_level_multiplier: Option<f64>,
     /// `level0_file_num_compaction_trigger`.
     pub level0_file_num_compaction_trigger: Option<usize>,
+    /// `max_background_jobs`.
+    pub max_background_jobs: Option<usize>,
     /// `max_background_compactions`.
     pub max_background_compactions: Option<usize>,
     /// `compaction_pri`.

@@ -90,6 +90,10 @@ pub fn siftdb_options(config: &Config) -> Options {
             .tree
             .level0_file_num_compaction_trigger
             .unwrap_or(defaults.level0_file_num_compaction_trigger),
+        max_background_jobs: config
+            .tree
+            .max_background_jobs
+            .unwrap_or(defaults.max_background_jobs),
         max_background_compactions: config
             .tree
             .max_background_compactions

@@ -218,10 +218,7 @@ pub fn siftdb_rows(config: &Config) -> SettingRows {
         ("statistics", "counters only (no timers)".to_string()),
         (
             "background work",
-            format!(
-                "1 flush + {} compaction threads",
-                o.max_background_compactions
-            ),
+            format!("1 flush + {} compaction threads", o.compaction_threads()),
         ),
         ("rate limiter", super::settings::rate_limiter_text(&o)),
     ]

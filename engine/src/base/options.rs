@@ -45,9 +45,16 @@ pub struct Options {
     pub level0_file_num_compaction_trigger: usize,
     /// L0 file count at which writes stop until compaction catches up.
     pub level0_stop_writes_trigger: usize,
-    /// Background compaction threads (at least 1). Compactions run side by side when they share
-    /// no input file and write disjoint key ranges; `compact_range` runs alone. Flushes have one
-    /// thread of their own (memtables are flushed and installed oldest first).
+    /// Background jobs, flushes and compactions together (RocksDB's name): one flush thread
+    /// (memtables are flushed and installed oldest first, so flushes are never queued behind a
+    /// compaction) and `max_background_jobs - 1` compaction threads, at least one. Default: the
+    /// machine's cores, between 2 and 8 (see [`default_background_jobs`]).
+    pub max_background_jobs: usize,
+    /// Background compaction threads; 0 (the default) derives them from
+    /// [`Options::max_background_jobs`], another value overrides it (as RocksDB's option of this
+    /// name still does). Compactions run side by side when they share no input file and write
+    /// disjoint key ranges; `compact_range` runs alone. [`Options::compaction_threads`] is the
+    /// count in effect.
     pub max_background_compactions: usize,
     /// Target size of a compaction output table.
     pub target_file_size_base: u64,
@@ -273,7 +280,8 @@ impl Default for Options {
             max_write_buffer_number: 2,
             level0_file_num_compaction_trigger: 4,
             level0_stop_writes_trigger: 36,
-            max_background_compactions: 1,
+            max_background_jobs: default_background_jobs(),
+            max_background_compactions: 0,
             target_file_size_base: 64 << 20,
             max_bytes_for_level_base: 256 << 20,
             max_bytes_for_level_multiplier: 10.0,
@@ -317,7 +325,32 @@ impl Default for Options {
     }
 }
 
+/// The default of [`Options::max_background_jobs`]: the cores this process may use
+/// (`std::thread::available_parallelism`), at least 2 (a flush thread and a compaction
+/// thread) and at most 8 (beyond that, compactions mostly wait on the disk).
+pub fn default_background_jobs() -> usize {
+    std::thread::available_parallelism()
+        .map_or(2, std::num::NonZeroUsize::get)
+        .clamp(2, 8)
+}
+
 impl Options {
+    /// Background compaction threads in effect: [`Options::max_background_compactions`] if set,
+    /// else `max_background_jobs - 1`, at least one.
+    ///
+    /// ```
+    /// let options = siftdb::Options { max_background_jobs: 4, ..Default::default() };
+    /// assert_eq!(options.compaction_threads(), 3);
+    /// let options = siftdb::Options { max_background_compactions: 2, ..options };
+    /// assert_eq!(options.compaction_threads(), 2);
+    /// ```
+    pub fn compaction_threads(&self) -> usize {
+        match self.max_background_compactions {
+            0 => self.max_background_jobs.saturating_sub(1).max(1),
+            n => n,
+        }
+    }
+
     /// The filter policy these options describe.
     pub(crate) fn filter_policy(&self) -> FilterPolicy {
         FilterPolicy {
@@ -368,8 +401,8 @@ impl Options {
                 "must be at least level0_file_num_compaction_trigger (writes would stop before any compaction starts)",
             );
         }
-        if self.max_background_compactions == 0 {
-            return invalid("max_background_compactions", "must be at least 1");
+        if self.max_background_jobs == 0 {
+            return invalid("max_background_jobs", "must be at least 1");
         }
         if self.target_file_size_base == 0 {
             return invalid("target_file_size_base", "must be at least 1 byte");

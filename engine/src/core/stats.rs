@@ -159,7 +159,7 @@ pub struct Stats {
     /// Compactions.
     pub compactions: u64,
     /// Most background compactions seen running at once (at most
-    /// `Options::max_background_compactions`).
+    /// `Options::compaction_threads()`).
     pub compactions_peak_concurrency: u64,
     /// Bytes read by compactions.
     pub compaction_bytes_read: u64,

@@ -15,7 +15,7 @@
 //! - memtable `max_memtable_size` = siftdb's write buffer size; leveled compaction with siftdb's
 //!   L0 trigger, target file size and multiplier. fjall derives L1's size from them
 //!   (`target_size × l0_threshold`) and has no separate `max_bytes_for_level_base`.
-//! - worker threads: one plus `max_background_compactions` (siftdb: one flush thread and
+//! - worker threads: one plus siftdb's compaction threads (`Options::compaction_threads`) (siftdb: one flush thread and
 //!   that many compaction threads).
 //! - writes go to the OS with every write batch (fjall's default, as siftdb's `sync=false`);
 //!   `--sync` syncs the journal's data after each write (`PersistMode::SyncData`: `fdatasync`,
@@ -143,7 +143,7 @@ fn open_database(dir: &Path, sift: &siftdb::Options) -> Result<Database> {
     };
     builder
         .cache_size(sift.block_cache_capacity as u64)
-        .worker_threads(1 + sift.max_background_compactions.max(1))
+        .worker_threads(1 + sift.compaction_threads())
         .open()
         .map_err(fjall_error)
 }
@@ -242,7 +242,7 @@ fn settings_line(config: &Config, sift: &siftdb::Options, given: &Given) -> Stri
         human_bytes(sift.target_file_size_base),
         sift.max_bytes_for_level_multiplier,
         human_bytes(sift.target_file_size_base * u64::from(l0_trigger)),
-        1 + sift.max_background_compactions.max(1),
+        1 + sift.compaction_threads(),
     )
 }
 
@@ -306,10 +306,7 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, given: &Given) -> Sett
         ("statistics", "metrics feature counters".to_string()),
         (
             "background work",
-            format!(
-                "{} worker threads",
-                1 + sift.max_background_compactions.max(1)
-            ),
+            format!("{} worker threads", 1 + sift.compaction_threads()),
         ),
         (
             "rate limiter",

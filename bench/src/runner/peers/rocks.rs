@@ -13,7 +13,7 @@
 //! - memtable `write_buffer_size` and `max_write_buffer_number` as siftdb's; the tree shape
 //!   (`target_file_size_base`, `max_bytes_for_level_base`, multiplier, L0 trigger) as siftdb's,
 //!   with `level_compaction_dynamic_level_bytes` off because siftdb's level targets are static.
-//! - background jobs: one flush plus `max_background_compactions` (siftdb's threads).
+//! - background jobs: one flush plus siftdb's compaction threads (`Options::compaction_threads`) (siftdb's threads).
 //! - reads: `--mmap_read` → `allow_mmap_reads` (siftdb's default is mmap; `false`: both `pread`).
 //! - statistics at `ExceptTimers`: the block and filter tickers the report needs, without the
 //!   two clock reads and histogram update per `Get` of the default level (siftdb times nothing).
@@ -235,7 +235,7 @@ fn db_options(config: &Config, sift: &siftdb::Options, table: &BlockBasedOptions
         CompactionPriArg::MinOverlappingRatio => rocksdb::CompactionPri::MinOverlappingRatio,
         CompactionPriArg::RoundRobin => rocksdb::CompactionPri::RoundRobin,
     });
-    options.set_max_background_jobs(1 + sift.max_background_compactions.max(1) as i32);
+    options.set_max_background_jobs(1 + sift.compaction_threads() as i32);
     if let Some(limiter) = &sift.rate_limiter {
         // RocksDB's NewGenericRateLimiter with siftdb's defaults: 100 ms refills, fairness 10.
         let rate = i64::try_from(limiter.bytes_per_second()).unwrap_or(i64::MAX);
@@ -308,7 +308,7 @@ fn settings_line(config: &Config, sift: &siftdb::Options, mapped: &Mapped) -> St
         human_bytes(sift.max_bytes_for_level_base),
         sift.max_bytes_for_level_multiplier,
         sift.level0_file_num_compaction_trigger,
-        1 + sift.max_background_compactions.max(1),
+        1 + sift.compaction_threads(),
         if config.mmap_read {
             "through mmap (allow_mmap_reads)"
         } else {
@@ -373,10 +373,7 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, mapped: &Mapped) -> Se
         ("statistics", statistics.to_string()),
         (
             "background work",
-            format!(
-                "max_background_jobs {}",
-                1 + sift.max_background_compactions.max(1)
-            ),
+            format!("max_background_jobs {}", 1 + sift.compaction_threads()),
         ),
         ("rate limiter", settings::rate_limiter_text(sift)),
     ]

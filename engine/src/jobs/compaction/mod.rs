@@ -42,12 +42,12 @@ impl Compactions {
     }
 }
 
-/// Starts the background compaction threads (`Options::max_background_compactions`).
+/// Starts the background compaction threads (`Options::compaction_threads`).
 pub(crate) fn start_background(
     shared: &Arc<Shared>,
     compactions: &Arc<Compactions>,
 ) -> Vec<std::thread::JoinHandle<()>> {
-    (0..shared.options().max_background_compactions)
+    (0..shared.options().compaction_threads())
         .filter_map(|i| {
             let compactions = Arc::clone(compactions);
             crate::jobs::background::spawn(shared, &format!("siftdb-compact-{i}"), move |db| {
@@ -179,7 +179,7 @@ fn maybe_compact(db: &Arc<Shared>) -> Result<bool> {
 }
 
 /// Waits until the tree needs no compaction and none is under way. The background threads do
-/// the work (so at most `max_background_compactions` ever run); the caller only wakes them and
+/// the work (so at most `Options::compaction_threads()` ever run); the caller only wakes them and
 /// waits. In stepped mode no thread would: the caller runs the compactions itself.
 pub(crate) fn wait_for_compaction(db: &Arc<Shared>, compactions: &Compactions) -> Result<()> {
     if db.stepped() {
