@@ -118,8 +118,8 @@ row = rows.get("prefixscan")
 if row is not None and row.get("entries") != row.get("expected_entries"):
     errors.append(f"prefixscan: {row.get('entries')} entries, expected {row.get('expected_entries')}")
 row = rows.get("readmissing")
-if row is not None and row.get("filter_useful", 0) <= 0:
-    errors.append("readmissing: no filter said no (filter_useful = 0)")
+if row is not None and row.get("filter_useful", 0) + row.get("filter_index_useful", 0) <= 0:
+    errors.append("readmissing: no filter said no (filter_useful = filter_index_useful = 0)")
 row = rows.get("readwhilecompacting")
 if row is not None and row.get("writer_ops", 0) < 1:
     errors.append("readwhilecompacting: no full compaction ran beside the readers")

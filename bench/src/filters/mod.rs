@@ -22,7 +22,7 @@ pub use range_sweep::{run_range_sweep, RangeRow};
 pub use standalone::{
     run_standalone, standalone_key, standalone_rows, StandaloneRow, StandaloneStructure,
 };
-pub use sweep::{build_flags, ribbon_bits_for_fpr, run_sweep, SweepConfig, SweepRow};
+pub use sweep::{build_flags, ribbon_bits_for_fpr, run_sweep, SweepConfig, SweepRow, QUERY_PASSES};
 
 /// `count` distinct 64-bit key hashes: xxh3 of the numbers `start..start + count`, the way the
 /// engine hashes user keys. Positives and negatives come from disjoint ranges.

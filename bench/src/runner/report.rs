@@ -886,6 +886,10 @@ fn stats_json(s: &Stats, point_reads_only: bool, map: &mut Map<String, Value>) {
     put("bytes_read", json!(s.bytes_read));
     put("filter_checked", json!(total.checked));
     put("filter_useful", json!(total.useful));
+    // The tree-wide filter index, in front of the tables' filters: what it ruled out never
+    // reached them.
+    put("filter_index_checked", json!(s.filter_index_checked));
+    put("filter_index_useful", json!(s.filter_index_useful));
     put("filter_positive", json!(total.positive));
     put("filter_true_positive", json!(total.true_positive));
     put("measured_fpr", json!(total.measured_fpr()));

@@ -163,6 +163,12 @@ pub fn stats_delta(after: &Stats, before: &Stats) -> Stats {
         before.table_bytes_uncompressed,
     );
     delta.stall_micros = d(after.stall_micros, before.stall_micros);
+    delta.filter_index_checked = d(after.filter_index_checked, before.filter_index_checked);
+    delta.filter_index_useful = d(after.filter_index_useful, before.filter_index_useful);
+    delta.filter_index_false_positives = d(
+        after.filter_index_false_positives,
+        before.filter_index_false_positives,
+    );
     delta.checkpoints = d(after.checkpoints, before.checkpoints);
     delta.checkpoint_files_linked = d(
         after.checkpoint_files_linked,
