@@ -9,12 +9,14 @@
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used, clippy::expect_used)]
 
+mod bounded;
 mod iter;
 pub mod job;
 mod merge;
 pub mod picker;
 mod vec_iter;
 
+pub use bounded::BoundedIterator;
 pub use iter::InternalIterator;
 pub use job::{
     merge_into, CompactionSink, EntryFilter, FilterDecision, GcRules, MergeStats, OperandMerger,

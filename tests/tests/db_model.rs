@@ -395,8 +395,11 @@ fn options(variant: Variant) -> Options {
     o.target_file_size_base = 2048;
     o.max_bytes_for_level_base = 4096;
     o.max_bytes_for_level_multiplier = 3.0;
-    // Compactions side by side, as a service with spare cores would run them.
+    // Compactions side by side, as a service with spare cores would run them, and each split
+    // into up to three key ranges merged on threads of their own (any job of three target
+    // tables or more).
     o.max_background_compactions = 3;
+    o.max_subcompactions = 3;
     // Tables with more than a few blocks get partitioned indexes and filters (tiny partitions),
     // and every level compresses: the model covers both table shapes and compressed blocks.
     o.partition_above = Some(256);

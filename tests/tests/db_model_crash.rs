@@ -84,8 +84,10 @@ fn options(fs: &FaultFs) -> Options {
         max_bytes_for_level_multiplier: 3.0,
         level0_file_num_compaction_trigger: 2,
         level0_stop_writes_trigger: 8,
-        // Two compactions side by side: crashes land in either.
+        // Two compactions side by side, each split into up to two key ranges: crashes land in
+        // any of them.
         max_background_compactions: 2,
+        max_subcompactions: 2,
         // Partitioned indexes and filters, and compressed blocks, across power loss too.
         partition_above: Some(256),
         metadata_block_size: 64,

@@ -473,6 +473,11 @@ pub struct Args {
     /// [default: derived from it].
     #[arg(long = "max_background_compactions")]
     pub max_background_compactions: Option<usize>,
+    /// Key ranges one compaction may be split into, each on a thread of its own (db_bench's
+    /// name; `Options::max_subcompactions`, RocksDB's `max_subcompactions`; fjall has none,
+    /// printed) [default: the engine's, 1].
+    #[arg(long = "subcompactions")]
+    pub subcompactions: Option<usize>,
     /// Bytes per second flushes and compactions may write (db_bench's name; 0: no limit).
     /// siftdb and RocksDB: a generic rate limiter refilled every 100 ms, fairness 10; fjall has
     /// none (printed).
@@ -722,6 +727,7 @@ impl Config {
                 level0_file_num_compaction_trigger: args.level0_file_num_compaction_trigger,
                 max_background_jobs: args.max_background_jobs,
                 max_background_compactions: args.max_background_compactions,
+                subcompactions: args.subcompactions,
                 compaction_pri: args.compaction_pri,
                 rate_limiter_bytes_per_sec: args.rate_limiter_bytes_per_sec,
             },
@@ -986,6 +992,8 @@ pub struct TreeShape {
     pub max_background_jobs: Option<usize>,
     /// `max_background_compactions`.
     pub max_background_compactions: Option<usize>,
+    /// `subcompactions`.
+    pub subcompactions: Option<usize>,
     /// `compaction_pri`.
     pub compaction_pri: CompactionPriArg,
     /// `rate_limiter_bytes_per_sec` (0: none).

@@ -98,6 +98,10 @@ pub fn siftdb_options(config: &Config) -> Options {
             .tree
             .max_background_compactions
             .unwrap_or(defaults.max_background_compactions),
+        max_subcompactions: config
+            .tree
+            .subcompactions
+            .unwrap_or(defaults.max_subcompactions),
         compaction_pri: match config.tree.compaction_pri {
             CompactionPriArg::MinOverlappingRatio => siftdb::CompactionPri::MinOverlappingRatio,
             CompactionPriArg::RoundRobin => siftdb::CompactionPri::RoundRobin,

@@ -218,7 +218,11 @@ pub fn siftdb_rows(config: &Config) -> SettingRows {
         ("statistics", "counters only (no timers)".to_string()),
         (
             "background work",
-            format!("1 flush + {} compaction threads", o.compaction_threads()),
+            format!(
+                "1 flush + {} compaction threads, each compaction in up to {} key ranges",
+                o.compaction_threads(),
+                o.max_subcompactions
+            ),
         ),
         ("rate limiter", super::settings::rate_limiter_text(&o)),
     ]

@@ -56,6 +56,11 @@ pub struct Options {
     /// disjoint key ranges; `compact_range` runs alone. [`Options::compaction_threads`] is the
     /// count in effect.
     pub max_background_compactions: usize,
+    /// Key ranges one compaction may be split into, each merged on a thread of its own and
+    /// all installed by one edit (RocksDB's name; default 1: no split). A job is split only
+    /// into ranges of at least `target_file_size_base` input bytes. More ranges shorten a
+    /// large compaction (an L0 → L1 one blocks the next flushes' compaction) on idle cores.
+    pub max_subcompactions: usize,
     /// Target size of a compaction output table.
     pub target_file_size_base: u64,
     /// Target size of L1.
@@ -282,6 +287,7 @@ impl Default for Options {
             level0_stop_writes_trigger: 36,
             max_background_jobs: default_background_jobs(),
             max_background_compactions: 0,
+            max_subcompactions: 1,
             target_file_size_base: 64 << 20,
             max_bytes_for_level_base: 256 << 20,
             max_bytes_for_level_multiplier: 10.0,
@@ -403,6 +409,9 @@ impl Options {
         }
         if self.max_background_jobs == 0 {
             return invalid("max_background_jobs", "must be at least 1");
+        }
+        if self.max_subcompactions == 0 {
+            return invalid("max_subcompactions", "must be at least 1 (1: no split)");
         }
         if self.target_file_size_base == 0 {
             return invalid("target_file_size_base", "must be at least 1 byte");

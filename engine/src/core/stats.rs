@@ -16,6 +16,8 @@ pub(crate) struct EngineCounters {
     /// Block reads from table files by compactions (kept apart from users' reads).
     pub compaction_reads: std::sync::Arc<ReadStatistics>,
     pub trivial_moves: AtomicU64,
+    /// Key ranges merged by split compactions (`Options::max_subcompactions`).
+    pub subcompactions: AtomicU64,
     pub table_bytes_uncompressed: AtomicU64,
     pub gets: Ticker,
     pub gets_found: Ticker,
@@ -170,6 +172,9 @@ pub struct Stats {
     pub compaction_blocks_read: u64,
     /// Tables moved one level down by a manifest edit alone, without being rewritten.
     pub trivial_moves: u64,
+    /// Key ranges merged on threads of their own by compactions split into several
+    /// (`Options::max_subcompactions`; 0 when none was split).
+    pub subcompactions: u64,
     /// What the tables written by flushes and compactions (`flush_bytes +
     /// compaction_bytes_written` on disk) would have taken uncompressed.
     pub table_bytes_uncompressed: u64,
@@ -335,6 +340,7 @@ impl EngineCounters {
                     + r.filter_block_reads.load(Relaxed)
             },
             trivial_moves: self.trivial_moves.load(Relaxed),
+            subcompactions: self.subcompactions.load(Relaxed),
             table_bytes_uncompressed: self.table_bytes_uncompressed.load(Relaxed),
             stall_micros: self.stall_micros.load(Relaxed),
             checkpoints: self.checkpoints.load(Relaxed),

@@ -306,7 +306,15 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, given: &Given) -> Sett
         ("statistics", "metrics feature counters".to_string()),
         (
             "background work",
-            format!("{} worker threads", 1 + sift.compaction_threads()),
+            format!(
+                "{} worker threads{}",
+                1 + sift.compaction_threads(),
+                if sift.max_subcompactions > 1 {
+                    " (fjall has no subcompactions; --subcompactions not mapped)"
+                } else {
+                    ""
+                }
+            ),
         ),
         (
             "rate limiter",

@@ -236,6 +236,7 @@ fn db_options(config: &Config, sift: &siftdb::Options, table: &BlockBasedOptions
         CompactionPriArg::RoundRobin => rocksdb::CompactionPri::RoundRobin,
     });
     options.set_max_background_jobs(1 + sift.compaction_threads() as i32);
+    options.set_max_subcompactions(u32::try_from(sift.max_subcompactions).unwrap_or(u32::MAX));
     if let Some(limiter) = &sift.rate_limiter {
         // RocksDB's NewGenericRateLimiter with siftdb's defaults: 100 ms refills, fairness 10.
         let rate = i64::try_from(limiter.bytes_per_second()).unwrap_or(i64::MAX);
@@ -373,7 +374,11 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, mapped: &Mapped) -> Se
         ("statistics", statistics.to_string()),
         (
             "background work",
-            format!("max_background_jobs {}", 1 + sift.compaction_threads()),
+            format!(
+                "max_background_jobs {}, max_subcompactions {}",
+                1 + sift.compaction_threads(),
+                sift.max_subcompactions
+            ),
         ),
         ("rate limiter", settings::rate_limiter_text(sift)),
     ]

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use siftdb_compaction::picker::Pick;
-use siftdb_compaction::{merge_into, GcRules, InternalIterator, MergingIterator};
+use siftdb_compaction::{merge_into, BoundedIterator, GcRules, InternalIterator, MergingIterator};
 use siftdb_filter::FilterAllocation;
 use siftdb_sstable::{FragmentedRangeTombstones, TableIterOptions};
 
@@ -60,6 +60,25 @@ impl Drop for CompactionJob<'_> {
 const FILTERED_MERGE_ATTEMPTS: u32 = 3;
 
 /// What one merge of a job wrote.
+/// One part of a split compaction: the user keys of `[lower, upper)` (`None`: unbounded).
+type KeyRange = (Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// What every part of a job's merge shares.
+struct PartInputs<'r> {
+    rules: &'r GcRules,
+    filter: &'r Arc<JobFilter>,
+    /// The range tombstones the outputs keep (each part writes those of its range).
+    tombstones: Option<FragmentedRangeTombstones>,
+    options: siftdb_sstable::TableBuildOptions,
+}
+
+/// One part's merge: the output numbers it took (installed or given back with the job's), and
+/// its outputs, their heats and bytes — or why it failed.
+struct PartOutput {
+    numbers: Vec<u64>,
+    written: Result<(Vec<crate::base::version_edit::FileMeta>, Vec<f64>, u64)>,
+}
+
 struct Written {
     outputs: Vec<Arc<TableFile>>,
     /// The live snapshots the merge's garbage collection respected.
@@ -406,7 +425,8 @@ impl<'a> CompactionJob<'a> {
 
     /// Merges the inputs into new tables (synced, their directory entries durable) and opens
     /// them. Input blocks are read without filling the block cache and counted apart from user
-    /// reads (`Stats::compaction_blocks_read`).
+    /// reads (`Stats::compaction_blocks_read`). A large job is split into key ranges merged on
+    /// threads of their own (`Options::max_subcompactions`), whose outputs install together.
     /// With `ask_user`, the user's compaction filter is consulted.
     fn write(&mut self, ask_user: bool) -> Result<Written> {
         let db = self.db;
@@ -431,10 +451,125 @@ impl<'a> CompactionJob<'a> {
                 .fetch_add(dropped, Ordering::Relaxed);
             kept
         });
-        let options = self
-            .tree
-            .options
-            .table_build_options(self.output_level, self.filter_spec());
+        let shared = PartInputs {
+            rules: &rules,
+            filter: &filter,
+            tombstones: kept_tombstones.filter(|t| !t.is_empty()),
+            options: self
+                .tree
+                .options
+                .table_build_options(self.output_level, self.filter_spec()),
+        };
+        let parts = self.parts();
+        let merged: Vec<PartOutput> = if parts.len() == 1 {
+            vec![self.merge_part(&shared, None, None)]
+        } else {
+            db.counters()
+                .subcompactions
+                .fetch_add(parts.len() as u64, Ordering::Relaxed);
+            self.merge_parts_in_parallel(&shared, &parts)
+        };
+        let mut metas = Vec::new();
+        let mut heats = Vec::new();
+        let mut bytes_written = 0;
+        let mut failure = None;
+        for part in merged {
+            // Numbered outputs are the job's to give back, whichever part failed.
+            self.uninstalled.extend_from_slice(&part.numbers);
+            match part.written {
+                Ok((m, h, b)) => {
+                    metas.extend(m);
+                    heats.extend(h);
+                    bytes_written += b;
+                }
+                Err(e) => failure = failure.or(Some(e)),
+            }
+        }
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        let outputs = self.open_outputs(&metas, heats, bytes_written)?;
+        Ok(Written {
+            outputs,
+            snapshots,
+            user_acted: filter.user_acted(),
+        })
+    }
+
+    /// The key ranges the job is merged in: one, unless `Options::max_subcompactions` allows
+    /// more and the inputs hold at least a target table's bytes per range. Bounds are the
+    /// first user keys of input tables of sorted levels (which partition the key space),
+    /// spaced by their bytes; every version of a user key falls in one range.
+    fn parts(&self) -> Vec<KeyRange> {
+        let total: u64 = self.inputs.iter().map(|(_, f)| f.meta.file_size).sum();
+        let target = self.tree.options.target_file_size_base.max(1);
+        let wanted = self
+            .db
+            .options()
+            .max_subcompactions
+            .min(usize::try_from(total / target).unwrap_or(usize::MAX));
+        let mut sorted: Vec<(&[u8], u64)> = self
+            .inputs
+            .iter()
+            .filter(|(level, _)| *level > 0)
+            .map(|(_, f)| (f.smallest_user_key(), f.meta.file_size))
+            .collect();
+        sorted.sort_by(|a, b| a.0.cmp(b.0));
+        let sorted_bytes: u64 = sorted.iter().map(|(_, size)| size).sum();
+        let mut bounds: Vec<Vec<u8>> = Vec::new();
+        let mut before = 0u64;
+        for (i, (key, size)) in sorted.iter().enumerate() {
+            let next = bounds.len() as u64 + 1;
+            if next as usize >= wanted {
+                break;
+            }
+            if i > 0
+                && before * wanted as u64 >= sorted_bytes * next
+                && bounds.last().is_none_or(|b| b.as_slice() < *key)
+            {
+                bounds.push(key.to_vec());
+            }
+            before += size;
+        }
+        let lowers = std::iter::once(None).chain(bounds.iter().cloned().map(Some));
+        let uppers = bounds
+            .iter()
+            .cloned()
+            .map(Some)
+            .chain(std::iter::once(None));
+        lowers.zip(uppers).collect()
+    }
+
+    /// Each of `parts` merged on a thread of its own, results in key order. A part that
+    /// panicked makes the job panic (as a single merge would), after the others finished.
+    fn merge_parts_in_parallel(
+        &self,
+        shared: &PartInputs<'_>,
+        parts: &[KeyRange],
+    ) -> Vec<PartOutput> {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = parts
+                .iter()
+                .map(|(lower, upper)| {
+                    scope.spawn(move || self.merge_part(shared, lower.clone(), upper.clone()))
+                })
+                .collect();
+            let joined: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
+            joined
+                .into_iter()
+                .map(|j| j.unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .collect()
+        })
+    }
+
+    /// Merges the inputs' entries of `[lower, upper)` into tables of their own.
+    fn merge_part(
+        &self,
+        shared: &PartInputs<'_>,
+        lower: Option<Vec<u8>>,
+        upper: Option<Vec<u8>>,
+    ) -> PartOutput {
+        let db = self.db;
         // Inputs are read once and deleted after: around a table's memory map, so the pages
         // a compaction reads do not stay resident in the process (docs/TUNING.md, memory).
         let read_options = TableIterOptions {
@@ -442,7 +577,8 @@ impl<'a> CompactionJob<'a> {
             stats: Some(Arc::clone(&db.counters().compaction_reads)),
             read_once: true,
         };
-        let mut merge = MergingIterator::new(self.input_cursors(&read_options));
+        let merge = MergingIterator::new(self.input_cursors(&read_options));
+        let mut input = BoundedIterator::new(Box::new(merge), lower.clone(), upper.clone());
         let grandparents = self
             .version
             .level(self.output_level + 1)
@@ -451,15 +587,16 @@ impl<'a> CompactionJob<'a> {
             .collect();
         let mut sink = TableSink::new(
             db,
-            options,
+            shared.options.clone(),
             self.tree.options.target_file_size_base,
             self.output_level,
             grandparents,
         );
-        sink.set_range_tombstones(kept_tombstones.filter(|t| !t.is_empty()));
+        sink.set_range_tombstones(shared.tombstones.clone());
+        sink.set_bounds(lower, upper);
         sink.set_heat_map(self.heat_map());
-        let filter_failure = || filter.failure();
-        let merged = merge_into(&mut merge, &rules, &mut sink)
+        let filter_failure = || shared.filter.failure();
+        let merged = merge_into(&mut input, shared.rules, &mut sink)
             .map_err(|e| match filter_failure() {
                 Some(why) => Error::CompactionFilter(CompactionFilterError::new(
                     &self.tree.name,
@@ -472,15 +609,11 @@ impl<'a> CompactionJob<'a> {
                 count_merge(db, &stats);
                 sink.finish()
             });
-        self.uninstalled.extend_from_slice(sink.numbers());
-        merged?;
-        let (outputs, heats, bytes_written) = sink.into_outputs();
-        let outputs = self.open_outputs(&outputs, heats, bytes_written)?;
-        Ok(Written {
-            outputs,
-            snapshots,
-            user_acted: filter.user_acted(),
-        })
+        let numbers = sink.numbers().to_vec();
+        PartOutput {
+            numbers,
+            written: merged.map(|()| sink.into_outputs()),
+        }
     }
 
     /// One manifest edit removes the inputs and adds the outputs; then the inputs' cached blocks

@@ -38,8 +38,11 @@ pub(crate) struct TableSink<'a> {
     /// The range tombstones the outputs carry: each output the part within its key range.
     range_tombstones: Option<FragmentedRangeTombstones>,
     /// The first user key of the output being written (`None` for the first output, which
-    /// also takes the tombstones before its first key).
+    /// also takes the tombstones before its first key; a subcompaction's lower bound).
     output_start: Option<Vec<u8>>,
+    /// Where the last output's tombstones end (a subcompaction's upper bound; `None`: they
+    /// reach to the end).
+    upper: Option<Vec<u8>>,
     /// Under adaptive filter allocation, what sizes each output's filter when it is finished.
     heat: Option<HeatMap>,
     /// The heat each finished output was written with (1 without a heat map).
@@ -69,6 +72,7 @@ impl<'a> TableSink<'a> {
             error: None,
             range_tombstones: None,
             output_start: None,
+            upper: None,
             heat: None,
             heats: Vec::new(),
         }
@@ -87,13 +91,26 @@ impl<'a> TableSink<'a> {
         self.range_tombstones = tombstones;
     }
 
+    /// Limits the outputs to the user keys of `[lower, upper)` (`None`: unbounded): the part
+    /// of one subcompaction, whose outputs carry only the tombstones of their part, so the
+    /// parts' outputs never overlap.
+    pub(crate) fn set_bounds(&mut self, lower: Option<Vec<u8>>, upper: Option<Vec<u8>>) {
+        self.output_start = lower;
+        self.upper = upper;
+    }
+
     /// Finishes the last output. Tombstones with no entry left around them still get an output
     /// of their own: they may delete keys in the levels below.
     pub(crate) fn finish(&mut self) -> Result<()> {
-        if self.current.is_none() && self.outputs.is_empty() && self.range_tombstones.is_some() {
+        let upper = self.upper.take();
+        let tombstones_left = self.range_tombstones.as_ref().is_some_and(|t| {
+            !t.clipped(self.output_start.as_deref(), upper.as_deref())
+                .is_empty()
+        });
+        if self.current.is_none() && self.outputs.is_empty() && tombstones_left {
             self.start_output()?;
         }
-        self.finish_current(None)
+        self.finish_current(upper.as_deref())
     }
 
     /// The output numbers taken so far.
