@@ -11,8 +11,8 @@
 //! registered with it meanwhile. A flush and a compaction look again once their tables are
 //! installed, for a rebuild that began after their first look and scanned a version without
 //! them. Any other table (ingested, recovered at open) is *uncovered*, and a lookup probes it
-//! by its own filter as before. Bits are never cleared, so a key that compaction drops stays "maybe" until the
-//! next rebuild: the index errs only towards "maybe".
+//! by its own filter as before. Bits are never cleared, so a key that compaction drops stays
+//! "maybe" until the next rebuild: the index errs only towards "maybe".
 //!
 //! **How readers use it.** Each published [`ReadView`](crate::core::tree::ReadView) carries the
 //! current filter and whether it covers every table of the view's version. A key the filter

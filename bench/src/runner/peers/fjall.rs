@@ -15,8 +15,9 @@
 //! - memtable `max_memtable_size` = siftdb's write buffer size; leveled compaction with siftdb's
 //!   L0 trigger, target file size and multiplier. fjall derives L1's size from them
 //!   (`target_size × l0_threshold`) and has no separate `max_bytes_for_level_base`.
-//! - worker threads: one plus siftdb's compaction threads (`Options::compaction_threads`) (siftdb: one flush thread and
-//!   that many compaction threads).
+//! - worker threads: one plus siftdb's compaction threads (`Options::compaction_threads`;
+//!   siftdb runs one flush thread beside them). fjall has no subcompactions and no rate
+//!   limiter: `--subcompactions` and `--rate_limiter_bytes_per_sec` are printed as not mapped.
 //! - writes go to the OS with every write batch (fjall's default, as siftdb's `sync=false`);
 //!   `--sync` syncs the journal's data after each write (`PersistMode::SyncData`: `fdatasync`,
 //!   as siftdb and RocksDB sync their WALs; `SyncAll` would also sync the file's metadata).

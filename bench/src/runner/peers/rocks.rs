@@ -13,7 +13,10 @@
 //! - memtable `write_buffer_size` and `max_write_buffer_number` as siftdb's; the tree shape
 //!   (`target_file_size_base`, `max_bytes_for_level_base`, multiplier, L0 trigger) as siftdb's,
 //!   with `level_compaction_dynamic_level_bytes` off because siftdb's level targets are static.
-//! - background jobs: one flush plus siftdb's compaction threads (`Options::compaction_threads`) (siftdb's threads).
+//! - background jobs: one flush plus siftdb's compaction threads (`Options::compaction_threads`;
+//!   RocksDB takes a quarter of `max_background_jobs`, at least one, for flushes, so from 8
+//!   jobs up it runs one compaction thread fewer than siftdb); `max_subcompactions` and the
+//!   generic rate limiter (100 ms refills, fairness 10) as siftdb's.
 //! - reads: `--mmap_read` → `allow_mmap_reads` (siftdb's default is mmap; `false`: both `pread`).
 //! - statistics at `ExceptTimers`: the block and filter tickers the report needs, without the
 //!   two clock reads and histogram update per `Get` of the default level (siftdb times nothing).

@@ -59,7 +59,6 @@ impl Drop for CompactionJob<'_> {
 /// during the merge (see [`CompactionJob::run`]); the last merge then runs without it.
 const FILTERED_MERGE_ATTEMPTS: u32 = 3;
 
-/// What one merge of a job wrote.
 /// One part of a split compaction: the user keys of `[lower, upper)` (`None`: unbounded).
 type KeyRange = (Option<Vec<u8>>, Option<Vec<u8>>);
 
@@ -79,6 +78,7 @@ struct PartOutput {
     written: Result<(Vec<crate::base::version_edit::FileMeta>, Vec<f64>, u64)>,
 }
 
+/// What one merge of a job wrote.
 struct Written {
     outputs: Vec<Arc<TableFile>>,
     /// The live snapshots the merge's garbage collection respected.
@@ -540,21 +540,33 @@ impl<'a> CompactionJob<'a> {
         lowers.zip(uppers).collect()
     }
 
-    /// Each of `parts` merged on a thread of its own, results in key order. A part that
-    /// panicked makes the job panic (as a single merge would), after the others finished.
+    /// Each of `parts` merged on a thread of its own, results in key order (a part whose
+    /// thread cannot be started is merged on this one, in its turn). A part that panicked
+    /// makes the job panic, as a single merge would, after the others finished.
     fn merge_parts_in_parallel(
         &self,
         shared: &PartInputs<'_>,
         parts: &[KeyRange],
     ) -> Vec<PartOutput> {
         std::thread::scope(|scope| {
-            let handles: Vec<_> = parts
+            let spawned: Vec<_> = parts
                 .iter()
                 .map(|(lower, upper)| {
-                    scope.spawn(move || self.merge_part(shared, lower.clone(), upper.clone()))
+                    std::thread::Builder::new()
+                        .name("siftdb-subcompact".to_string())
+                        .spawn_scoped(scope, move || {
+                            self.merge_part(shared, lower.clone(), upper.clone())
+                        })
                 })
                 .collect();
-            let joined: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
+            let joined: Vec<_> = spawned
+                .into_iter()
+                .zip(parts)
+                .map(|(thread, (lower, upper))| match thread {
+                    Ok(handle) => handle.join(),
+                    Err(_) => Ok(self.merge_part(shared, lower.clone(), upper.clone())),
+                })
+                .collect();
             joined
                 .into_iter()
                 .map(|j| j.unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
