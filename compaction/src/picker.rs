@@ -21,6 +21,8 @@ pub struct LevelFile {
     pub smallest: Vec<u8>,
     /// Largest user key.
     pub largest: Vec<u8>,
+    /// When the table was written, in Unix seconds (0: unknown); FIFO's TTL reads it.
+    pub created: u64,
 }
 
 /// Which file of a level `n ≥ 1` a compaction takes first (RocksDB's `compaction_pri`).
@@ -77,6 +79,37 @@ pub struct Pick {
     pub next_inputs: Vec<u64>,
     /// Largest user key of the inputs (the next round-robin cursor for `level`).
     pub end_key: Vec<u8>,
+    /// Inputs of levels below `level + 1`: the whole sorted runs a universal compaction merges
+    /// with the others, or the tables a FIFO compaction drops there. Empty for leveled picks.
+    pub deeper_inputs: Vec<(usize, Vec<u64>)>,
+    /// The level the outputs go to (`level + 1` for leveled picks).
+    pub output_level: usize,
+    /// The inputs are deleted, not merged (FIFO: the oldest tables go).
+    pub drop: bool,
+}
+
+impl Pick {
+    /// Every input file number, of every level.
+    pub fn all_inputs(&self) -> Vec<u64> {
+        let deeper = self.deeper_inputs.iter().flat_map(|(_, n)| n);
+        self.inputs
+            .iter()
+            .chain(&self.next_inputs)
+            .chain(deeper)
+            .copied()
+            .collect()
+    }
+
+    /// The input file numbers with their levels.
+    pub fn inputs_by_level(&self) -> Vec<(usize, Vec<u64>)> {
+        let mut by_level = vec![
+            (self.level, self.inputs.clone()),
+            (self.level + 1, self.next_inputs.clone()),
+        ];
+        by_level.extend(self.deeper_inputs.iter().cloned());
+        by_level.retain(|(_, numbers)| !numbers.is_empty());
+        by_level
+    }
 }
 
 fn overlaps(f: &LevelFile, smallest: &[u8], largest: &[u8]) -> bool {
@@ -92,7 +125,9 @@ pub fn overlapping(files: &[LevelFile], smallest: &[u8], largest: &[u8]) -> Vec<
         .collect()
 }
 
-fn key_range<'a>(files: impl Iterator<Item = &'a LevelFile>) -> Option<(Vec<u8>, Vec<u8>)> {
+pub(crate) fn key_range<'a>(
+    files: impl Iterator<Item = &'a LevelFile>,
+) -> Option<(Vec<u8>, Vec<u8>)> {
     let mut range: Option<(Vec<u8>, Vec<u8>)> = None;
     for f in files {
         range = Some(match range {
@@ -116,6 +151,9 @@ pub fn pick_files(levels: &[Vec<LevelFile>], level: usize, inputs: Vec<u64>) -> 
         inputs,
         next_inputs: next,
         end_key: largest,
+        deeper_inputs: Vec::new(),
+        output_level: level + 1,
+        drop: false,
     })
 }
 
@@ -166,12 +204,7 @@ pub struct Running {
 impl Running {
     /// What `pick` will hold while it runs into `output_level`.
     pub fn of(pick: &Pick, levels: &[Vec<LevelFile>], output_level: usize) -> Running {
-        let inputs: Vec<u64> = pick
-            .inputs
-            .iter()
-            .chain(&pick.next_inputs)
-            .copied()
-            .collect();
+        let inputs = pick.all_inputs();
         let files = levels
             .iter()
             .flatten()
@@ -276,6 +309,7 @@ mod tests {
             size,
             smallest: s.as_bytes().to_vec(),
             largest: l.as_bytes().to_vec(),
+            created: 0,
         }
     }
 

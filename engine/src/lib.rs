@@ -44,6 +44,9 @@ pub use crate::api::keyspace::Keyspace;
 pub use crate::api::snapshot::Snapshot;
 pub use crate::base::batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use crate::base::compaction_filter::{CompactionDecision, CompactionFilter};
+pub use crate::base::compaction_style::{
+    CompactionStyle, FifoCompactionOptions, UniversalCompactionOptions,
+};
 pub use crate::base::error::{
     BackgroundError, BackgroundJob, CompactionFilterError, Corruption, Error, Result,
 };

@@ -57,6 +57,9 @@ pub struct TableBuildOptions {
     pub partition_filters: bool,
     /// Bits per key of the table's range filter (0: none). See `range_filter_block`.
     pub range_filter_bits_per_key: f64,
+    /// When the table is written, in Unix seconds, recorded as its `creation_time` property
+    /// (0: not recorded). FIFO compaction's TTL counts a table's age from it.
+    pub creation_time: u64,
 }
 
 impl Default for TableBuildOptions {
@@ -77,6 +80,7 @@ impl Default for TableBuildOptions {
             metadata_block_size: 4096,
             partition_filters: true,
             range_filter_bits_per_key: 0.0,
+            creation_time: 0,
         }
     }
 }
@@ -201,6 +205,7 @@ impl<W: Write> TableBuilder<W> {
                 .map_or_else(String::new, |p| p.name()),
             compression: options.compression.name().to_string(),
             min_sequence: u64::MAX,
+            creation_time: options.creation_time,
             ..TableProperties::default()
         };
         let range_keys = (options.range_filter_bits_per_key > 0.0).then(RangeKeyCollector::default);

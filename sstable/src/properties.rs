@@ -75,10 +75,15 @@ pub struct TableProperties {
     /// table), empty otherwise (a table with a filter, or one written before the field existed).
     /// Written only when non-empty.
     pub filter_omitted: String,
+    /// When the table was written, in Unix seconds (RocksDB's `creation_time`); 0 when unknown
+    /// (a table written before the field existed, or by a writer that did not record it).
+    /// Written only when non-zero; readers that predate it ignore it.
+    pub creation_time: u64,
 }
 
 /// Fields tables of older formats (or without range tombstones) lack: read as 0 when missing.
-const OPTIONAL_U64_FIELDS: [&str; 4] = [
+const OPTIONAL_U64_FIELDS: [&str; 5] = [
+    "creation_time",
     "filter_partitions",
     "index_partitions",
     "merge_operands",
@@ -150,6 +155,9 @@ impl TableProperties {
         if self.merge_operands != 0 {
             fields.insert("merge_operands", self.merge_operands.to_le_bytes().to_vec());
         }
+        if self.creation_time != 0 {
+            fields.insert("creation_time", self.creation_time.to_le_bytes().to_vec());
+        }
         if self.range_deletions != 0 {
             fields.insert(
                 "range_deletions",
@@ -214,6 +222,7 @@ impl TableProperties {
                     "index_partitions" => p.index_partitions = v,
                     "filter_partitions" => p.filter_partitions = v,
                     "merge_operands" => p.merge_operands = v,
+                    "creation_time" => p.creation_time = v,
                     _ => p.range_deletions = v,
                 }
             }
@@ -312,8 +321,16 @@ mod tests {
             }),
             merge_operands: 7,
             filter_omitted: "optimize_filters_for_hits".into(),
+            creation_time: 1_790_000_000,
         };
         assert_eq!(TableProperties::decode(p.encode()).unwrap(), p);
+        // A table of unknown age writes no field and reads back 0.
+        let ageless = TableProperties {
+            creation_time: 0,
+            ..p.clone()
+        };
+        assert!(!String::from_utf8_lossy(&ageless.encode()).contains("creation_time"));
+        assert_eq!(TableProperties::decode(ageless.encode()).unwrap(), ageless);
         // Without a reason the field is not written, and reads back empty.
         let with_filter = TableProperties {
             filter_omitted: String::new(),

@@ -106,7 +106,8 @@ fn base() -> FaultFs {
     let db = Db::open("/db", options(&fs)).unwrap();
     write_ghosts_and_counters(&db);
     // "second" filters every level with binary fuse filters, so flips land in fuse blocks too
-    // (the default keyspace has blocked bloom and ribbon ones).
+    // (the default keyspace has blocked bloom and ribbon ones), and compacts in the universal
+    // style (its levels are whole sorted runs, merged several at a time).
     let second = db
         .create_keyspace(
             "second",
@@ -119,6 +120,7 @@ fn base() -> FaultFs {
                 block_size: 512,
                 partition_above: Some(256),
                 metadata_block_size: 256,
+                compaction_style: siftdb::CompactionStyle::Universal,
                 ..Default::default()
             },
         )

@@ -11,7 +11,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use siftdb::{merge, Db, Error, Options, WriteBatch};
+use siftdb::{merge, CompactionStyle, Db, Error, Options, WriteBatch};
 
 /// Which merge operator the database runs with (and how the model merges).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -379,8 +379,14 @@ fn check_iteration(db: &Db, snapshots: &[(siftdb::Snapshot, Model)], model: &Mod
 /// The model: key → value.
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-fn options(variant: Variant) -> Options {
+fn options(variant: Variant, style: CompactionStyle) -> Options {
     let mut o = Options::default().with_fixed_prefix(2);
+    // Leveled, universal (tiny runs: merges of two to the whole tree at every few flushes) or
+    // FIFO without a size limit (every table stays in L0: lookups and scans over many
+    // overlapping tables; FIFO's drops have a model of their own in `compaction_fifo.rs`).
+    o.compaction_style = style;
+    o.compaction_options_universal
+        .max_size_amplification_percent = 150;
     o.merge_operator = Some(match variant {
         Variant::Append => Arc::new(merge::Append::new(b",")) as Arc<dyn siftdb::MergeOperator>,
         Variant::U64Add => Arc::new(merge::U64Add),
@@ -395,6 +401,11 @@ fn options(variant: Variant) -> Options {
     o.target_file_size_base = 2048;
     o.max_bytes_for_level_base = 4096;
     o.max_bytes_for_level_multiplier = 3.0;
+    o.compaction_options_fifo.max_table_files_size = u64::MAX;
+    if style == CompactionStyle::Universal {
+        // Four runs before a merge: the tree holds L0 tables and runs on several levels.
+        o.level0_file_num_compaction_trigger = 4;
+    }
     // Compactions side by side, as a service with spare cores would run them, and each split
     // into up to three key ranges merged on threads of their own (any job of three target
     // tables or more).
@@ -516,9 +527,9 @@ fn model_batch(variant: Variant, model: &mut Model, entries: &[Entry]) -> bool {
     true
 }
 
-fn run(variant: Variant, ops: &[Op]) {
+fn run(variant: Variant, style: CompactionStyle, ops: &[Op]) {
     let dir = siftdb_tests::temp_dir();
-    let mut db = Db::open(dir.path(), options(variant)).unwrap();
+    let mut db = Db::open(dir.path(), options(variant, style)).unwrap();
     let mut model: Model = BTreeMap::new();
     let mut snapshots: Vec<(siftdb::Snapshot, Model)> = Vec::new();
     let mut held: Vec<(siftdb::DbIterator, Model)> = Vec::new();
@@ -667,7 +678,7 @@ fn run(variant: Variant, ops: &[Op]) {
                 snapshots.clear();
                 held.clear();
                 drop(db);
-                db = Db::open(dir.path(), options(variant)).unwrap();
+                db = Db::open(dir.path(), options(variant, style)).unwrap();
             }
             Op::IterRev
             | Op::Range(..)
@@ -690,7 +701,7 @@ fn run(variant: Variant, ops: &[Op]) {
             .collect::<Vec<_>>()
     );
     drop(db);
-    let db = Db::open(dir.path(), options(variant)).unwrap();
+    let db = Db::open(dir.path(), options(variant, style)).unwrap();
     let got: Vec<_> = db.iter().map(|r| r.unwrap()).collect();
     let want: Vec<_> = model.into_iter().collect();
     if got != want {
@@ -725,13 +736,27 @@ proptest! {
     fn db_with_append_merges_and_range_deletes_matches_btreemap_model(
         ops in proptest::collection::vec(op(Variant::Append), 1..120)
     ) {
-        run(Variant::Append, &ops);
+        run(Variant::Append, CompactionStyle::Level, &ops);
     }
 
     #[test]
     fn db_with_u64add_merges_and_range_deletes_matches_btreemap_model(
         ops in proptest::collection::vec(op(Variant::U64Add), 1..120)
     ) {
-        run(Variant::U64Add, &ops);
+        run(Variant::U64Add, CompactionStyle::Level, &ops);
+    }
+
+    #[test]
+    fn db_with_universal_compaction_matches_btreemap_model(
+        ops in proptest::collection::vec(op(Variant::Append), 1..120)
+    ) {
+        run(Variant::Append, CompactionStyle::Universal, &ops);
+    }
+
+    #[test]
+    fn db_with_fifo_compaction_under_its_limit_matches_btreemap_model(
+        ops in proptest::collection::vec(op(Variant::U64Add), 1..120)
+    ) {
+        run(Variant::U64Add, CompactionStyle::Fifo, &ops);
     }
 }

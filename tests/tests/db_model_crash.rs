@@ -75,14 +75,22 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn options(fs: &FaultFs) -> Options {
+    options_in(fs, siftdb::CompactionStyle::Level)
+}
+
+/// [`options`] compacting in `style`.
+fn options_in(fs: &FaultFs, style: siftdb::CompactionStyle) -> Options {
+    // Universal waits for four runs, so that merges take L0 tables and level runs together.
+    let universal = style == siftdb::CompactionStyle::Universal;
     Options {
+        compaction_style: style,
         write_buffer_size: 2048,
         max_write_buffer_number: 3,
         block_size: 256,
         target_file_size_base: 2048,
         max_bytes_for_level_base: 4096,
         max_bytes_for_level_multiplier: 3.0,
-        level0_file_num_compaction_trigger: 2,
+        level0_file_num_compaction_trigger: if universal { 4 } else { 2 },
         level0_stop_writes_trigger: 8,
         // Two compactions side by side, each split into up to two key ranges: crashes land in
         // any of them.
@@ -184,9 +192,10 @@ fn model_batch(model: &mut Model, entries: &[Entry]) -> bool {
     true
 }
 
-fn run(ops: &[Op]) {
+fn run(style: siftdb::CompactionStyle, ops: &[Op]) {
     let fs = FaultFs::new();
     let dir = Path::new("/db");
+    let options = |fs: &FaultFs| options_in(fs, style);
     let mut db = Db::open(dir, options(&fs)).unwrap();
     let mut model = Model::new();
     // Model states a crash may return to: from the last durable point to now.
@@ -272,7 +281,15 @@ proptest! {
 
     #[test]
     fn db_matches_model_across_power_loss(ops in proptest::collection::vec(op(), 1..100)) {
-        run(&ops);
+        run(siftdb::CompactionStyle::Level, &ops);
+    }
+
+    /// Universal compaction: power lost inside merges of several runs into one level.
+    #[test]
+    fn db_with_universal_compaction_matches_model_across_power_loss(
+        ops in proptest::collection::vec(op(), 1..100)
+    ) {
+        run(siftdb::CompactionStyle::Universal, &ops);
     }
 }
 

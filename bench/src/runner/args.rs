@@ -297,6 +297,21 @@ pub enum CompactionPriArg {
     RoundRobin,
 }
 
+/// `--compaction_style`: how the tree compacts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum CompactionStyleArg {
+    /// Leveled (every engine's default).
+    #[default]
+    #[value(name = "level")]
+    Level,
+    /// Universal, size-tiered (RocksDB's `kCompactionStyleUniversal`).
+    #[value(name = "universal")]
+    Universal,
+    /// FIFO: the oldest tables dropped past a size limit or TTL.
+    #[value(name = "fifo")]
+    Fifo,
+}
+
 /// siftdb-bench: a `db_bench`-style workload runner for siftdb.
 ///
 /// Runs the workloads of `--benchmarks` in order on one database (a fresh temporary directory
@@ -488,6 +503,29 @@ pub struct Args {
     /// its own way.
     #[arg(long = "compaction_pri", value_enum, default_value_t = CompactionPriArg::MinOverlappingRatio)]
     pub compaction_pri: CompactionPriArg,
+    /// How the tree compacts (db_bench's flag, by name): `level` (leveled, the default),
+    /// `universal` (size-tiered; RocksDB's universal, fjall has none: printed) or `fifo`
+    /// (oldest tables dropped; RocksDB's and fjall's FIFO).
+    #[arg(long = "compaction_style", value_enum, default_value_t = CompactionStyleArg::Level)]
+    pub compaction_style: CompactionStyleArg,
+    /// Universal compaction's `size_ratio` (percent) [default: the engine's, 1].
+    #[arg(long = "universal_size_ratio")]
+    pub universal_size_ratio: Option<u32>,
+    /// Universal compaction's `min_merge_width` [default: 2].
+    #[arg(long = "universal_min_merge_width")]
+    pub universal_min_merge_width: Option<usize>,
+    /// Universal compaction's `max_merge_width` [default: no limit].
+    #[arg(long = "universal_max_merge_width")]
+    pub universal_max_merge_width: Option<usize>,
+    /// Universal compaction's `max_size_amplification_percent` [default: 200].
+    #[arg(long = "universal_max_size_amplification_percent")]
+    pub universal_max_size_amplification_percent: Option<u64>,
+    /// FIFO compaction's size limit in MiB (db_bench's name) [default: 1024].
+    #[arg(long = "fifo_compaction_max_table_files_size_mb")]
+    pub fifo_compaction_max_table_files_size_mb: Option<u64>,
+    /// FIFO compaction's TTL in seconds (db_bench's name; 0: none) [default: 0].
+    #[arg(long = "fifo_compaction_ttl", default_value_t = 0)]
+    pub fifo_compaction_ttl: u64,
     /// Codec of the data blocks on every level: none, lz4 or zstd [default: the engine's
     /// per-level default — L0 and L1 uncompressed, LZ4 below — given to every engine].
     #[arg(long = "compression_type", value_parser = parse_compression)]
@@ -730,6 +768,16 @@ impl Config {
                 subcompactions: args.subcompactions,
                 compaction_pri: args.compaction_pri,
                 rate_limiter_bytes_per_sec: args.rate_limiter_bytes_per_sec,
+                style: StyleShape {
+                    style: args.compaction_style,
+                    universal_size_ratio: args.universal_size_ratio,
+                    universal_min_merge_width: args.universal_min_merge_width,
+                    universal_max_merge_width: args.universal_max_merge_width,
+                    universal_max_size_amplification_percent: args
+                        .universal_max_size_amplification_percent,
+                    fifo_max_table_files_size_mb: args.fifo_compaction_max_table_files_size_mb,
+                    fifo_ttl_secs: args.fifo_compaction_ttl,
+                },
             },
             compression: match args.compression_type {
                 Some(codec) => vec![codec],
@@ -998,4 +1046,25 @@ pub struct TreeShape {
     pub compaction_pri: CompactionPriArg,
     /// `rate_limiter_bytes_per_sec` (0: none).
     pub rate_limiter_bytes_per_sec: u64,
+    /// `compaction_style` and its settings.
+    pub style: StyleShape,
+}
+
+/// `--compaction_style` and the overrides of its settings (db_bench names).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StyleShape {
+    /// `compaction_style`.
+    pub style: CompactionStyleArg,
+    /// `universal_size_ratio`.
+    pub universal_size_ratio: Option<u32>,
+    /// `universal_min_merge_width`.
+    pub universal_min_merge_width: Option<usize>,
+    /// `universal_max_merge_width`.
+    pub universal_max_merge_width: Option<usize>,
+    /// `universal_max_size_amplification_percent`.
+    pub universal_max_size_amplification_percent: Option<u64>,
+    /// `fifo_compaction_max_table_files_size_mb`.
+    pub fifo_max_table_files_size_mb: Option<u64>,
+    /// `fifo_compaction_ttl` in seconds (0: none).
+    pub fifo_ttl_secs: u64,
 }

@@ -926,6 +926,7 @@ fn stats_json(s: &Stats, point_reads_only: bool, map: &mut Map<String, Value>) {
     put("flushes", json!(s.flushes));
     put("compactions", json!(s.compactions));
     put("trivial_moves", json!(s.trivial_moves));
+    put("fifo_tables_dropped", json!(s.fifo_tables_dropped));
     put(
         "table_bytes_uncompressed",
         json!(s.table_bytes_uncompressed),

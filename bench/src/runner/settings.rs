@@ -9,7 +9,10 @@ use std::fmt::Write as _;
 
 use siftdb::{FilterAllocation, FixedPrefix, Options};
 
-use super::args::{AdmissionArg, AllocationArg, CompactionPriArg, Config, FilterPolicyArg};
+use super::args::{
+    AdmissionArg, AllocationArg, CompactionPriArg, CompactionStyleArg, Config, FilterPolicyArg,
+    StyleShape,
+};
 use super::text::human_bytes;
 
 /// The settings, in the order the table lists them.
@@ -125,7 +128,76 @@ pub fn siftdb_options(config: &Config) -> Options {
             Some(false) => None,
             None => defaults.partition_above,
         },
+        ..with_compaction_style(&config.tree.style, defaults)
+    }
+}
+
+/// `defaults` with the run's compaction style and its settings.
+fn with_compaction_style(shape: &StyleShape, defaults: Options) -> Options {
+    Options {
+        compaction_style: match shape.style {
+            CompactionStyleArg::Level => siftdb::CompactionStyle::Level,
+            CompactionStyleArg::Universal => siftdb::CompactionStyle::Universal,
+            CompactionStyleArg::Fifo => siftdb::CompactionStyle::Fifo,
+        },
+        compaction_options_universal: universal_options(shape),
+        compaction_options_fifo: fifo_options(shape),
         ..defaults
+    }
+}
+
+/// Universal compaction's settings: the engine's defaults with the run's overrides.
+fn universal_options(shape: &StyleShape) -> siftdb::UniversalCompactionOptions {
+    let d = siftdb::UniversalCompactionOptions::default();
+    siftdb::UniversalCompactionOptions {
+        size_ratio: shape.universal_size_ratio.unwrap_or(d.size_ratio),
+        min_merge_width: shape.universal_min_merge_width.unwrap_or(d.min_merge_width),
+        max_merge_width: shape.universal_max_merge_width.unwrap_or(d.max_merge_width),
+        max_size_amplification_percent: shape
+            .universal_max_size_amplification_percent
+            .unwrap_or(d.max_size_amplification_percent),
+    }
+}
+
+/// FIFO compaction's settings: the engine's defaults with the run's overrides.
+fn fifo_options(shape: &StyleShape) -> siftdb::FifoCompactionOptions {
+    let d = siftdb::FifoCompactionOptions::default();
+    siftdb::FifoCompactionOptions {
+        max_table_files_size: shape
+            .fifo_max_table_files_size_mb
+            .map_or(d.max_table_files_size, |mb| mb.saturating_mul(1 << 20)),
+        ttl: (shape.fifo_ttl_secs > 0).then(|| std::time::Duration::from_secs(shape.fifo_ttl_secs)),
+    }
+}
+
+/// `--compaction_style` and its settings as siftdb and RocksDB apply them.
+pub fn compaction_style_text(sift: &Options) -> String {
+    match sift.compaction_style {
+        siftdb::CompactionStyle::Universal => {
+            let u = &sift.compaction_options_universal;
+            let width = match u.max_merge_width {
+                usize::MAX => "no limit".to_string(),
+                w => w.to_string(),
+            };
+            format!(
+                "universal: size_ratio {}%, merge width {}..{width}, max size amplification {}%, \
+                 starts at {} sorted runs",
+                u.size_ratio,
+                u.min_merge_width,
+                u.max_size_amplification_percent,
+                sift.level0_file_num_compaction_trigger
+            )
+        }
+        siftdb::CompactionStyle::Fifo => {
+            let f = &sift.compaction_options_fifo;
+            format!(
+                "fifo: tables dropped oldest first past {}{}",
+                human_bytes(f.max_table_files_size),
+                f.ttl
+                    .map_or_else(String::new, |t| format!(" or {} s old", t.as_secs()))
+            )
+        }
+        _ => "level".to_string(),
     }
 }
 

@@ -225,6 +225,10 @@ pub fn siftdb_rows(config: &Config) -> SettingRows {
             ),
         ),
         ("rate limiter", super::settings::rate_limiter_text(&o)),
+        (
+            "compaction style",
+            super::settings::compaction_style_text(&o),
+        ),
     ]
 }
 

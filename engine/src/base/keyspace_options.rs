@@ -15,6 +15,9 @@ use std::sync::Arc;
 use siftdb_filter::FilterAllocation;
 use siftdb_sstable::{Compression, FixedPrefix, PrefixExtractor};
 
+use crate::base::compaction_style::{
+    CompactionStyle, FifoCompactionOptions, UniversalCompactionOptions,
+};
 use crate::base::error::{Error, Result};
 use crate::base::options::Options;
 use crate::CompactionPri;
@@ -60,6 +63,12 @@ pub struct KeyspaceOptions {
     pub max_bytes_for_level_multiplier: f64,
     /// See [`Options::compaction_pri`].
     pub compaction_pri: CompactionPri,
+    /// See [`Options::compaction_style`].
+    pub compaction_style: CompactionStyle,
+    /// See [`Options::compaction_options_universal`].
+    pub compaction_options_universal: UniversalCompactionOptions,
+    /// See [`Options::compaction_options_fifo`].
+    pub compaction_options_fifo: FifoCompactionOptions,
     /// See [`Options::block_size`].
     pub block_size: usize,
     /// See [`Options::block_restart_interval`].
@@ -121,6 +130,9 @@ impl From<&Options> for KeyspaceOptions {
             max_bytes_for_level_base: o.max_bytes_for_level_base,
             max_bytes_for_level_multiplier: o.max_bytes_for_level_multiplier,
             compaction_pri: o.compaction_pri,
+            compaction_style: o.compaction_style,
+            compaction_options_universal: o.compaction_options_universal,
+            compaction_options_fifo: o.compaction_options_fifo,
             block_size: o.block_size,
             block_restart_interval: o.block_restart_interval,
             pin_l0_filter_and_index_blocks_in_cache: o.pin_l0_filter_and_index_blocks_in_cache,
@@ -154,6 +166,9 @@ impl KeyspaceOptions {
             max_bytes_for_level_base: self.max_bytes_for_level_base,
             max_bytes_for_level_multiplier: self.max_bytes_for_level_multiplier,
             compaction_pri: self.compaction_pri,
+            compaction_style: self.compaction_style,
+            compaction_options_universal: self.compaction_options_universal,
+            compaction_options_fifo: self.compaction_options_fifo,
             block_size: self.block_size,
             block_restart_interval: self.block_restart_interval,
             pin_l0_filter_and_index_blocks_in_cache: self.pin_l0_filter_and_index_blocks_in_cache,
@@ -201,7 +216,9 @@ pub(crate) fn validate_name(name: &str) -> Result<()> {
 /// The text form of `o` (see the module documentation).
 pub(crate) fn options_text(o: &KeyspaceOptions) -> String {
     let codecs = |v: &[Compression]| v.iter().map(|c| c.name()).collect::<Vec<_>>().join(",");
-    let fields: [(&str, String); 25] = [
+    let u = &o.compaction_options_universal;
+    let fifo = &o.compaction_options_fifo;
+    let fields: [(&str, String); 32] = [
         ("write_buffer_size", o.write_buffer_size.to_string()),
         (
             "max_write_buffer_number",
@@ -225,6 +242,23 @@ pub(crate) fn options_text(o: &KeyspaceOptions) -> String {
             o.max_bytes_for_level_multiplier.to_string(),
         ),
         ("compaction_pri", o.compaction_pri.name().to_string()),
+        ("compaction_style", o.compaction_style.name().to_string()),
+        ("universal_size_ratio", u.size_ratio.to_string()),
+        ("universal_min_merge_width", u.min_merge_width.to_string()),
+        ("universal_max_merge_width", u.max_merge_width.to_string()),
+        (
+            "universal_max_size_amplification_percent",
+            u.max_size_amplification_percent.to_string(),
+        ),
+        (
+            "fifo_max_table_files_size",
+            fifo.max_table_files_size.to_string(),
+        ),
+        (
+            "fifo_ttl_secs",
+            fifo.ttl
+                .map_or_else(|| "none".to_string(), |t| t.as_secs().to_string()),
+        ),
         ("block_size", o.block_size.to_string()),
         (
             "block_restart_interval",
@@ -342,6 +376,32 @@ fn set_field(o: &mut KeyspaceOptions, key: &str, value: &str) -> Option<()> {
             }
         }
         "metadata_block_size" => o.metadata_block_size = num(value)?,
+        _ => return set_style_field(o, key, value),
+    }
+    Some(())
+}
+
+/// [`set_field`] for the compaction style's fields.
+fn set_style_field(o: &mut KeyspaceOptions, key: &str, value: &str) -> Option<()> {
+    fn num<T: std::str::FromStr>(v: &str) -> Option<T> {
+        v.parse().ok()
+    }
+    match key {
+        "compaction_style" => o.compaction_style = CompactionStyle::from_name(value)?,
+        "universal_size_ratio" => o.compaction_options_universal.size_ratio = num(value)?,
+        "universal_min_merge_width" => o.compaction_options_universal.min_merge_width = num(value)?,
+        "universal_max_merge_width" => o.compaction_options_universal.max_merge_width = num(value)?,
+        "universal_max_size_amplification_percent" => {
+            o.compaction_options_universal
+                .max_size_amplification_percent = num(value)?
+        }
+        "fifo_max_table_files_size" => o.compaction_options_fifo.max_table_files_size = num(value)?,
+        "fifo_ttl_secs" => {
+            o.compaction_options_fifo.ttl = match value {
+                "none" => None,
+                secs => Some(std::time::Duration::from_secs(num(secs)?)),
+            }
+        }
         _ => {}
     }
     Some(())
@@ -382,6 +442,16 @@ mod tests {
             prefix_extractor: Some(FixedPrefix::shared(6)),
             compression_per_level: vec![Compression::None, Compression::Zstd],
             partition_above: None,
+            compaction_style: CompactionStyle::Universal,
+            compaction_options_universal: UniversalCompactionOptions {
+                size_ratio: 7,
+                max_merge_width: 9,
+                ..UniversalCompactionOptions::default()
+            },
+            compaction_options_fifo: FifoCompactionOptions {
+                max_table_files_size: 777,
+                ttl: Some(std::time::Duration::from_secs(60)),
+            },
             ..KeyspaceOptions::default()
         };
         let text = options_text(&o);
@@ -390,10 +460,18 @@ mod tests {
         assert_eq!(back.prefix_extractor.unwrap().name(), "fixed:6");
         assert_eq!(back.deep_filter_kind, siftdb_filter::FilterKind::BinaryFuse);
         assert_eq!(back.compaction_pri, CompactionPri::RoundRobin);
+        assert_eq!(back.compaction_style, CompactionStyle::Universal);
+        assert_eq!(
+            back.compaction_options_universal,
+            o.compaction_options_universal
+        );
+        assert_eq!(back.compaction_options_fifo, o.compaction_options_fifo);
         // A text without the field (written before it existed) means ribbon.
         let old = parse_options_text("filter_bits_per_key=9\n").unwrap();
         assert_eq!(old.deep_filter_kind, siftdb_filter::FilterKind::Ribbon);
         assert_eq!(old.compaction_pri, CompactionPri::MinOverlappingRatio);
+        assert_eq!(old.compaction_style, CompactionStyle::Level);
+        assert!(parse_options_text("compaction_style=tiered\n").is_err());
         assert!(parse_options_text("compaction_pri=oldest_first\n").is_err());
         assert!(parse_options_text("deep_filter_kind=cuckoo\n").is_err());
         // Unknown keys are a newer build's: ignored. Bad values are refused.

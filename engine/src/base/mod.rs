@@ -4,6 +4,7 @@
 
 pub(crate) mod batch;
 pub(crate) mod compaction_filter;
+pub(crate) mod compaction_style;
 pub(crate) mod error;
 pub mod fs;
 pub(crate) mod keyspace_options;

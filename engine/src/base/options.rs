@@ -6,6 +6,9 @@ use siftdb_compaction::picker::CompactionPri;
 use siftdb_filter::{FilterAllocation, FilterPolicy, KeyHasher};
 use siftdb_sstable::{Compression, FixedPrefix, PrefixExtractor, ReadMode, TableBuildOptions};
 
+use crate::base::compaction_style::{
+    CompactionStyle, FifoCompactionOptions, UniversalCompactionOptions,
+};
 use crate::base::error::{Error, Result};
 use crate::base::fs::{FileSystem, RealFs};
 
@@ -71,6 +74,13 @@ pub struct Options {
     /// this name): the one that rewrites the fewest bytes of the next level per byte moved
     /// (the default, as RocksDB's), or round robin over the key space.
     pub compaction_pri: CompactionPri,
+    /// How the tree compacts (RocksDB's option of this name): leveled (the default), universal
+    /// (size-tiered) or FIFO. See [`CompactionStyle`] and `docs/TUNING.md`.
+    pub compaction_style: CompactionStyle,
+    /// Settings of universal compaction (RocksDB's option of this name).
+    pub compaction_options_universal: UniversalCompactionOptions,
+    /// Settings of FIFO compaction (RocksDB's option of this name, with its `ttl`).
+    pub compaction_options_fifo: FifoCompactionOptions,
     /// Target size of a data block.
     pub block_size: usize,
     /// Entries between restart points in data blocks.
@@ -292,6 +302,9 @@ impl Default for Options {
             max_bytes_for_level_base: 256 << 20,
             max_bytes_for_level_multiplier: 10.0,
             compaction_pri: CompactionPri::MinOverlappingRatio,
+            compaction_style: CompactionStyle::Level,
+            compaction_options_universal: UniversalCompactionOptions::default(),
+            compaction_options_fifo: FifoCompactionOptions::default(),
             block_size: 4096,
             block_restart_interval: 16,
             block_cache_capacity: 64 << 20,
@@ -426,6 +439,10 @@ impl Options {
                 "must be a finite number above 1 (levels must grow)",
             );
         }
+        crate::base::compaction_style::validate(
+            &self.compaction_options_universal,
+            &self.compaction_options_fifo,
+        )?;
         if self.block_size == 0 {
             return invalid("block_size", "must be at least 1 byte");
         }
@@ -435,6 +452,26 @@ impl Options {
         if self.metadata_block_size == 0 {
             return invalid("metadata_block_size", "must be at least 1 byte");
         }
+        self.validate_filters()?;
+        for (name, ks) in &self.keyspaces {
+            crate::base::keyspace_options::validate_name(name)?;
+            if name == crate::base::keyspace_options::DEFAULT_KEYSPACE {
+                return invalid(
+                    "keyspaces",
+                    "must not name \"default\" (its options are the tree fields of Options)",
+                );
+            }
+            ks.apply_to(self).validate().map_err(|e| {
+                Error::InvalidArgument(format!("options of keyspace {name:?}: {e}"))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// [`Options::validate`] for the filters' and the memtable bloom's settings.
+    fn validate_filters(&self) -> Result<()> {
+        let invalid =
+            |field: &str, why: &str| Err(Error::InvalidArgument(format!("Options::{field} {why}")));
         let bits = self.filter_bits_per_key;
         if !bits.is_finite() || !(0.0..=MAX_FILTER_BITS_PER_KEY).contains(&bits) {
             return invalid(
@@ -462,18 +499,6 @@ impl Options {
                 "filter_index_bits_per_key",
                 "must be 0 (no filter index) or a number from 1 to 32",
             );
-        }
-        for (name, ks) in &self.keyspaces {
-            crate::base::keyspace_options::validate_name(name)?;
-            if name == crate::base::keyspace_options::DEFAULT_KEYSPACE {
-                return invalid(
-                    "keyspaces",
-                    "must not name \"default\" (its options are the tree fields of Options)",
-                );
-            }
-            ks.apply_to(self).validate().map_err(|e| {
-                Error::InvalidArgument(format!("options of keyspace {name:?}: {e}"))
-            })?;
         }
         Ok(())
     }
@@ -518,6 +543,7 @@ impl Options {
             // (their index is still partitioned when large).
             partition_filters: level > 0 || !self.pin_l0_filter_and_index_blocks_in_cache,
             range_filter_bits_per_key: self.range_filter_bits_per_key,
+            creation_time: crate::base::ttl::millis(self.clock.now()) / 1000,
         }
     }
 

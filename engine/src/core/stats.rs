@@ -18,6 +18,8 @@ pub(crate) struct EngineCounters {
     pub trivial_moves: AtomicU64,
     /// Key ranges merged by split compactions (`Options::max_subcompactions`).
     pub subcompactions: AtomicU64,
+    /// Tables FIFO compaction dropped.
+    pub fifo_tables_dropped: AtomicU64,
     pub table_bytes_uncompressed: AtomicU64,
     pub gets: Ticker,
     pub gets_found: Ticker,
@@ -175,6 +177,8 @@ pub struct Stats {
     /// Key ranges merged on threads of their own by compactions split into several
     /// (`Options::max_subcompactions`; 0 when none was split).
     pub subcompactions: u64,
+    /// Tables FIFO compaction dropped, oldest first, past its size limit or TTL.
+    pub fifo_tables_dropped: u64,
     /// What the tables written by flushes and compactions (`flush_bytes +
     /// compaction_bytes_written` on disk) would have taken uncompressed.
     pub table_bytes_uncompressed: u64,
@@ -341,6 +345,7 @@ impl EngineCounters {
             },
             trivial_moves: self.trivial_moves.load(Relaxed),
             subcompactions: self.subcompactions.load(Relaxed),
+            fifo_tables_dropped: self.fifo_tables_dropped.load(Relaxed),
             table_bytes_uncompressed: self.table_bytes_uncompressed.load(Relaxed),
             stall_micros: self.stall_micros.load(Relaxed),
             checkpoints: self.checkpoints.load(Relaxed),

@@ -21,10 +21,12 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
-use siftdb_compaction::picker::{self, LevelFile, Pick, PickerConfig, Running};
+use siftdb_compaction::picker::{self, LevelFile, Pick, Running};
+use siftdb_compaction::{fifo, universal};
 
 use std::path::PathBuf;
 
+use crate::base::compaction_style::{self, CompactionStyle};
 use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
 use crate::base::fs::FileSystem;
 use crate::base::options::{Options, MAX_LEVELS};
@@ -649,8 +651,7 @@ impl VersionSet {
             .collect();
         for id in order {
             let t = files.trees.get_mut(&id)?;
-            let config = t.tree.options.picker_config();
-            let Some((pick, running)) = next_pick(t, &config) else {
+            let Some((pick, running)) = next_pick(t) else {
                 continue;
             };
             t.compacting.push(running.clone());
@@ -683,10 +684,10 @@ impl VersionSet {
     /// Whether no tree needs a compaction and none is running.
     pub(crate) fn is_settled(&self) -> bool {
         let files = self.files();
-        files.trees.values().all(|t| {
-            let config = t.tree.options.picker_config();
-            t.compacting.is_empty() && next_pick(t, &config).is_none()
-        })
+        files
+            .trees
+            .values()
+            .all(|t| t.compacting.is_empty() && next_pick(t).is_none())
     }
 }
 
@@ -743,10 +744,32 @@ fn unpin_moved_tables(version: &Version, edit: &VersionEdit) {
     }
 }
 
-fn next_pick(tree: &TreeFiles, config: &PickerConfig) -> Option<(Pick, Running)> {
+/// The next compaction of `tree` in its style that fits beside those under way, with what it
+/// holds while it runs.
+fn next_pick(tree: &TreeFiles) -> Option<(Pick, Running)> {
     let levels = level_files(&tree.current);
-    let pick = picker::pick_besides(&levels, config, &tree.compact_cursors, &tree.compacting)?;
-    let running = Running::of(&pick, &levels, pick.level + 1);
+    let options = &tree.tree.options;
+    let pick = match options.compaction_style {
+        CompactionStyle::Level => picker::pick_besides(
+            &levels,
+            &options.picker_config(),
+            &tree.compact_cursors,
+            &tree.compacting,
+        ),
+        CompactionStyle::Universal => {
+            let config = compaction_style::universal_config(
+                &options.compaction_options_universal,
+                options.level0_file_num_compaction_trigger,
+            );
+            universal::pick(&levels, &config, &tree.compacting)
+        }
+        CompactionStyle::Fifo => {
+            let config = compaction_style::fifo_config(&options.compaction_options_fifo);
+            let now = crate::base::ttl::millis(options.clock.now()) / 1000;
+            fifo::pick(&levels, &config, now, &tree.compacting)
+        }
+    }?;
+    let running = Running::of(&pick, &levels, pick.output_level);
     Some((pick, running))
 }
 
@@ -762,6 +785,7 @@ pub(crate) fn level_files(version: &Version) -> Vec<Vec<LevelFile>> {
                     size: f.meta.file_size,
                     smallest: f.smallest_user_key().to_vec(),
                     largest: f.largest_user_key().to_vec(),
+                    created: f.table.properties().creation_time,
                 })
                 .collect()
         })

@@ -24,7 +24,8 @@ fn stop_writes_unless_retryable(db: &crate::core::shared::Shared, e: &Error) {
 /// Compacts every file overlapping `[start, end]` down to the deepest non-empty level (at least
 /// L1), then rewrites that level's overlapping files in place, so overwritten and deleted keys
 /// in the range are reclaimed. On the way down, files that overlap nothing below move by a
-/// manifest edit alone: the last step rewrites them anyway.
+/// manifest edit alone: the last step rewrites them anyway. Under FIFO compaction only the
+/// flush happens.
 pub(crate) fn compact_range(
     engine: &Engine,
     tree: &Arc<Tree>,
@@ -32,6 +33,11 @@ pub(crate) fn compact_range(
     end: Option<&[u8]>,
 ) -> Result<()> {
     engine.flush(tree)?;
+    if tree.options.compaction_style == crate::base::compaction_style::CompactionStyle::Fifo {
+        // FIFO never merges: a merged table would take the age of its newest input, and old
+        // data would outlive its TTL. Dropping what is past the limits is the background's.
+        return Ok(());
+    }
     let _exclusive = engine.compactions().exclusive();
     let db = engine.shared();
     let in_range = |f: &LevelFile| {
@@ -73,9 +79,11 @@ pub(crate) fn compact_range(
         } else {
             picker::pick_files(&levels, level, inputs)
         };
-        let Some(pick) = pick else { continue };
-        let output = if level == deepest { level } else { level + 1 };
-        if let Some(job) = CompactionJob::prepare(db, tree, version, &pick, output, None) {
+        let Some(mut pick) = pick else { continue };
+        if level == deepest {
+            pick.output_level = level;
+        }
+        if let Some(job) = CompactionJob::prepare(db, tree, version, &pick, None) {
             job.run()
                 .inspect_err(|e| stop_writes_unless_retryable(db, e))?;
         }

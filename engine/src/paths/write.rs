@@ -555,7 +555,12 @@ fn room_for(state: &DbState, ids: &[u32], may_stall: bool) -> Room {
             continue; // dropped: its batches are rejected
         };
         let o = &t.tree.options;
-        if may_stall && t.tree.l0_files.load(Ordering::Acquire) >= o.level0_stop_writes_trigger {
+        // FIFO keeps every table in L0 by design: its size limit, not the count, bounds them.
+        let counts_l0 = o.compaction_style != crate::base::compaction_style::CompactionStyle::Fifo;
+        if may_stall
+            && counts_l0
+            && t.tree.l0_files.load(Ordering::Acquire) >= o.level0_stop_writes_trigger
+        {
             return Room::Stall;
         }
         if t.mem.approximate_size() >= o.write_buffer_size {

@@ -163,22 +163,51 @@ fn open_keyspace(
         write_buffer,
         ..
     } = *given;
-    let strategy = fjall::compaction::Leveled::default()
-        .with_l0_threshold(l0_trigger)
-        .with_table_target_size(sift.target_file_size_base)
-        .with_level_ratio_policy(vec![sift.max_bytes_for_level_multiplier as f32]);
     let policy = compression_policy(config);
     db.keyspace("bench", || {
-        KeyspaceCreateOptions::default()
+        let options = KeyspaceCreateOptions::default()
             .max_memtable_size(write_buffer)
             .filter_policy(FilterPolicy::all(FilterPolicyEntry::Bloom(
                 BloomConstructionPolicy::BitsPerKey(bits),
             )))
             .data_block_compression_policy(fjall::config::CompressionPolicy::new(policy.clone()))
-            .index_block_compression_policy(fjall::config::CompressionPolicy::new(policy))
-            .compaction_strategy(Arc::new(strategy))
+            .index_block_compression_policy(fjall::config::CompressionPolicy::new(policy));
+        with_compaction_strategy(options, sift, l0_trigger)
     })
     .map_err(fjall_error)
+}
+
+/// `options` with siftdb's compaction style as fjall has it: leveled, or FIFO with the same
+/// limit and TTL. fjall 3 has no size-tiered strategy, so universal runs leveled (printed).
+fn with_compaction_strategy(
+    options: KeyspaceCreateOptions,
+    sift: &siftdb::Options,
+    l0_trigger: u8,
+) -> KeyspaceCreateOptions {
+    if sift.compaction_style == siftdb::CompactionStyle::Fifo {
+        let f = &sift.compaction_options_fifo;
+        return options.compaction_strategy(Arc::new(fjall::compaction::Fifo::new(
+            f.max_table_files_size,
+            f.ttl.map(|t| t.as_secs()),
+        )));
+    }
+    options.compaction_strategy(Arc::new(
+        fjall::compaction::Leveled::default()
+            .with_l0_threshold(l0_trigger)
+            .with_table_target_size(sift.target_file_size_base)
+            .with_level_ratio_policy(vec![sift.max_bytes_for_level_multiplier as f32]),
+    ))
+}
+
+/// fjall's compaction style as the settings table shows it.
+fn compaction_style_text(sift: &siftdb::Options) -> String {
+    match sift.compaction_style {
+        siftdb::CompactionStyle::Universal => {
+            "leveled (fjall 3 has no size-tiered strategy; --compaction_style=universal not mapped)"
+                .to_string()
+        }
+        _ => settings::compaction_style_text(sift),
+    }
 }
 
 /// The codec of each level.
@@ -327,6 +356,7 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, given: &Given) -> Sett
             }
             .to_string(),
         ),
+        ("compaction style", compaction_style_text(sift)),
     ]
 }
 

@@ -238,6 +238,7 @@ fn db_options(config: &Config, sift: &siftdb::Options, table: &BlockBasedOptions
         CompactionPriArg::MinOverlappingRatio => rocksdb::CompactionPri::MinOverlappingRatio,
         CompactionPriArg::RoundRobin => rocksdb::CompactionPri::RoundRobin,
     });
+    set_compaction_style(&mut options, sift);
     options.set_max_background_jobs(1 + sift.compaction_threads() as i32);
     options.set_max_subcompactions(u32::try_from(sift.max_subcompactions).unwrap_or(u32::MAX));
     if let Some(limiter) = &sift.rate_limiter {
@@ -255,6 +256,34 @@ fn db_options(config: &Config, sift: &siftdb::Options, table: &BlockBasedOptions
 }
 
 /// The same codec per level as siftdb (the last entry for every deeper level).
+/// siftdb's compaction style and its settings, field by field (RocksDB's names).
+fn set_compaction_style(options: &mut Options, sift: &siftdb::Options) {
+    let int = |v: u64| i32::try_from(v).unwrap_or(i32::MAX);
+    match sift.compaction_style {
+        siftdb::CompactionStyle::Universal => {
+            let u = &sift.compaction_options_universal;
+            let mut universal = rocksdb::UniversalCompactOptions::default();
+            universal.set_size_ratio(int(u64::from(u.size_ratio)));
+            universal.set_min_merge_width(int(u.min_merge_width as u64));
+            universal.set_max_merge_width(int(u.max_merge_width as u64));
+            universal.set_max_size_amplification_percent(int(u.max_size_amplification_percent));
+            options.set_compaction_style(rocksdb::DBCompactionStyle::Universal);
+            options.set_universal_compaction_options(&universal);
+        }
+        siftdb::CompactionStyle::Fifo => {
+            let f = &sift.compaction_options_fifo;
+            let mut fifo = rocksdb::FifoCompactOptions::default();
+            fifo.set_max_table_files_size(f.max_table_files_size);
+            options.set_compaction_style(rocksdb::DBCompactionStyle::Fifo);
+            options.set_fifo_compaction_options(&fifo);
+            if let Some(ttl) = f.ttl {
+                options.set_ttl(ttl.as_secs());
+            }
+        }
+        _ => {}
+    }
+}
+
 fn set_compression(options: &mut Options, config: &Config) {
     let codec = |c: &siftdb::Compression| match c {
         siftdb::Compression::None => DBCompressionType::None,
@@ -384,6 +413,7 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, mapped: &Mapped) -> Se
             ),
         ),
         ("rate limiter", settings::rate_limiter_text(sift)),
+        ("compaction style", settings::compaction_style_text(sift)),
     ]
 }
 

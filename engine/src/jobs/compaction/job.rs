@@ -34,10 +34,10 @@ pub(crate) struct CompactionJob<'a> {
     output_level: usize,
     /// Input tables with their levels.
     inputs: Vec<(usize, Arc<TableFile>)>,
-    /// Where the inputs sit in their sorted levels (contiguous runs of tables; the upper one is
-    /// unused for L0, whose tables overlap).
-    level_range: Range<usize>,
-    next_range: Range<usize>,
+    /// Where the inputs of each sorted level (≥ 1) sit in it: a contiguous run of its tables.
+    sorted_runs: Vec<(usize, Range<usize>)>,
+    /// The inputs are dropped, not merged (FIFO).
+    drop: bool,
     /// Output numbers taken but not installed: given back (they become orphans to delete) if
     /// the job ends any other way.
     uninstalled: Vec<u64>,
@@ -105,41 +105,44 @@ fn run_of(version: &Version, level: usize, numbers: &[u64]) -> Range<usize> {
 }
 
 impl<'a> CompactionJob<'a> {
-    /// The job compacting `pick` (files of `pick.level` and of the level below) into
-    /// `output_level`; `None` if none of the picked files is in `version`.
+    /// The job compacting `pick` (files of `pick.level`, of the level below and, for universal
+    /// compaction, of deeper levels) into `pick.output_level`, or dropping them (FIFO); `None`
+    /// if none of the picked files is in `version`.
     pub(crate) fn prepare(
         db: &'a Arc<Shared>,
         tree: &Arc<Tree>,
         version: Arc<Version>,
         pick: &Pick,
-        output_level: usize,
         reservation: Option<Reservation<'a>>,
     ) -> Option<CompactionJob<'a>> {
-        let next_level = pick.level + 1;
-        let picked = |level: usize, numbers: &[u64]| -> Vec<(usize, Arc<TableFile>)> {
-            version
-                .level(level)
-                .iter()
-                .filter(|f| numbers.contains(&f.meta.number))
-                .map(|f| (level, Arc::clone(f)))
-                .collect()
-        };
-        let mut inputs = picked(pick.level, &pick.inputs);
-        inputs.extend(picked(next_level, &pick.next_inputs));
+        let by_level = pick.inputs_by_level();
+        let inputs: Vec<(usize, Arc<TableFile>)> = by_level
+            .iter()
+            .flat_map(|(level, numbers)| {
+                version
+                    .level(*level)
+                    .iter()
+                    .filter(|f| numbers.contains(&f.meta.number))
+                    .map(|f| (*level, Arc::clone(f)))
+            })
+            .collect();
         if inputs.is_empty() {
             return None;
         }
-        let level_range = run_of(&version, pick.level, &pick.inputs);
-        let next_range = run_of(&version, next_level, &pick.next_inputs);
+        let sorted_runs = by_level
+            .iter()
+            .filter(|(level, _)| *level > 0)
+            .map(|(level, numbers)| (*level, run_of(&version, *level, numbers)))
+            .collect();
         Some(CompactionJob {
             db,
             tree: Arc::clone(tree),
             version,
             level: pick.level,
-            output_level,
+            output_level: pick.output_level,
             inputs,
-            level_range,
-            next_range,
+            sorted_runs,
+            drop: pick.drop,
             uninstalled: Vec::new(),
             _reservation: reservation,
         })
@@ -154,6 +157,9 @@ impl<'a> CompactionJob<'a> {
     /// installs; if one did, the merge runs again with it known (at most
     /// [`FILTERED_MERGE_ATTEMPTS`] times, then once without the user's filter).
     pub(crate) fn run(mut self) -> Result<()> {
+        if self.drop {
+            return self.install_drop();
+        }
         if self.is_trivial_move() {
             return self.install_move();
         }
@@ -274,6 +280,25 @@ impl<'a> CompactionJob<'a> {
         Ok(())
     }
 
+    /// A FIFO compaction: one manifest edit removes the inputs (the oldest tables); their
+    /// cached blocks and files go after it.
+    fn install_drop(&mut self) -> Result<()> {
+        let db = self.db;
+        let mut edit = VersionEdit::default();
+        for (level, f) in &self.inputs {
+            edit.deleted.push((*level, f.meta.number));
+        }
+        db.versions().log_and_apply(&self.tree, edit, &[], |_| {})?;
+        for (_, f) in &self.inputs {
+            db.cache().erase_table(f.meta.number);
+        }
+        db.counters()
+            .fifo_tables_dropped
+            .fetch_add(self.inputs.len() as u64, Ordering::Relaxed);
+        crate::jobs::obsolete::delete_obsolete_files(db);
+        Ok(())
+    }
+
     /// What garbage collection may drop. The live snapshots are asked for only now, after the
     /// inputs were fixed: a snapshot registered later reads at a sequence at least as new as
     /// every input (see `SnapshotList::acquire_current`).
@@ -367,11 +392,14 @@ impl<'a> CompactionJob<'a> {
     /// one level iterator, which opens one table at a time.
     fn input_cursors(&self, read_options: &TableIterOptions) -> Vec<Box<dyn InternalIterator>> {
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-        let runs = [
-            (self.level, &self.level_range),
-            (self.level + 1, &self.next_range),
-        ];
-        for (level, range) in runs {
+        let mut levels: Vec<usize> = self.inputs.iter().map(|(l, _)| *l).collect();
+        levels.dedup();
+        for level in levels {
+            let range = self
+                .sorted_runs
+                .iter()
+                .find(|(l, _)| *l == level)
+                .map_or(0..0, |(_, r)| r.clone());
             let tables = self.inputs.iter().filter(|(l, _)| *l == level);
             // A run holding exactly the inputs (never a table the edit does not delete).
             if level > 0 && range.len() == tables.clone().count() {
@@ -591,12 +619,7 @@ impl<'a> CompactionJob<'a> {
         };
         let merge = MergingIterator::new(self.input_cursors(&read_options));
         let mut input = BoundedIterator::new(Box::new(merge), lower.clone(), upper.clone());
-        let grandparents = self
-            .version
-            .level(self.output_level + 1)
-            .iter()
-            .map(|f| (f.largest_user_key().to_vec(), f.meta.file_size))
-            .collect();
+        let grandparents = self.grandparents();
         let mut sink = TableSink::new(
             db,
             shared.options.clone(),
@@ -626,6 +649,22 @@ impl<'a> CompactionJob<'a> {
             numbers,
             written: merged.map(|()| sink.into_outputs()),
         }
+    }
+
+    /// The tables of the level below the output, by largest key and size, at which an output is
+    /// cut early so that no output overlaps too much of it (leveled compaction only: universal
+    /// runs merge whole, so such cuts would only make more, smaller tables).
+    fn grandparents(&self) -> Vec<(Vec<u8>, u64)> {
+        if self.tree.options.compaction_style
+            != crate::base::compaction_style::CompactionStyle::Level
+        {
+            return Vec::new();
+        }
+        self.version
+            .level(self.output_level + 1)
+            .iter()
+            .map(|f| (f.largest_user_key().to_vec(), f.meta.file_size))
+            .collect()
     }
 
     /// One manifest edit removes the inputs and adds the outputs; then the inputs' cached blocks

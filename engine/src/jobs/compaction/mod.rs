@@ -163,13 +163,11 @@ fn maybe_compact(db: &Arc<Shared>) -> Result<bool> {
     db.counters()
         .compactions_peak_concurrency
         .fetch_max(picked.running_now, Ordering::Relaxed);
-    let output_level = picked.pick.level + 1;
     let job = CompactionJob::prepare(
         db,
         &picked.tree,
         picked.version,
         &picked.pick,
-        output_level,
         Some(picked.reservation),
     );
     if let Some(job) = job {
