@@ -287,6 +287,35 @@ pub fn pick_besides(
     None
 }
 
+/// Bytes compaction still has to rewrite to bring the tree into shape (RocksDB's
+/// `estimate-pending-compaction-bytes`): L0 once it is at its trigger (its bytes and L1's), and
+/// each level's excess over its target, carried down and counted with the share of the next
+/// level it rewrites.
+pub fn pending_compaction_bytes(levels: &[Vec<LevelFile>], config: &PickerConfig) -> u64 {
+    let bytes = |files: &[LevelFile]| files.iter().map(|f| f.size).sum::<u64>();
+    let mut pending = 0u64;
+    let mut incoming = 0u64;
+    if let Some(l0) = levels.first() {
+        if l0.len() >= config.l0_trigger.max(1) {
+            incoming = bytes(l0);
+            pending = incoming + levels.get(1).map_or(0, |l1| bytes(l1));
+        }
+    }
+    let last = levels.len().saturating_sub(1);
+    for (level, files) in levels
+        .iter()
+        .enumerate()
+        .skip(1)
+        .take(last.saturating_sub(1))
+    {
+        let size = bytes(files) + incoming;
+        let target = config.target_bytes(level) as u64;
+        incoming = size.saturating_sub(target);
+        pending = pending.saturating_add((incoming as f64 * (config.multiplier + 1.0)) as u64);
+    }
+    pending
+}
+
 /// Bytes of `next` (a sorted level) overlapping `file`, per thousand bytes of `file`.
 fn overlap_per_mille(file: &LevelFile, next: &[LevelFile]) -> u64 {
     // The overlapping files of a sorted level are contiguous.
@@ -413,6 +442,29 @@ mod tests {
         let cursors = vec![Vec::new(), b"z".to_vec()];
         let p = pick(&levels, &CONFIG, &cursors).unwrap();
         assert_eq!(p.inputs, vec![10], "wraps around");
+    }
+
+    #[test]
+    fn pending_bytes_count_l0_at_its_trigger_and_excess_carried_down() {
+        let mut levels = vec![
+            vec![
+                file(1, 10, "a", "b"),
+                file(2, 10, "a", "b"),
+                file(3, 10, "a", "b"),
+            ],
+            vec![file(10, 1500, "a", "z")],
+            vec![],
+            vec![file(30, 5, "a", "z")],
+        ];
+        // L0 below its trigger; L1 500 over its 1000, rewriting L2's share (multiplier 10).
+        assert_eq!(pending_compaction_bytes(&levels, &CONFIG), 500 * 11);
+        levels[0].push(file(4, 10, "a", "b"));
+        // L0 at its trigger: its 40 and L1's 1500, then L1's 540 excess (L2 stays under).
+        assert_eq!(
+            pending_compaction_bytes(&levels, &CONFIG),
+            40 + 1500 + 540 * 11
+        );
+        assert_eq!(pending_compaction_bytes(&[vec![], vec![]], &CONFIG), 0);
     }
 
     #[test]

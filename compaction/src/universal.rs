@@ -92,6 +92,17 @@ pub fn pick(
     Some(build(levels, &runs, chosen))
 }
 
+/// Bytes compaction owes once a compaction is due: every run but the oldest (what a merge down
+/// to the oldest would rewrite); 0 below the trigger.
+pub fn pending_compaction_bytes(levels: &[Vec<LevelFile>], config: &UniversalConfig) -> u64 {
+    if !needs_compaction(levels, config) {
+        return 0;
+    }
+    let runs = sorted_runs(levels);
+    runs.split_last()
+        .map_or(0, |(_, newer)| newer.iter().map(|r| r.bytes).sum())
+}
+
 /// Picked runs `start..end` and their output level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Chosen {

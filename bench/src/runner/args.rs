@@ -72,6 +72,13 @@ pub enum Benchmark {
     ReadWhileCompacting,
     /// Compact the whole database down to the bottom level (`Db::compact_range(None, None)`).
     Compact,
+    /// The highest write rate the engine sustains (in the spirit of Pebble's `bench write`):
+    /// random puts over the key range, first as fast as one writer goes, then paced at rates
+    /// bisected between 0 and that, each trial `--sustained_seconds` long from a settled tree.
+    /// A trial passes when the writer kept within 5 % of its rate, writes never stalled, and L0
+    /// and the bytes compaction owes stayed under `--sustained_max_l0_files` and
+    /// `--sustained_max_pending_bytes`. `db_bench` has no such workload.
+    FillSustained,
     /// Take a checkpoint (an openable copy: tables hard-linked, the WAL copied) into a fresh
     /// directory beside the database, then open it, count its keys against the source's and
     /// remove it. `db_bench` has no such workload.
@@ -95,7 +102,7 @@ pub enum Benchmark {
 
 impl Benchmark {
     /// Every workload, in documentation order.
-    pub const ALL: [Benchmark; 30] = [
+    pub const ALL: [Benchmark; 31] = [
         Benchmark::FillSeq,
         Benchmark::FillRandom,
         Benchmark::Overwrite,
@@ -118,6 +125,7 @@ impl Benchmark {
         Benchmark::ReadWhileWriting,
         Benchmark::ReadWhileCompacting,
         Benchmark::Compact,
+        Benchmark::FillSustained,
         Benchmark::Checkpoint,
         Benchmark::YcsbA,
         Benchmark::YcsbB,
@@ -153,6 +161,7 @@ impl Benchmark {
             Benchmark::ReadWhileWriting => "readwhilewriting",
             Benchmark::ReadWhileCompacting => "readwhilecompacting",
             Benchmark::Compact => "compact",
+            Benchmark::FillSustained => "fillsustained",
             Benchmark::Checkpoint => "checkpoint",
             Benchmark::YcsbA => "ycsba",
             Benchmark::YcsbB => "ycsbb",
@@ -187,6 +196,7 @@ impl Benchmark {
                 | Benchmark::DeleteRandom
                 | Benchmark::DeleteRange
                 | Benchmark::MergeRandom
+                | Benchmark::FillSustained
                 | Benchmark::ReadWhileWriting
                 | Benchmark::YcsbA
                 | Benchmark::YcsbB
@@ -562,6 +572,21 @@ pub struct Args {
     /// Seed of every random choice (keys, orders, hot set).
     #[arg(long = "seed", default_value_t = 42)]
     pub seed: u64,
+    /// Seconds of each fillsustained trial.
+    #[arg(long = "sustained_seconds", default_value_t = 20.0)]
+    pub sustained_seconds: f64,
+    /// Paced trials of fillsustained after its first, unpaced one (each halves the interval
+    /// the sustained rate is known to lie in).
+    #[arg(long = "sustained_trials", default_value_t = 5)]
+    pub sustained_trials: usize,
+    /// L0 tables a fillsustained trial must stay under [default: the L0 stop trigger, where
+    /// writes stop].
+    #[arg(long = "sustained_max_l0_files")]
+    pub sustained_max_l0_files: Option<u64>,
+    /// Bytes compaction may owe during a fillsustained trial [default: 64 GiB, RocksDB's
+    /// `soft_pending_compaction_bytes_limit`].
+    #[arg(long = "sustained_max_pending_bytes", default_value_t = 64 << 30)]
+    pub sustained_max_pending_bytes: u64,
     /// Database directory [default: a fresh temporary directory, removed afterwards].
     #[arg(long = "db")]
     pub db: Option<PathBuf>,
@@ -702,6 +727,8 @@ pub struct Config {
     pub flush_after_write: bool,
     /// Seed.
     pub seed: u64,
+    /// fillsustained's trials and limits.
+    pub sustained: Sustained,
     /// Database directory given by the user.
     pub db: Option<PathBuf>,
     /// Keep a temporary database.
@@ -790,6 +817,12 @@ impl Config {
             statistics: args.statistics,
             flush_after_write: args.flush_after_write,
             seed: args.seed,
+            sustained: Sustained {
+                seconds: args.sustained_seconds,
+                trials: args.sustained_trials,
+                max_l0_files: args.sustained_max_l0_files,
+                max_pending_bytes: args.sustained_max_pending_bytes,
+            },
             db: args.db.clone(),
             keep: args.keep,
             use_existing_db: args.use_existing_db,
@@ -1023,6 +1056,19 @@ mod tests {
             usize::MAX
         );
     }
+}
+
+/// fillsustained's trials and limits.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sustained {
+    /// Seconds per trial.
+    pub seconds: f64,
+    /// Paced trials after the unpaced one.
+    pub trials: usize,
+    /// L0 tables to stay under (`None`: the L0 stop trigger).
+    pub max_l0_files: Option<u64>,
+    /// Bytes compaction may owe.
+    pub max_pending_bytes: u64,
 }
 
 /// Overrides of the engine's tree-shape options (db_bench names).

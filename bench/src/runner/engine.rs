@@ -31,6 +31,17 @@ pub struct SeekOutcome {
     pub entries: u64,
 }
 
+/// What the sustained-rate workload watches while it writes: the L0 tables (each one more
+/// probe per lookup, and writes stop at a count) and the bytes compaction owes. `None` where
+/// the engine does not say.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WritePressure {
+    /// Tables in L0, all keyspaces together.
+    pub l0_files: Option<u64>,
+    /// Bytes compaction has yet to rewrite (RocksDB's `estimate-pending-compaction-bytes`).
+    pub pending_compaction_bytes: Option<u64>,
+}
+
 /// A key-value engine as the workloads see it. Implementations are shared by the worker threads.
 pub trait Engine: Send + Sync {
     /// The engine's name (`siftdb`, `rocksdb`, `fjall`).
@@ -107,6 +118,10 @@ pub trait Engine: Send + Sync {
     /// [`scan`]: Engine::scan
     fn count_keys(&self) -> Result<u64> {
         self.scan(false)
+    }
+    /// The engine's write pressure now (see [`WritePressure`]).
+    fn write_pressure(&self) -> WritePressure {
+        WritePressure::default()
     }
     /// Flushes memtables to disk and waits, including for the compactions the flush triggers.
     fn flush(&self) -> Result<()>;

@@ -490,6 +490,7 @@ mod tests {
             skipped: None,
             filter_stats_by_level: true,
             checkpoint: None,
+            sustained: None,
             rss: None,
         };
         let runs = ["siftdb", "rocksdb"].map(|engine| EngineRun {

@@ -386,6 +386,16 @@ fn summary(result: &PhaseResult, m: &Measured, config: &Config) -> String {
             t.ops, config.range_tombstone_width, t.entries
         ),
         Benchmark::MergeRandom => format!(" ({} merges)", t.ops),
+        Benchmark::FillSustained => match &result.sustained {
+            Some(s) => format!(
+                " (the fastest trial passed; sustained {:.0} puts/s over {} trials, limits: L0 under {} tables, compaction owing at most {})",
+                s.sustained,
+                s.trials.len(),
+                s.max_l0_files,
+                human_bytes(s.max_pending_bytes)
+            ),
+            None => String::new(),
+        },
         _ => read_summary(result, m, config),
     }
 }
@@ -942,6 +952,31 @@ fn stats_json(s: &Stats, point_reads_only: bool, map: &mut Map<String, Value>) {
 
 /// The checkpoint's own fields; linked and copied are `null` for an engine that does not count
 /// them.
+fn sustained_json(s: &super::workloads::SustainedReport, map: &mut Map<String, Value>) {
+    map.insert("sustained_ops_per_sec".into(), json!(s.sustained));
+    map.insert("sustained_max_l0_files".into(), json!(s.max_l0_files));
+    map.insert(
+        "sustained_max_pending_bytes".into(),
+        json!(s.max_pending_bytes),
+    );
+    let trials: Vec<Value> = s
+        .trials
+        .iter()
+        .map(|t| {
+            json!({
+                "target_ops_per_sec": t.target,
+                "achieved_ops_per_sec": t.achieved,
+                "max_l0_files": t.max_l0_files,
+                "max_pending_compaction_bytes": t.max_pending_bytes,
+                "stall_micros": t.stall_micros,
+                "passed": t.failed.is_none(),
+                "failed_because": t.failed,
+            })
+        })
+        .collect();
+    map.insert("sustained_trials".into(), json!(trials));
+}
+
 fn checkpoint_json(c: &CheckpointReport, m: &Measured, map: &mut Map<String, Value>) {
     let mut put = |k: &str, v: Value| {
         map.insert(k.to_string(), v);
@@ -983,6 +1018,9 @@ pub fn json(result: &PhaseResult, config: &Config, engine: &str) -> Value {
     // phase's counters of the same name (they are equal for siftdb; `null` where not counted).
     if let (Some(c), Some(m)) = (&result.checkpoint, &result.measured) {
         checkpoint_json(c, m, &mut map);
+    }
+    if let Some(s) = &result.sustained {
+        sustained_json(s, &mut map);
     }
     if let Some((alone, beside)) = result.hot_hit_rates {
         map.insert("hot_hit_rate_alone".into(), json!(alone));

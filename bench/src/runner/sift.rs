@@ -8,7 +8,7 @@ use siftdb::{
 };
 
 use super::args::{AllocationArg, Config};
-use super::engine::{keyspace_name, BatchOp, Engine, SeekOutcome};
+use super::engine::{keyspace_name, BatchOp, Engine, SeekOutcome, WritePressure};
 use super::error::{Error, Result};
 use super::settings::{
     hits_text, memtable_bloom_text, siftdb_options, sync_text, tree_shape, SettingRows,
@@ -388,6 +388,19 @@ impl Engine for SiftEngine {
 
     fn stats(&self) -> Option<Stats> {
         Some(self.db.stats())
+    }
+
+    fn write_pressure(&self) -> WritePressure {
+        let sum = |name: &str| -> Option<u64> {
+            self.keyspaces
+                .iter()
+                .map(|k| k.property(name)?.parse::<u64>().ok())
+                .sum()
+        };
+        WritePressure {
+            l0_files: sum("siftdb.num-files-at-level0"),
+            pending_compaction_bytes: sum("siftdb.estimate-pending-compaction-bytes"),
+        }
     }
 
     fn shape(&self) -> Option<String> {

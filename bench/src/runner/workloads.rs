@@ -19,6 +19,9 @@ use super::measure::{drive, Measured, Outcome, ThreadCtx};
 use super::progress::Progress;
 
 mod floor;
+mod sustained;
+
+pub use sustained::{trial_text, SustainedReport, Trial};
 mod ycsb;
 
 /// The result of one workload.
@@ -50,6 +53,8 @@ pub struct PhaseResult {
     pub filter_stats_by_level: bool,
     /// What the checkpoint held and cost (`checkpoint` only).
     pub checkpoint: Option<CheckpointReport>,
+    /// The trials and the rate found (`fillsustained` only).
+    pub sustained: Option<SustainedReport>,
     /// The process's resident set at the workload's start and its peak during it (Linux);
     /// set by the caller of [`Workbench::run`], which owns the process-wide measurement.
     pub rss: Option<super::memory::Rss>,
@@ -88,6 +93,7 @@ impl PhaseResult {
             skipped: None,
             filter_stats_by_level: true,
             checkpoint: None,
+            sustained: None,
             rss: None,
         }
     }
@@ -474,6 +480,11 @@ impl<'a> Workbench<'a> {
                 measured
             }
             Benchmark::Compact => self.compact(stream)?,
+            Benchmark::FillSustained => {
+                let (measured, report) = self.fill_sustained(stream)?;
+                result.sustained = Some(report);
+                measured
+            }
             Benchmark::YcsbA
             | Benchmark::YcsbB
             | Benchmark::YcsbC

@@ -600,7 +600,9 @@ impl Db {
 
     /// A named property (`siftdb.levels`, `siftdb.sstables`, `siftdb.stats`, `siftdb.keyspaces`,
     /// `siftdb.num-files-at-level<N>`, `siftdb.estimate-num-keys`,
-    /// `siftdb.cur-size-all-mem-tables`, `siftdb.num-immutable-mem-table`), or `None` if
+    /// `siftdb.cur-size-all-mem-tables`, `siftdb.num-immutable-mem-table`,
+    /// `siftdb.estimate-pending-compaction-bytes`: the bytes compaction owes the tree in its
+    /// style, as RocksDB's property of that name), or `None` if
     /// unknown. The tree properties are the
     /// "default" keyspace's ([`Keyspace::property`] for another).
     pub fn property(&self, name: &str) -> Option<String> {

@@ -28,6 +28,9 @@ pub(crate) fn property(db: &Engine, tree: &Tree, name: &str) -> Option<String> {
             Some((mem as u64 + tables).to_string())
         }
         "siftdb.num-immutable-mem-table" => Some(view.imm.len().to_string()),
+        "siftdb.estimate-pending-compaction-bytes" => {
+            Some(pending_compaction_bytes(tree, &view.version).to_string())
+        }
         "siftdb.cur-size-all-mem-tables" => Some(
             std::iter::once(&view.mem)
                 .chain(&view.imm)
@@ -42,6 +45,24 @@ pub(crate) fn property(db: &Engine, tree: &Tree, name: &str) -> Option<String> {
                 .ok()?;
             (level < view.version.num_levels()).then(|| view.version.level(level).len().to_string())
         }
+    }
+}
+
+/// Bytes compaction owes the tree in its style (RocksDB's property of the same name).
+fn pending_compaction_bytes(tree: &Tree, version: &crate::core::version::Version) -> u64 {
+    use crate::base::compaction_style::{universal_config, CompactionStyle};
+    let levels = crate::core::version_set::level_files(version);
+    let o = &tree.options;
+    match o.compaction_style {
+        CompactionStyle::Universal => siftdb_compaction::universal::pending_compaction_bytes(
+            &levels,
+            &universal_config(
+                &o.compaction_options_universal,
+                o.level0_file_num_compaction_trigger,
+            ),
+        ),
+        CompactionStyle::Fifo => 0,
+        _ => siftdb_compaction::picker::pending_compaction_bytes(&levels, &o.picker_config()),
     }
 }
 

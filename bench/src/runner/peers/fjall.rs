@@ -38,7 +38,7 @@ use siftdb::{LevelFilterStats, Stats};
 use siftdb_cache::BlockKind;
 
 use super::super::args::Config;
-use super::super::engine::{BatchOp, Engine, SeekOutcome};
+use super::super::engine::{BatchOp, Engine, SeekOutcome, WritePressure};
 use super::super::error::{Error, Result};
 use super::super::settings::{self, siftdb_options, SettingRows};
 use super::super::text::{compression_text, human_bytes, peer_db_write_buffer_text};
@@ -486,6 +486,14 @@ impl Engine for FjallEngine {
         self.keyspace.major_compact().map_err(fjall_error)?;
         self.wait_for_background();
         Ok(())
+    }
+
+    fn write_pressure(&self) -> WritePressure {
+        // fjall does not estimate the bytes its compactions owe.
+        WritePressure {
+            l0_files: Some(self.keyspace.l0_table_count() as u64),
+            pending_compaction_bytes: None,
+        }
     }
 
     fn stats(&self) -> Option<Stats> {

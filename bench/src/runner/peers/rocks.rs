@@ -46,7 +46,7 @@ use siftdb::{LevelFilterStats, Stats};
 use siftdb_cache::BlockKind;
 
 use super::super::args::{CompactionPriArg, Config, FilterPolicyArg};
-use super::super::engine::{BatchOp, Engine, SeekOutcome};
+use super::super::engine::{BatchOp, Engine, SeekOutcome, WritePressure};
 use super::super::error::{Error, Result};
 use super::super::settings::{self, siftdb_options, SettingRows};
 use super::super::text::{
@@ -620,6 +620,14 @@ impl Engine for RocksEngine {
         }
         iter.status().map_err(rocks_error)?;
         Ok(keys)
+    }
+
+    fn write_pressure(&self) -> WritePressure {
+        let int = |name: &str| self.db.property_int_value(name).ok().flatten();
+        WritePressure {
+            l0_files: int("rocksdb.num-files-at-level0"),
+            pending_compaction_bytes: int("rocksdb.estimate-pending-compaction-bytes"),
+        }
     }
 
     fn stats(&self) -> Option<Stats> {
