@@ -7,43 +7,95 @@ use std::sync::Arc;
 use crossbeam_skiplist::map::Entry;
 use crossbeam_skiplist::SkipMap;
 use parking_lot::Mutex;
-use siftdb_sstable::{FragmentedRangeTombstones, InternalKey, Lookup, RangeTombstone, ValueKind};
+use siftdb_sstable::{
+    compare_internal, pack_trailer, user_key_of, FragmentedRangeTombstones, InternalKey, Lookup,
+    ParsedKey, RangeTombstone, ValueKind,
+};
 
+use crate::core::arena::Arena;
 use crate::core::key_head::KeyHead;
 use crate::core::memtable_bloom::MemtableBloom;
 
 /// Per-entry bookkeeping charged on top of key and value bytes (skiplist node, pointers).
 const ENTRY_OVERHEAD: usize = 64;
 
-/// A skiplist key: the internal key with its user key's [`KeyHead`] inline.
+/// A skiplist key: an encoded internal key with its user key's [`KeyHead`] inline.
 ///
 /// Why: an insert or lookup compares its key with a few dozen skiplist keys, and comparing
-/// [`InternalKey`]s directly means following each one's heap pointer and calling `memcmp`
-/// (together about a third of a random fill's time in profiles).
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct MemKey {
+/// encoded keys directly means following each one's pointer and calling `memcmp` (together
+/// about a third of a random fill's time in profiles).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct MemKey<'a> {
     head: KeyHead,
-    key: InternalKey,
+    encoded: &'a [u8],
 }
 
-impl MemKey {
-    fn new(key: InternalKey) -> MemKey {
+impl<'a> MemKey<'a> {
+    /// The key of `encoded`, an encoded internal key (at least its 8-byte trailer).
+    fn new(encoded: &'a [u8]) -> MemKey<'a> {
         MemKey {
-            head: KeyHead::of(key.user_key()),
-            key,
+            head: KeyHead::of(user_key_of(encoded)),
+            encoded,
         }
+    }
+
+    /// The key of `encoded` if it is long enough to be an encoded internal key.
+    fn parse(encoded: &'a [u8]) -> Option<MemKey<'a>> {
+        ParsedKey::parse(encoded).map(|_| MemKey::new(encoded))
+    }
+
+    fn user_key(&self) -> &'a [u8] {
+        user_key_of(self.encoded)
+    }
+
+    fn parsed(&self) -> ParsedKey<'a> {
+        ParsedKey::parse(self.encoded).unwrap_or(ParsedKey {
+            user_key: self.encoded,
+            sequence: 0,
+            kind: ValueKind::Put,
+        })
     }
 }
 
-impl PartialOrd for MemKey {
+impl PartialOrd for MemKey<'_> {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl Ord for MemKey {
+impl Ord for MemKey<'_> {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.head.cmp_then(other.head, || self.key.cmp(&other.key))
+        self.head
+            .cmp_then(other.head, || compare_internal(self.encoded, other.encoded))
+    }
+}
+
+/// A key of the skiplist: a [`MemKey`] of bytes in the memtable's arena. `'static` stands for
+/// "as long as the memtable": the bytes live in `Memtable::arena`, which is dropped after the
+/// skiplist, and this module hands them out only through borrows of the memtable
+/// ([`StoredKey::key`], [`StoredValue::bytes`] shorten the lifetime), never as `'static`.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct StoredKey(MemKey<'static>);
+
+impl StoredKey {
+    fn key(&self) -> MemKey<'_> {
+        self.0
+    }
+}
+
+impl<'a> std::borrow::Borrow<MemKey<'a>> for StoredKey {
+    fn borrow(&self) -> &MemKey<'a> {
+        &self.0
+    }
+}
+
+/// A value of the skiplist: bytes in the memtable's arena (see [`StoredKey`]).
+#[derive(Debug)]
+struct StoredValue(&'static [u8]);
+
+impl StoredValue {
+    fn bytes(&self) -> &[u8] {
+        self.0
     }
 }
 
@@ -64,7 +116,8 @@ pub enum MemGet {
 /// concurrently without locks.
 #[derive(Debug)]
 pub struct Memtable {
-    map: SkipMap<MemKey, Vec<u8>>,
+    /// The entries, their keys and values in `arena` (declared first: dropped before it).
+    map: SkipMap<StoredKey, StoredValue>,
     size: AtomicUsize,
     /// The oldest WAL that may hold this memtable's writes (moved forward while the memtable is
     /// empty, so an idle keyspace does not keep old WALs alive).
@@ -77,6 +130,8 @@ pub struct Memtable {
     merge_operands: AtomicU64,
     /// Prefixes (and optionally whole keys) of the entries, asked before the skiplist.
     bloom: Option<MemtableBloom>,
+    /// The bytes of every key and value in `map`.
+    arena: Arena,
 }
 
 /// A memtable's range tombstones as written, and their fragmented form, built by the first
@@ -98,6 +153,7 @@ impl Memtable {
             has_range_dels: AtomicBool::new(false),
             merge_operands: AtomicU64::new(0),
             bloom: None,
+            arena: Arena::default(),
         }
     }
 
@@ -132,10 +188,16 @@ impl Memtable {
         if let Some(bloom) = &self.bloom {
             bloom.insert(key);
         }
-        self.map.insert(
-            MemKey::new(InternalKey::new(key, sequence, kind)),
-            value.to_vec(),
-        );
+        let trailer = pack_trailer(sequence, kind).to_le_bytes();
+        let copy = self.arena.copy(&[key, &trailer, value]);
+        let (encoded, value) = copy.split_at(key.len() + trailer.len());
+        // SAFETY: the copies live in `self.arena`, which is dropped after `self.map` (field
+        // order) and never frees or changes them before; the map keeps them as `'static` only
+        // inside this module, which reads them through borrows of `self` (see `StoredKey`).
+        let (encoded, value): (&'static [u8], &'static [u8]) =
+            unsafe { (&*(encoded as *const [u8]), &*(value as *const [u8])) };
+        self.map
+            .insert(StoredKey(MemKey::new(encoded)), StoredValue(value));
     }
 
     /// Approximate memory used (the bloom's filters included).
@@ -232,28 +294,29 @@ impl Memtable {
     /// [`Memtable::get_into`], with the sequence number of the version found (0 when none).
     /// Range tombstones are not consulted (see [`Memtable::covering_tombstone`]).
     pub fn get_versioned(&self, key: &[u8], snapshot: u64, value: &mut Vec<u8>) -> (Lookup, u64) {
-        let target = MemKey::new(InternalKey::for_lookup(key, snapshot));
-        let Some(entry) = self.map.range(target..).next() else {
+        let target = InternalKey::for_lookup(key, snapshot);
+        let target = MemKey::new(target.encoded());
+        let Some(entry) = self.map.lower_bound(Bound::Included(&target)) else {
             return (Lookup::NotFound, 0);
         };
-        let parsed = entry.key().key.parsed();
+        let parsed = entry.key().key().parsed();
         if parsed.user_key != key {
             return (Lookup::NotFound, 0);
         }
         let found = match parsed.kind {
             ValueKind::Put => {
                 value.clear();
-                value.extend_from_slice(entry.value());
+                value.extend_from_slice(entry.value().bytes());
                 Lookup::Found
             }
             ValueKind::ExpiringPut => {
                 value.clear();
-                value.extend_from_slice(entry.value());
+                value.extend_from_slice(entry.value().bytes());
                 Lookup::FoundExpiring
             }
             ValueKind::Merge => {
                 value.clear();
-                value.extend_from_slice(entry.value());
+                value.extend_from_slice(entry.value().bytes());
                 Lookup::Merge
             }
             ValueKind::Delete | ValueKind::RangeDelete => Lookup::Deleted,
@@ -266,27 +329,33 @@ impl Memtable {
         let first = self.map.front()?;
         let last = self.map.back()?;
         Some((
-            first.key().key.user_key().to_vec(),
-            last.key().key.user_key().to_vec(),
+            first.key().key().user_key().to_vec(),
+            last.key().key().user_key().to_vec(),
         ))
     }
 
-    /// All entries in internal-key order (for flushing).
-    pub fn entries(&self) -> impl Iterator<Item = (InternalKey, Vec<u8>)> + '_ {
-        self.map
-            .iter()
-            .map(|e| (e.key().key.clone(), e.value().clone()))
+    /// Calls `f` with each entry's encoded internal key and value, in internal-key order, read
+    /// in place: the flush's path (cloning every key and value into owned buffers cost two
+    /// allocations and two frees per entry).
+    pub(crate) fn try_for_each_entry<E>(
+        &self,
+        mut f: impl FnMut(&[u8], &[u8]) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        for entry in self.map.iter() {
+            f(entry.key().key().encoded, entry.value().bytes())?;
+        }
+        Ok(())
     }
 
     /// Calls `f` with each distinct user key, in order (the versions of a key are adjacent):
     /// what a flush adds to the tree's filter index, without copying entries.
     pub(crate) fn for_each_user_key(&self, mut f: impl FnMut(&[u8])) {
-        let mut last: Option<Entry<'_, MemKey, Vec<u8>>> = None;
+        let mut last: Option<Entry<'_, StoredKey, StoredValue>> = None;
         for entry in self.map.iter() {
-            let user_key = entry.key().key.user_key();
+            let user_key = entry.key().key().user_key();
             if last
                 .as_ref()
-                .is_some_and(|l| l.key().key.user_key() == user_key)
+                .is_some_and(|l| l.key().key().user_key() == user_key)
             {
                 continue;
             }
@@ -298,7 +367,7 @@ impl Memtable {
 
 /// A position in a memtable's skiplist: an entry (reference-counted by the skiplist, so it
 /// stays valid while held) or none.
-type Position<'a> = Option<Entry<'a, MemKey, Vec<u8>>>;
+type Position<'a> = Option<Entry<'a, StoredKey, StoredValue>>;
 
 self_cell::self_cell!(
     /// A skiplist position together with the memtable it points into.
@@ -332,7 +401,7 @@ impl MemtableIter {
         }
     }
 
-    fn entry(&self) -> Option<&Entry<'_, MemKey, Vec<u8>>> {
+    fn entry(&self) -> Option<&Entry<'_, StoredKey, StoredValue>> {
         self.cursor.borrow_dependent().as_ref()
     }
 
@@ -343,12 +412,12 @@ impl MemtableIter {
 
     /// Current internal key (encoded).
     pub fn key(&self) -> &[u8] {
-        self.entry().map_or(&[], |e| e.key().key.encoded())
+        self.entry().map_or(&[], |e| e.key().key().encoded)
     }
 
     /// Current value.
     pub fn value(&self) -> &[u8] {
-        self.entry().map_or(&[], |e| e.value().as_slice())
+        self.entry().map_or(&[], |e| e.value().bytes())
     }
 
     /// First entry.
@@ -365,7 +434,7 @@ impl MemtableIter {
 
     /// First entry ≥ `target` (an encoded internal key; an unparsable one seeks to the start).
     pub fn seek(&mut self, target: &[u8]) {
-        let target = InternalKey::from_encoded(target.to_vec()).map(MemKey::new);
+        let target = MemKey::parse(target);
         self.cursor.with_dependent_mut(|mem, position| {
             *position = match &target {
                 Some(t) => mem.map.lower_bound(Bound::Included(t)),
@@ -376,7 +445,7 @@ impl MemtableIter {
 
     /// Last entry ≤ `target` (an encoded internal key; an unparsable one seeks to the end).
     pub fn seek_for_prev(&mut self, target: &[u8]) {
-        let target = InternalKey::from_encoded(target.to_vec()).map(MemKey::new);
+        let target = MemKey::parse(target);
         self.cursor.with_dependent_mut(|mem, position| {
             *position = match &target {
                 Some(t) => mem.map.upper_bound(Bound::Included(t)),
@@ -448,7 +517,7 @@ mod tests {
         for a in &keys {
             for b in &keys {
                 assert_eq!(
-                    MemKey::new(a.clone()).cmp(&MemKey::new(b.clone())),
+                    MemKey::new(a.encoded()).cmp(&MemKey::new(b.encoded())),
                     a.cmp(b),
                     "{a:?} vs {b:?}"
                 );

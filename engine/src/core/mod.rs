@@ -2,6 +2,7 @@
 //! versions and the [`VersionSet`](version_set::VersionSet) that owns them with the manifest,
 //! memtables, snapshots, the write queue, statistics and the filter plan. It names only `base`.
 
+pub(crate) mod arena;
 pub(crate) mod cache_reservation;
 pub(crate) mod file_cache;
 pub(crate) mod filter_index;

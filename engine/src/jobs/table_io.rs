@@ -34,9 +34,7 @@ pub(crate) fn write_l0_table(
     );
     let build = options.table_build_options(plan.build_level, plan.filter);
     let mut builder = TableBuilder::new(&mut file, build);
-    for (key, value) in mem.entries() {
-        builder.add(key.encoded(), &value)?;
-    }
+    mem.try_for_each_entry(|key, value| builder.add(key, value))?;
     if let Some(tombstones) = mem.range_tombstones() {
         builder.set_range_tombstones((*tombstones).clone());
     }
