@@ -18,6 +18,8 @@ fn table_with(compression: siftdb_sstable::Compression) -> Vec<u8> {
             compression,
             // A range filter block too (the fuzz entry asks it ranges).
             range_filter_bits_per_key: 10.0,
+            // And an age, so mutations land in the optional `creation_time` property.
+            creation_time: 1_800_000_000,
             ..TableBuildOptions::default()
         },
     );

@@ -14,6 +14,7 @@ use siftdb_compaction::InternalIterator;
 use siftdb_sstable::{SstError, Table, TableIter};
 
 use crate::core::key_bounds::KeyBounds;
+use crate::core::version::TableFile;
 
 /// The scan's range as the range filters are asked about it: half-open `[start, end)` user keys
 /// (`None`: unbounded on that side).
@@ -70,7 +71,10 @@ impl RangeProbe {
 /// A cursor over one (L0) table that a seek leaves unpositioned when [`RangeProbe`] says the
 /// table holds nothing the walk from the target would read.
 pub(crate) struct RangeSkippingTable {
-    table: Arc<Table>,
+    /// The table, held as the version holds it: while the cursor lives its file is not deleted
+    /// (`core::live_tables`), even once a compaction has replaced it and every version naming
+    /// it is gone — the table cache may have closed the file, and reads open it again by name.
+    table: Arc<TableFile>,
     iter: TableIter,
     probe: Arc<RangeProbe>,
     /// The last seek skipped the table: not valid, no block read.
@@ -80,7 +84,7 @@ pub(crate) struct RangeSkippingTable {
 }
 
 impl RangeSkippingTable {
-    pub(crate) fn new(table: Arc<Table>, iter: TableIter, probe: Arc<RangeProbe>) -> Self {
+    pub(crate) fn new(table: Arc<TableFile>, iter: TableIter, probe: Arc<RangeProbe>) -> Self {
         RangeSkippingTable {
             table,
             iter,
@@ -124,13 +128,13 @@ impl InternalIterator for RangeSkippingTable {
     }
     fn seek(&mut self, target: &[u8]) {
         let user = siftdb_sstable::user_key_of(target);
-        if !self.skip(self.probe.skips_forward(&self.table, user)) {
+        if !self.skip(self.probe.skips_forward(&self.table.table, user)) {
             self.iter.seek(target);
         }
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
         let user = siftdb_sstable::user_key_of(target);
-        if !self.skip(self.probe.skips_backward(&self.table, user)) {
+        if !self.skip(self.probe.skips_backward(&self.table.table, user)) {
             self.iter.seek_for_prev(target);
         }
     }

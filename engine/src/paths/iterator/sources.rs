@@ -128,9 +128,8 @@ pub(crate) fn merge_for(
     for file in version.level(0) {
         if wanted(file)? {
             let iter = file.table.iter_with(options.clone());
-            let table = Arc::clone(&file.table);
             children.push(Box::new(RangeSkippingTable::new(
-                table,
+                Arc::clone(file),
                 iter,
                 Arc::clone(&probe),
             )));
