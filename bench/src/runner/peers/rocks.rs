@@ -219,7 +219,7 @@ fn db_options(config: &Config, sift: &siftdb::Options, table: &BlockBasedOptions
     options.set_memtable_whole_key_filtering(config.memtable_whole_key_filtering);
     options.set_write_buffer_size(sift.write_buffer_size);
     options.set_db_write_buffer_size(sift.db_write_buffer_size);
-    options.set_max_open_files(sift.max_open_files);
+    options.set_max_open_files(rocks_open_files(sift));
     options.set_max_manifest_file_size(
         usize::try_from(sift.max_manifest_file_size).unwrap_or(usize::MAX),
     );
@@ -256,6 +256,16 @@ fn db_options(config: &Config, sift: &siftdb::Options, table: &BlockBasedOptions
 }
 
 /// The same codec per level as siftdb (the last entry for every deeper level).
+/// RocksDB's `max_open_files`: siftdb's, except under FIFO compaction, which RocksDB runs only
+/// with every table open (`-1`; it refuses to open otherwise; the settings table shows it).
+fn rocks_open_files(sift: &siftdb::Options) -> i32 {
+    if sift.compaction_style == siftdb::CompactionStyle::Fifo {
+        -1
+    } else {
+        sift.max_open_files
+    }
+}
+
 /// siftdb's compaction style and its settings, field by field (RocksDB's names).
 fn set_compaction_style(options: &mut Options, sift: &siftdb::Options) {
     let int = |v: u64| i32::try_from(v).unwrap_or(i32::MAX);
@@ -322,7 +332,7 @@ fn settings_line(config: &Config, sift: &siftdb::Options, mapped: &Mapped) -> St
     } = mapped;
     let open_files = format!(
         "{} (max_open_files), manifest rolled over at {} (max_manifest_file_size)",
-        open_files_text(sift.max_open_files),
+        open_files_text(rocks_open_files(sift)),
         human_bytes(sift.max_manifest_file_size)
     );
     format!(
