@@ -291,6 +291,15 @@ proptest! {
     ) {
         run(siftdb::CompactionStyle::Universal, &ops);
     }
+
+    /// FIFO under its (default, never reached) size limit: every table stays in L0, and power
+    /// is lost among flushes only.
+    #[test]
+    fn db_with_fifo_compaction_matches_model_across_power_loss(
+        ops in proptest::collection::vec(op(), 1..100)
+    ) {
+        run(siftdb::CompactionStyle::Fifo, &ops);
+    }
 }
 
 /// A synced batch that writes nothing — empty, or holding only empty ranges — still makes the

@@ -38,6 +38,14 @@ pub(crate) fn delete_obsolete_files(db: &Shared) {
     };
     // Live tables and pending outputs are read together (`VersionSet::live_files`).
     let (live_tables, manifest) = db.versions().live_files();
+    // Again, after reading the live set: a job whose manifest append failed meanwhile records
+    // the background error before it gives its outputs back (leaving the pending set), so an
+    // output missing from `live_tables` because of such a failure shows the error here. The
+    // manifest may name that output (the append's fate is unknown until the next open): it
+    // must not be deleted.
+    if db.state().lock().bg_error.is_some() {
+        return;
+    }
     for name in entries {
         let obsolete = match names::parse(&name) {
             FileKind::Wal(n) => n < min_wal,
