@@ -15,7 +15,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 profile="${SIFTDB_BENCH_PROFILE:-test-release}"
 num=2000
-benchmarks="fillseq,fillrandom,overwrite,readrandom,readmissing,multireadrandom,multireadmissing,readhot,seekrandom,seekmissing,readseq,readreverse,prefixscan,deleterandom,readwhilewriting,readwhilecompacting,compact,checkpoint,stats"
+benchmarks="fillseq,fillrandom,overwrite,fillsustained,readrandom,readmissing,multireadrandom,multireadmissing,readhot,seekrandom,seekmissing,readseq,readreverse,prefixscan,deleterandom,readwhilewriting,readwhilecompacting,compact,checkpoint,stats"
 
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
@@ -35,7 +35,8 @@ run_bench() {
 for keyspaces in 1 4; do
 echo "siftdb-bench smoke: --num=$num --keyspaces=$keyspaces --benchmarks=$benchmarks (profile $profile)"
 run_bench "the runner (--keyspaces=$keyspaces)" \
-    --num="$num" --benchmarks="$benchmarks" --threads=2 --keyspaces="$keyspaces" --json
+    --num="$num" --benchmarks="$benchmarks" --threads=2 --keyspaces="$keyspaces" --json \
+    --sustained_seconds=0.2 --sustained_trials=2
 
 python3 - "$out" "$num" "$benchmarks" "$keyspaces" <<'PY'
 import json
@@ -87,6 +88,13 @@ for name in names:
 for name in ("fillseq", "fillrandom", "overwrite"):
     check(name, "ops", num)
     check(name, "keys_written", num)
+row = rows.get("fillsustained")
+if row is not None:
+    trials = row.get("sustained_trials") or []
+    if not trials or any(t.get("achieved_ops_per_sec", 0) <= 0 for t in trials):
+        errors.append(f"fillsustained: trials {trials!r}")
+    if trials and trials[0].get("target_ops_per_sec") is not None:
+        errors.append("fillsustained: the first trial is not the unpaced burst")
 check("deleterandom", "ops", deletes)
 check("deleterandom", "entries", deletes)  # every deleted key existed
 check("readrandom", "ops", reads)
