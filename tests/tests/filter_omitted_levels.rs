@@ -89,7 +89,9 @@ fn zero_bits_per_key_writes_no_filter_and_still_finds_every_key() {
     // they have a filter.
     let levels = db.level_info();
     assert!(
-        levels.iter().any(|l| l.filter_bytes > 0 && l.filter_kind != "none"),
+        levels
+            .iter()
+            .any(|l| l.filter_bytes > 0 && l.filter_kind != "none"),
         "{}",
         db.property("siftdb.levels").unwrap_or_default()
     );
