@@ -1,5 +1,6 @@
 //! Corruption sweep: single-bit flips and truncations spread over every file of a database
-//! (WAL, tables, manifest, CURRENT, OPTIONS). Each must give a clear error or, for a WAL tail,
+//! (WAL, tables, manifest, CURRENT, OPTIONS), once with the default keyspace leveled and once
+//! FIFO (the second keyspace is universal in both). Each must give a clear error or, for a WAL tail,
 //! a clean point-in-time recovery. Never a wrong value, never a panic. The database has two
 //! keyspaces (a quarter of the keys in "second", written in cross-keyspace batches, its tables
 //! filtered by binary fuse filters), so flips land
@@ -13,13 +14,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
-use siftdb::{Db, Options};
+use siftdb::{CompactionStyle, Db, Options};
 use siftdb_tests::FaultFs;
 
 const KEYS: u32 = 4000;
 
-fn options(fs: &FaultFs) -> Options {
+fn options(fs: &FaultFs, style: CompactionStyle) -> Options {
     Options {
+        // The default keyspace's style: leveled, or FIFO (under its limit: every table stays
+        // in L0, each with its `creation_time`).
+        compaction_style: style,
         write_buffer_size: 32 << 10,
         fs: Arc::new(fs.clone()),
         // Every table compressed, so flips land in compressed blocks too.
@@ -101,9 +105,9 @@ fn in_second(i: u32) -> bool {
 }
 
 /// A database with flushed tables and a WAL holding the newest writes.
-fn base() -> FaultFs {
+fn base(style: CompactionStyle) -> FaultFs {
     let fs = FaultFs::new();
-    let db = Db::open("/db", options(&fs)).unwrap();
+    let db = Db::open("/db", options(&fs, style)).unwrap();
     write_ghosts_and_counters(&db);
     // "second" filters every level with binary fuse filters, so flips land in fuse blocks too
     // (the default keyspace has blocked bloom and ribbon ones), and compacts in the universal
@@ -163,6 +167,14 @@ fn base() -> FaultFs {
         "no fuse filter in the sweep's tables: {}",
         second.property("siftdb.levels").unwrap_or_default()
     );
+    if style == CompactionStyle::Fifo {
+        let levels = db.level_info();
+        assert!(
+            levels[0].files > 1 && levels[1..].iter().all(|l| l.files == 0),
+            "a FIFO tree is L0 only: {}",
+            db.property("siftdb.levels").unwrap_or_default()
+        );
+    }
     assert!(
         db.level_info().iter().any(|l| l.partitioned_tables > 0),
         "no table of the sweep is partitioned: {}",
@@ -184,9 +196,9 @@ struct Tally {
 type Entry = siftdb::Result<(Vec<u8>, Vec<u8>)>;
 
 /// Opens the damaged copy and reads everything; counts what happened.
-fn check(fs: &FaultFs, damaged_wal: bool, tally: &mut Tally) {
+fn check(fs: &FaultFs, style: CompactionStyle, damaged_wal: bool, tally: &mut Tally) {
     tally.cases += 1;
-    let db = match Db::open("/db", options(fs)) {
+    let db = match Db::open("/db", options(fs, style)) {
         Ok(db) => db,
         Err(_) => {
             tally.detected += 1;
@@ -348,7 +360,20 @@ fn check(fs: &FaultFs, damaged_wal: bool, tally: &mut Tally) {
 #[test]
 fn bit_flips_and_truncations_never_give_wrong_values() {
     let flips: u64 = siftdb_tests::env_count("SIFTDB_CORRUPTION_FLIPS", 5000);
-    let original = base();
+    sweep(CompactionStyle::Level, flips);
+}
+
+/// The same sweep over a database whose default keyspace compacts FIFO: all its tables in L0.
+#[test]
+fn bit_flips_and_truncations_under_fifo_never_give_wrong_values() {
+    let flips: u64 = siftdb_tests::env_count("SIFTDB_CORRUPTION_FLIPS", 5000) / 4;
+    sweep(CompactionStyle::Fifo, flips);
+}
+
+/// `flips` damaged copies of the base database (default keyspace compacting in `style`), each
+/// opened and read back, then every WAL emptied once.
+fn sweep(style: CompactionStyle, flips: u64) {
+    let original = base(style);
     let files: Vec<PathBuf> = original
         .paths()
         .into_iter()
@@ -382,7 +407,7 @@ fn bit_flips_and_truncations_never_give_wrong_values() {
             assert!(fs.flip_bit(path, offset, rng.gen_range(0..8)));
         }
         let before = tally.wrong;
-        check(&fs, is_wal, &mut tally);
+        check(&fs, style, is_wal, &mut tally);
         if tally.wrong > before && std::env::var("SIFTDB_SWEEP_DEBUG").is_ok() {
             eprintln!("wrong after damaging {} (case {n})", path.display());
         }
@@ -396,7 +421,7 @@ fn bit_flips_and_truncations_never_give_wrong_values() {
         let fs = original.deep_clone();
         truncate(&fs, path, &[]);
         let before = tally.wrong;
-        check(&fs, true, &mut tally);
+        check(&fs, style, true, &mut tally);
         if tally.wrong > before && std::env::var("SIFTDB_SWEEP_DEBUG").is_ok() {
             eprintln!("wrong after emptying {}", path.display());
         }
