@@ -89,6 +89,11 @@ impl<'a> std::borrow::Borrow<MemKey<'a>> for StoredKey {
     }
 }
 
+// The skiplist may drop a replaced entry's key and value after the memtable (and its arena) is
+// gone (crossbeam's deferred destruction): sound only while dropping them reads nothing.
+const _: () =
+    assert!(!std::mem::needs_drop::<StoredKey>() && !std::mem::needs_drop::<StoredValue>());
+
 /// A value of the skiplist: bytes in the memtable's arena (see [`StoredKey`]).
 #[derive(Debug)]
 struct StoredValue(&'static [u8]);

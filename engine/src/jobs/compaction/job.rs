@@ -208,6 +208,16 @@ impl<'a> CompactionJob<'a> {
         if ranges.windows(2).any(|w| w[0].1 >= w[1].0) {
             return false;
         }
+        // No table of the output level in their range (every pick today makes those inputs,
+        // but a sorted level must never receive an overlapping table by a move).
+        let output = self.version.level(self.output_level);
+        if ranges.iter().any(|(smallest, largest)| {
+            output
+                .iter()
+                .any(|f| f.largest_user_key() >= *smallest && f.smallest_user_key() <= *largest)
+        }) {
+            return false;
+        }
         let limit = MAX_GRANDPARENT_OVERLAP_FILES * self.tree.options.target_file_size_base;
         let grandparents = self.version.level(self.output_level + 1);
         let small_overlap = ranges.iter().all(|(smallest, largest)| {
