@@ -82,14 +82,23 @@ impl Arena {
             .all
             .last()
             .is_some_and(|c| c.capacity() - c.used >= len);
-        if !fits {
+        let at = if fits {
+            chunks.all.len() - 1
+        } else {
             let chunk = Chunk::with_capacity(len.max(CHUNK_BYTES));
             chunks.reserved += chunk.capacity();
-            chunks.all.push(chunk);
-        }
-        let Some(chunk) = chunks.all.last_mut() else {
-            unreachable!("a chunk was just pushed if there was none");
+            if len > CHUNK_BYTES / 4 && !chunks.all.is_empty() {
+                // A large copy gets a chunk of its own, placed before the current one: the next
+                // small copies still fill the current chunk instead of opening another.
+                let last = chunks.all.len() - 1;
+                chunks.all.insert(last, chunk);
+                last
+            } else {
+                chunks.all.push(chunk);
+                chunks.all.len() - 1
+            }
         };
+        let chunk = &mut chunks.all[at];
         let start = chunk.used;
         let base = chunk.memory.as_ptr().cast::<u8>();
         // SAFETY: `start + len <= capacity` (checked above, or a fresh chunk of at least `len`
@@ -141,6 +150,19 @@ mod tests {
         }
         assert!(arena.reserved_bytes() >= 3 * CHUNK_BYTES);
         assert!(arena.copy(&[b"", b""]).is_empty());
+    }
+
+    #[test]
+    fn arena_large_copies_leave_the_current_chunk_to_small_ones() {
+        let arena = Arena::default();
+        let small = arena.copy(&[b"first"]);
+        let big = vec![9u8; CHUNK_BYTES / 2];
+        assert_eq!(arena.copy(&[&big]).len(), big.len());
+        let reserved = arena.reserved_bytes();
+        // The next small copy fits in the first chunk: no chunk is opened for it.
+        assert_eq!(arena.copy(&[b"second"]), b"second");
+        assert_eq!(arena.reserved_bytes(), reserved);
+        assert_eq!(small, b"first");
     }
 
     #[test]

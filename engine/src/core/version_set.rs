@@ -94,6 +94,9 @@ pub(crate) struct VersionSetContext {
     /// A manifest past this size is started afresh at the next edit
     /// (`Options::max_manifest_file_size`).
     pub max_manifest_file_size: u64,
+    /// The database's clock (FIFO compaction's TTL), read before the files lock is taken: a
+    /// user's clock may be slow or panic, and flushes and installs wait on that lock.
+    pub clock: Arc<dyn crate::base::ttl::Clock>,
 }
 
 /// See the module documentation.
@@ -641,6 +644,7 @@ impl VersionSet {
     /// off limits to other picks until the reservation drops). Trees take turns being looked at
     /// first, so one busy keyspace does not starve the others.
     pub(crate) fn pick_compaction(&self) -> Option<PickedCompaction<'_>> {
+        let now = self.now_secs();
         let mut files = self.files();
         let start = files.pick_start;
         let order: Vec<u32> = files
@@ -651,7 +655,7 @@ impl VersionSet {
             .collect();
         for id in order {
             let t = files.trees.get_mut(&id)?;
-            let Some((pick, running)) = next_pick(t) else {
+            let Some((pick, running)) = next_pick(t, now) else {
                 continue;
             };
             t.compacting.push(running.clone());
@@ -681,13 +685,19 @@ impl VersionSet {
         None
     }
 
+    /// The clock's Unix time in seconds, read outside every lock.
+    fn now_secs(&self) -> u64 {
+        crate::base::ttl::millis(self.ctx.clock.now()) / 1000
+    }
+
     /// Whether no tree needs a compaction and none is running.
     pub(crate) fn is_settled(&self) -> bool {
+        let now = self.now_secs();
         let files = self.files();
         files
             .trees
             .values()
-            .all(|t| t.compacting.is_empty() && next_pick(t).is_none())
+            .all(|t| t.compacting.is_empty() && next_pick(t, now).is_none())
     }
 }
 
@@ -745,8 +755,8 @@ fn unpin_moved_tables(version: &Version, edit: &VersionEdit) {
 }
 
 /// The next compaction of `tree` in its style that fits beside those under way, with what it
-/// holds while it runs.
-fn next_pick(tree: &TreeFiles) -> Option<(Pick, Running)> {
+/// holds while it runs; `now_secs` is the Unix time FIFO's TTL is judged at.
+fn next_pick(tree: &TreeFiles, now_secs: u64) -> Option<(Pick, Running)> {
     let levels = level_files(&tree.current);
     let options = &tree.tree.options;
     let pick = match options.compaction_style {
@@ -765,8 +775,7 @@ fn next_pick(tree: &TreeFiles) -> Option<(Pick, Running)> {
         }
         CompactionStyle::Fifo => {
             let config = compaction_style::fifo_config(&options.compaction_options_fifo);
-            let now = crate::base::ttl::millis(options.clock.now()) / 1000;
-            fifo::pick(&levels, &config, now, &tree.compacting)
+            fifo::pick(&levels, &config, now_secs, &tree.compacting)
         }
     }?;
     let running = Running::of(&pick, &levels, pick.output_level);

@@ -287,6 +287,7 @@ fn new_engine(
             fs: Arc::clone(&options.fs),
             dir: dir.to_path_buf(),
             max_manifest_file_size: options.max_manifest_file_size,
+            clock: Arc::clone(&options.clock),
         },
         next_file_number(entries, manifest),
         manifest.last_sequence,
