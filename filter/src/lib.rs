@@ -76,7 +76,7 @@ pub use monkey::{monkey, sum_fpr, uniform, FilterBudget, LevelAllocation, LevelS
 pub use policy::{pooled_level_keys, FilterAllocation, FilterPolicy, LevelFilter};
 pub use quotient::QuotientFilter;
 pub use range::{RangeFilter, RangeParams};
-pub use ribbon::{ribbon_expected_fpr, RibbonFilter, RibbonParams};
+pub use ribbon::{ribbon_expected_fpr, RibbonFilter, RibbonFprCurve, RibbonParams};
 pub use rotating::RotatingBloom;
 pub use scalable::ScalableBloom;
 

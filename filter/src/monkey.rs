@@ -231,13 +231,19 @@ fn grid_curve(level: &LevelSpec) -> Vec<f64> {
             // Below the level's floor a point is not for sale (infinite FPR): the search then
             // always buys at least the floor, and its cost counts against the budget.
             let floor = level.min_bits_per_key();
+            let keys = level.priced_keys();
+            // The ribbon curve's per-key-count work, done once for the whole grid.
+            let ribbon =
+                (curve == FprCurve::Ribbon).then(|| crate::ribbon::RibbonFprCurve::new(keys));
             (0..grid_points())
                 .map(|j| {
                     let bits = j as f64 * GRID_BITS_PER_KEY;
                     if bits < floor {
                         f64::INFINITY
+                    } else if let Some(ribbon) = &ribbon {
+                        ribbon.fpr(bits)
                     } else {
-                        curve.fpr(level.priced_keys(), bits)
+                        curve.fpr(keys, bits)
                     }
                 })
                 .collect()

@@ -16,6 +16,16 @@ pub trait RandomAccessFile: Send + Sync + std::fmt::Debug {
     fn read_at_once(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
         self.read_at(offset, len)
     }
+    /// [`RandomAccessFile::read_at_once`] into `buf` (exactly `buf.len()` bytes): a reader that
+    /// reads ahead refills one buffer instead of allocating (and zeroing) a new one each time.
+    fn read_into_once(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let bytes = self.read_at_once(offset, buf.len())?;
+        if bytes.len() != buf.len() {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        buf.copy_from_slice(&bytes);
+        Ok(())
+    }
     /// File size in bytes.
     fn size(&self) -> u64;
 }
@@ -51,6 +61,10 @@ impl RandomAccessFile for PreadFile {
         let mut buf = vec![0u8; len];
         self.file.read_exact_at(&mut buf, offset)?;
         Ok(buf)
+    }
+
+    fn read_into_once(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.file.read_exact_at(buf, offset)
     }
 
     fn size(&self) -> u64 {
@@ -122,6 +136,17 @@ impl RandomAccessFile for MmapFile {
             // The same immutable bytes as the map, without faulting them into it.
             Some(file) => file.read_at(offset, len),
             None => self.read_at(offset, len),
+        }
+    }
+
+    fn read_into_once(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        match &self.file {
+            Some(file) => file.read_into_once(offset, buf),
+            None => {
+                let bytes = self.read_at(offset, buf.len())?;
+                buf.copy_from_slice(&bytes);
+                Ok(())
+            }
         }
     }
 

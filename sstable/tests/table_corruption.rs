@@ -9,7 +9,10 @@ use std::sync::Arc;
 use common::*;
 use proptest::prelude::*;
 use siftdb_filter::KeyHasher;
-use siftdb_sstable::{Compression, ReadMode, SstError, TableBuildOptions, TableReadOptions};
+use siftdb_sstable::{
+    Compression, InternalKey, ReadMode, SstError, TableBuildOptions, TableIter, TableIterOptions,
+    TableReadOptions,
+};
 
 fn model() -> Model {
     let mut m = Model::new();
@@ -118,7 +121,25 @@ fn exercise(bytes: &[u8]) -> (usize, usize) {
         }
     }
     let expected = sorted_entries(&m);
-    let mut it = table.iter();
+    // Through the cache, and as a compaction reads: around the cache, a few blocks read at
+    // once (a flipped byte inside a read-ahead window must fail its own block's check).
+    let compaction_like = TableIterOptions {
+        fill_cache: false,
+        read_once: true,
+        readahead_bytes: 700,
+        ..TableIterOptions::default()
+    };
+    for it in [table.iter(), table.iter_with(compaction_like)] {
+        let (w, e) = check_iter(it, &expected);
+        wrong += w;
+        errors += e;
+    }
+    (wrong, errors)
+}
+
+/// Walks `it` forward, then backward, against `expected`: (wrong answers, errors).
+fn check_iter(mut it: TableIter, expected: &[(InternalKey, Vec<u8>)]) -> (usize, usize) {
+    let (mut wrong, mut errors) = (0, 0);
     it.seek_to_first();
     let mut n = 0;
     while it.valid() {

@@ -503,6 +503,11 @@ pub struct Args {
     /// printed) [default: the engine's, 1].
     #[arg(long = "subcompactions")]
     pub subcompactions: Option<usize>,
+    /// Bytes a compaction reads from an input table at once (db_bench's and RocksDB's name;
+    /// 0: one read per block; fjall reads its inputs its own way, printed) [default: the
+    /// engine's, 2 MiB, as RocksDB's].
+    #[arg(long = "compaction_readahead_size")]
+    pub compaction_readahead_size: Option<usize>,
     /// Bytes per second flushes and compactions may write (db_bench's name; 0: no limit).
     /// siftdb and RocksDB: a generic rate limiter refilled every 100 ms, fairness 10; fjall has
     /// none (printed).
@@ -793,6 +798,7 @@ impl Config {
                 max_background_jobs: args.max_background_jobs,
                 max_background_compactions: args.max_background_compactions,
                 subcompactions: args.subcompactions,
+                compaction_readahead_size: args.compaction_readahead_size,
                 compaction_pri: args.compaction_pri,
                 rate_limiter_bytes_per_sec: args.rate_limiter_bytes_per_sec,
                 style: StyleShape {
@@ -1088,6 +1094,8 @@ pub struct TreeShape {
     pub max_background_compactions: Option<usize>,
     /// `subcompactions`.
     pub subcompactions: Option<usize>,
+    /// `compaction_readahead_size`.
+    pub compaction_readahead_size: Option<usize>,
     /// `compaction_pri`.
     pub compaction_pri: CompactionPriArg,
     /// `rate_limiter_bytes_per_sec` (0: none).

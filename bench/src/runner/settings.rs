@@ -105,6 +105,10 @@ pub fn siftdb_options(config: &Config) -> Options {
             .tree
             .subcompactions
             .unwrap_or(defaults.max_subcompactions),
+        compaction_readahead_size: config
+            .tree
+            .compaction_readahead_size
+            .unwrap_or(defaults.compaction_readahead_size),
         compaction_pri: match config.tree.compaction_pri {
             CompactionPriArg::MinOverlappingRatio => siftdb::CompactionPri::MinOverlappingRatio,
             CompactionPriArg::RoundRobin => siftdb::CompactionPri::RoundRobin,

@@ -219,9 +219,11 @@ pub fn siftdb_rows(config: &Config) -> SettingRows {
         (
             "background work",
             format!(
-                "1 flush + {} compaction threads, each compaction in up to {} key ranges",
+                "1 flush + {} compaction threads, each compaction in up to {} key ranges, \
+                 compaction readahead {}",
                 o.compaction_threads(),
-                o.max_subcompactions
+                o.max_subcompactions,
+                super::text::human_bytes(o.compaction_readahead_size as u64)
             ),
         ),
         ("rate limiter", super::settings::rate_limiter_text(&o)),

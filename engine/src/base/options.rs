@@ -64,6 +64,11 @@ pub struct Options {
     /// into ranges of at least `target_file_size_base` input bytes. More ranges shorten a
     /// large compaction (an L0 → L1 one blocks the next flushes' compaction) on idle cores.
     pub max_subcompactions: usize,
+    /// Bytes a compaction reads from an input table at once (RocksDB's name and default,
+    /// 2 MiB): one `pread` per this many bytes instead of one per data block. Each block read
+    /// ahead is still checked by its own checksum. 0: a read per block. A rebuild of the filter
+    /// index reads the tables this way too.
+    pub compaction_readahead_size: usize,
     /// Target size of a compaction output table.
     pub target_file_size_base: u64,
     /// Target size of L1.
@@ -298,6 +303,7 @@ impl Default for Options {
             max_background_jobs: default_background_jobs(),
             max_background_compactions: 0,
             max_subcompactions: 1,
+            compaction_readahead_size: 2 << 20,
             target_file_size_base: 64 << 20,
             max_bytes_for_level_base: 256 << 20,
             max_bytes_for_level_multiplier: 10.0,

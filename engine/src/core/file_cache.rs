@@ -243,6 +243,10 @@ impl RandomAccessFile for CachedFile {
         self.file()?.read_at_once(offset, len)
     }
 
+    fn read_into_once(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        self.file()?.read_into_once(offset, buf)
+    }
+
     fn size(&self) -> u64 {
         self.slot.size
     }

@@ -154,6 +154,7 @@ fn scan_into(db: &Shared, tree: &Tree, version: &Version, add: &dyn Fn(u64)) -> 
         let mut iter = file.table.iter_with(TableIterOptions {
             fill_cache: false,
             read_once: true,
+            readahead_bytes: db.options().compaction_readahead_size,
             ..TableIterOptions::default()
         });
         iter.seek_to_first();

@@ -32,28 +32,42 @@ impl Table {
         stats: Option<&ReadStatistics>,
         once: bool,
     ) -> Result<Vec<u8>> {
+        let len = self.stored_len(handle)?;
+        let raw = self.read_raw(handle.offset, len, once)?;
+        if let Some(stats) = stats {
+            stats.record_file_read(kind, len);
+        }
+        self.decode_stored(handle, raw)
+    }
+
+    /// Bytes of `handle`'s block in the file, with its trailer; an error if it does not fit.
+    fn stored_len(&self, handle: BlockHandle) -> Result<usize> {
         if !handle.fits(self.file.size()) {
             return Err(self.corruption(
                 handle.offset,
                 format!("block handle {handle:?} out of range"),
             ));
         }
-        let len = usize::try_from(handle.size)
+        usize::try_from(handle.size)
             .ok()
             .and_then(|s| s.checked_add(BLOCK_TRAILER_LEN))
-            .ok_or_else(|| self.corruption(handle.offset, "block size overflows"))?;
+            .ok_or_else(|| self.corruption(handle.offset, "block size overflows"))
+    }
+
+    fn read_raw(&self, offset: u64, len: usize, once: bool) -> Result<Vec<u8>> {
         let read = if once {
-            self.file.read_at_once(handle.offset, len)
+            self.file.read_at_once(offset, len)
         } else {
-            self.file.read_at(handle.offset, len)
+            self.file.read_at(offset, len)
         };
-        let mut raw = read.map_err(|source| SstError::Io {
+        read.map_err(|source| SstError::Io {
             file: self.name.clone(),
             source,
-        })?;
-        if let Some(stats) = stats {
-            stats.record_file_read(kind, len);
-        }
+        })
+    }
+
+    /// A block as stored (contents and trailer) checked against its checksum and decompressed.
+    fn decode_stored(&self, handle: BlockHandle, mut raw: Vec<u8>) -> Result<Vec<u8>> {
         match check_block(&raw) {
             Ok((stored_len, NO_COMPRESSION)) => {
                 raw.truncate(stored_len);
@@ -80,6 +94,49 @@ impl Table {
                 Err(self.corruption(handle.offset, format!("bad block trailer: {other:?}")))
             }
         }
+    }
+
+    /// A data block for an iterator that reads ahead (`options.readahead_bytes`, without
+    /// filling the cache): from what the table holds or the cache if there, else out of
+    /// `ahead`, which is refilled — `readahead_bytes` from the block's start, or the rest of the
+    /// file — when it does not hold the whole block. Each block is still checked by itself.
+    pub(super) fn block_read_ahead(
+        &self,
+        handle: BlockHandle,
+        kind: BlockKind,
+        options: &TableIterOptions,
+        ahead: &mut Readahead,
+    ) -> Result<Arc<Block>> {
+        if let Some(b) = self.held_partition(handle, kind) {
+            return Ok(b);
+        }
+        if let Some(entry) = self.cache.peek(&self.block_key(handle)) {
+            if let CachedBlock::Block(b) = entry.as_ref() {
+                return Ok(Arc::clone(b));
+            }
+        }
+        let len = self.stored_len(handle)?;
+        let raw = match ahead.slice(handle.offset, len) {
+            Some(raw) => raw.to_vec(),
+            None => {
+                // `stored_len` checked that the block ends inside the file.
+                let rest = self.file.size().saturating_sub(handle.offset);
+                let want = options.readahead_bytes.max(len);
+                let want = usize::try_from(rest).map_or(want, |rest| want.min(rest));
+                ahead.refill(self, handle.offset, want)?;
+                ahead
+                    .slice(handle.offset, len)
+                    .ok_or_else(|| self.corruption(handle.offset, "short read ahead"))?
+                    .to_vec()
+            }
+        };
+        let stats = options.stats.as_deref().or(self.options.stats.as_deref());
+        if let Some(stats) = stats {
+            stats.record_file_read(kind, len);
+        }
+        let contents = self.decode_stored(handle, raw)?;
+        let block = Block::new(contents).map_err(|r| self.corruption(handle.offset, r))?;
+        Ok(Arc::new(block))
     }
 
     pub(super) fn load_block(
@@ -284,5 +341,41 @@ fn priority_of(kind: BlockKind) -> Priority {
         Priority::Low
     } else {
         Priority::High
+    }
+}
+
+/// Bytes of a table file read ahead of an iterator (see [`Table::block_read_ahead`]).
+#[derive(Debug, Default)]
+pub(super) struct Readahead {
+    /// File offset of `buffer[0]`.
+    offset: u64,
+    /// Holds the bytes read in its first `len` (it keeps its largest size: a refill reuses it).
+    buffer: Vec<u8>,
+    len: usize,
+}
+
+impl Readahead {
+    /// `len` bytes at file offset `offset`, if all of them were read ahead.
+    fn slice(&self, offset: u64, len: usize) -> Option<&[u8]> {
+        let start = usize::try_from(offset.checked_sub(self.offset)?).ok()?;
+        self.buffer[..self.len].get(start..start.checked_add(len)?)
+    }
+
+    /// Reads `len` bytes of `table`'s file at `offset` (one-pass reads) in place of the others.
+    fn refill(&mut self, table: &Table, offset: u64, len: usize) -> Result<()> {
+        self.len = 0;
+        if self.buffer.len() < len {
+            self.buffer.resize(len, 0);
+        }
+        table
+            .file
+            .read_into_once(offset, &mut self.buffer[..len])
+            .map_err(|source| SstError::Io {
+                file: table.name.clone(),
+                source,
+            })?;
+        self.offset = offset;
+        self.len = len;
+        Ok(())
     }
 }

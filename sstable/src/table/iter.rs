@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use siftdb_cache::BlockKind;
 
+use super::blocks::Readahead;
 use super::{Table, TableIterOptions};
 use crate::block::{Block, BlockIter};
 use crate::error::SstError;
@@ -27,6 +28,7 @@ impl Table {
             index: None,
             data: None,
             error: None,
+            readahead: None,
         }
     }
 }
@@ -48,6 +50,8 @@ pub struct TableIter {
     index: Option<IndexCursor>,
     data: Option<BlockIter>,
     error: Option<SstError>,
+    /// The bytes read ahead (with `readahead_bytes` and without `fill_cache`).
+    readahead: Option<Readahead>,
 }
 
 impl std::fmt::Debug for TableIter {
@@ -105,7 +109,13 @@ impl TableIter {
     }
 
     /// A block the cursor reads (an index partition or a data block), as its options say.
-    fn block(&self, handle: BlockHandle, kind: BlockKind) -> Result<Arc<Block>, SstError> {
+    fn block(&mut self, handle: BlockHandle, kind: BlockKind) -> Result<Arc<Block>, SstError> {
+        if self.options.readahead_bytes > 0 && !self.options.fill_cache {
+            let ahead = self.readahead.get_or_insert_with(Readahead::default);
+            return self
+                .table
+                .block_read_ahead(handle, kind, &self.options, ahead);
+        }
         self.table.block_for_iter(handle, kind, &self.options)
     }
 

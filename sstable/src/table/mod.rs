@@ -119,6 +119,11 @@ pub struct TableIterOptions {
     /// [`RandomAccessFile::read_at_once`](crate::RandomAccessFile::read_at_once), which keeps
     /// them out of a memory-mapped table's resident pages. Only with `fill_cache: false`.
     pub read_once: bool,
+    /// Bytes read from the file at once, ahead of the block asked for, by an iterator that
+    /// does not fill the cache (RocksDB's `compaction_readahead_size`): a compaction reading
+    /// its inputs front to back then makes one read per this many bytes instead of one per
+    /// block. 0: each block is read by itself.
+    pub readahead_bytes: usize,
 }
 
 impl Default for TableIterOptions {
@@ -127,6 +132,7 @@ impl Default for TableIterOptions {
             fill_cache: true,
             stats: None,
             read_once: false,
+            readahead_bytes: 0,
         }
     }
 }

@@ -337,7 +337,7 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, given: &Given) -> Sett
         (
             "background work",
             format!(
-                "{} worker threads{}",
+                "{} worker threads{}; compaction readahead: fjall's own (not mapped)",
                 1 + sift.compaction_threads(),
                 if sift.max_subcompactions > 1 {
                     " (fjall has no subcompactions; --subcompactions not mapped)"

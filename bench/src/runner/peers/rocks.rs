@@ -241,6 +241,7 @@ fn db_options(config: &Config, sift: &siftdb::Options, table: &BlockBasedOptions
     set_compaction_style(&mut options, sift);
     options.set_max_background_jobs(1 + sift.compaction_threads() as i32);
     options.set_max_subcompactions(u32::try_from(sift.max_subcompactions).unwrap_or(u32::MAX));
+    options.set_compaction_readahead_size(sift.compaction_readahead_size);
     if let Some(limiter) = &sift.rate_limiter {
         // RocksDB's NewGenericRateLimiter with siftdb's defaults: 100 ms refills, fairness 10.
         let rate = i64::try_from(limiter.bytes_per_second()).unwrap_or(i64::MAX);
@@ -417,9 +418,10 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, mapped: &Mapped) -> Se
         (
             "background work",
             format!(
-                "max_background_jobs {}, max_subcompactions {}",
+                "max_background_jobs {}, max_subcompactions {}, compaction_readahead_size {}",
                 1 + sift.compaction_threads(),
-                sift.max_subcompactions
+                sift.max_subcompactions,
+                super::super::text::human_bytes(sift.compaction_readahead_size as u64)
             ),
         ),
         ("rate limiter", settings::rate_limiter_text(sift)),

@@ -65,6 +65,7 @@ fn table_options(read: &ReadOptions) -> TableIterOptions {
         fill_cache: read.fill_cache,
         stats: None,
         read_once: false,
+        readahead_bytes: 0,
     }
 }
 
