@@ -39,6 +39,7 @@ pub mod internals {
     pub use crate::core::memtable::{MemGet, Memtable};
 }
 
+pub use crate::api::batch_index::{BatchAndDbIterator, WriteBatchWithIndex};
 pub use crate::api::db::Db;
 pub use crate::api::keyspace::Keyspace;
 pub use crate::api::snapshot::Snapshot;

@@ -374,14 +374,15 @@ impl Db {
     }
 
     /// Applies a batch atomically (in one keyspace or several): after a crash either all of it
-    /// is there or none.
-    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+    /// is there or none. A [`WriteBatchWithIndex`](crate::WriteBatchWithIndex) is written the
+    /// same way.
+    pub fn write(&self, batch: impl Into<WriteBatch>) -> Result<()> {
         self.write_opt(batch, &WriteOptions::default())
     }
 
     /// [`Db::write`] with options (`sync` for durability across power loss).
-    pub fn write_opt(&self, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
-        self.engine.write(batch, opts.sync)
+    pub fn write_opt(&self, batch: impl Into<WriteBatch>, opts: &WriteOptions) -> Result<()> {
+        self.engine.write(batch.into(), opts.sync)
     }
 
     /// The value of `key`, or `None`.

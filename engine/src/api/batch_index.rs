@@ -1,0 +1,459 @@
+//! [`WriteBatchWithIndex`]: a write batch that can be read from (RocksDB's
+//! `WriteBatchWithIndex`), its reads seeing its own writes over the database's.
+//!
+//! Beside the batch's records (written by [`Db::write`] as any batch) it keeps an index: for
+//! each key it writes, what the key is once the batch applies — a value, deleted, or merge
+//! operands still to apply on what the database holds. A read asks the index first and the
+//! database only for keys the batch leaves open; an iterator merges the index's keys into the
+//! database's, in either direction.
+
+use std::collections::btree_map::{self, BTreeMap};
+use std::ops::Bound;
+use std::sync::Arc;
+
+use siftdb_sstable::ValueKind;
+
+use crate::api::db::Db;
+use crate::api::keyspace::Keyspace;
+use crate::base::batch::WriteBatch;
+use crate::base::error::Result;
+use crate::base::merge::{full_merge_for_read, MergeOperator};
+use crate::core::tree::Tree;
+use crate::paths::iterator::DbIterator;
+
+/// What a key is once the batch applies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Pending {
+    /// The batch's last put.
+    Value(Vec<u8>),
+    /// Deleted by the batch.
+    Deleted,
+    /// Merge operands, oldest first, on top of `base`: what an earlier put or delete of the
+    /// batch left (`Some`), or the database's value (`None`).
+    Merged {
+        base: Option<Option<Vec<u8>>>,
+        operands: Vec<Vec<u8>>,
+    },
+}
+
+/// A write batch that answers reads ([`WriteBatchWithIndex::get_from_batch_and_db`],
+/// [`WriteBatchWithIndex::iterator_with_base`]) with its own writes over the database's, and is
+/// written like any batch (`db.write(batch)`): all of it atomically. A transaction's writes are
+/// one of these.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+/// db.put(b"a", b"1")?;
+/// db.put(b"b", b"2")?;
+/// let mut batch = siftdb::WriteBatchWithIndex::new();
+/// batch.put(b"c", b"3").delete(b"a");
+/// assert_eq!(batch.get_from_batch_and_db(&db, b"c")?, Some(b"3".to_vec()));
+/// assert_eq!(batch.get_from_batch_and_db(&db, b"a")?, None); // deleted by the batch
+/// assert_eq!(batch.get_from_batch_and_db(&db, b"b")?, Some(b"2".to_vec())); // the database's
+/// let keys: Vec<Vec<u8>> = batch
+///     .iterator_with_base(&db, ..)
+///     .map(|kv| kv.map(|(k, _)| k))
+///     .collect::<Result<_, _>>()?;
+/// assert_eq!(keys, [b"b".to_vec(), b"c".to_vec()]);
+/// db.write(batch)?;
+/// assert_eq!(db.get(b"a")?, None);
+/// # Ok::<(), siftdb::Error>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct WriteBatchWithIndex {
+    batch: WriteBatch,
+    /// (keyspace id, key) → what the key is once the batch applies.
+    index: BTreeMap<(u32, Vec<u8>), Pending>,
+}
+
+impl WriteBatchWithIndex {
+    /// An empty batch.
+    pub fn new() -> WriteBatchWithIndex {
+        WriteBatchWithIndex::default()
+    }
+
+    /// Adds a put (the "default" keyspace).
+    pub fn put<K: AsRef<[u8]>, V: AsRef<[u8]>>(&mut self, key: K, value: V) -> &mut Self {
+        let (key, value) = (key.as_ref(), value.as_ref());
+        self.batch.put(key, value);
+        self.note(0, key, ValueKind::Put, value)
+    }
+
+    /// Adds a delete (the "default" keyspace).
+    pub fn delete<K: AsRef<[u8]>>(&mut self, key: K) -> &mut Self {
+        let key = key.as_ref();
+        self.batch.delete(key);
+        self.note(0, key, ValueKind::Delete, &[])
+    }
+
+    /// Adds a merge operand (the "default" keyspace; the database needs a merge operator).
+    pub fn merge<K: AsRef<[u8]>, V: AsRef<[u8]>>(&mut self, key: K, operand: V) -> &mut Self {
+        let (key, operand) = (key.as_ref(), operand.as_ref());
+        self.batch.merge(key, operand);
+        self.note(0, key, ValueKind::Merge, operand)
+    }
+
+    /// Adds a put to keyspace `ks`.
+    pub fn put_in<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &mut self,
+        ks: &Keyspace,
+        key: K,
+        value: V,
+    ) -> &mut Self {
+        let (key, value) = (key.as_ref(), value.as_ref());
+        self.batch.put_in(ks, key, value);
+        self.note(ks.tag().id, key, ValueKind::Put, value)
+    }
+
+    /// Adds a delete from keyspace `ks`.
+    pub fn delete_in<K: AsRef<[u8]>>(&mut self, ks: &Keyspace, key: K) -> &mut Self {
+        let key = key.as_ref();
+        self.batch.delete_in(ks, key);
+        self.note(ks.tag().id, key, ValueKind::Delete, &[])
+    }
+
+    /// Adds a merge operand for `key` in keyspace `ks`.
+    pub fn merge_in<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &mut self,
+        ks: &Keyspace,
+        key: K,
+        operand: V,
+    ) -> &mut Self {
+        let (key, operand) = (key.as_ref(), operand.as_ref());
+        self.batch.merge_in(ks, key, operand);
+        self.note(ks.tag().id, key, ValueKind::Merge, operand)
+    }
+
+    /// Records in the index what the op just added does to `key` of keyspace `id`.
+    fn note(&mut self, id: u32, key: &[u8], kind: ValueKind, value: &[u8]) -> &mut Self {
+        let slot = self.index.entry((id, key.to_vec()));
+        let next = match kind {
+            ValueKind::Delete => Pending::Deleted,
+            ValueKind::Merge => {
+                let (base, mut operands) = match slot {
+                    btree_map::Entry::Occupied(ref e) => match e.get() {
+                        Pending::Value(v) => (Some(Some(v.clone())), Vec::new()),
+                        Pending::Deleted => (Some(None), Vec::new()),
+                        Pending::Merged { base, operands } => (base.clone(), operands.clone()),
+                    },
+                    btree_map::Entry::Vacant(_) => (None, Vec::new()),
+                };
+                operands.push(value.to_vec());
+                Pending::Merged { base, operands }
+            }
+            _ => Pending::Value(value.to_vec()),
+        };
+        match slot {
+            btree_map::Entry::Occupied(mut e) => *e.get_mut() = next,
+            btree_map::Entry::Vacant(e) => {
+                e.insert(next);
+            }
+        }
+        self
+    }
+
+    /// Operations in the batch.
+    pub fn len(&self) -> usize {
+        self.batch.len()
+    }
+
+    /// Whether the batch holds no operation.
+    pub fn is_empty(&self) -> bool {
+        self.batch.is_empty()
+    }
+
+    /// The batch's records, as [`Db::write`] applies them.
+    pub fn write_batch(&self) -> &WriteBatch {
+        &self.batch
+    }
+
+    /// The value of `key` (the "default" keyspace) once the batch applies over `db` as it is
+    /// now: the batch's own put or delete, its merge operands applied to the database's value,
+    /// or the database's value for a key the batch does not write.
+    pub fn get_from_batch_and_db<K: AsRef<[u8]>>(
+        &self,
+        db: &Db,
+        key: K,
+    ) -> Result<Option<Vec<u8>>> {
+        let tree = db.engine().default_tree();
+        self.get_over(tree, key.as_ref(), || db.get(key.as_ref()))
+    }
+
+    /// [`WriteBatchWithIndex::get_from_batch_and_db`] in keyspace `ks`.
+    pub fn get_from_batch_and_db_in<K: AsRef<[u8]>>(
+        &self,
+        ks: &Keyspace,
+        key: K,
+    ) -> Result<Option<Vec<u8>>> {
+        self.get_over(ks.tree(), key.as_ref(), || ks.get(key.as_ref()))
+    }
+
+    fn get_over(
+        &self,
+        tree: &Tree,
+        key: &[u8],
+        base: impl FnOnce() -> Result<Option<Vec<u8>>>,
+    ) -> Result<Option<Vec<u8>>> {
+        match self.index.get(&(tree.id, key.to_vec())) {
+            None => base(),
+            Some(Pending::Value(v)) => Ok(Some(v.clone())),
+            Some(Pending::Deleted) => Ok(None),
+            Some(Pending::Merged {
+                base: known,
+                operands,
+            }) => {
+                let existing = match known {
+                    Some(known) => known.clone(),
+                    None => base()?,
+                };
+                merge_over(
+                    tree.options.merge_operator.as_ref(),
+                    key,
+                    existing.as_deref(),
+                    operands,
+                )
+                .map(Some)
+            }
+        }
+    }
+
+    /// The entries of `range` (the "default" keyspace) once the batch applies over `db` as it
+    /// is now, in key order (`.rev()`: descending): the database's iterator with the batch's
+    /// keys merged in.
+    pub fn iterator_with_base<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(
+        &self,
+        db: &Db,
+        range: R,
+    ) -> BatchAndDbIterator<'_> {
+        let tree = Arc::clone(db.engine().default_tree());
+        let bounds = owned_bounds(&range);
+        self.iterator_over(tree, db.range(range), bounds)
+    }
+
+    /// [`WriteBatchWithIndex::iterator_with_base`] in keyspace `ks`.
+    pub fn iterator_with_base_in<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(
+        &self,
+        ks: &Keyspace,
+        range: R,
+    ) -> BatchAndDbIterator<'_> {
+        let bounds = owned_bounds(&range);
+        self.iterator_over(Arc::clone(ks.tree()), ks.range(range), bounds)
+    }
+
+    fn iterator_over(
+        &self,
+        tree: Arc<Tree>,
+        base: DbIterator,
+        (lower, upper): (Bound<Vec<u8>>, Bound<Vec<u8>>),
+    ) -> BatchAndDbIterator<'_> {
+        let id = tree.id;
+        let lower = match lower {
+            Bound::Included(k) => Bound::Included((id, k)),
+            Bound::Excluded(k) => Bound::Excluded((id, k)),
+            Bound::Unbounded => Bound::Included((id, Vec::new())),
+        };
+        let upper = match (upper, id.checked_add(1)) {
+            (Bound::Included(k), _) => Bound::Included((id, k)),
+            (Bound::Excluded(k), _) => Bound::Excluded((id, k)),
+            (Bound::Unbounded, Some(next)) => Bound::Excluded((next, Vec::new())),
+            (Bound::Unbounded, None) => Bound::Unbounded,
+        };
+        let batch = if lower_above_upper(&lower, &upper) {
+            None
+        } else {
+            Some(self.index.range((lower, upper)))
+        };
+        BatchAndDbIterator {
+            tree,
+            base,
+            batch,
+            front: Peeked::default(),
+            back: Peeked::default(),
+        }
+    }
+}
+
+impl From<WriteBatchWithIndex> for WriteBatch {
+    fn from(batch: WriteBatchWithIndex) -> WriteBatch {
+        batch.batch
+    }
+}
+
+/// `operands` applied to `existing` by the keyspace's merge operator (a `Corruption` naming the
+/// key when it fails or is missing, as a read of the database reports it).
+fn merge_over(
+    operator: Option<&Arc<dyn MergeOperator>>,
+    key: &[u8],
+    existing: Option<&[u8]>,
+    operands: &[Vec<u8>],
+) -> Result<Vec<u8>> {
+    let operands: Vec<&[u8]> = operands.iter().map(Vec::as_slice).collect();
+    full_merge_for_read(operator, key, existing, &operands)
+}
+
+fn owned_bounds<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(
+    range: &R,
+) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let own = |b: Bound<&K>| match b {
+        Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
+    };
+    (own(range.start_bound()), own(range.end_bound()))
+}
+
+/// Whether no key lies between the bounds (`BTreeMap::range` panics on bounds that cross).
+fn lower_above_upper<T: Ord>(lower: &Bound<T>, upper: &Bound<T>) -> bool {
+    match (lower, upper) {
+        (Bound::Included(l), Bound::Included(u)) => l > u,
+        (Bound::Included(l) | Bound::Excluded(l), Bound::Excluded(u))
+        | (Bound::Excluded(l), Bound::Included(u)) => l >= u,
+        _ => false,
+    }
+}
+
+type Entry = (Vec<u8>, Vec<u8>);
+type IndexRange<'a> = btree_map::Range<'a, (u32, Vec<u8>), Pending>;
+
+/// What one end of a [`BatchAndDbIterator`] has taken from its two sources and not yet used.
+#[derive(Default)]
+struct Peeked<'a> {
+    base: Option<Result<Entry>>,
+    batch: Option<(&'a [u8], &'a Pending)>,
+}
+
+/// The entries of a range once a [`WriteBatchWithIndex`] applies over the database
+/// ([`WriteBatchWithIndex::iterator_with_base`]); both directions.
+pub struct BatchAndDbIterator<'a> {
+    tree: Arc<Tree>,
+    base: DbIterator,
+    /// The index's entries of the range (`None`: an empty range).
+    batch: Option<IndexRange<'a>>,
+    front: Peeked<'a>,
+    back: Peeked<'a>,
+}
+
+impl std::fmt::Debug for BatchAndDbIterator<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchAndDbIterator")
+            .field("keyspace", &self.tree.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Which end an iterator step takes from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    Front,
+    Back,
+}
+
+impl<'a> BatchAndDbIterator<'a> {
+    /// Leaves the end's next database entry in its `Peeked`; once the database's iterator is
+    /// used up from both ends, what the other end peeked and has not used. Whether there is one.
+    fn peek_base(&mut self, end: End) -> bool {
+        if self.ends(end).0.base.is_none() {
+            let next = match end {
+                End::Front => self.base.next(),
+                End::Back => self.base.next_back(),
+            };
+            let (mine, other) = self.ends(end);
+            mine.base = next.or_else(|| other.base.take());
+        }
+        self.ends(end).0.base.is_some()
+    }
+
+    /// [`BatchAndDbIterator::peek_base`] for the batch's entries.
+    fn peek_batch(&mut self, end: End) -> bool {
+        if self.ends(end).0.batch.is_none() {
+            let next = match (&mut self.batch, end) {
+                (Some(range), End::Front) => range.next(),
+                (Some(range), End::Back) => range.next_back(),
+                (None, _) => None,
+            };
+            let next = next.map(|((_, k), p)| (k.as_slice(), p));
+            let (mine, other) = self.ends(end);
+            mine.batch = next.or_else(|| other.batch.take());
+        }
+        self.ends(end).0.batch.is_some()
+    }
+
+    fn ends(&mut self, end: End) -> (&mut Peeked<'a>, &mut Peeked<'a>) {
+        match end {
+            End::Front => (&mut self.front, &mut self.back),
+            End::Back => (&mut self.back, &mut self.front),
+        }
+    }
+
+    /// The next entry from `end`: the nearer of the two sources' keys, the batch's answer when
+    /// both hold the key; keys the batch deletes are skipped.
+    fn step(&mut self, end: End) -> Option<Result<Entry>> {
+        loop {
+            let has_base = self.peek_base(end);
+            let has_batch = self.peek_batch(end);
+            let (mine, _) = self.ends(end);
+            if let Some(Err(_)) = &mine.base {
+                return mine.base.take();
+            }
+            // `Less`: the database's entry is nearer this end ("nearer" from the back is the
+            // larger key); `Greater`: the batch's.
+            let order = match (&mine.base, &mine.batch) {
+                (Some(Ok((k, _))), Some((b, _))) if end == End::Front => k.as_slice().cmp(b),
+                (Some(Ok((k, _))), Some((b, _))) => (*b).cmp(k.as_slice()),
+                _ if has_base => std::cmp::Ordering::Less,
+                _ if has_batch => std::cmp::Ordering::Greater,
+                _ => return None,
+            };
+            let (base, batch) = match order {
+                std::cmp::Ordering::Less => return mine.base.take(),
+                std::cmp::Ordering::Greater => (None, mine.batch.take()),
+                std::cmp::Ordering::Equal => (mine.base.take(), mine.batch.take()),
+            };
+            let (key, pending) = batch?;
+            let existing = base.and_then(|b| b.ok()).map(|(_, v)| v);
+            if let Some(answer) = self.resolve(key, pending, existing) {
+                return Some(answer);
+            }
+        }
+    }
+
+    /// What the batch's `pending` makes of `key`, whose database value is `existing`: an entry,
+    /// or `None` when the batch deletes it.
+    fn resolve(
+        &self,
+        key: &[u8],
+        pending: &Pending,
+        existing: Option<Vec<u8>>,
+    ) -> Option<Result<Entry>> {
+        match pending {
+            Pending::Value(v) => Some(Ok((key.to_vec(), v.clone()))),
+            Pending::Deleted => None,
+            Pending::Merged { base, operands } => {
+                let existing = match base {
+                    Some(known) => known.clone(),
+                    None => existing,
+                };
+                let operator = self.tree.options.merge_operator.as_ref();
+                Some(
+                    merge_over(operator, key, existing.as_deref(), operands)
+                        .map(|v| (key.to_vec(), v)),
+                )
+            }
+        }
+    }
+}
+
+impl Iterator for BatchAndDbIterator<'_> {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.step(End::Front)
+    }
+}
+
+impl DoubleEndedIterator for BatchAndDbIterator<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.step(End::Back)
+    }
+}
