@@ -508,6 +508,12 @@ pub struct Args {
     /// engine's, 2 MiB, as RocksDB's].
     #[arg(long = "compaction_readahead_size")]
     pub compaction_readahead_size: Option<usize>,
+    /// Compaction outputs end where a table of the level below them ends, between 3/4 and 5/4
+    /// of the target size (RocksDB's former option of this name; RocksDB 11 always does, fjall
+    /// does not; both printed) [default: the engine's, true].
+    #[arg(long = "level_compaction_dynamic_file_size", num_args = 0..=1,
+          default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub level_compaction_dynamic_file_size: Option<bool>,
     /// Bytes per second flushes and compactions may write (db_bench's name; 0: no limit).
     /// siftdb and RocksDB: a generic rate limiter refilled every 100 ms, fairness 10; fjall has
     /// none (printed).
@@ -799,6 +805,7 @@ impl Config {
                 max_background_compactions: args.max_background_compactions,
                 subcompactions: args.subcompactions,
                 compaction_readahead_size: args.compaction_readahead_size,
+                dynamic_file_size: args.level_compaction_dynamic_file_size,
                 compaction_pri: args.compaction_pri,
                 rate_limiter_bytes_per_sec: args.rate_limiter_bytes_per_sec,
                 style: StyleShape {
@@ -1096,6 +1103,8 @@ pub struct TreeShape {
     pub subcompactions: Option<usize>,
     /// `compaction_readahead_size`.
     pub compaction_readahead_size: Option<usize>,
+    /// `level_compaction_dynamic_file_size`.
+    pub dynamic_file_size: Option<bool>,
     /// `compaction_pri`.
     pub compaction_pri: CompactionPriArg,
     /// `rate_limiter_bytes_per_sec` (0: none).

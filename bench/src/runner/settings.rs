@@ -109,6 +109,10 @@ pub fn siftdb_options(config: &Config) -> Options {
             .tree
             .compaction_readahead_size
             .unwrap_or(defaults.compaction_readahead_size),
+        level_compaction_dynamic_file_size: config
+            .tree
+            .dynamic_file_size
+            .unwrap_or(defaults.level_compaction_dynamic_file_size),
         compaction_pri: match config.tree.compaction_pri {
             CompactionPriArg::MinOverlappingRatio => siftdb::CompactionPri::MinOverlappingRatio,
             CompactionPriArg::RoundRobin => siftdb::CompactionPri::RoundRobin,

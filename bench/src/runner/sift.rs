@@ -220,10 +220,15 @@ pub fn siftdb_rows(config: &Config) -> SettingRows {
             "background work",
             format!(
                 "1 flush + {} compaction threads, each compaction in up to {} key ranges, \
-                 compaction readahead {}",
+                 compaction readahead {}, outputs {}",
                 o.compaction_threads(),
                 o.max_subcompactions,
-                super::text::human_bytes(o.compaction_readahead_size as u64)
+                super::text::human_bytes(o.compaction_readahead_size as u64),
+                if o.level_compaction_dynamic_file_size {
+                    "cut at grandparent boundaries"
+                } else {
+                    "cut at the target size"
+                }
             ),
         ),
         ("rate limiter", super::settings::rate_limiter_text(&o)),

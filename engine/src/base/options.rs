@@ -69,6 +69,12 @@ pub struct Options {
     /// ahead is still checked by its own checksum. 0: a read per block. A rebuild of the filter
     /// index reads the tables this way too.
     pub compaction_readahead_size: usize,
+    /// A leveled compaction's output past three quarters of `target_file_size_base` ends where
+    /// a table of the level below the output level ends, growing to five quarters of the
+    /// target to reach one (RocksDB's name, on by default as there): compacted down later, an
+    /// output cut so overlaps no table it holds no keys of (see `docs/TUNING.md`). `false`:
+    /// outputs end at the target size.
+    pub level_compaction_dynamic_file_size: bool,
     /// Target size of a compaction output table.
     pub target_file_size_base: u64,
     /// Target size of L1.
@@ -304,6 +310,7 @@ impl Default for Options {
             max_background_compactions: 0,
             max_subcompactions: 1,
             compaction_readahead_size: 2 << 20,
+            level_compaction_dynamic_file_size: true,
             target_file_size_base: 64 << 20,
             max_bytes_for_level_base: 256 << 20,
             max_bytes_for_level_multiplier: 10.0,

@@ -337,7 +337,8 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, given: &Given) -> Sett
         (
             "background work",
             format!(
-                "{} worker threads{}; compaction readahead: fjall's own (not mapped)",
+                "{} worker threads{}; compaction readahead: fjall's own (not mapped); outputs \
+                 cut at the target size (fjall has no grandparent alignment)",
                 1 + sift.compaction_threads(),
                 if sift.max_subcompactions > 1 {
                     " (fjall has no subcompactions; --subcompactions not mapped)"

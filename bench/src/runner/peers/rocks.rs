@@ -418,10 +418,16 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, mapped: &Mapped) -> Se
         (
             "background work",
             format!(
-                "max_background_jobs {}, max_subcompactions {}, compaction_readahead_size {}",
+                "max_background_jobs {}, max_subcompactions {}, compaction_readahead_size {}, \
+                 outputs cut at grandparent boundaries (always, in RocksDB 11{})",
                 1 + sift.compaction_threads(),
                 sift.max_subcompactions,
-                super::super::text::human_bytes(sift.compaction_readahead_size as u64)
+                super::super::text::human_bytes(sift.compaction_readahead_size as u64),
+                if sift.level_compaction_dynamic_file_size {
+                    ""
+                } else {
+                    "; --level_compaction_dynamic_file_size=false not mapped"
+                }
             ),
         ),
         ("rate limiter", settings::rate_limiter_text(sift)),

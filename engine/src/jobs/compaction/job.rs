@@ -12,8 +12,9 @@ use siftdb_compaction::{merge_into, BoundedIterator, GcRules, InternalIterator, 
 use siftdb_filter::FilterAllocation;
 use siftdb_sstable::{FragmentedRangeTombstones, TableIterOptions};
 
+use super::cuts::MAX_GRANDPARENT_OVERLAP_FILES;
 use super::heat_map::HeatMap;
-use super::sink::{TableSink, MAX_GRANDPARENT_OVERLAP_FILES};
+use super::sink::TableSink;
 use crate::base::compaction_filter::JobFilter;
 use crate::base::error::{CompactionFilterError, Error, Result};
 use crate::base::version_edit::VersionEdit;

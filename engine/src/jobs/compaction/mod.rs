@@ -2,6 +2,7 @@
 //! `paths/manual_compaction.rs`). What one job does — prepare, write (or move), install — is in
 //! `job.rs`; its output tables are cut in `sink.rs`.
 
+mod cuts;
 mod heat_map;
 mod job;
 mod sink;

@@ -1,32 +1,25 @@
-//! Where a compaction's surviving entries go: output tables of the target size, cut at user-key
-//! boundaries, and early where an output would overlap too much of the level below it.
+//! Where a compaction's surviving entries go: output tables of about the target size, cut at
+//! user-key boundaries where `cuts.rs` says.
 
 use siftdb_compaction::CompactionSink;
 use siftdb_sstable::{
     FragmentedRangeTombstones, InternalKey, SstError, TableBuildOptions, TableBuilder,
 };
 
+use super::cuts::OutputCuts;
 use super::heat_map::HeatMap;
 use crate::base::error::{Error, Result};
 use crate::base::fs::{names, WritableFile};
 use crate::base::version_edit::FileMeta;
 use crate::core::shared::Shared;
 
-/// An output overlapping more than this many target file sizes of the level below it is cut
-/// early (LevelDB's grandparent limit): compacting it down later would rewrite that much. A
-/// trivial move is refused for the same reason.
-pub(crate) const MAX_GRANDPARENT_OVERLAP_FILES: u64 = 10;
-
 /// Writes surviving entries into output tables (see the module documentation).
 pub(crate) struct TableSink<'a> {
     db: &'a Shared,
     options: TableBuildOptions,
     output_level: usize,
-    target_size: u64,
-    /// Files of the level below the output level: (largest user key, size), in key order.
-    grandparents: Vec<(Vec<u8>, u64)>,
-    grandparent_index: usize,
-    grandparent_overlap: u64,
+    /// Where outputs end.
+    cuts: OutputCuts,
     current: Option<(u64, TableBuilder<Box<dyn WritableFile>>)>,
     /// Every output number this sink took (finished or not), for the job to give back if it
     /// never installs them.
@@ -61,10 +54,11 @@ impl<'a> TableSink<'a> {
             db,
             options,
             output_level,
-            target_size,
-            grandparents,
-            grandparent_index: 0,
-            grandparent_overlap: 0,
+            cuts: OutputCuts::new(
+                target_size,
+                grandparents,
+                db.options().level_compaction_dynamic_file_size,
+            ),
             current: None,
             numbers: Vec::new(),
             outputs: Vec::new(),
@@ -174,26 +168,10 @@ impl<'a> TableSink<'a> {
         Ok(())
     }
 
-    /// Whether the output being written should end before `user_key` (a new user key): it is
-    /// full, or it overlaps too much of the level below.
+    /// Whether the output being written should end before `user_key` (a new user key).
     fn should_cut_before(&mut self, user_key: &[u8]) -> bool {
-        // Grandparent files entirely before this key are overlapped by the current output.
-        while let Some((largest, size)) = self.grandparents.get(self.grandparent_index) {
-            if largest.as_slice() >= user_key {
-                break;
-            }
-            if self.current.is_some() {
-                self.grandparent_overlap += size;
-            }
-            self.grandparent_index += 1;
-        }
-        let full = self
-            .current
-            .as_ref()
-            .is_some_and(|c| c.1.estimated_size() >= self.target_size);
-        let overlaps_too_much =
-            self.grandparent_overlap > MAX_GRANDPARENT_OVERLAP_FILES * self.target_size;
-        self.current.is_some() && (full || overlaps_too_much)
+        let size = self.current.as_ref().map(|c| c.1.estimated_size());
+        self.cuts.cut_before(user_key, size)
     }
 
     fn start_output(&mut self) -> std::result::Result<(), SstError> {
@@ -230,7 +208,7 @@ impl CompactionSink for TableSink<'_> {
                 self.error = Some(e);
                 return Err(SstError::InvalidArgument(message));
             }
-            self.grandparent_overlap = 0;
+            self.cuts.output_started();
         }
         if self.current.is_none() {
             self.start_output()?;
