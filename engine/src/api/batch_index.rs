@@ -52,7 +52,7 @@ enum Pending {
 /// assert_eq!(batch.get_from_batch_and_db(&db, b"a")?, None); // deleted by the batch
 /// assert_eq!(batch.get_from_batch_and_db(&db, b"b")?, Some(b"2".to_vec())); // the database's
 /// let keys: Vec<Vec<u8>> = batch
-///     .iterator_with_base(&db, ..)
+///     .iterator_with_base::<&[u8], _>(&db, ..)
 ///     .map(|kv| kv.map(|(k, _)| k))
 ///     .collect::<Result<_, _>>()?;
 /// assert_eq!(keys, [b"b".to_vec(), b"c".to_vec()]);
