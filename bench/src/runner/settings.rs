@@ -11,7 +11,7 @@ use siftdb::{FilterAllocation, FixedPrefix, Options};
 
 use super::args::{
     AdmissionArg, AllocationArg, CompactionPriArg, CompactionStyleArg, Config, FilterPolicyArg,
-    StyleShape,
+    StyleShape, TreeShape,
 };
 use super::text::human_bytes;
 
@@ -93,34 +93,6 @@ pub fn siftdb_options(config: &Config) -> Options {
             .tree
             .level0_file_num_compaction_trigger
             .unwrap_or(defaults.level0_file_num_compaction_trigger),
-        max_background_jobs: config
-            .tree
-            .max_background_jobs
-            .unwrap_or(defaults.max_background_jobs),
-        max_background_compactions: config
-            .tree
-            .max_background_compactions
-            .unwrap_or(defaults.max_background_compactions),
-        max_subcompactions: config
-            .tree
-            .subcompactions
-            .unwrap_or(defaults.max_subcompactions),
-        compaction_readahead_size: config
-            .tree
-            .compaction_readahead_size
-            .unwrap_or(defaults.compaction_readahead_size),
-        level_compaction_dynamic_file_size: config
-            .tree
-            .dynamic_file_size
-            .unwrap_or(defaults.level_compaction_dynamic_file_size),
-        compaction_pri: match config.tree.compaction_pri {
-            CompactionPriArg::MinOverlappingRatio => siftdb::CompactionPri::MinOverlappingRatio,
-            CompactionPriArg::RoundRobin => siftdb::CompactionPri::RoundRobin,
-        },
-        rate_limiter: match config.tree.rate_limiter_bytes_per_sec {
-            0 => None,
-            rate => Some(std::sync::Arc::new(siftdb::RateLimiter::new(rate))),
-        },
         error_if_exists: false,
         create_if_missing: !config.use_existing_db,
         read_mode: if config.mmap_read {
@@ -136,7 +108,40 @@ pub fn siftdb_options(config: &Config) -> Options {
             Some(false) => None,
             None => defaults.partition_above,
         },
-        ..with_compaction_style(&config.tree.style, defaults)
+        ..with_background_work(
+            &config.tree,
+            with_compaction_style(&config.tree.style, defaults),
+        )
+    }
+}
+
+/// `base` with the run's background work: threads, subcompactions, readahead, output cuts,
+/// file priority, rate limiter.
+fn with_background_work(tree: &TreeShape, base: Options) -> Options {
+    let defaults = Options::default();
+    Options {
+        max_background_jobs: tree
+            .max_background_jobs
+            .unwrap_or(defaults.max_background_jobs),
+        max_background_compactions: tree
+            .max_background_compactions
+            .unwrap_or(defaults.max_background_compactions),
+        max_subcompactions: tree.subcompactions.unwrap_or(defaults.max_subcompactions),
+        compaction_readahead_size: tree
+            .compaction_readahead_size
+            .unwrap_or(defaults.compaction_readahead_size),
+        level_compaction_dynamic_file_size: tree
+            .dynamic_file_size
+            .unwrap_or(defaults.level_compaction_dynamic_file_size),
+        compaction_pri: match tree.compaction_pri {
+            CompactionPriArg::MinOverlappingRatio => siftdb::CompactionPri::MinOverlappingRatio,
+            CompactionPriArg::RoundRobin => siftdb::CompactionPri::RoundRobin,
+        },
+        rate_limiter: match tree.rate_limiter_bytes_per_sec {
+            0 => None,
+            rate => Some(std::sync::Arc::new(siftdb::RateLimiter::new(rate))),
+        },
+        ..base
     }
 }
 
