@@ -26,6 +26,10 @@ impl Engine {
     pub(crate) fn resume(&self) -> Result<()> {
         self.shared.check_open()?;
         self.shared.check_writable()?;
+        // A flush under way finishes first: one that began on a full disk, and failed only
+        // after the error below is cleared, would stop writes again, and `resume` would report
+        // a failure the disk no longer has. None starts while the error stands.
+        drop(self.shared.flush_role());
         // Background compactions under way finish first (one that started on the full disk
         // would fail after the error is cleared and stop writes again), and none starts until
         // the error is cleared.
