@@ -94,3 +94,24 @@ pub fn small_tree_options(fs: &FaultFs) -> siftdb::Options {
         ..siftdb::Options::default()
     }
 }
+
+/// Walks `it` as `walk` says (`true`: from the front, `false`: from the back), checking each
+/// entry against the ends of `want`, then checks that what is left is what neither end yielded:
+/// a double-ended iterator's contract over a model's entries. `what` names the walk in failures.
+pub fn check_walk<I, T>(mut it: I, want: Vec<T>, walk: &[bool], what: &str)
+where
+    I: DoubleEndedIterator<Item = siftdb::Result<T>>,
+    T: PartialEq + std::fmt::Debug,
+{
+    let mut want = std::collections::VecDeque::from(want);
+    for &forward in walk {
+        let (got, expected) = if forward {
+            (it.next(), want.pop_front())
+        } else {
+            (it.next_back(), want.pop_back())
+        };
+        assert_eq!(got.map(|r| r.unwrap()), expected, "{what} {walk:?}");
+    }
+    let rest: Vec<T> = it.map(|r| r.unwrap()).collect();
+    assert_eq!(rest, Vec::from(want), "rest of {what} {walk:?}");
+}

@@ -167,35 +167,18 @@ impl Case {
     }
 
     fn check_iter(&self, ks: usize, lower: &Bound<Vec<u8>>, upper: &Bound<Vec<u8>>, walk: &[bool]) {
-        let mut want: std::collections::VecDeque<(Vec<u8>, Vec<u8>)> = self
+        let want: Vec<(Vec<u8>, Vec<u8>)> = self
             .seen()
             .into_iter()
             .filter(|((s, k), _)| *s == ks && in_bounds(k, lower, upper))
             .map(|((_, k), v)| (k, v))
             .collect();
         let range = (lower.clone(), upper.clone());
-        let mut it = match ks {
+        let it = match ks {
             0 => self.batch.iterator_with_base(&self.db, range),
             _ => self.batch.iterator_with_base_in(&self.other, range),
         };
-        for &forward in walk {
-            let (got, expected) = if forward {
-                (it.next(), want.pop_front())
-            } else {
-                (it.next_back(), want.pop_back())
-            };
-            assert_eq!(
-                got.map(|r| r.unwrap()),
-                expected,
-                "walk {ks} {lower:?}..{upper:?} {walk:?}"
-            );
-        }
-        let rest: Vec<_> = it.map(|r| r.unwrap()).collect();
-        assert_eq!(
-            rest,
-            Vec::from(want),
-            "rest of {ks} {lower:?}..{upper:?} {walk:?}"
-        );
+        siftdb_tests::check_walk(it, want, walk, &format!("walk {ks} {lower:?}..{upper:?}"));
     }
 }
 

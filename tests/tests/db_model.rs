@@ -302,25 +302,12 @@ fn check_iteration(db: &Db, snapshots: &[(siftdb::Snapshot, Model)], model: &Mod
                 .collect();
             assert_eq!(got, want, "seek_for_prev {k:?}");
         }
-        Op::Mixed(lower, upper, walk) => {
-            let mut want = std::collections::VecDeque::from(model_range(model, lower, upper));
-            let mut it = db.range((lower.clone(), upper.clone()));
-            for &forward in walk {
-                let (got, expected) = if forward {
-                    (it.next(), want.pop_front())
-                } else {
-                    (it.next_back(), want.pop_back())
-                };
-                assert_eq!(
-                    got.map(|r| r.unwrap()),
-                    expected,
-                    "mixed walk {lower:?}..{upper:?} {walk:?}"
-                );
-            }
-            // Whatever is left is what the two ends have not yielded.
-            let rest: Vec<_> = it.map(|r| r.unwrap()).collect();
-            assert_eq!(rest, Vec::from(want), "rest of mixed walk");
-        }
+        Op::Mixed(lower, upper, walk) => siftdb_tests::check_walk(
+            db.range((lower.clone(), upper.clone())),
+            model_range(model, lower, upper),
+            walk,
+            &format!("mixed walk {lower:?}..{upper:?}"),
+        ),
         Op::Raw(lower, upper, start, walk) => {
             // Within the bounds the cursor behaves as over the model's keys in them.
             let keys: Vec<&Vec<u8>> = model
