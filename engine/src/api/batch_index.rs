@@ -127,29 +127,30 @@ impl WriteBatchWithIndex {
 
     /// Records in the index what the op just added does to `key` of keyspace `id`.
     fn note(&mut self, id: u32, key: &[u8], kind: ValueKind, value: &[u8]) -> &mut Self {
-        let slot = self.index.entry((id, key.to_vec()));
-        let next = match kind {
-            ValueKind::Delete => Pending::Deleted,
-            ValueKind::Merge => {
-                let (base, mut operands) = match slot {
-                    btree_map::Entry::Occupied(ref e) => match e.get() {
-                        Pending::Value(v) => (Some(Some(v.clone())), Vec::new()),
-                        Pending::Deleted => (Some(None), Vec::new()),
-                        Pending::Merged { base, operands } => (base.clone(), operands.clone()),
-                    },
-                    btree_map::Entry::Vacant(_) => (None, Vec::new()),
+        // A key the batch has not written yet is, to a merge, operands over the database's
+        // value: no operand so far.
+        let slot = self
+            .index
+            .entry((id, key.to_vec()))
+            .or_insert(Pending::Merged {
+                base: None,
+                operands: Vec::new(),
+            });
+        // Updated in place: a run of merges of one key appends, it does not copy the operands.
+        let prior = std::mem::replace(slot, Pending::Deleted);
+        *slot = match (kind, prior) {
+            (ValueKind::Delete, _) => Pending::Deleted,
+            (ValueKind::Merge, prior) => {
+                let (base, mut operands) = match prior {
+                    Pending::Value(v) => (Some(Some(v)), Vec::new()),
+                    Pending::Deleted => (Some(None), Vec::new()),
+                    Pending::Merged { base, operands } => (base, operands),
                 };
                 operands.push(value.to_vec());
                 Pending::Merged { base, operands }
             }
             _ => Pending::Value(value.to_vec()),
         };
-        match slot {
-            btree_map::Entry::Occupied(mut e) => *e.get_mut() = next,
-            btree_map::Entry::Vacant(e) => {
-                e.insert(next);
-            }
-        }
         self
     }
 
