@@ -114,3 +114,52 @@ fn overlapping_tables_are_rewritten_not_moved() {
     assert!(stats.compaction_bytes_written > 0);
     assert_eq!(db.iter().count(), 4_000);
 }
+
+/// A random-order fill under Monkey: when the tree grows a level, tables of the level above move
+/// into the new bottom level unchanged (RocksDB's moves of a level's overflow) wherever their
+/// filters are within 10 % of what the plan gives the new level, and the tree keeps its budget.
+#[test]
+fn a_new_bottom_level_receives_tables_by_moves_under_monkey() {
+    let dir = siftdb_tests::temp_dir();
+    let opts = Options {
+        filter_allocation: siftdb::FilterAllocation::Monkey,
+        ..options()
+    };
+    let db = Db::open(dir.path(), opts.clone()).unwrap();
+    let n: u64 = 60_000;
+    // A bijection of 0..2^32 scatters the write order (the same one as compaction_monkey.rs).
+    let scattered = |i: u64| (i as u32).wrapping_mul(2_654_435_761) as u64;
+    for i in 0..n {
+        db.put(key(scattered(i)), value(i)).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compaction().unwrap();
+    let stats = db.stats();
+    let tree = shape(&db);
+    assert!(
+        tree.iter().skip(3).any(|&files| files > 0),
+        "the tree grew to L3 or deeper: {tree:?}"
+    );
+    assert!(
+        stats.trivial_moves > 0,
+        "no table moved into a new bottom level (tree {tree:?}, {} compactions)",
+        stats.compactions
+    );
+    let (keys, planned_bits) = db.level_info().iter().fold((0, 0.0), |(k, b), l| {
+        (k + l.keys, b + l.planned_bits_per_key * l.keys as f64)
+    });
+    let planned = planned_bits / keys as f64;
+    assert!(
+        planned < 1.1 * opts.filter_bits_per_key,
+        "{planned:.2} bits/key planned for a budget of {}",
+        opts.filter_bits_per_key
+    );
+    for i in (0..n).step_by(101) {
+        assert_eq!(
+            db.get(key(scattered(i))).unwrap(),
+            Some(value(i)),
+            "key {i}"
+        );
+    }
+    assert_eq!(db.iter().count() as u64, n);
+}
