@@ -78,6 +78,64 @@ enum Op {
     /// Walks a held iterator to its end (forward, or backward when false): it must yield the
     /// state of its creation.
     DrainIter(usize, bool),
+    /// A transaction (see [`Txn`]).
+    Txn(Txn),
+}
+
+/// A transaction of the model test: its steps, a plain write by someone else after step
+/// `outside.0` (a conflict for an optimistic transaction that wrote or read the key for
+/// update), and whether it commits or rolls back.
+#[derive(Debug, Clone)]
+struct Txn {
+    pessimistic: bool,
+    steps: Vec<TxStep>,
+    outside: Option<(usize, Vec<u8>, Vec<u8>)>,
+    commit: bool,
+}
+
+#[derive(Debug, Clone)]
+enum TxStep {
+    Write(Entry),
+    Get(Vec<u8>),
+    GetForUpdate(Vec<u8>),
+    Savepoint,
+    RollbackToSavepoint,
+    /// `range` forward and backward.
+    Range(Bound<Vec<u8>>, Bound<Vec<u8>>),
+    /// `prefix_iter` walked backward.
+    PrefixRev(Vec<u8>),
+    /// A flush of the database's memtable (the commit's validation then reads tables).
+    Flush,
+}
+
+fn tx_step(variant: Variant) -> impl Strategy<Value = TxStep> {
+    prop_oneof![
+        3 => (key(), value(variant)).prop_map(|(k, v)| TxStep::Write(Entry::Put(k, v))),
+        1 => key().prop_map(|k| TxStep::Write(Entry::Delete(k))),
+        2 => (key(), operand(variant)).prop_map(|(k, o)| TxStep::Write(Entry::Merge(k, o))),
+        2 => key().prop_map(TxStep::Get),
+        2 => key().prop_map(TxStep::GetForUpdate),
+        1 => Just(TxStep::Savepoint),
+        1 => Just(TxStep::RollbackToSavepoint),
+        1 => (bound(), bound()).prop_map(|(a, b)| TxStep::Range(a, b)),
+        1 => proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'b')], 0..3).prop_map(TxStep::PrefixRev),
+        1 => Just(TxStep::Flush),
+    ]
+}
+
+fn txn(variant: Variant) -> impl Strategy<Value = Txn> {
+    (
+        any::<bool>(),
+        proptest::collection::vec(tx_step(variant), 0..12),
+        proptest::option::weighted(0.5, (0usize..12, key(), value(variant))),
+        proptest::bool::weighted(0.8),
+    )
+        .prop_map(|(pessimistic, steps, outside, commit)| Txn {
+            pessimistic,
+            steps,
+            outside,
+            commit,
+        })
 }
 
 #[derive(Debug, Clone)]
@@ -182,6 +240,7 @@ fn op(variant: Variant) -> impl Strategy<Value = Op> {
         1 => proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'b')], 0..3).prop_map(Op::PrefixRev),
         1 => Just(Op::HoldIter),
         1 => (0usize..2, any::<bool>()).prop_map(|(i, f)| Op::DrainIter(i, f)),
+        3 => txn(variant).prop_map(Op::Txn),
     ]
 }
 
@@ -667,6 +726,7 @@ fn run(variant: Variant, style: CompactionStyle, ops: &[Op]) {
                 drop(db);
                 db = Db::open(dir.path(), options(variant, style)).unwrap();
             }
+            Op::Txn(t) => run_txn(variant, &db, &mut model, t),
             Op::IterRev
             | Op::Range(..)
             | Op::SeekForPrev(_)
@@ -708,6 +768,139 @@ fn run(variant: Variant, style: CompactionStyle, ops: &[Op]) {
             "after final reopen: {diffs:?}\n{}",
             db.property("siftdb.levels").unwrap_or_default()
         );
+    }
+}
+
+/// The model's side of a transaction: its writes in order, the keys it read for update, and
+/// its savepoints (lengths of the two then).
+#[derive(Default)]
+struct TxModel {
+    writes: Vec<Entry>,
+    for_update: Vec<Vec<u8>>,
+    savepoints: Vec<(usize, usize)>,
+}
+
+impl TxModel {
+    /// What the transaction sees: `base` with its writes applied.
+    fn view(&self, variant: Variant, base: &Model) -> Model {
+        let mut view = base.clone();
+        assert!(model_batch(variant, &mut view, &self.writes));
+        view
+    }
+
+    /// Whether a write of `key` by someone else after the snapshot fails the commit.
+    fn depends_on(&self, key: &[u8]) -> bool {
+        self.for_update.iter().any(|k| k == key)
+            || self.writes.iter().any(|e| match e {
+                Entry::Put(k, _) | Entry::Delete(k) | Entry::Merge(k, _) => k == key,
+                Entry::DeleteRange(a, b) => a.as_slice() <= key && key < b.as_slice(),
+            })
+    }
+}
+
+/// Runs transaction `t` against `db` and the model: every read must see the transaction's
+/// writes over its snapshot (optimistic) or over the newest state (pessimistic, without a
+/// snapshot); the commit applies all of them or, on a conflict, none.
+fn run_txn(variant: Variant, db: &Db, model: &mut Model, t: &Txn) {
+    let opts = siftdb::TransactionOptions {
+        mode: if t.pessimistic {
+            siftdb::TransactionMode::Pessimistic
+        } else {
+            siftdb::TransactionMode::Optimistic
+        },
+        ..Default::default()
+    };
+    let mut txn = db.transaction_opt(&opts);
+    let at_begin = model.clone();
+    let mut tx = TxModel::default();
+    let mut outside_key = None;
+    for (i, step) in t.steps.iter().enumerate() {
+        // What the transaction reads under: its snapshot, or the newest state.
+        let base = if t.pessimistic { &*model } else { &at_begin };
+        let view = tx.view(variant, base);
+        match step {
+            TxStep::Write(e) => {
+                match e {
+                    Entry::Put(k, v) => txn.put(k, v),
+                    Entry::Delete(k) => txn.delete(k),
+                    Entry::Merge(k, o) => txn.merge(k, o),
+                    Entry::DeleteRange(..) => unreachable!("transactions have no range deletes"),
+                }
+                .unwrap();
+                tx.writes.push(e.clone());
+            }
+            TxStep::Get(k) => {
+                assert_eq!(txn.get(k).unwrap(), view.get(k).cloned(), "txn get {k:?}")
+            }
+            TxStep::GetForUpdate(k) => {
+                let got = txn.get_for_update(k).unwrap();
+                assert_eq!(got, view.get(k).cloned(), "txn get_for_update {k:?}");
+                tx.for_update.push(k.clone());
+            }
+            TxStep::Savepoint => {
+                txn.set_savepoint().unwrap();
+                tx.savepoints.push((tx.writes.len(), tx.for_update.len()));
+            }
+            TxStep::RollbackToSavepoint => {
+                let got = txn.rollback_to_savepoint();
+                match tx.savepoints.pop() {
+                    Some((w, f)) => {
+                        got.unwrap();
+                        tx.writes.truncate(w);
+                        tx.for_update.truncate(f);
+                    }
+                    None => assert!(matches!(got, Err(Error::InvalidArgument(_))), "{got:?}"),
+                }
+            }
+            TxStep::Range(lower, upper) => {
+                let want = model_range(&view, lower, upper);
+                let got: Vec<_> = txn
+                    .range((lower.clone(), upper.clone()))
+                    .map(|r| r.unwrap())
+                    .collect();
+                assert_eq!(got, want, "txn range {lower:?}..{upper:?}");
+                let mut back: Vec<_> = txn
+                    .range((lower.clone(), upper.clone()))
+                    .rev()
+                    .map(|r| r.unwrap())
+                    .collect();
+                back.reverse();
+                assert_eq!(back, want, "txn reverse range {lower:?}..{upper:?}");
+            }
+            TxStep::PrefixRev(p) => {
+                let got: Vec<_> = txn.prefix_iter(p).rev().map(|r| r.unwrap()).collect();
+                let want: Vec<_> = view
+                    .iter()
+                    .rev()
+                    .filter(|(k, _)| k.starts_with(p))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                assert_eq!(got, want, "txn reverse prefix {p:?}");
+            }
+            TxStep::Flush => db.flush().unwrap(),
+        }
+        if let Some((at, k, v)) = &t.outside {
+            if *at == i {
+                db.put(k, v).unwrap();
+                model.insert(k.clone(), v.clone());
+                outside_key = Some(k.clone());
+            }
+        }
+    }
+    if !t.commit {
+        txn.rollback().unwrap();
+        return;
+    }
+    let conflict = !t.pessimistic && outside_key.is_some_and(|k| tx.depends_on(&k));
+    let got = txn.commit();
+    if conflict {
+        assert!(
+            matches!(got, Err(Error::Conflict)),
+            "expected a conflict: {got:?}"
+        );
+    } else {
+        got.unwrap();
+        assert!(model_batch(variant, model, &tx.writes));
     }
 }
 

@@ -36,6 +36,19 @@ enum Op {
     Flush,
     Compact,
     Crash(usize),
+    /// A transaction (pessimistic when the flag says so) that writes the first entries, sets a
+    /// savepoint, writes the second ones, rolls back to the savepoint and commits (synced when
+    /// the last flag says so): after power loss the first entries are there together or not
+    /// at all, the second never.
+    Txn(Vec<Entry>, Vec<Entry>, bool, bool),
+}
+
+/// A transaction's write: transactions have no range deletes (one becomes a delete of its start).
+fn txn_entry() -> impl Strategy<Value = Entry> {
+    entry().prop_map(|e| match e {
+        Entry::DeleteRange(a, _) => Entry::Delete(a),
+        e => e,
+    })
 }
 
 fn key() -> impl Strategy<Value = Vec<u8>> {
@@ -71,6 +84,13 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Flush),
         1 => Just(Op::Compact),
         2 => (0usize..40).prop_map(Op::Crash),
+        3 => (
+            proptest::collection::vec(txn_entry(), 1..5),
+            proptest::collection::vec(txn_entry(), 0..3),
+            any::<bool>(),
+            proptest::bool::weighted(0.2),
+        )
+            .prop_map(|(kept, undone, p, s)| Op::Txn(kept, undone, p, s)),
     ]
 }
 
@@ -233,6 +253,37 @@ fn run(style: siftdb::CompactionStyle, ops: &[Op]) {
                 got.unwrap();
                 // Synced, even a batch of empty ranges only (an empty batch) makes every earlier
                 // write durable.
+                if *sync {
+                    candidates.clear();
+                }
+                candidates.push(model.clone());
+            }
+            Op::Txn(kept, undone, pessimistic, sync) => {
+                let mode = if *pessimistic {
+                    siftdb::TransactionMode::Pessimistic
+                } else {
+                    siftdb::TransactionMode::Optimistic
+                };
+                let mut txn = db.transaction_opt(&siftdb::TransactionOptions {
+                    mode,
+                    ..Default::default()
+                });
+                let write = |txn: &mut siftdb::Transaction, e: &Entry| match e {
+                    Entry::Put(k, v) => txn.put(k, v),
+                    Entry::Delete(k) => txn.delete(k),
+                    Entry::Merge(k, o) => txn.merge(k, o),
+                    Entry::DeleteRange(..) => unreachable!("no range deletes in transactions"),
+                };
+                for e in kept {
+                    write(&mut txn, e).unwrap();
+                }
+                txn.set_savepoint().unwrap();
+                for e in undone {
+                    write(&mut txn, e).unwrap();
+                }
+                txn.rollback_to_savepoint().unwrap();
+                txn.commit_opt(&WriteOptions { sync: *sync }).unwrap();
+                assert!(model_batch(&mut model, kept));
                 if *sync {
                     candidates.clear();
                 }

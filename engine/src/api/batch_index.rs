@@ -15,8 +15,8 @@ use siftdb_sstable::ValueKind;
 
 use crate::api::db::Db;
 use crate::api::keyspace::Keyspace;
-use crate::base::batch::WriteBatch;
-use crate::base::error::Result;
+use crate::base::batch::{BatchMark, WriteBatch};
+use crate::base::error::{Error, Result};
 use crate::base::merge::{full_merge_for_read, MergeOperator};
 use crate::core::tree::Tree;
 use crate::paths::iterator::DbIterator;
@@ -24,16 +24,37 @@ use crate::paths::iterator::DbIterator;
 /// What a key is once the batch applies.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Pending {
-    /// The batch's last put.
-    Value(Vec<u8>),
+    /// The batch's last put (expiring at `expires`, milliseconds since the Unix epoch, for a
+    /// put with a TTL).
+    Value {
+        value: Vec<u8>,
+        expires: Option<u64>,
+    },
     /// Deleted by the batch.
     Deleted,
     /// Merge operands, oldest first, on top of `base`: what an earlier put or delete of the
     /// batch left (`Some`), or the database's value (`None`).
     Merged {
-        base: Option<Option<Vec<u8>>>,
+        base: Option<Known>,
         operands: Vec<Vec<u8>>,
     },
+}
+
+/// What an earlier put or delete of the batch left under merge operands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Known {
+    /// `None`: deleted.
+    value: Option<Vec<u8>>,
+    expires: Option<u64>,
+}
+
+impl Known {
+    /// The value, unless deleted or expired by `now`.
+    fn live(&self, now: u64) -> Option<Vec<u8>> {
+        self.value
+            .clone()
+            .filter(|_| self.expires.is_none_or(|e| now < e))
+    }
 }
 
 /// A write batch that answers reads ([`WriteBatchWithIndex::get_from_batch_and_db`],
@@ -65,6 +86,8 @@ pub struct WriteBatchWithIndex {
     batch: WriteBatch,
     /// (keyspace id, key) → what the key is once the batch applies.
     index: BTreeMap<(u32, Vec<u8>), Pending>,
+    /// Where the batch ended at each savepoint, oldest first.
+    savepoints: Vec<BatchMark>,
 }
 
 impl WriteBatchWithIndex {
@@ -77,21 +100,21 @@ impl WriteBatchWithIndex {
     pub fn put<K: AsRef<[u8]>, V: AsRef<[u8]>>(&mut self, key: K, value: V) -> &mut Self {
         let (key, value) = (key.as_ref(), value.as_ref());
         self.batch.put(key, value);
-        self.note(0, key, ValueKind::Put, value)
+        self.note(0, key, ValueKind::Put, value, None)
     }
 
     /// Adds a delete (the "default" keyspace).
     pub fn delete<K: AsRef<[u8]>>(&mut self, key: K) -> &mut Self {
         let key = key.as_ref();
         self.batch.delete(key);
-        self.note(0, key, ValueKind::Delete, &[])
+        self.note(0, key, ValueKind::Delete, &[], None)
     }
 
     /// Adds a merge operand (the "default" keyspace; the database needs a merge operator).
     pub fn merge<K: AsRef<[u8]>, V: AsRef<[u8]>>(&mut self, key: K, operand: V) -> &mut Self {
         let (key, operand) = (key.as_ref(), operand.as_ref());
         self.batch.merge(key, operand);
-        self.note(0, key, ValueKind::Merge, operand)
+        self.note(0, key, ValueKind::Merge, operand, None)
     }
 
     /// Adds a put to keyspace `ks`.
@@ -103,14 +126,14 @@ impl WriteBatchWithIndex {
     ) -> &mut Self {
         let (key, value) = (key.as_ref(), value.as_ref());
         self.batch.put_in(ks, key, value);
-        self.note(ks.tag().id, key, ValueKind::Put, value)
+        self.note(ks.tag().id, key, ValueKind::Put, value, None)
     }
 
     /// Adds a delete from keyspace `ks`.
     pub fn delete_in<K: AsRef<[u8]>>(&mut self, ks: &Keyspace, key: K) -> &mut Self {
         let key = key.as_ref();
         self.batch.delete_in(ks, key);
-        self.note(ks.tag().id, key, ValueKind::Delete, &[])
+        self.note(ks.tag().id, key, ValueKind::Delete, &[], None)
     }
 
     /// Adds a merge operand for `key` in keyspace `ks`.
@@ -122,11 +145,84 @@ impl WriteBatchWithIndex {
     ) -> &mut Self {
         let (key, operand) = (key.as_ref(), operand.as_ref());
         self.batch.merge_in(ks, key, operand);
-        self.note(ks.tag().id, key, ValueKind::Merge, operand)
+        self.note(ks.tag().id, key, ValueKind::Merge, operand, None)
+    }
+
+    /// Adds a put of `value` to keyspace `ks` (`None`: "default") that expires at `expiry`
+    /// (milliseconds since the Unix epoch; `Db::put_with_ttl`'s form).
+    pub(crate) fn put_expiring(
+        &mut self,
+        ks: Option<&Keyspace>,
+        key: &[u8],
+        value: &[u8],
+        expiry: u64,
+    ) -> &mut Self {
+        let tag = ks.map(Keyspace::tag);
+        self.batch.put_expiring(tag.as_ref(), key, value, expiry);
+        let id = tag.map_or(0, |t| t.id);
+        self.note(id, key, ValueKind::ExpiringPut, value, Some(expiry))
+    }
+
+    /// Marks the batch as it is now: [`WriteBatchWithIndex::rollback_to_savepoint`] returns it
+    /// here (RocksDB's `SetSavePoint`). Savepoints nest.
+    pub fn set_savepoint(&mut self) {
+        self.savepoints.push(self.batch.mark());
+    }
+
+    /// Takes out every op added since the last savepoint, and that savepoint; an
+    /// [`Error::InvalidArgument`] when there is none (nothing changes).
+    pub fn rollback_to_savepoint(&mut self) -> Result<()> {
+        let mark = self.savepoints.pop().ok_or_else(|| {
+            Error::InvalidArgument("rollback_to_savepoint without a savepoint".to_string())
+        })?;
+        self.batch.truncate(&mark);
+        self.reindex()
+    }
+
+    /// Forgets the last savepoint, keeping its ops (RocksDB's `PopSavePoint`); an
+    /// [`Error::InvalidArgument`] when there is none.
+    pub fn pop_savepoint(&mut self) -> Result<()> {
+        self.savepoints
+            .pop()
+            .map(|_| ())
+            .ok_or_else(|| Error::InvalidArgument("pop_savepoint without a savepoint".to_string()))
+    }
+
+    /// Rebuilds the index from the batch's ops (after a rollback to a savepoint).
+    fn reindex(&mut self) -> Result<()> {
+        self.index.clear();
+        let mut batch = std::mem::take(&mut self.batch);
+        let ops = crate::base::batch::decode(batch.encode(0))
+            .ok_or_else(|| crate::base::error::Error::corruption("batch failed to decode"))?
+            .1;
+        for op in ops {
+            let (value, expires) = match op.kind {
+                ValueKind::ExpiringPut => match crate::base::ttl::decode(op.value) {
+                    Some((expiry, value)) => (value, Some(expiry)),
+                    None => (op.value, None),
+                },
+                _ => (op.value, None),
+            };
+            self.note(op.keyspace, op.key, op.kind, value, expires);
+        }
+        self.batch = batch;
+        Ok(())
+    }
+
+    /// The (keyspace id, key) pairs the batch writes, in order.
+    pub(crate) fn written_keys(&self) -> impl Iterator<Item = &(u32, Vec<u8>)> {
+        self.index.keys()
     }
 
     /// Records in the index what the op just added does to `key` of keyspace `id`.
-    fn note(&mut self, id: u32, key: &[u8], kind: ValueKind, value: &[u8]) -> &mut Self {
+    fn note(
+        &mut self,
+        id: u32,
+        key: &[u8],
+        kind: ValueKind,
+        value: &[u8],
+        expires: Option<u64>,
+    ) -> &mut Self {
         // A key the batch has not written yet is, to a merge, operands over the database's
         // value: no operand so far.
         let slot = self
@@ -142,14 +238,29 @@ impl WriteBatchWithIndex {
             (ValueKind::Delete, _) => Pending::Deleted,
             (ValueKind::Merge, prior) => {
                 let (base, mut operands) = match prior {
-                    Pending::Value(v) => (Some(Some(v)), Vec::new()),
-                    Pending::Deleted => (Some(None), Vec::new()),
+                    Pending::Value { value, expires } => (
+                        Some(Known {
+                            value: Some(value),
+                            expires,
+                        }),
+                        Vec::new(),
+                    ),
+                    Pending::Deleted => (
+                        Some(Known {
+                            value: None,
+                            expires: None,
+                        }),
+                        Vec::new(),
+                    ),
                     Pending::Merged { base, operands } => (base, operands),
                 };
                 operands.push(value.to_vec());
                 Pending::Merged { base, operands }
             }
-            _ => Pending::Value(value.to_vec()),
+            _ => Pending::Value {
+                value: value.to_vec(),
+                expires,
+            },
         };
         self
     }
@@ -190,22 +301,27 @@ impl WriteBatchWithIndex {
         self.get_over(ks.tree(), key.as_ref(), || ks.get(key.as_ref()))
     }
 
-    fn get_over(
+    /// The value of `key` of `tree` once the batch applies over `base`, the value the
+    /// database reads give it (the newest, or a snapshot's).
+    pub(crate) fn get_over(
         &self,
         tree: &Tree,
         key: &[u8],
         base: impl FnOnce() -> Result<Option<Vec<u8>>>,
     ) -> Result<Option<Vec<u8>>> {
+        let now = now_millis(tree);
         match self.index.get(&(tree.id, key.to_vec())) {
             None => base(),
-            Some(Pending::Value(v)) => Ok(Some(v.clone())),
+            Some(Pending::Value { value, expires }) => {
+                Ok(Some(value.clone()).filter(|_| expires.is_none_or(|e| now < e)))
+            }
             Some(Pending::Deleted) => Ok(None),
             Some(Pending::Merged {
                 base: known,
                 operands,
             }) => {
                 let existing = match known {
-                    Some(known) => known.clone(),
+                    Some(known) => known.live(now),
                     None => base()?,
                 };
                 merge_over(
@@ -242,7 +358,9 @@ impl WriteBatchWithIndex {
         self.iterator_over(Arc::clone(ks.tree()), ks.range(range), bounds)
     }
 
-    fn iterator_over(
+    /// The entries of the range `(lower, upper)` of `tree` once the batch applies over `base`,
+    /// the database's iterator over the same range (the newest state, or a snapshot's).
+    pub(crate) fn iterator_over(
         &self,
         tree: Arc<Tree>,
         base: DbIterator,
@@ -266,6 +384,7 @@ impl WriteBatchWithIndex {
             Some(self.index.range((lower, upper)))
         };
         BatchAndDbIterator {
+            now: now_millis(&tree),
             tree,
             base,
             batch,
@@ -293,7 +412,12 @@ fn merge_over(
     full_merge_for_read(operator, key, existing, &operands)
 }
 
-fn owned_bounds<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(
+/// The clock of `tree`'s database now, in milliseconds (what an expiring put is judged by).
+fn now_millis(tree: &Tree) -> u64 {
+    crate::base::ttl::millis(tree.options.clock.now())
+}
+
+pub(crate) fn owned_bounds<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(
     range: &R,
 ) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
     let own = |b: Bound<&K>| match b {
@@ -328,6 +452,8 @@ struct Peeked<'a> {
 /// ([`WriteBatchWithIndex::iterator_with_base`]); both directions.
 pub struct BatchAndDbIterator<'a> {
     tree: Arc<Tree>,
+    /// The clock when the iterator was made, for the batch's expiring puts.
+    now: u64,
     base: DbIterator,
     /// The index's entries of the range (`None`: an empty range).
     batch: Option<IndexRange<'a>>,
@@ -428,11 +554,13 @@ impl<'a> BatchAndDbIterator<'a> {
         existing: Option<Vec<u8>>,
     ) -> Option<Result<Entry>> {
         match pending {
-            Pending::Value(v) => Some(Ok((key.to_vec(), v.clone()))),
+            Pending::Value { value, expires } => expires
+                .is_none_or(|e| self.now < e)
+                .then(|| Ok((key.to_vec(), value.clone()))),
             Pending::Deleted => None,
             Pending::Merged { base, operands } => {
                 let existing = match base {
-                    Some(known) => known.clone(),
+                    Some(known) => known.live(self.now),
                     None => existing,
                 };
                 let operator = self.tree.options.merge_operator.as_ref();

@@ -8,6 +8,7 @@ use parking_lot::Mutex;
 
 use crate::api::keyspace::Keyspace;
 use crate::api::snapshot::Snapshot;
+use crate::api::transaction::{Transaction, TransactionOptions};
 use crate::base::batch::WriteBatch;
 use crate::base::error::{Error, Result};
 use crate::base::fs::FileLock;
@@ -438,6 +439,38 @@ impl Db {
     /// A consistent view of the database (every keyspace) as of now.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot::new(Arc::clone(&self.engine))
+    }
+
+    /// Begins an optimistic transaction with a snapshot taken now (RocksDB's
+    /// `OptimisticTransactionDB::BeginTransaction`; see [`Transaction`]).
+    pub fn transaction(&self) -> Transaction {
+        self.transaction_opt(&TransactionOptions::default())
+    }
+
+    /// Begins a transaction as `opts` say: optimistic or pessimistic, the lock timeout,
+    /// deadlock detection, a snapshot for a pessimistic one.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+    /// use siftdb::{TransactionMode, TransactionOptions};
+    /// let opts = TransactionOptions {
+    ///     mode: TransactionMode::Pessimistic,
+    ///     lock_timeout: std::time::Duration::from_millis(100),
+    ///     ..TransactionOptions::default()
+    /// };
+    /// let mut first = db.transaction_opt(&opts);
+    /// first.put("k", "1")?; // locks "k" until `first` ends
+    /// let mut second = db.transaction_opt(&opts);
+    /// assert!(matches!(second.put("k", "2"), Err(siftdb::Error::LockTimeout)));
+    /// first.commit()?;
+    /// second.put("k", "2")?; // free now
+    /// second.commit()?;
+    /// assert_eq!(db.get("k")?, Some(b"2".to_vec()));
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn transaction_opt(&self, opts: &TransactionOptions) -> Transaction {
+        Transaction::begin(self, opts)
     }
 
     /// An iterator over all keys in order (`.rev()` for descending order). It owns what it

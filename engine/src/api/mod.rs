@@ -1,7 +1,8 @@
-//! The public handles: [`Db`](db::Db), [`Keyspace`](keyspace::Keyspace) and
-//! [`Snapshot`](snapshot::Snapshot). Nothing below this layer names them.
+//! The public handles: [`Db`](db::Db), [`Keyspace`](keyspace::Keyspace),
+//! [`Snapshot`](snapshot::Snapshot) and [`Transaction`](transaction::Transaction). Nothing below this layer names them.
 
 pub(crate) mod batch_index;
 pub(crate) mod db;
 pub(crate) mod keyspace;
 pub(crate) mod snapshot;
+pub(crate) mod transaction;

@@ -269,6 +269,33 @@ impl WriteBatch {
         self.rep.len()
     }
 
+    /// Where the batch ends now, for [`WriteBatch::truncate`] (a savepoint).
+    pub(crate) fn mark(&self) -> BatchMark {
+        BatchMark {
+            rep_len: self.rep.len(),
+            count: self.count,
+            valid: self.invalid.is_none(),
+            writes_default: self.writes_default,
+            named: self.named.len(),
+            instance: self.instance,
+            has_merges: self.has_merges,
+        }
+    }
+
+    /// Takes out every op added after `mark` (one of this batch's, not followed by an earlier
+    /// truncation): the batch is as it was then.
+    pub(crate) fn truncate(&mut self, mark: &BatchMark) {
+        self.rep.truncate(mark.rep_len.max(HEADER));
+        self.count = mark.count;
+        if mark.valid {
+            self.invalid = None;
+        }
+        self.writes_default = mark.writes_default;
+        self.named.truncate(mark.named);
+        self.instance = mark.instance;
+        self.has_merges = mark.has_merges;
+    }
+
     /// Fails if an operation broke a limit.
     pub(crate) fn validate(&self) -> Result<()> {
         match &self.invalid {
@@ -283,6 +310,18 @@ impl WriteBatch {
         self.rep[8..12].copy_from_slice(&self.count.to_le_bytes());
         &self.rep
     }
+}
+
+/// Where a batch ended at one point ([`WriteBatch::mark`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BatchMark {
+    rep_len: usize,
+    count: u32,
+    valid: bool,
+    writes_default: bool,
+    named: usize,
+    instance: Option<u64>,
+    has_merges: bool,
 }
 
 /// A keyspace a batch names: its id, the database instance it belongs to and its name (for the

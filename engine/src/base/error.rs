@@ -66,6 +66,21 @@ pub enum Error {
     /// Background compactions retry; `compact_range` returns this.
     #[error("{0}")]
     CompactionFilter(CompactionFilterError),
+    /// A transaction's commit found that another writer committed one of the keys it wrote
+    /// or read for update after its snapshot (optimistic validation; a pessimistic transaction
+    /// with `set_snapshot` gets it when it locks such a key). Nothing of the transaction was
+    /// written: run it again from the start.
+    #[error("transaction conflict: a key it wrote or read for update changed after its snapshot")]
+    Conflict,
+    /// A pessimistic transaction waited longer than its `lock_timeout` for a key another
+    /// transaction holds. The transaction is still open: retry the call, or roll back.
+    #[error("timed out waiting for a transaction's lock on a key")]
+    LockTimeout,
+    /// Waiting for the lock would have closed a cycle of transactions each waiting for the
+    /// next (pessimistic transactions with `deadlock_detect`). This transaction did not get
+    /// the lock; roll it back (releasing its locks) and run it again.
+    #[error("deadlock: waiting for the lock would close a cycle of waiting transactions")]
+    Deadlock,
 }
 
 /// The job whose failure stopped writes (see [`BackgroundError`]).
@@ -340,6 +355,9 @@ impl Error {
             Error::KeyspaceNotFound(n) => Error::KeyspaceNotFound(n.clone()),
             Error::ReadOnly => Error::ReadOnly,
             Error::CompactionFilter(m) => Error::CompactionFilter(m.clone()),
+            Error::Conflict => Error::Conflict,
+            Error::LockTimeout => Error::LockTimeout,
+            Error::Deadlock => Error::Deadlock,
         }
     }
 }

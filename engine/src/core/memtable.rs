@@ -133,6 +133,10 @@ pub struct Memtable {
     has_range_dels: AtomicBool,
     /// Merge operands inserted.
     merge_operands: AtomicU64,
+    /// The smallest sequence number inserted (`u64::MAX` while empty): every write of the tree
+    /// that is already in its tables is older, which lets a transaction's validation stop at
+    /// the memtables (`paths/conflict.rs`).
+    first_sequence: AtomicU64,
     /// Prefixes (and optionally whole keys) of the entries, asked before the skiplist.
     bloom: Option<MemtableBloom>,
     /// The bytes of every key and value in `map`.
@@ -157,6 +161,7 @@ impl Memtable {
             range_dels: Mutex::new(RangeDels::default()),
             has_range_dels: AtomicBool::new(false),
             merge_operands: AtomicU64::new(0),
+            first_sequence: AtomicU64::new(u64::MAX),
             bloom: None,
             arena: Arena::default(),
         }
@@ -175,6 +180,10 @@ impl Memtable {
     pub fn insert(&self, key: &[u8], sequence: u64, kind: ValueKind, value: &[u8]) {
         self.size
             .fetch_add(key.len() + value.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
+        // A load first: only a memtable's first inserts write the shared line.
+        if sequence < self.first_sequence.load(Ordering::Relaxed) {
+            self.first_sequence.fetch_min(sequence, Ordering::Relaxed);
+        }
         if kind == ValueKind::RangeDelete {
             let mut dels = self.range_dels.lock();
             dels.written.push(RangeTombstone {
@@ -232,6 +241,12 @@ impl Memtable {
     /// Point entries (range tombstones not counted).
     pub fn len(&self) -> usize {
         self.map.len()
+    }
+
+    /// The smallest sequence number inserted, `None` while nothing was.
+    pub(crate) fn first_sequence(&self) -> Option<u64> {
+        let first = self.first_sequence.load(Ordering::Relaxed);
+        (first != u64::MAX).then_some(first)
     }
 
     /// Merge operands inserted.

@@ -14,6 +14,7 @@ pub(crate) mod level_info;
 pub(crate) mod level_iter;
 pub(crate) mod live_tables;
 pub(crate) mod lock_order;
+pub(crate) mod lock_table;
 pub(crate) mod manifest;
 pub(crate) mod manifest_state;
 pub(crate) mod memtable;

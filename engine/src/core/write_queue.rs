@@ -7,15 +7,35 @@ use std::collections::{HashMap, VecDeque};
 
 use parking_lot::{Condvar, Mutex};
 
+use std::sync::Arc;
+
 use crate::base::batch::WriteBatch;
 use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
 use crate::core::lock_order::{Held, Rank};
+use crate::core::tree::Tree;
 
 /// Largest group a leader assembles (bytes of encoded batches).
 const MAX_GROUP_BYTES: usize = 1 << 20;
 
-/// A queued write: its ticket, its batch, whether it asked for a sync.
-pub(crate) type QueuedWrite = (u64, WriteBatch, bool);
+/// A queued write.
+pub(crate) struct QueuedWrite {
+    /// Its place in the queue, by which its writer finds its result.
+    pub ticket: u64,
+    pub batch: WriteBatch,
+    /// Whether the writer asked for a sync.
+    pub sync: bool,
+    /// What must hold for the batch to commit (an optimistic transaction's validation): the
+    /// leader checks it in the group's order, with every earlier group applied.
+    pub check: Option<CommitCheck>,
+}
+
+/// A batch's condition to commit: none of `keys` written after sequence `snapshot`, by an
+/// earlier group (checked against the tree) or by an earlier batch of the same group.
+pub(crate) struct CommitCheck {
+    pub snapshot: u64,
+    /// (tree, key): the keys the transaction wrote or read for update.
+    pub keys: Vec<(Arc<Tree>, Vec<u8>)>,
+}
 
 #[derive(Default)]
 struct Queue {
@@ -67,10 +87,10 @@ impl Drop for Leader<'_> {
             return;
         }
         let mut queue = self.queue.queue.lock();
-        for (t, _, _) in &self.group {
-            if *t != self.ticket {
+        for w in &self.group {
+            if w.ticket != self.ticket {
                 queue.done.insert(
-                    *t,
+                    w.ticket,
                     Err(Error::Background(BackgroundError::described(
                         BackgroundJob::WalWrite,
                         "the write leader panicked",
@@ -84,15 +104,26 @@ impl Drop for Leader<'_> {
 }
 
 impl WriteQueue {
-    /// Queues `batch` and waits until another leader has committed it, or this writer leads.
-    pub(crate) fn enter(&self, batch: WriteBatch, sync: bool) -> Turn<'_> {
+    /// Queues `batch` (to commit only if `check` holds) and waits until another leader has
+    /// committed it, or this writer leads.
+    pub(crate) fn enter(
+        &self,
+        batch: WriteBatch,
+        sync: bool,
+        check: Option<CommitCheck>,
+    ) -> Turn<'_> {
         // A follower waits for the leader as the leader waits for the write path: neither may
         // hold a lock the leader takes (core/lock_order.rs).
         let held = Held::enter(Rank::WritePath);
         let mut queue = self.queue.lock();
         let ticket = queue.next_ticket;
         queue.next_ticket += 1;
-        queue.pending.push_back((ticket, batch, sync));
+        queue.pending.push_back(QueuedWrite {
+            ticket,
+            batch,
+            sync,
+            check,
+        });
         loop {
             if let Some(result) = queue.done.remove(&ticket) {
                 return Turn::Done(result);
@@ -106,9 +137,9 @@ impl WriteQueue {
         queue.leader_active = true;
         let mut group = Vec::new();
         let mut bytes = 0;
-        while let Some((t, b, s)) = queue.pending.pop_front() {
-            bytes += b.size_bytes();
-            group.push((t, b, s));
+        while let Some(write) = queue.pending.pop_front() {
+            bytes += write.batch.size_bytes();
+            group.push(write);
             if bytes >= MAX_GROUP_BYTES {
                 break;
             }
@@ -132,12 +163,12 @@ impl WriteQueue {
     ) -> Result<()> {
         leader.finished = true;
         let mut queue = self.queue.lock();
-        for (t, _, _) in &leader.group {
+        for w in &leader.group {
             let shared = match &result {
                 Ok(()) => Ok(()),
                 Err(e) => Err(e.duplicate()),
             };
-            queue.done.insert(*t, shared);
+            queue.done.insert(w.ticket, shared);
         }
         for (t, e) in rejected {
             queue.done.insert(t, Err(e));
@@ -194,7 +225,7 @@ mod tests {
     #[test]
     fn a_leader_that_panics_fails_its_group_and_hands_the_write_path_back() {
         let queue = WriteQueue::default();
-        let Turn::Lead(first) = queue.enter(WriteBatch::new(), false) else {
+        let Turn::Lead(first) = queue.enter(WriteBatch::new(), false, None) else {
             panic!("the first writer leads")
         };
         std::thread::scope(|s| {
@@ -202,7 +233,7 @@ mod tests {
             // panics while committing.
             let writers: Vec<_> = (0..2)
                 .map(|_| {
-                    s.spawn(|| match queue.enter(WriteBatch::new(), false) {
+                    s.spawn(|| match queue.enter(WriteBatch::new(), false, None) {
                         Turn::Lead(_leader) => panic!("the leader panics while committing"),
                         Turn::Done(result) => result,
                     })
@@ -225,7 +256,7 @@ mod tests {
             );
         });
         // The write path is free again.
-        let Turn::Lead(next) = queue.enter(WriteBatch::new(), false) else {
+        let Turn::Lead(next) = queue.enter(WriteBatch::new(), false, None) else {
             panic!("a later writer leads")
         };
         assert!(queue.finish(next, Ok(()), Vec::new()).is_ok());

@@ -7,6 +7,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use crate::base::error::Result;
+use crate::core::lock_table::LockTable;
 use crate::core::shared::Shared;
 use crate::core::stats::Stats;
 use crate::core::tree::{ReadView, Tree};
@@ -22,6 +23,10 @@ pub(crate) struct Engine {
     pub(in crate::paths) default: Arc<Tree>,
     /// Tells this open instance apart from others (a batch may only name its keyspaces).
     pub(in crate::paths) instance: u64,
+    /// The point locks of pessimistic transactions.
+    locks: LockTable,
+    /// The next transaction's id (never reused: the lock table's wait-for graph relies on it).
+    next_transaction: AtomicU64,
 }
 
 /// A process-wide count that tells open instances apart.
@@ -36,7 +41,20 @@ impl Engine {
             compactions: Arc::new(Compactions::default()),
             default,
             instance: NEXT_INSTANCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            locks: LockTable::default(),
+            next_transaction: AtomicU64::new(1),
         }
+    }
+
+    /// The point locks of pessimistic transactions.
+    pub(crate) fn locks(&self) -> &LockTable {
+        &self.locks
+    }
+
+    /// A new transaction's id.
+    pub(crate) fn next_transaction_id(&self) -> u64 {
+        self.next_transaction
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 
     /// What readers and background jobs share.

@@ -1,6 +1,7 @@
 //! The read path (point lookups, batched lookups, the iterator stack), the write path (group
 //! commit, memtable and WAL switches) and recovery at open. They name `jobs`, `core` and `base`.
 
+pub(crate) mod conflict;
 pub(crate) mod engine;
 pub(crate) mod iterator;
 pub(crate) mod keyspaces;

@@ -20,7 +20,7 @@ use crate::base::wal::writer::LogWriter;
 use crate::core::memtable::Memtable;
 use crate::core::state::{DbState, StateGuard};
 use crate::core::tree::Tree;
-use crate::core::write_queue::{QueuedWrite, Turn};
+use crate::core::write_queue::{CommitCheck, QueuedWrite, Turn};
 use crate::paths::engine::Engine;
 
 /// The memtables a group writes into, by keyspace id.
@@ -28,6 +28,18 @@ type GroupMemtables = Vec<(u32, Arc<Memtable>)>;
 
 impl Engine {
     pub(crate) fn write(&self, batch: WriteBatch, sync: bool) -> Result<()> {
+        self.write_checked(batch, sync, None)
+    }
+
+    /// [`Engine::write`] of a batch that commits only if `check` holds when its group is
+    /// committed (else [`Error::Conflict`], nothing written): an optimistic transaction's
+    /// commit.
+    pub(crate) fn write_checked(
+        &self,
+        batch: WriteBatch,
+        sync: bool,
+        check: Option<CommitCheck>,
+    ) -> Result<()> {
         self.shared.check_open()?;
         self.shared.check_writable()?;
         batch.validate()?;
@@ -43,10 +55,10 @@ impl Engine {
         }
         // An empty batch writes nothing, but a synced one still makes every earlier write
         // durable (as a synced write of anything would): it goes through the WAL.
-        if batch.is_empty() && !sync {
+        if batch.is_empty() && !sync && check.is_none() {
             return Ok(());
         }
-        match self.writes.enter(batch, sync) {
+        match self.writes.enter(batch, sync, check) {
             Turn::Done(result) => result,
             Turn::Lead(mut leader) => {
                 let mut rejected = Vec::new();
@@ -63,22 +75,21 @@ impl Engine {
         group: &mut Vec<QueuedWrite>,
         rejected: &mut Vec<(u64, Error)>,
     ) -> Result<()> {
+        // Conditional batches first, with no lock held: they read the trees.
+        self.reject_conflicting(group, rejected);
         // Reserve room and sequence numbers, and take the WAL out for the unlocked append.
         let (mems, mut wal, first_seq, count, sync) = {
             let mut state = self.shared.state().lock();
             reject_dropped(&state, group, rejected);
-            let mut touched: Vec<u32> = group
-                .iter()
-                .flat_map(|(_, b, _)| b.keyspace_ids())
-                .collect();
+            let mut touched: Vec<u32> = group.iter().flat_map(|w| w.batch.keyspace_ids()).collect();
             touched.sort_unstable();
             touched.dedup();
             self.make_room(&mut state, &touched)?;
             if group.is_empty() {
                 return Ok(());
             }
-            let count: u64 = group.iter().map(|g| g.1.len() as u64).sum();
-            let sync = group.iter().any(|g| g.2);
+            let count: u64 = group.iter().map(|w| w.batch.len() as u64).sum();
+            let sync = group.iter().any(|w| w.sync);
             let last = self.shared.versions().last_sequence();
             if last + count > MAX_SEQUENCE {
                 return Err(Error::InvalidArgument(
@@ -135,9 +146,9 @@ impl Engine {
         use std::sync::atomic::Ordering::Relaxed;
         let before = wal.size();
         let mut seq = first_seq;
-        for (_, batch, _) in group.iter_mut() {
-            let n = batch.len() as u64;
-            wal.add_record(batch.encode(seq))?;
+        for w in group.iter_mut() {
+            let n = w.batch.len() as u64;
+            wal.add_record(w.batch.encode(seq))?;
             seq += n;
         }
         wal.flush()?;
@@ -152,8 +163,8 @@ impl Engine {
         self.shared.counters().write_groups.fetch_add(1, Relaxed);
         // Only now, with the group in the WAL, does it reach the memtables.
         let mut seq = first_seq;
-        for (_, batch, _) in group.iter_mut() {
-            let (_, ops) = batch::decode(batch.encode(seq))
+        for w in group.iter_mut() {
+            let (_, ops) = batch::decode(w.batch.encode(seq))
                 .ok_or_else(|| Error::corruption("batch failed to decode"))?;
             for op in ops {
                 let mem = mems
@@ -580,11 +591,14 @@ fn room_for(state: &DbState, ids: &[u32], may_stall: bool) -> Room {
 /// Moves the batches of `group` that name a keyspace no longer in `state` (dropped) to
 /// `rejected`, each with its error.
 fn reject_dropped(state: &DbState, group: &mut Vec<QueuedWrite>, rejected: &mut Vec<(u64, Error)>) {
-    group.retain(|(ticket, batch, _)| {
-        match batch.first_missing_keyspace(|id| state.trees.contains_key(&id)) {
+    group.retain(|w| {
+        match w
+            .batch
+            .first_missing_keyspace(|id| state.trees.contains_key(&id))
+        {
             None => true,
             Some(name) => {
-                rejected.push((*ticket, Error::KeyspaceDropped(name.to_string())));
+                rejected.push((w.ticket, Error::KeyspaceDropped(name.to_string())));
                 false
             }
         }
