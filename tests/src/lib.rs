@@ -115,3 +115,33 @@ where
     let rest: Vec<T> = it.map(|r| r.unwrap()).collect();
     assert_eq!(rest, Vec::from(want), "rest of {what} {walk:?}");
 }
+
+/// A clock that moves only when told to (for expiring values), starting in November 2023.
+#[derive(Debug)]
+pub struct ManualClock(std::sync::atomic::AtomicU64);
+
+impl ManualClock {
+    /// A clock at 1,700,000,000,000 ms since the Unix epoch.
+    pub fn new() -> ManualClock {
+        ManualClock(std::sync::atomic::AtomicU64::new(1_700_000_000_000))
+    }
+
+    /// Moves the clock forward by `by`.
+    pub fn advance(&self, by: Duration) {
+        let ms = u64::try_from(by.as_millis()).unwrap_or(u64::MAX);
+        self.0.fetch_add(ms, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Default for ManualClock {
+    fn default() -> Self {
+        ManualClock::new()
+    }
+}
+
+impl siftdb::Clock for ManualClock {
+    fn now(&self) -> std::time::SystemTime {
+        let ms = self.0.load(std::sync::atomic::Ordering::SeqCst);
+        std::time::UNIX_EPOCH + Duration::from_millis(ms)
+    }
+}
