@@ -96,13 +96,18 @@ pub enum Benchmark {
     YcsbE,
     /// YCSB F (read-modify-write): 50 % reads, 50 % read-modify-writes.
     YcsbF,
+    /// `db_bench`'s randomtransaction: `--reads` transactions on `--threads` threads, each a
+    /// read-modify-write of `--transaction_sets` keys drawn Zipfian (`--zipf_theta`, scrambled)
+    /// over the records, optimistic (`--optimistic_transaction_db`) or pessimistic
+    /// (`--transaction_db`); committed transactions per second and the abort rate.
+    RandomTransaction,
     /// Print every statistic and the tree shape.
     Stats,
 }
 
 impl Benchmark {
     /// Every workload, in documentation order.
-    pub const ALL: [Benchmark; 31] = [
+    pub const ALL: [Benchmark; 32] = [
         Benchmark::FillSeq,
         Benchmark::FillRandom,
         Benchmark::Overwrite,
@@ -133,6 +138,7 @@ impl Benchmark {
         Benchmark::YcsbD,
         Benchmark::YcsbE,
         Benchmark::YcsbF,
+        Benchmark::RandomTransaction,
         Benchmark::Stats,
     ];
 
@@ -169,6 +175,7 @@ impl Benchmark {
             Benchmark::YcsbD => "ycsbd",
             Benchmark::YcsbE => "ycsbe",
             Benchmark::YcsbF => "ycsbf",
+            Benchmark::RandomTransaction => "randomtransaction",
             Benchmark::Stats => "stats",
         }
     }
@@ -203,6 +210,7 @@ impl Benchmark {
                 | Benchmark::YcsbD
                 | Benchmark::YcsbE
                 | Benchmark::YcsbF
+                | Benchmark::RandomTransaction
         )
     }
 
@@ -555,6 +563,26 @@ pub struct Args {
     /// value is this fraction of random bytes repeated to fill it.
     #[arg(long = "compression_ratio", default_value_t = 0.5)]
     pub compression_ratio: f64,
+    /// Open every engine as a pessimistic transaction database (RocksDB's `TransactionDB`;
+    /// siftdb's `TransactionMode::Pessimistic`): randomtransaction locks its keys.
+    #[arg(long = "transaction_db", num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", action = ArgAction::Set,
+          value_parser = BoolishValueParser::new())]
+    pub transaction_db: bool,
+    /// Open every engine as an optimistic transaction database (RocksDB's
+    /// `OptimisticTransactionDB`, fjall's `OptimisticTxDatabase`; siftdb's
+    /// `TransactionMode::Optimistic`): randomtransaction validates at commit.
+    #[arg(long = "optimistic_transaction_db", num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", action = ArgAction::Set,
+          value_parser = BoolishValueParser::new())]
+    pub optimistic_transaction_db: bool,
+    /// randomtransaction: keys read and written per transaction (`db_bench`'s name).
+    #[arg(long = "transaction_sets", default_value_t = 2)]
+    pub transaction_sets: usize,
+    /// randomtransaction, pessimistic: milliseconds a lock is waited for (`db_bench`'s
+    /// default, 100).
+    #[arg(long = "transaction_lock_timeout", default_value_t = 100)]
+    pub transaction_lock_timeout: u64,
     /// Sync the WAL on every write.
     #[arg(long = "sync", num_args = 0..=1, default_value = "false", default_missing_value = "true",
           action = ArgAction::Set, value_parser = BoolishValueParser::new())]
@@ -631,6 +659,36 @@ pub struct Args {
     /// the `peers` feature.
     #[arg(long = "engine", value_delimiter = ',', default_value = "siftdb")]
     pub engine: Vec<String>,
+}
+
+/// How transactions run: an engine opened as a transaction database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransactionConfig {
+    /// Pessimistic (`--transaction_db`) or optimistic (`--optimistic_transaction_db`).
+    pub pessimistic: bool,
+    /// Keys per randomtransaction transaction.
+    pub sets: usize,
+    /// Pessimistic lock timeout.
+    pub lock_timeout: std::time::Duration,
+}
+
+impl TransactionConfig {
+    fn from_args(args: &Args) -> Option<TransactionConfig> {
+        (args.transaction_db || args.optimistic_transaction_db).then(|| TransactionConfig {
+            pessimistic: args.transaction_db,
+            sets: args.transaction_sets,
+            lock_timeout: std::time::Duration::from_millis(args.transaction_lock_timeout),
+        })
+    }
+
+    /// The mode in words, as the report prints it.
+    pub fn mode(&self) -> &'static str {
+        if self.pessimistic {
+            "pessimistic"
+        } else {
+            "optimistic"
+        }
+    }
 }
 
 /// The filter layout the flags describe.
@@ -728,6 +786,8 @@ pub struct Config {
     pub compression_ratio: f64,
     /// Partitioned index and filters: every table, none, or the engine's default.
     pub partition_index_and_filters: Option<bool>,
+    /// Transactions (`--transaction_db`, `--optimistic_transaction_db`; `None`: neither).
+    pub transactions: Option<TransactionConfig>,
     /// Sync every write.
     pub sync: bool,
     /// Read table files through `mmap`.
@@ -825,6 +885,7 @@ impl Config {
             },
             compression_ratio: args.compression_ratio,
             partition_index_and_filters: args.partition_index_and_filters,
+            transactions: TransactionConfig::from_args(args),
             sync: args.sync,
             mmap_read: args.mmap_read,
             statistics: args.statistics,
@@ -886,6 +947,20 @@ fn check_flags(args: &Args) -> Result<()> {
     }
     if args.batch_size == 0 {
         return Err(Error::new("--batch_size must be at least 1"));
+    }
+    if args.transaction_db && args.optimistic_transaction_db {
+        return Err(Error::new(
+            "--transaction_db and --optimistic_transaction_db exclude each other: pick one",
+        ));
+    }
+    if args.transaction_sets == 0 {
+        return Err(Error::new("--transaction_sets must be at least 1"));
+    }
+    let transactional = args.transaction_db || args.optimistic_transaction_db;
+    if args.benchmarks.contains(&Benchmark::RandomTransaction) && !transactional {
+        return Err(Error::new(
+            "randomtransaction needs --optimistic_transaction_db or --transaction_db",
+        ));
     }
     if args.keyspaces == 0 {
         return Err(Error::new("--keyspaces must be at least 1"));

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use siftdb::Stats;
 
-use super::args::Config;
+use super::args::{Config, TransactionConfig};
 use super::error::{Error, Result};
 use super::settings::SettingRows;
 
@@ -156,6 +156,23 @@ pub trait Engine: Send + Sync {
             dir.display()
         )))
     }
+    /// Runs one transaction of randomtransaction (the engine was opened as the transaction
+    /// database `txn` describes): for each of `keys` (keyspace number, key) in order, a read
+    /// for update and a write of [`bumped`] of what it read; then a commit. `Ok(true)`:
+    /// committed; `Ok(false)`: aborted by the engine's concurrency control (a conflict, a lock
+    /// timeout, a deadlock), nothing written.
+    fn read_modify_write_txn(
+        &self,
+        txn: &TransactionConfig,
+        keys: &[(usize, &[u8])],
+        fresh: &[u8],
+    ) -> Result<bool> {
+        let _ = (txn, keys, fresh);
+        Err(Error::new(format!(
+            "{} has no transactions in this runner",
+            self.name()
+        )))
+    }
     /// The statistics, in siftdb's vocabulary (peers map what they can; `None`: none).
     fn stats(&self) -> Option<Stats>;
     /// A text table of the tree's shape (siftdb: the `siftdb.levels` property; with several
@@ -163,6 +180,23 @@ pub trait Engine: Send + Sync {
     fn shape(&self) -> Option<String>;
     /// Closes the engine (background work stops).
     fn close(&self) -> Result<()>;
+}
+
+/// The value a randomtransaction transaction writes over `old`: `old` with its first eight
+/// bytes, a little-endian counter, incremented (so every commit changes the value), or `fresh`
+/// for a key without a value of eight bytes or more.
+pub fn bumped(old: Option<&[u8]>, fresh: &[u8]) -> Vec<u8> {
+    match old {
+        Some(old) if old.len() >= 8 => {
+            let mut value = old.to_vec();
+            let mut counter = [0u8; 8];
+            counter.copy_from_slice(&old[..8]);
+            let next = u64::from_le_bytes(counter).wrapping_add(1);
+            value[..8].copy_from_slice(&next.to_le_bytes());
+            value
+        }
+        _ => fresh.to_vec(),
+    }
 }
 
 /// Engines this build can run.

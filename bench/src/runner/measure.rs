@@ -86,6 +86,9 @@ pub struct Outcome {
     pub batches: u64,
     /// The engine's `multi_get` calls those made: one per keyspace a batch's keys fall in.
     pub calls: u64,
+    /// Transactions the engine aborted (randomtransaction: a conflict, a lock timeout, a
+    /// deadlock); committed ones count in `ops`.
+    pub aborts: u64,
     /// The step's operation type, when the workload mixes several (its latency then also goes
     /// to that type's histogram, [`Measured::by_kind`]).
     pub kind: Option<OpKind>,
@@ -100,6 +103,7 @@ impl Outcome {
         self.expected_entries += other.expected_entries;
         self.batches += other.batches;
         self.calls += other.calls;
+        self.aborts += other.aborts;
     }
 }
 

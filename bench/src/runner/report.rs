@@ -386,6 +386,7 @@ fn summary(result: &PhaseResult, m: &Measured, config: &Config) -> String {
             t.ops, config.range_tombstone_width, t.entries
         ),
         Benchmark::MergeRandom => format!(" ({} merges)", t.ops),
+        Benchmark::RandomTransaction => transaction_text(t, config),
         Benchmark::FillSustained => match &result.sustained {
             Some(s) => format!(
                 " (the fastest trial passed; sustained {:.0} puts/s over {} trials, limits: L0 under {} tables, compaction owing at most {})",
@@ -397,6 +398,31 @@ fn summary(result: &PhaseResult, m: &Measured, config: &Config) -> String {
             None => String::new(),
         },
         _ => read_summary(result, m, config),
+    }
+}
+
+/// randomtransaction's counts: `(committed 9,532 of 10,000 optimistic transactions of 4 keys;
+/// 468 aborted, abort rate 4.68 %)`; the rate before it is of committed transactions.
+fn transaction_text(t: &super::measure::Outcome, config: &Config) -> String {
+    let attempts = t.ops + t.aborts;
+    let (mode, sets) = config
+        .transactions
+        .map_or(("", 0), |txn| (txn.mode(), txn.sets));
+    format!(
+        " (committed {} of {attempts} {mode} transactions of {sets} keys; {} aborted, abort rate {:.2} %)",
+        t.ops,
+        t.aborts,
+        abort_rate(t) * 100.0
+    )
+}
+
+/// Aborted transactions over all attempts (0 without any).
+fn abort_rate(t: &super::measure::Outcome) -> f64 {
+    let attempts = t.ops + t.aborts;
+    if attempts == 0 {
+        0.0
+    } else {
+        t.aborts as f64 / attempts as f64
     }
 }
 
@@ -1081,6 +1107,15 @@ fn measured_json(
         map.insert("calls".into(), json!(t.batches));
         map.insert("micros_per_call".into(), json!(m.micros_per_batch()));
         map.insert("multi_get_calls".into(), json!(t.calls));
+    }
+    if result.benchmark == Benchmark::RandomTransaction {
+        map.insert("committed".into(), json!(t.ops));
+        map.insert("aborted".into(), json!(t.aborts));
+        map.insert("abort_rate".into(), json!(abort_rate(t)));
+        if let Some(txn) = config.transactions {
+            map.insert("transaction_mode".into(), json!(txn.mode()));
+            map.insert("transaction_sets".into(), json!(txn.sets));
+        }
     }
     if let Some(w) = result.writer_ops {
         map.insert("writer_ops".into(), json!(w));

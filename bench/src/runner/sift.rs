@@ -4,11 +4,12 @@
 use std::path::Path;
 
 use siftdb::{
-    Db, Keyspace, KeyspaceOptions, Options, ReadOptions, Stats, WriteBatch, WriteOptions,
+    Db, Keyspace, KeyspaceOptions, Options, ReadOptions, Stats, TransactionMode,
+    TransactionOptions, WriteBatch, WriteOptions,
 };
 
-use super::args::{AllocationArg, Config};
-use super::engine::{keyspace_name, BatchOp, Engine, SeekOutcome, WritePressure};
+use super::args::{AllocationArg, Config, TransactionConfig};
+use super::engine::{bumped, keyspace_name, BatchOp, Engine, SeekOutcome, WritePressure};
 use super::error::{Error, Result};
 use super::settings::{
     hits_text, memtable_bloom_text, siftdb_options, sync_text, tree_shape, SettingRows,
@@ -239,9 +240,68 @@ pub fn siftdb_rows(config: &Config) -> SettingRows {
     ]
 }
 
+/// The reads for update and writes of one randomtransaction transaction, each key in its
+/// keyspace (`None`: the default one).
+fn transaction_body(
+    txn: &mut siftdb::Transaction,
+    keys: &[(Option<&Keyspace>, &[u8])],
+    fresh: &[u8],
+) -> siftdb::Result<()> {
+    for &(keyspace, key) in keys {
+        match keyspace {
+            None => {
+                let old = txn.get_for_update(key)?;
+                txn.put(key, bumped(old.as_deref(), fresh))?;
+            }
+            Some(keyspace) => {
+                let old = txn.get_for_update_in(keyspace, key)?;
+                txn.put_in(keyspace, key, bumped(old.as_deref(), fresh))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether `e` is siftdb aborting a transaction (a conflict, a lock timeout, a deadlock).
+fn is_abort(e: &siftdb::Error) -> bool {
+    matches!(
+        e,
+        siftdb::Error::Conflict | siftdb::Error::LockTimeout | siftdb::Error::Deadlock
+    )
+}
+
 impl Engine for SiftEngine {
     fn name(&self) -> &'static str {
         "siftdb"
+    }
+
+    fn read_modify_write_txn(
+        &self,
+        txn: &TransactionConfig,
+        keys: &[(usize, &[u8])],
+        fresh: &[u8],
+    ) -> Result<bool> {
+        let opts = TransactionOptions {
+            mode: if txn.pessimistic {
+                TransactionMode::Pessimistic
+            } else {
+                TransactionMode::Optimistic
+            },
+            lock_timeout: txn.lock_timeout,
+            ..TransactionOptions::default()
+        };
+        let keys = keys
+            .iter()
+            .map(|&(ks, key)| Ok(((ks > 0).then(|| self.keyspace(ks)).transpose()?, key)))
+            .collect::<Result<Vec<_>>>()?;
+        let mut transaction = self.db.transaction_opt(&opts);
+        let result = transaction_body(&mut transaction, &keys, fresh)
+            .and_then(|()| transaction.commit_opt(&self.write_options));
+        match result {
+            Ok(()) => Ok(true),
+            Err(e) if is_abort(&e) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
     }
 
     fn setting_rows(&self, config: &Config) -> SettingRows {

@@ -20,6 +20,7 @@ use super::progress::Progress;
 
 mod floor;
 mod sustained;
+mod transactions;
 
 pub use sustained::{trial_text, SustainedReport, Trial};
 mod ycsb;
@@ -221,6 +222,7 @@ const STREAM_HOT: u64 = 0x4075;
 const STREAM_WRITER: u64 = 0x3717;
 const STREAM_ZIPF: u64 = 0x21BF;
 const STREAM_YCSB: u64 = 0x7C5B;
+const STREAM_TRANSACTION: u64 = 0x7A11;
 
 impl<'a> Workbench<'a> {
     /// A workbench for `engine`. With `--use_existing_db` every key is assumed to exist.
@@ -491,6 +493,7 @@ impl<'a> Workbench<'a> {
             | Benchmark::YcsbD
             | Benchmark::YcsbE
             | Benchmark::YcsbF => self.ycsb(benchmark, stream)?,
+            Benchmark::RandomTransaction => self.random_transaction(stream)?,
             Benchmark::Checkpoint | Benchmark::Stats => unreachable_untimed(benchmark)?,
         })
     }
