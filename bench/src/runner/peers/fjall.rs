@@ -23,6 +23,12 @@
 //!   as siftdb and RocksDB sync their WALs; `SyncAll` would also sync the file's metadata).
 //! - reads: fjall reads table files with `pread` (it has no `mmap` mode): `--mmap_read=true`
 //!   cannot be mapped, and the run's settings say so; compare with `--mmap_read=false`.
+//! - transactions: `--optimistic_transaction_db` opens an `OptimisticTxDatabase` (fjall's
+//!   `TxKeyspace`: serializable snapshot isolation, every read of a write transaction in its
+//!   conflict set, so randomtransaction's reads are its `get_for_update`s); every other
+//!   workload goes through the plain database and keyspace inside it. fjall has no pessimistic
+//!   transactions (its `SingleWriterTxDatabase` runs one write transaction at a time):
+//!   `--transaction_db` is refused for fjall.
 //! - fjall 3.1 has no multi-get: a batch of `multireadrandom` / `multireadmissing` is a loop of
 //!   `Keyspace::get`, one after the other and each in its own view (not one batched call).
 
@@ -32,13 +38,14 @@ use std::time::Duration;
 
 use fjall::config::{BloomConstructionPolicy, FilterPolicy, FilterPolicyEntry};
 use fjall::{
-    AbstractTree, CompressionType, Database, Keyspace, KeyspaceCreateOptions, PersistMode,
+    AbstractTree, CompressionType, Database, Keyspace, KeyspaceCreateOptions, OptimisticTxDatabase,
+    PersistMode, Readable,
 };
 use siftdb::{LevelFilterStats, Stats};
 use siftdb_cache::BlockKind;
 
-use super::super::args::Config;
-use super::super::engine::{BatchOp, Engine, SeekOutcome, WritePressure};
+use super::super::args::{Config, TransactionConfig};
+use super::super::engine::{bumped, BatchOp, Engine, SeekOutcome, WritePressure};
 use super::super::error::{Error, Result};
 use super::super::settings::{self, siftdb_options, SettingRows};
 use super::super::text::{compression_text, human_bytes, peer_db_write_buffer_text};
@@ -50,10 +57,39 @@ fn fjall_error(e: fjall::Error) -> Error {
     Error::new(format!("fjall: {e}"))
 }
 
+/// `$builder` (of a plain or a transactional database: fjall's builder is generic over a
+/// trait it does not export, hence a macro) with siftdb's shared memtable budget, block cache
+/// and worker threads.
+macro_rules! configured {
+    ($builder:expr, $sift:expr) => {{
+        let sift: &siftdb::Options = $sift;
+        // fjall's counterpart of `db_write_buffer_size` is hidden and marked deprecated
+        // ("todo") in 3.1, and refuses budgets under 1 MiB; it is the only way to give fjall
+        // the setting.
+        #[allow(deprecated)]
+        let builder = $builder.max_write_buffer_size(
+            (sift.db_write_buffer_size > 0)
+                .then(|| (sift.db_write_buffer_size as u64).max(1 << 20)),
+        );
+        // fjall bounds its open files always (at least 10; `None`, every file open, is
+        // refused): `--open_files=-1` leaves fjall's default bound, and the run's settings
+        // say so.
+        let builder = match usize::try_from(sift.max_open_files) {
+            Ok(n) => builder.max_cached_files(Some(n.max(10))),
+            Err(_) => builder,
+        };
+        builder
+            .cache_size(sift.block_cache_capacity as u64)
+            .worker_threads(1 + sift.compaction_threads())
+    }};
+}
+
 /// fjall behind [`Engine`].
 pub struct FjallEngine {
     db: Database,
     keyspace: Keyspace,
+    /// The optimistic transaction database `db` is the inside of (`--optimistic_transaction_db`).
+    transactions: Option<OptimisticTxDatabase>,
     sync: bool,
     settings: String,
     /// The settings table's rows ([`super::super::settings`]).
@@ -65,11 +101,27 @@ impl FjallEngine {
     pub fn open(dir: &Path, config: &Config) -> Result<FjallEngine> {
         let sift = siftdb_options(config);
         let given = Given::new(config, &sift);
-        let db = open_database(dir, &sift)?;
+        let (db, transactions) =
+            match config.transactions {
+                None => (configured!(Database::builder(dir), &sift).open(), None),
+                Some(txn) if txn.pessimistic => return Err(Error::new(
+                    "fjall has no pessimistic transactions (its SingleWriterTxDatabase runs one \
+                     write transaction at a time): --transaction_db is not mapped for fjall",
+                )),
+                Some(_) => {
+                    let tx = configured!(OptimisticTxDatabase::builder(dir), &sift).open();
+                    match tx {
+                        Ok(tx) => (Ok(tx.inner().clone()), Some(tx)),
+                        Err(e) => (Err(e), None),
+                    }
+                }
+            };
+        let db = db.map_err(fjall_error)?;
         let keyspace = open_keyspace(&db, config, &sift, &given)?;
         Ok(FjallEngine {
             db,
             keyspace,
+            transactions,
             sync: config.sync,
             settings: settings_line(config, &sift, &given),
             rows: settings_rows(config, &sift, &given),
@@ -126,27 +178,6 @@ impl Given {
             compression,
         }
     }
-}
-
-/// Opens the database in `dir`: its shared memtable budget, block cache and worker threads.
-fn open_database(dir: &Path, sift: &siftdb::Options) -> Result<Database> {
-    // fjall's counterpart of `db_write_buffer_size` is hidden and marked deprecated ("todo")
-    // in 3.1, and refuses budgets under 1 MiB; it is the only way to give fjall the setting.
-    #[allow(deprecated)]
-    let builder = Database::builder(dir).max_write_buffer_size(
-        (sift.db_write_buffer_size > 0).then(|| (sift.db_write_buffer_size as u64).max(1 << 20)),
-    );
-    // fjall bounds its open files always (at least 10; `None`, every file open, is refused):
-    // `--open_files=-1` leaves fjall's default bound, and the run's settings say so.
-    let builder = match usize::try_from(sift.max_open_files) {
-        Ok(n) => builder.max_cached_files(Some(n.max(10))),
-        Err(_) => builder,
-    };
-    builder
-        .cache_size(sift.block_cache_capacity as u64)
-        .worker_threads(1 + sift.compaction_threads())
-        .open()
-        .map_err(fjall_error)
 }
 
 /// Opens (or creates) the keyspace every key goes in, with the filter, memtable, codecs and
@@ -361,7 +392,40 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, given: &Given) -> Sett
     ]
 }
 
+impl FjallEngine {
+    /// One randomtransaction transaction in fjall's optimistic `WriteTransaction`: a read of
+    /// each key (in its conflict set) and a write, then a commit (`Ok(false)`: a conflict).
+    fn optimistic_transaction(
+        &self,
+        tx: &OptimisticTxDatabase,
+        keys: &[(usize, &[u8])],
+        fresh: &[u8],
+    ) -> Result<bool> {
+        let mode = self.sync.then_some(PersistMode::SyncData);
+        let mut txn = tx.write_tx().map_err(fjall_error)?.durability(mode);
+        for &(_, key) in keys {
+            let old = txn.get(&self.keyspace, key).map_err(fjall_error)?;
+            txn.insert(&self.keyspace, key, bumped(old.as_deref(), fresh));
+        }
+        Ok(txn.commit().map_err(fjall_error)?.is_ok())
+    }
+}
+
 impl Engine for FjallEngine {
+    fn read_modify_write_txn(
+        &self,
+        _txn: &TransactionConfig,
+        keys: &[(usize, &[u8])],
+        fresh: &[u8],
+    ) -> Result<bool> {
+        match &self.transactions {
+            Some(tx) => self.optimistic_transaction(tx, keys, fresh),
+            None => Err(Error::new(
+                "fjall was not opened as a transaction database (--optimistic_transaction_db)",
+            )),
+        }
+    }
+
     fn name(&self) -> &'static str {
         "fjall"
     }

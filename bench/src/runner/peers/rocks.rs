@@ -27,6 +27,14 @@
 //!   ([`check_keyspaces`](super::super::engine::check_keyspaces)), so every keyspace number is 0.
 //! - `checkpoint`: `Checkpoint::create_checkpoint` (which flushes the memtables first, then
 //!   hard-links the tables), verified by a read-only open that counts the keys.
+//! - transactions (`--optimistic_transaction_db`, `--transaction_db`): the database opens as
+//!   an `OptimisticTransactionDB` (each transaction with `set_snapshot`, validated against the
+//!   snapshot it began with, as siftdb's) or a `TransactionDB` (each transaction with
+//!   `--transaction_lock_timeout` and `deadlock_detect`, reads of the newest committed values,
+//!   as siftdb's pessimistic ones); randomtransaction reads each key with
+//!   `get_for_update(exclusive)`. A `TransactionDB` has no `CompactRange`, `WaitForCompact`,
+//!   checkpoints or batched `MultiGet` in the crate: `compact` is refused, the untimed
+//!   settle polls the compaction properties, and the multiread workloads loop over `Get`.
 //! - `multireadrandom` / `multireadmissing`: the batched `MultiGet` (`batched_multi_get_cf` on
 //!   the default column family), keys in the order drawn with `sorted_input` false, as
 //!   `db_bench`'s multireadrandom calls it (RocksDB sorts a copy itself); values stay pinned.
@@ -39,14 +47,16 @@ use rocksdb::checkpoint::Checkpoint;
 use rocksdb::statistics::{StatsLevel, Ticker};
 use rocksdb::{
     BlockBasedOptions, BottommostLevelCompaction, Cache, ColumnFamily, ColumnFamilyDescriptor,
-    CompactOptions, DBCompressionType, IteratorMode, Options, ReadOptions, SliceTransform,
-    WaitForCompactOptions, WriteBatch, WriteOptions, DB, DEFAULT_COLUMN_FAMILY_NAME,
+    CompactOptions, DBCompressionType, IteratorMode, OptimisticTransactionDB,
+    OptimisticTransactionOptions, Options, ReadOptions, SliceTransform, TransactionDB,
+    TransactionDBOptions, TransactionOptions, WaitForCompactOptions, WriteBatchWithTransaction,
+    WriteOptions, DB, DEFAULT_COLUMN_FAMILY_NAME,
 };
 use siftdb::{LevelFilterStats, Stats};
 use siftdb_cache::BlockKind;
 
-use super::super::args::{CompactionPriArg, Config, FilterPolicyArg};
-use super::super::engine::{BatchOp, Engine, SeekOutcome, WritePressure};
+use super::super::args::{CompactionPriArg, Config, FilterPolicyArg, TransactionConfig};
+use super::super::engine::{bumped, BatchOp, Engine, SeekOutcome, WritePressure};
 use super::super::error::{Error, Result};
 use super::super::settings::{self, siftdb_options, SettingRows};
 use super::super::text::{
@@ -60,9 +70,72 @@ fn rocks_error(e: rocksdb::Error) -> Error {
     Error::new(format!("rocksdb: {e}"))
 }
 
+/// The database RocksDB opened: plain, or a transaction database.
+enum Handle {
+    Plain(DB),
+    Optimistic(OptimisticTransactionDB),
+    Pessimistic(TransactionDB),
+}
+
+/// Runs `$body` with `$db` bound to whichever database `$handle` holds (the three share the
+/// names of the methods used this way).
+macro_rules! with_db {
+    ($handle:expr, $db:ident => $body:expr) => {
+        match $handle {
+            Handle::Plain($db) => $body,
+            Handle::Optimistic($db) => $body,
+            Handle::Pessimistic($db) => $body,
+        }
+    };
+}
+
+/// `ops` as a RocksDB batch (of a plain database, `TXN = false`, or a transaction database).
+fn batch_of<const TXN: bool>(ops: &[BatchOp<'_>]) -> WriteBatchWithTransaction<TXN> {
+    let mut batch = WriteBatchWithTransaction::<TXN>::default();
+    for op in ops {
+        match *op {
+            BatchOp::Put(_, key, value) => batch.put(key, value),
+            BatchOp::Delete(_, key) => batch.delete(key),
+        }
+    }
+    batch
+}
+
+/// Whether `e` is RocksDB aborting a transaction: a conflict (`Busy`, or `TryAgain` when its
+/// memtables no longer reach back to the snapshot), a lock timeout (`TimedOut`) or a deadlock
+/// (`Busy`).
+fn is_abort(e: &rocksdb::Error) -> bool {
+    matches!(
+        e.kind(),
+        rocksdb::ErrorKind::Busy | rocksdb::ErrorKind::TryAgain | rocksdb::ErrorKind::TimedOut
+    )
+}
+
+/// The reads for update and writes of one randomtransaction transaction.
+fn transaction_body<D>(
+    txn: &rocksdb::Transaction<'_, D>,
+    keys: &[(usize, &[u8])],
+    fresh: &[u8],
+) -> std::result::Result<(), rocksdb::Error> {
+    for &(_, key) in keys {
+        let old = txn.get_for_update(key, true)?;
+        txn.put(key, bumped(old.as_deref(), fresh))?;
+    }
+    Ok(())
+}
+
+/// A transaction's fate: committed (`true`), aborted (`false`) or failed.
+fn transaction_outcome(result: std::result::Result<(), rocksdb::Error>) -> Result<bool> {
+    match result {
+        Ok(()) => Ok(true),
+        Err(e) if is_abort(&e) => Ok(false),
+        Err(e) => Err(rocks_error(e)),
+    }
+}
+
 /// RocksDB behind [`Engine`].
 pub struct RocksEngine {
-    db: DB,
+    db: Handle,
     /// Kept for its statistics object (the tickers live in the options RocksDB was opened with).
     options: Options,
     write_options: WriteOptions,
@@ -80,7 +153,7 @@ impl RocksEngine {
         let cache = Cache::new_lru_cache(sift.block_cache_capacity);
         let (table, mapped) = table_options(config, &sift, &cache);
         let options = db_options(config, &sift, &table);
-        let db = open_db(dir, &options)?;
+        let db = open_db(dir, &options, config.transactions.as_ref())?;
         let mut write_options = WriteOptions::default();
         write_options.set_sync(config.sync);
         Ok(RocksEngine {
@@ -95,9 +168,31 @@ impl RocksEngine {
 
     /// The handle of the default column family (the one every key is in).
     fn default_cf(&self) -> Result<&ColumnFamily> {
-        self.db
-            .cf_handle(DEFAULT_COLUMN_FAMILY_NAME)
+        with_db!(&self.db, db => db.cf_handle(DEFAULT_COLUMN_FAMILY_NAME))
             .ok_or_else(|| Error::new("rocksdb: the default column family has no handle"))
+    }
+
+    /// Waits for background compactions to end: `WaitForCompact` where the crate has it, else
+    /// (a `TransactionDB`) polling until no compaction runs or is due.
+    fn wait_for_compactions(&self) -> Result<()> {
+        match &self.db {
+            Handle::Plain(db) => db.wait_for_compact(&WaitForCompactOptions::default()),
+            Handle::Optimistic(db) => db.wait_for_compact(&WaitForCompactOptions::default()),
+            Handle::Pessimistic(db) => {
+                let busy = |name: &str| {
+                    db.property_int_value(name)
+                        .ok()
+                        .flatten()
+                        .is_some_and(|n| n > 0)
+                };
+                while busy("rocksdb.compaction-pending") || busy("rocksdb.num-running-compactions")
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Ok(())
+            }
+        }
+        .map_err(rocks_error)
     }
 
     fn ticker(&self, t: Ticker) -> u64 {
@@ -107,8 +202,7 @@ impl RocksEngine {
     fn level_files(&self) -> Vec<u64> {
         (0..LEVELS)
             .map(|l| {
-                self.db
-                    .property_int_value(&format!("rocksdb.num-files-at-level{l}"))
+                with_db!(&self.db, db => db.property_int_value(&format!("rocksdb.num-files-at-level{l}")))
                     .ok()
                     .flatten()
                     .unwrap_or(0)
@@ -314,13 +408,30 @@ fn set_compression(options: &mut Options, config: &Config) {
     options.set_compression_per_level(&per_level);
 }
 
-/// Opens the database in `dir` with `options`.
-fn open_db(dir: &Path, options: &Options) -> Result<DB> {
+/// Opens the database in `dir` with `options`: a plain one, or the transaction database
+/// `transactions` asks for.
+fn open_db(
+    dir: &Path,
+    options: &Options,
+    transactions: Option<&TransactionConfig>,
+) -> Result<Handle> {
     // The default column family named at open, with the same options, so that the
     // database keeps a handle of it: `batched_multi_get_cf` takes one, and `DB::open` keeps
     // none (it opens the default column family unnamed).
     let default_cf = ColumnFamilyDescriptor::new(DEFAULT_COLUMN_FAMILY_NAME, options.clone());
-    DB::open_cf_descriptors(options, dir, [default_cf]).map_err(rocks_error)
+    match transactions {
+        None => DB::open_cf_descriptors(options, dir, [default_cf]).map(Handle::Plain),
+        Some(txn) if txn.pessimistic => {
+            let mut txn_db = TransactionDBOptions::default();
+            let timeout = i64::try_from(txn.lock_timeout.as_millis()).unwrap_or(i64::MAX);
+            txn_db.set_txn_lock_timeout(timeout);
+            TransactionDB::open_cf_descriptors(options, &txn_db, dir, [default_cf])
+                .map(Handle::Pessimistic)
+        }
+        Some(_) => OptimisticTransactionDB::open_cf_descriptors(options, dir, [default_cf])
+            .map(Handle::Optimistic),
+    }
+    .map_err(rocks_error)
 }
 
 /// The header's `Mapped as` line.
@@ -453,13 +564,11 @@ impl Engine for RocksEngine {
     }
 
     fn put(&self, _ks: usize, key: &[u8], value: &[u8]) -> Result<()> {
-        self.db
-            .put_opt(key, value, &self.write_options)
-            .map_err(rocks_error)
+        with_db!(&self.db, db => db.put_opt(key, value, &self.write_options)).map_err(rocks_error)
     }
 
     fn get(&self, _ks: usize, key: &[u8], buf: &mut Vec<u8>) -> Result<bool> {
-        match self.db.get_pinned(key).map_err(rocks_error)? {
+        match with_db!(&self.db, db => db.get_pinned(key)).map_err(rocks_error)? {
             Some(value) => {
                 buf.clear();
                 buf.extend_from_slice(&value);
@@ -474,42 +583,53 @@ impl Engine for RocksEngine {
         // (`--multiread_batched`; its default vector MultiGet goes the same way). The found
         // values stay pinned in RocksDB's blocks, uncopied, until the answers are dropped.
         let mut found = 0;
-        for answer in self
-            .db
-            .batched_multi_get_cf(self.default_cf()?, keys, false)
-        {
+        let answers = match &self.db {
+            Handle::Plain(db) => db.batched_multi_get_cf(self.default_cf()?, keys, false),
+            Handle::Optimistic(db) => db.batched_multi_get_cf(self.default_cf()?, keys, false),
+            // No batched MultiGet on a `TransactionDB` in the crate: one `Get` per key.
+            Handle::Pessimistic(db) => {
+                for key in keys {
+                    found += u64::from(db.get_pinned(key).map_err(rocks_error)?.is_some());
+                }
+                return Ok(found);
+            }
+        };
+        for answer in answers {
             found += u64::from(answer.map_err(rocks_error)?.is_some());
         }
         Ok(found)
     }
 
     fn delete(&self, _ks: usize, key: &[u8]) -> Result<()> {
-        self.db
-            .delete_opt(key, &self.write_options)
-            .map_err(rocks_error)
+        with_db!(&self.db, db => db.delete_opt(key, &self.write_options)).map_err(rocks_error)
     }
 
     fn write_batch(&self, ops: &[BatchOp<'_>]) -> Result<()> {
-        let mut batch = WriteBatch::default();
-        for op in ops {
-            match *op {
-                BatchOp::Put(_, key, value) => batch.put(key, value),
-                BatchOp::Delete(_, key) => batch.delete(key),
-            }
+        let options = &self.write_options;
+        match &self.db {
+            Handle::Plain(db) => db.write_opt(batch_of::<false>(ops), options),
+            Handle::Optimistic(db) => db.write_opt(batch_of::<true>(ops), options),
+            Handle::Pessimistic(db) => db.write_opt(batch_of::<true>(ops), options),
         }
-        self.db
-            .write_opt(batch, &self.write_options)
-            .map_err(rocks_error)
+        .map_err(rocks_error)
     }
 
     fn can_delete_range(&self) -> bool {
-        true
+        !matches!(self.db, Handle::Pessimistic(_))
     }
 
     fn delete_range(&self, _ks: usize, start: &[u8], end: &[u8]) -> Result<()> {
-        self.db
-            .delete_range_cf_opt(self.default_cf()?, start, end, &self.write_options)
-            .map_err(rocks_error)
+        let (cf, options) = (self.default_cf()?, &self.write_options);
+        match &self.db {
+            Handle::Plain(db) => db.delete_range_cf_opt(cf, start, end, options),
+            Handle::Optimistic(db) => db.delete_range_cf_opt(cf, start, end, options),
+            Handle::Pessimistic(_) => {
+                return Err(Error::new(
+                    "rocksdb: a TransactionDB has no range deletes here",
+                ))
+            }
+        }
+        .map_err(rocks_error)
     }
 
     fn can_merge(&self) -> bool {
@@ -517,8 +637,7 @@ impl Engine for RocksEngine {
     }
 
     fn merge(&self, _ks: usize, key: &[u8], operand: &[u8]) -> Result<()> {
-        self.db
-            .merge_opt(key, operand, &self.write_options)
+        with_db!(&self.db, db => db.merge_opt(key, operand, &self.write_options))
             .map_err(rocks_error)
     }
 
@@ -526,18 +645,7 @@ impl Engine for RocksEngine {
         // A seek may cross prefixes: total order, or RocksDB's prefix bloom would cut it short.
         let mut read = ReadOptions::default();
         read.set_total_order_seek(true);
-        let mut iter = self.db.raw_iterator_opt(read);
-        iter.seek(key);
-        let mut outcome = SeekOutcome::default();
-        while iter.valid() && outcome.entries <= nexts as u64 {
-            if outcome.entries == 0 {
-                outcome.found = iter.key() == Some(key);
-            }
-            outcome.entries += 1;
-            iter.next();
-        }
-        iter.status().map_err(rocks_error)?;
-        Ok(outcome)
+        with_db!(&self.db, db => seek_with(db.raw_iterator_opt(read), key, nexts))
     }
 
     fn range_count(&self, _ks: usize, start: &[u8], end: &[u8]) -> Result<u64> {
@@ -546,84 +654,92 @@ impl Engine for RocksEngine {
         let mut read = ReadOptions::default();
         read.set_total_order_seek(true);
         read.set_iterate_upper_bound(end.to_vec());
-        let mut iter = self.db.raw_iterator_opt(read);
-        iter.seek(start);
-        let mut entries = 0;
-        while iter.valid() {
-            std::hint::black_box(iter.value());
-            entries += 1;
-            iter.next();
-        }
-        iter.status().map_err(rocks_error)?;
-        Ok(entries)
+        with_db!(&self.db, db => count_from(db.raw_iterator_opt(read), start))
     }
 
     fn scan(&self, reverse: bool) -> Result<u64> {
         let mut read = ReadOptions::default();
         read.set_total_order_seek(true);
-        let mut iter = self.db.raw_iterator_opt(read);
-        if reverse {
-            iter.seek_to_last();
-        } else {
-            iter.seek_to_first();
-        }
-        let mut entries = 0;
-        while iter.valid() {
-            std::hint::black_box((iter.key(), iter.value()));
-            entries += 1;
-            if reverse {
-                iter.prev();
-            } else {
-                iter.next();
-            }
-        }
-        iter.status().map_err(rocks_error)?;
-        Ok(entries)
+        with_db!(&self.db, db => scan_with(db.raw_iterator_opt(read), reverse))
     }
 
     fn prefix_scan(&self, prefix: &[u8]) -> Result<u64> {
         let mut read = ReadOptions::default();
         read.set_prefix_same_as_start(true);
-        let iter = self.db.iterator_opt(
-            IteratorMode::From(prefix, rocksdb::Direction::Forward),
-            read,
-        );
-        let mut entries = 0;
-        for item in iter {
-            let (k, _) = item.map_err(rocks_error)?;
-            if !k.starts_with(prefix) {
-                break;
-            }
-            entries += 1;
-        }
-        Ok(entries)
+        let mode = IteratorMode::From(prefix, rocksdb::Direction::Forward);
+        with_db!(&self.db, db => count_prefix(db.iterator_opt(mode, read), prefix))
     }
 
     fn flush(&self) -> Result<()> {
-        self.db.flush().map_err(rocks_error)?;
-        self.db
-            .wait_for_compact(&WaitForCompactOptions::default())
-            .map_err(rocks_error)
+        with_db!(&self.db, db => db.flush()).map_err(rocks_error)?;
+        self.wait_for_compactions()
     }
 
     fn compact(&self) -> Result<()> {
         let mut compact = CompactOptions::default();
         compact.set_bottommost_level_compaction(BottommostLevelCompaction::Force);
-        self.db
-            .compact_range_opt(None::<&[u8]>, None::<&[u8]>, &compact);
-        self.db
-            .wait_for_compact(&WaitForCompactOptions::default())
-            .map_err(rocks_error)
+        let (none, all) = (None::<&[u8]>, None::<&[u8]>);
+        match &self.db {
+            Handle::Plain(db) => db.compact_range_opt(none, all, &compact),
+            Handle::Optimistic(db) => db.compact_range_opt(none, all, &compact),
+            Handle::Pessimistic(_) => {
+                return Err(Error::new(
+                    "rocksdb: a TransactionDB has no CompactRange in the rocksdb crate",
+                ))
+            }
+        }
+        self.wait_for_compactions()
     }
 
     fn can_checkpoint(&self) -> bool {
-        true
+        !matches!(self.db, Handle::Pessimistic(_))
     }
 
     fn checkpoint(&self, dir: &Path) -> Result<()> {
-        Checkpoint::new(&self.db)
-            .and_then(|checkpoint| checkpoint.create_checkpoint(dir))
-            .map_err(rocks_error)
+        match &self.db {
+            Handle::Plain(db) => Checkpoint::new(db),
+            Handle::Optimistic(db) => Checkpoint::new(db),
+            Handle::Pessimistic(_) => {
+                return Err(Error::new(
+                    "rocksdb: no checkpoints of a TransactionDB here",
+                ))
+            }
+        }
+        .and_then(|checkpoint| checkpoint.create_checkpoint(dir))
+        .map_err(rocks_error)
+    }
+
+    fn read_modify_write_txn(
+        &self,
+        txn: &TransactionConfig,
+        keys: &[(usize, &[u8])],
+        fresh: &[u8],
+    ) -> Result<bool> {
+        match &self.db {
+            Handle::Plain(_) => Err(Error::new(
+                "rocksdb was not opened as a transaction database \
+                 (--optimistic_transaction_db or --transaction_db)",
+            )),
+            Handle::Optimistic(db) => {
+                let mut options = OptimisticTransactionOptions::default();
+                options.set_snapshot(true);
+                let t = db.transaction_opt(&self.write_options, &options);
+                transaction_outcome(transaction_body(&t, keys, fresh).and_then(|()| t.commit()))
+            }
+            Handle::Pessimistic(db) => {
+                let mut options = TransactionOptions::default();
+                let timeout = i64::try_from(txn.lock_timeout.as_millis()).unwrap_or(i64::MAX);
+                options.set_lock_timeout(timeout);
+                options.set_deadlock_detect(true);
+                let t = db.transaction_opt(&self.write_options, &options);
+                let result = transaction_body(&t, keys, fresh);
+                let result = match result {
+                    Ok(()) => t.commit(),
+                    Err(e) => t.rollback().and(Err(e)),
+                };
+                transaction_outcome(result)
+            }
+        }
     }
 
     fn checkpoint_keys(&self, dir: &Path) -> Result<u64> {
@@ -641,7 +757,11 @@ impl Engine for RocksEngine {
     }
 
     fn write_pressure(&self) -> WritePressure {
-        let int = |name: &str| self.db.property_int_value(name).ok().flatten();
+        let int = |name: &str| {
+            with_db!(&self.db, db => db.property_int_value(name))
+                .ok()
+                .flatten()
+        };
         WritePressure {
             l0_files: int("rocksdb.num-files-at-level0"),
             pending_compaction_bytes: int("rocksdb.estimate-pending-compaction-bytes"),
@@ -712,16 +832,96 @@ impl Engine for RocksEngine {
         for (level, n) in files.iter().enumerate().filter(|(_, &n)| n > 0) {
             out.push_str(&format!("L{level:<5} {n:>5}\n"));
         }
-        if let Ok(Some(stats)) = self.db.property_value("rocksdb.levelstats") {
+        if let Ok(Some(stats)) = with_db!(&self.db, db => db.property_value("rocksdb.levelstats")) {
             out.push_str(&stats);
         }
         Some(out)
     }
 
     fn close(&self) -> Result<()> {
-        self.db.cancel_all_background_work(true);
+        match &self.db {
+            Handle::Plain(db) => db.cancel_all_background_work(true),
+            Handle::Optimistic(db) => db.cancel_all_background_work(true),
+            // The crate's `TransactionDB` has no CancelAllBackgroundWork: its drop waits.
+            Handle::Pessimistic(_) => {}
+        }
         Ok(())
     }
+}
+
+/// Reads from `key` up to `nexts` entries past the first (see [`Engine::seek_read`]).
+fn seek_with<D: rocksdb::DBAccess>(
+    mut iter: rocksdb::DBRawIteratorWithThreadMode<'_, D>,
+    key: &[u8],
+    nexts: usize,
+) -> Result<SeekOutcome> {
+    iter.seek(key);
+    let mut outcome = SeekOutcome::default();
+    while iter.valid() && outcome.entries <= nexts as u64 {
+        if outcome.entries == 0 {
+            outcome.found = iter.key() == Some(key);
+        }
+        outcome.entries += 1;
+        iter.next();
+    }
+    iter.status().map_err(rocks_error)?;
+    Ok(outcome)
+}
+
+/// Counts the entries from `start` to the iterator's upper bound, reading each value.
+fn count_from<D: rocksdb::DBAccess>(
+    mut iter: rocksdb::DBRawIteratorWithThreadMode<'_, D>,
+    start: &[u8],
+) -> Result<u64> {
+    iter.seek(start);
+    let mut entries = 0;
+    while iter.valid() {
+        std::hint::black_box(iter.value());
+        entries += 1;
+        iter.next();
+    }
+    iter.status().map_err(rocks_error)?;
+    Ok(entries)
+}
+
+/// Reads every entry, ascending or (`reverse`) descending; returns how many.
+fn scan_with<D: rocksdb::DBAccess>(
+    mut iter: rocksdb::DBRawIteratorWithThreadMode<'_, D>,
+    reverse: bool,
+) -> Result<u64> {
+    if reverse {
+        iter.seek_to_last();
+    } else {
+        iter.seek_to_first();
+    }
+    let mut entries = 0;
+    while iter.valid() {
+        std::hint::black_box((iter.key(), iter.value()));
+        entries += 1;
+        if reverse {
+            iter.prev();
+        } else {
+            iter.next();
+        }
+    }
+    iter.status().map_err(rocks_error)?;
+    Ok(entries)
+}
+
+/// Counts the entries of `iter` (positioned at `prefix`) that start with `prefix`.
+fn count_prefix<D: rocksdb::DBAccess>(
+    iter: rocksdb::DBIteratorWithThreadMode<'_, D>,
+    prefix: &[u8],
+) -> Result<u64> {
+    let mut entries = 0;
+    for item in iter {
+        let (k, _) = item.map_err(rocks_error)?;
+        if !k.starts_with(prefix) {
+            break;
+        }
+        entries += 1;
+    }
+    Ok(entries)
 }
 
 /// siftdb's `U64Add` for RocksDB: little-endian u64s added (wrapping); a value or operand of
