@@ -1,7 +1,8 @@
 //! Model test of `WriteBatchWithIndex`: random puts, deletes and merge operands go either to
-//! the database (in two keyspaces) or to an indexed batch, with flushes, compactions and
-//! commits in between; every read through the batch (`get_from_batch_and_db`, and
-//! `iterator_with_base` over random ranges, both ways and mixed) must equal the model — the
+//! the database (in two keyspaces) or to an indexed batch, with flushes, compactions, commits
+//! and savepoints (set, rolled back to) in between; every read through the batch
+//! (`get_from_batch_and_db`, and `iterator_with_base` over random ranges, both ways and mixed)
+//! must equal the model — the
 //! batch's ops applied in order over the database's `BTreeMap`s — and a commit must leave the
 //! database equal to it.
 
@@ -36,6 +37,11 @@ enum Op {
     Compact,
     /// The batch is written; a new one starts.
     Commit,
+    /// `set_savepoint`.
+    Savepoint,
+    /// `rollback_to_savepoint`: the batch's ops since the last savepoint go (an error, and no
+    /// change, without one).
+    Rollback,
 }
 
 fn key() -> impl Strategy<Value = Vec<u8>> {
@@ -69,6 +75,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Flush),
         1 => Just(Op::Compact),
         1 => Just(Op::Commit),
+        1 => Just(Op::Savepoint),
+        1 => Just(Op::Rollback),
     ]
 }
 
@@ -115,6 +123,8 @@ struct Case {
     stored: Model,
     /// The batch's ops, in order.
     pending: Vec<(usize, Vec<u8>, Write)>,
+    /// The number of pending ops at each savepoint of the batch.
+    savepoints: Vec<usize>,
 }
 
 impl Case {
@@ -202,6 +212,7 @@ fn run(ops: &[Op]) {
         batch: WriteBatchWithIndex::new(),
         stored: Model::new(),
         pending: Vec::new(),
+        savepoints: Vec::new(),
     };
     for op in ops {
         match op {
@@ -219,6 +230,26 @@ fn run(ops: &[Op]) {
                 case.db.write(batch).unwrap();
                 case.stored = case.seen();
                 case.pending.clear();
+                case.savepoints.clear();
+            }
+            Op::Savepoint => {
+                case.batch.set_savepoint();
+                case.savepoints.push(case.pending.len());
+            }
+            Op::Rollback => {
+                let got = case.batch.rollback_to_savepoint();
+                match case.savepoints.pop() {
+                    Some(len) => {
+                        got.unwrap();
+                        case.pending.truncate(len);
+                    }
+                    None => assert!(got.is_err(), "a rollback without a savepoint"),
+                }
+                assert_eq!(
+                    case.batch.len(),
+                    case.pending.len(),
+                    "ops left in the batch"
+                );
             }
         }
     }
