@@ -335,6 +335,55 @@ if errors:
 print(f"siftdb-bench smoke: OK (YCSB A-F, {len(files)} charts)")
 PY
 
+# randomtransaction in both modes, keys in one keyspace and over four: every attempt either
+# committed or aborted, most commit, and each committed transaction wrote its keys.
+for mode in --optimistic_transaction_db --transaction_db; do
+for keyspaces in 1 4; do
+echo "siftdb-bench smoke: --benchmarks=fillrandom,randomtransaction $mode --keyspaces=$keyspaces"
+run_bench "randomtransaction ($mode, --keyspaces=$keyspaces)" \
+    --num="$num" --reads=1000 --benchmarks=fillrandom,randomtransaction --threads=2 \
+    --transaction_sets=4 "$mode" --keyspaces="$keyspaces" --json
+python3 - "$out" "$mode" <<'PY'
+import json
+import sys
+
+path, mode = sys.argv[1], sys.argv[2]
+rows = {}
+with open(path) as f:
+    for line in f:
+        if line.strip():
+            row = json.loads(line)
+            rows[row.get("benchmark")] = row
+errors = []
+row = rows.get("randomtransaction")
+want_mode = "pessimistic" if mode == "--transaction_db" else "optimistic"
+if row is None:
+    errors.append("randomtransaction: no JSON line")
+else:
+    committed, aborted = row.get("committed", 0), row.get("aborted", 0)
+    if committed + aborted != 1000:
+        errors.append(f"randomtransaction: {committed} committed + {aborted} aborted != 1000")
+    if committed < 500:
+        errors.append(f"randomtransaction: only {committed} of 1000 committed")
+    if row.get("ops") != committed or row.get("entries") != 4 * committed:
+        errors.append(f"randomtransaction: ops {row.get('ops')}, entries {row.get('entries')} "
+                      f"for {committed} commits of 4 keys")
+    if row.get("transaction_mode") != want_mode or row.get("transaction_sets") != 4:
+        errors.append(f"randomtransaction: mode {row.get('transaction_mode')}, "
+                      f"sets {row.get('transaction_sets')}")
+    if not 0 <= row.get("abort_rate", -1) < 1:
+        errors.append(f"randomtransaction: abort rate {row.get('abort_rate')}")
+if errors:
+    print(f"siftdb-bench smoke: FAILED ({mode})", file=sys.stderr)
+    for e in errors:
+        print("  " + e, file=sys.stderr)
+    sys.exit(1)
+print(f"siftdb-bench smoke: OK (randomtransaction {want_mode}: {row.get('committed')} "
+      f"committed, {row.get('aborted')} aborted)")
+PY
+done
+done
+
 # An engine this build does not have is a clear error, not a silent success.
 if cargo run --quiet --profile "$profile" -p siftdb-bench --bin siftdb-bench -- \
     --num=10 --benchmarks=stats --engine=nosuchengine >/dev/null 2>"$out"; then
