@@ -66,17 +66,25 @@ impl Engine {
         group: &mut Vec<QueuedWrite>,
         rejected: &mut Vec<(u64, Error)>,
     ) {
-        if group.iter().all(|w| w.check.is_none()) {
+        let Some(last_checked) = group.iter().rposition(|w| w.check.is_some()) else {
             return;
-        }
+        };
         let mut earlier = GroupWrites::default();
         let mut kept = Vec::with_capacity(group.len());
-        for mut write in group.drain(..) {
+        for (i, mut write) in group.drain(..).enumerate() {
             let verdict = match &write.check {
                 Some(check) => self.check_commit(check, &earlier),
                 None => Ok(()),
             };
-            match verdict.and_then(|()| earlier.add(&mut write.batch)) {
+            // Only a later checked batch reads what this one writes.
+            let noted = verdict.and_then(|()| {
+                if i < last_checked {
+                    earlier.add(&mut write.batch)
+                } else {
+                    Ok(())
+                }
+            });
+            match noted {
                 Ok(()) => kept.push(write),
                 Err(e) => rejected.push((write.ticket, e)),
             }
