@@ -16,11 +16,13 @@
 //! taken while one is held, except the graph inside a stripe (always in that order).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::base::error::{Error, Result};
+use crate::core::spin::spin_until_changed;
 
 /// A lockable key: (keyspace id, key).
 pub(crate) type LockKey = (u32, Vec<u8>);
@@ -37,6 +39,9 @@ struct Stripe {
     holders: Mutex<HashMap<LockKey, u64>>,
     /// Notified when a key of this stripe is released.
     released: Condvar,
+    /// Counts the releases of this stripe's keys: a waiter spins on it briefly before it
+    /// parks (`core/spin.rs`; a transaction holds its locks for microseconds).
+    releases: AtomicU64,
 }
 
 /// The point locks of one database's pessimistic transactions.
@@ -70,6 +75,7 @@ impl LockTable {
                 .map(|_| Stripe {
                     holders: Mutex::new(HashMap::new()),
                     released: Condvar::new(),
+                    releases: AtomicU64::new(0),
                 })
                 .collect(),
             hasher: std::collections::hash_map::RandomState::new(),
@@ -97,6 +103,8 @@ impl LockTable {
         let stripe = self.stripe(key);
         let deadline = Instant::now().checked_add(timeout);
         let mut holders = stripe.holders.lock();
+        // Spun already since the last look: then park.
+        let mut spun = false;
         loop {
             let holder = match holders.get(key) {
                 None => {
@@ -113,6 +121,14 @@ impl LockTable {
             if self.wait_for(txn, holder, detect_deadlock) {
                 return Err(Error::Deadlock);
             }
+            if !spun {
+                // Look again under the mutex after the spin, whatever it saw.
+                spun = true;
+                let seen = stripe.releases.load(Ordering::Acquire);
+                MutexGuard::unlocked(&mut holders, || spin_until_changed(&stripe.releases, seen));
+                continue;
+            }
+            spun = false;
             let timed_out = match deadline {
                 Some(deadline) => stripe
                     .released
@@ -163,6 +179,7 @@ impl LockTable {
             let mut holders = stripe.holders.lock();
             if holders.get(key) == Some(&txn) {
                 holders.remove(key);
+                stripe.releases.fetch_add(1, Ordering::Release);
                 stripe.released.notify_all();
             }
         }

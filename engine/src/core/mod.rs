@@ -22,6 +22,7 @@ pub(crate) mod memtable_bloom;
 pub(crate) mod range_skip;
 pub(crate) mod shared;
 pub(crate) mod snapshot_list;
+pub(crate) mod spin;
 pub(crate) mod state;
 pub(crate) mod stats;
 pub(crate) mod tree;

@@ -5,8 +5,9 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::base::batch::WriteBatch;
@@ -52,6 +53,9 @@ struct Queue {
 pub(crate) struct WriteQueue {
     queue: Mutex<Queue>,
     changed: Condvar,
+    /// Counts the times the write path was handed back: a waiting writer spins on it briefly
+    /// before it parks (`core/spin.rs`).
+    handoffs: AtomicU64,
 }
 
 /// What a writer that entered the queue does next.
@@ -99,6 +103,7 @@ impl Drop for Leader<'_> {
             }
         }
         queue.leader_active = false;
+        self.queue.handoffs.fetch_add(1, Ordering::Release);
         self.queue.changed.notify_all();
     }
 }
@@ -124,6 +129,8 @@ impl WriteQueue {
             sync,
             check,
         });
+        // Spun already since the last look: then park.
+        let mut spun = false;
         loop {
             if let Some(result) = queue.done.remove(&ticket) {
                 return Turn::Done(result);
@@ -131,6 +138,17 @@ impl WriteQueue {
             if !queue.leader_active {
                 break;
             }
+            if !spun {
+                // Look again (under the mutex) after the spin, whatever it saw: a hand-off
+                // between the spin and the relock must not be slept through.
+                spun = true;
+                let seen = self.handoffs.load(Ordering::Acquire);
+                MutexGuard::unlocked(&mut queue, || {
+                    crate::core::spin::spin_until_changed(&self.handoffs, seen)
+                });
+                continue;
+            }
+            spun = false;
             self.changed.wait(&mut queue);
         }
         // Leader: take a group (our own batch is in it: it was queued before we led).
@@ -175,6 +193,7 @@ impl WriteQueue {
         }
         let own = queue.done.remove(&leader.ticket).unwrap_or(result);
         queue.leader_active = false;
+        self.handoffs.fetch_add(1, Ordering::Release);
         self.changed.notify_all();
         own
     }
@@ -203,6 +222,7 @@ impl Drop for ReleaseWritePath<'_> {
     fn drop(&mut self) {
         let mut queue = self.0.queue.lock();
         queue.leader_active = false;
+        self.0.handoffs.fetch_add(1, Ordering::Release);
         self.0.changed.notify_all();
     }
 }

@@ -74,7 +74,8 @@ fn rocks_error(e: rocksdb::Error) -> Error {
 enum Handle {
     Plain(DB),
     Optimistic(OptimisticTransactionDB),
-    Pessimistic(TransactionDB),
+    /// Multi-threaded: the crate has the property getters for that mode only.
+    Pessimistic(TransactionDB<rocksdb::MultiThreaded>),
 }
 
 /// Runs `$body` with `$db` bound to whichever database `$handle` holds (the three share the
@@ -168,8 +169,13 @@ impl RocksEngine {
 
     /// The handle of the default column family (the one every key is in).
     fn default_cf(&self) -> Result<&ColumnFamily> {
-        with_db!(&self.db, db => db.cf_handle(DEFAULT_COLUMN_FAMILY_NAME))
-            .ok_or_else(|| Error::new("rocksdb: the default column family has no handle"))
+        match &self.db {
+            Handle::Plain(db) => db.cf_handle(DEFAULT_COLUMN_FAMILY_NAME),
+            Handle::Optimistic(db) => db.cf_handle(DEFAULT_COLUMN_FAMILY_NAME),
+            // Not asked for: the callers have a path of their own for a `TransactionDB`.
+            Handle::Pessimistic(_) => None,
+        }
+        .ok_or_else(|| Error::new("rocksdb: the default column family has no handle"))
     }
 
     /// Waits for background compactions to end: `WaitForCompact` where the crate has it, else
@@ -425,8 +431,13 @@ fn open_db(
             let mut txn_db = TransactionDBOptions::default();
             let timeout = i64::try_from(txn.lock_timeout.as_millis()).unwrap_or(i64::MAX);
             txn_db.set_txn_lock_timeout(timeout);
-            TransactionDB::open_cf_descriptors(options, &txn_db, dir, [default_cf])
-                .map(Handle::Pessimistic)
+            TransactionDB::<rocksdb::MultiThreaded>::open_cf_descriptors(
+                options,
+                &txn_db,
+                dir,
+                [default_cf],
+            )
+            .map(Handle::Pessimistic)
         }
         Some(_) => OptimisticTransactionDB::open_cf_descriptors(options, dir, [default_cf])
             .map(Handle::Optimistic),
