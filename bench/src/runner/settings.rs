@@ -16,7 +16,7 @@ use super::args::{
 use super::text::human_bytes;
 
 /// The settings, in the order the table lists them.
-pub const ROWS: [&str; 11] = [
+pub const ROWS: [&str; 12] = [
     "filters",
     "block cache",
     "prefix filter",
@@ -28,7 +28,22 @@ pub const ROWS: [&str; 11] = [
     "L0 slowdown",
     "statistics",
     "background work",
+    "transactions",
 ];
+
+/// The "transactions" row: what `--optimistic_transaction_db` / `--transaction_db` gave an
+/// engine, each engine's words for its mode (`optimistic`, `pessimistic`), or "none".
+pub fn transactions_text(
+    config: &Config,
+    optimistic: impl FnOnce() -> String,
+    pessimistic: impl FnOnce(u128) -> String,
+) -> String {
+    match config.transactions {
+        None => "none (no --optimistic_transaction_db / --transaction_db)".to_string(),
+        Some(txn) if txn.pessimistic => pessimistic(txn.lock_timeout.as_millis()),
+        Some(_) => optimistic(),
+    }
+}
 
 /// One engine's values, by row name.
 pub type SettingRows = Vec<(&'static str, String)>;

@@ -234,6 +234,23 @@ pub fn siftdb_rows(config: &Config) -> SettingRows {
         ),
         ("rate limiter", super::settings::rate_limiter_text(&o)),
         (
+            "transactions",
+            super::settings::transactions_text(
+                config,
+                || {
+                    "optimistic: snapshot at begin; keys written and read with get_for_update \
+                     validated at commit"
+                        .to_string()
+                },
+                |ms| {
+                    format!(
+                        "pessimistic: point locks, lock timeout {ms} ms, deadlock detection; \
+                         reads of the newest committed values (no snapshot)"
+                    )
+                },
+            ),
+        ),
+        (
             "compaction style",
             super::settings::compaction_style_text(&o),
         ),

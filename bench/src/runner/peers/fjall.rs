@@ -389,6 +389,18 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, given: &Given) -> Sett
             .to_string(),
         ),
         ("compaction style", compaction_style_text(sift)),
+        (
+            "transactions",
+            settings::transactions_text(
+                config,
+                || {
+                    "OptimisticTxDatabase: every read of a write transaction in its conflict \
+                     set (serializable snapshot isolation)"
+                        .to_string()
+                },
+                |_| "none (fjall has no pessimistic transactions: refused)".to_string(),
+            ),
+        ),
     ]
 }
 

@@ -553,6 +553,23 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, mapped: &Mapped) -> Se
             ),
         ),
         ("rate limiter", settings::rate_limiter_text(sift)),
+        (
+            "transactions",
+            settings::transactions_text(
+                config,
+                || {
+                    "OptimisticTransactionDB: set_snapshot (validated against the snapshot at \
+                     begin); get_for_update(exclusive)"
+                        .to_string()
+                },
+                |ms| {
+                    format!(
+                        "TransactionDB: lock timeout {ms} ms, deadlock_detect; \
+                         get_for_update(exclusive), no snapshot"
+                    )
+                },
+            ),
+        ),
         ("compaction style", settings::compaction_style_text(sift)),
     ]
 }
