@@ -211,6 +211,16 @@ fn pessimistic_transfers_keep_the_sum_and_no_account_goes_negative() {
     run_bank(TransactionMode::Pessimistic);
 }
 
+/// One doctor's transaction: `me` goes off call if both are on call, reading both for update.
+fn take_off_call(mut txn: Transaction, me: &str, other: &str) -> siftdb::Result<()> {
+    let mine = txn.get_for_update(me)?;
+    let theirs = txn.get_for_update(other)?;
+    if mine.as_deref() == Some(b"on") && theirs.as_deref() == Some(b"on") {
+        txn.put(me, "off")?;
+    }
+    txn.commit()
+}
+
 /// Write skew: two on-call doctors, at least one must stay on call. Each transaction reads
 /// both and takes one off call if the other is on. With `get_for_update` on both, two such
 /// transactions never both commit: one of them sees the other's change (pessimistic: it waits
@@ -233,32 +243,19 @@ fn get_for_update_on_both_keys_prevents_write_skew() {
                 for (me, other) in [("alice", "bob"), ("bob", "alice")] {
                     let (db, opts, barrier) = (&db, &opts, &barrier);
                     s.spawn(move || {
+                        // Both begin before either reads (the snapshots overlap), then each
+                        // runs its transaction until it commits (after a conflict or a refused
+                        // deadlock: again, from a fresh begin).
                         let mut txn = db.transaction_opt(opts);
                         barrier.wait();
-                        let attempt = (|| {
-                            let mine = txn.get_for_update(me)?;
-                            let theirs = txn.get_for_update(other)?;
-                            if mine.as_deref() == Some(b"on") && theirs.as_deref() == Some(b"on") {
-                                txn.put(me, "off")?;
-                            }
-                            Ok::<_, Error>(txn)
-                        })();
-                        let result = attempt.and_then(Transaction::commit);
-                        match result {
-                            Ok(()) => {}
-                            Err(Error::Conflict | Error::Deadlock | Error::LockTimeout) => {
-                                // Retry alone: the other thread is done with the barrier.
-                                let mut txn = db.transaction_opt(opts);
-                                let mine = txn.get_for_update(me).unwrap();
-                                let theirs = txn.get_for_update(other).unwrap();
-                                if mine.as_deref() == Some(b"on")
-                                    && theirs.as_deref() == Some(b"on")
-                                {
-                                    txn.put(me, "off").unwrap();
+                        loop {
+                            match take_off_call(txn, me, other) {
+                                Ok(()) => return,
+                                Err(Error::Conflict | Error::Deadlock | Error::LockTimeout) => {
+                                    txn = db.transaction_opt(opts);
                                 }
-                                txn.commit().unwrap();
+                                Err(e) => panic!("{e}"),
                             }
-                            Err(e) => panic!("{e}"),
                         }
                     });
                 }
