@@ -233,23 +233,7 @@ pub fn siftdb_rows(config: &Config) -> SettingRows {
             ),
         ),
         ("rate limiter", super::settings::rate_limiter_text(&o)),
-        (
-            "transactions",
-            super::settings::transactions_text(
-                config,
-                || {
-                    "optimistic: snapshot at begin; keys written and read with get_for_update \
-                     validated at commit"
-                        .to_string()
-                },
-                |ms| {
-                    format!(
-                        "pessimistic: point locks, lock timeout {ms} ms, deadlock detection; \
-                         reads of the newest committed values (no snapshot)"
-                    )
-                },
-            ),
-        ),
+        ("transactions", transactions_text(config)),
         (
             "compaction style",
             super::settings::compaction_style_text(&o),
@@ -277,6 +261,24 @@ fn transaction_body(
         }
     }
     Ok(())
+}
+
+/// The settings table's "transactions" row for siftdb.
+fn transactions_text(config: &Config) -> String {
+    super::settings::transactions_text(
+        config,
+        || {
+            "optimistic: snapshot at begin; keys written and read with get_for_update validated \
+             at commit"
+                .to_string()
+        },
+        |ms| {
+            format!(
+                "pessimistic: point locks, lock timeout {ms} ms, deadlock detection; reads of the \
+                 newest committed values (no snapshot)"
+            )
+        },
+    )
 }
 
 /// Whether `e` is siftdb aborting a transaction (a conflict, a lock timeout, a deadlock).
