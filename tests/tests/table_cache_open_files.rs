@@ -190,7 +190,7 @@ fn table_files_on_disk(dir: &std::path::Path) -> usize {
 }
 
 /// An iterator made before a compaction keeps its tables (closed by the cache, opened again by
-/// name); once it is dropped, they are deleted.
+/// name); once it is dropped, they are deleted (by the deleter thread).
 #[test]
 fn a_table_an_old_iterator_reads_is_kept_until_it_goes() {
     let dir = siftdb_tests::temp_dir();
@@ -218,6 +218,9 @@ fn a_table_an_old_iterator_reads_is_kept_until_it_goes() {
         assert_eq!(v, &value(index[k], 0));
     }
     drop(old);
+    // The last reader hands its tables to the deleter thread; waiting for compaction waits for
+    // it too.
+    db.wait_for_compaction().unwrap();
     assert_eq!(
         table_files_on_disk(dir.path()),
         live,

@@ -116,6 +116,7 @@ impl Db {
                 engine.compactions(),
             ))
             .chain(crate::jobs::filter_index::start_background(shared))
+            .chain(crate::jobs::file_deleter::start_background(shared))
             .collect();
         Ok(Db::with_engine(engine, threads, Some(lock)))
     }

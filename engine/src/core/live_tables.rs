@@ -18,11 +18,14 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::base::fs::FileSystem;
+use crate::core::file_deleter::FileDeleter;
 
 /// See the module documentation.
 pub(crate) struct LiveTables {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
+    /// Where the last reference's deletion goes (`core/file_deleter.rs`).
+    deleter: Arc<FileDeleter>,
     inner: Mutex<Inner>,
 }
 
@@ -48,10 +51,15 @@ impl std::fmt::Debug for LiveTable {
 
 impl LiveTables {
     /// Tables of the database in `dir` on `fs`.
-    pub(crate) fn new(fs: Arc<dyn FileSystem>, dir: PathBuf) -> LiveTables {
+    pub(crate) fn new(
+        fs: Arc<dyn FileSystem>,
+        dir: PathBuf,
+        deleter: Arc<FileDeleter>,
+    ) -> LiveTables {
         LiveTables {
             fs,
             dir,
+            deleter,
             inner: Mutex::new(Inner::default()),
         }
     }
@@ -92,9 +100,7 @@ impl LiveTables {
         };
         if delete {
             let path = crate::base::fs::names::table(&self.dir, number);
-            if let Err(e) = self.fs.remove(&path) {
-                tracing::warn!("siftdb: cannot delete obsolete {}: {e}", path.display());
-            }
+            self.deleter.delete(self.fs.as_ref(), path);
         }
     }
 }
@@ -115,7 +121,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = crate::base::fs::names::table(dir.path(), 7);
         std::fs::write(&path, b"t").unwrap();
-        let tables = Arc::new(LiveTables::new(Arc::new(RealFs), dir.path().to_path_buf()));
+        let tables = Arc::new(LiveTables::new(
+            Arc::new(RealFs),
+            dir.path().to_path_buf(),
+            Arc::default(),
+        ));
         let (a, b) = (tables.register(7), tables.register(7));
         assert!(!tables.deletable_now(7), "held twice");
         drop(a);

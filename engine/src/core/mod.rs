@@ -5,6 +5,7 @@
 pub(crate) mod arena;
 pub(crate) mod cache_reservation;
 pub(crate) mod file_cache;
+pub(crate) mod file_deleter;
 pub(crate) mod filter_index;
 pub(crate) mod filter_plan;
 pub(crate) mod heat;

@@ -15,6 +15,7 @@ use crate::base::error::{Error, Result};
 use crate::base::fs::FileSystem;
 use crate::base::options::Options;
 use crate::core::file_cache::FileCache;
+use crate::core::file_deleter::FileDeleter;
 use crate::core::live_tables::LiveTables;
 use crate::core::lock_order::{Rank, Ranked};
 use crate::core::snapshot_list::SnapshotList;
@@ -35,6 +36,8 @@ pub(crate) struct Shared {
     files: Arc<FileCache>,
     /// Tables referenced by a reader (never deleted under it).
     live_tables: Arc<LiveTables>,
+    /// Obsolete tables on their way to the deleter thread.
+    file_deleter: Arc<FileDeleter>,
     state: Arc<StateCell>,
     /// The trees' metadata and the manifest.
     versions: VersionSet,
@@ -72,13 +75,16 @@ impl Shared {
             parts.options.read_mode,
             parts.options.max_open_files,
         ));
+        let file_deleter = Arc::new(FileDeleter::default());
         let live_tables = Arc::new(LiveTables::new(
             Arc::clone(&parts.options.fs),
             parts.dir.clone(),
+            Arc::clone(&file_deleter),
         ));
         Shared {
             files,
             live_tables,
+            file_deleter,
             dir: parts.dir,
             fs: Arc::clone(&parts.options.fs),
             options: parts.options,
@@ -131,6 +137,11 @@ impl Shared {
     /// Tables referenced by a reader.
     pub(crate) fn live_tables(&self) -> &Arc<LiveTables> {
         &self.live_tables
+    }
+
+    /// Obsolete tables on their way to the deleter thread.
+    pub(crate) fn file_deleter(&self) -> &FileDeleter {
+        &self.file_deleter
     }
 
     /// The state lock and its condition variables.

@@ -5,6 +5,7 @@
 pub(crate) mod background;
 pub(crate) mod checkpoint;
 pub(crate) mod compaction;
+pub(crate) mod file_deleter;
 pub(crate) mod filter_index;
 pub(crate) mod flush;
 pub(crate) mod obsolete;

@@ -61,10 +61,14 @@ pub(crate) fn delete_obsolete_files(db: &Shared) {
             FileKind::Temp => true,
             FileKind::Other => false,
         };
-        if obsolete {
-            if let Err(e) = db.fs().remove(&db.dir().join(&name)) {
-                tracing::warn!("siftdb: cannot delete obsolete {name}: {e}");
-            }
+        if !obsolete {
+            continue;
+        }
+        let path = db.dir().join(&name);
+        match names::parse(&name) {
+            // Tables, the slow deletions (their blocks freed), go to the deleter thread.
+            FileKind::Table(_) => db.file_deleter().delete(db.fs().as_ref(), path),
+            _ => crate::core::file_deleter::remove_logged(db.fs().as_ref(), &path),
         }
     }
 }

@@ -88,5 +88,7 @@ pub(crate) fn compact_range(
                 .inspect_err(|e| stop_writes_unless_retryable(db, e))?;
         }
     }
+    // Returns with the tables it replaced gone (queued for the deleter thread meanwhile).
+    db.file_deleter().drain();
     Ok(())
 }
