@@ -101,6 +101,9 @@ pub enum BackgroundJob {
     ManifestWrite,
     /// Starting a background thread.
     ThreadStart,
+    /// Deleting obsolete files (the deleter thread: only a panic of the file system stops
+    /// writes; a failed deletion is logged, and the file deleted later).
+    FileDeletion,
 }
 
 impl std::fmt::Display for BackgroundJob {
@@ -113,6 +116,7 @@ impl std::fmt::Display for BackgroundJob {
             BackgroundJob::WalSwitch => "WAL switch",
             BackgroundJob::ManifestWrite => "manifest write",
             BackgroundJob::ThreadStart => "thread start",
+            BackgroundJob::FileDeletion => "file deletion",
         })
     }
 }

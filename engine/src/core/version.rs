@@ -182,6 +182,21 @@ impl Version {
         self.holding(level, at, user_key, head)
     }
 
+    /// The tables that may hold `user_key`, in the order that meets its newest version first:
+    /// L0 newest first (those whose range holds it), then the one table per deeper level.
+    pub(crate) fn tables_for_key<'v>(
+        &'v self,
+        user_key: &'v [u8],
+        head: KeyHead,
+    ) -> impl Iterator<Item = &'v Arc<TableFile>> + 'v {
+        self.level(0)
+            .iter()
+            .filter(move |f| f.contains_key_with_head(user_key, head))
+            .chain(
+                (1..self.num_levels()).filter_map(move |l| self.find_with_head(l, user_key, head)),
+            )
+    }
+
     /// [`Version::find_with_head`] for keys looked up in ascending order: the search starts at
     /// `*from`, the previous key's position (updated), and gallops forward, so a batch of sorted
     /// keys costs O(log gap) per key instead of O(log tables).

@@ -4,8 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::base::error::BackgroundJob;
 use crate::core::file_deleter::remove_logged;
 use crate::core::shared::Shared;
+use crate::jobs::background::contained;
 
 /// How long the thread waits for work before it looks at the shutdown flag again.
 const TICK: Duration = Duration::from_millis(50);
@@ -34,20 +36,22 @@ fn background_loop(db: &Arc<Shared>) {
     }
 }
 
-/// Deletes `paths`, never while a checkpoint pauses deletions.
+/// Deletes `paths`, never while a checkpoint pauses deletions. A panic of the file system is
+/// contained (it becomes the background error, as in any background job) and the batch still
+/// counts as done: a waiter of `FileDeleter::drain` must not wait for a thread that unwound.
 fn delete_all(db: &Shared, paths: Vec<std::path::PathBuf>) {
     let n = paths.len();
     if n == 0 {
         return;
     }
-    loop {
+    let _ = contained(db, BackgroundJob::FileDeletion, || loop {
         if let Some(_deleting) = db.deletions().begin() {
             for path in &paths {
                 remove_logged(db.fs().as_ref(), path);
             }
-            break;
+            return Ok(());
         }
         std::thread::sleep(Duration::from_millis(5));
-    }
+    });
     db.file_deleter().done(n);
 }

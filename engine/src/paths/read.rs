@@ -184,14 +184,9 @@ impl Engine {
         let version = &view.version;
         let head = KeyHead::of(key);
         let hash = self.shared.options().filter_hasher.hash(key);
-        let candidates = version
-            .level(0)
-            .iter()
-            .filter(|f| f.contains_key_with_head(key, head))
-            .chain((1..version.num_levels()).filter_map(|l| version.find_with_head(l, key, head)));
         let mut trace = GetTrace::default();
         let mut scratch = Vec::new();
-        for file in candidates {
+        for file in version.tables_for_key(key, head) {
             let covered = file
                 .table
                 .range_tombstones()
