@@ -186,6 +186,40 @@ impl Filter {
         self.payload_bytes() as f64 * 8.0 / self.key_count as f64
     }
 
+    /// This filter brought down to about `bits_per_key` bits per key without its keys, where
+    /// its structure allows: a ribbon filter drops solution columns
+    /// ([`RibbonFilter::thinned`]: the same keys, never a false negative, the FPR of the
+    /// smaller layout). `None` for the other kinds, which cannot shed bits without a rebuild,
+    /// and for a filter that holds no more than that already.
+    ///
+    /// ```
+    /// use siftdb_filter::{Filter, FilterBuilder, FilterKind, KeyHasher};
+    /// let mut builder = FilterBuilder::new(FilterKind::Ribbon, 12.0, KeyHasher::default());
+    /// for i in 0..10_000u32 {
+    ///     builder.add_key(&i.to_be_bytes());
+    /// }
+    /// let filter = builder.build()?;
+    /// let thin = filter.thinned_to(7.0).expect("a ribbon filter thins");
+    /// assert!(thin.bits_per_key() < 7.2 && thin.bits_per_key() > 6.8);
+    /// assert!((0..10_000u32).all(|i| thin.may_contain(&i.to_be_bytes())));
+    /// # Ok::<(), siftdb_filter::FilterError>(())
+    /// ```
+    pub fn thinned_to(&self, bits_per_key: f64) -> Option<Filter> {
+        let Structure::Ribbon(ribbon) = &self.structure else {
+            return None;
+        };
+        let thin = ribbon.thinned(self.key_count, bits_per_key);
+        if thin.size_bytes() >= ribbon.size_bytes() {
+            return None;
+        }
+        Some(Filter {
+            hasher: self.hasher,
+            key_count: self.key_count,
+            target_bits_per_key: bits_per_key as f32,
+            structure: Structure::Ribbon(thin),
+        })
+    }
+
     /// The FPR this filter should give at the key count it was sized for.
     ///
     /// This is the over-fill guard's reference: a measured FPR well above it means the filter

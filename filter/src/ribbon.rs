@@ -851,6 +851,63 @@ impl RibbonFilter {
     pub fn size_bytes(&self) -> usize {
         self.words.len() * 8
     }
+
+    /// The same filter over `num_keys` keys with about `bits_per_key` bits per key, made by
+    /// dropping solution columns instead of building anew; a clone if it holds no more than
+    /// that already.
+    ///
+    /// Why this is a filter of the same keys: each column is a separate solution of the same
+    /// banded system (column `j` answers fingerprint bit `j`), so any prefix of a block's
+    /// columns still answers every key for the bits it keeps. The thinned layout keeps, in
+    /// every block, no more columns than the block had and column counts that never decrease
+    /// with the block index, so a query still finds its columns in its start block and the
+    /// next. Its FPR is that of its layout ([`RibbonFilter::expected_fpr`]), as for a filter
+    /// built with that layout. A filter whose keys moved to a level planned for fewer bits
+    /// (Monkey) is brought to the plan without reading a key.
+    pub fn thinned(&self, num_keys: u64, bits_per_key: f64) -> RibbonFilter {
+        let p = self.params;
+        if p.num_blocks < 2 || bits_per_key.is_nan() || bits_per_key < 0.0 || num_keys == 0 {
+            return self.clone();
+        }
+        let slots = f64::from(p.num_blocks) * BLOCK_SLOTS as f64;
+        let target = target_columns(bits_per_key, slots / num_keys as f64);
+        let (lower, upper_start) = layout(p.num_blocks, target);
+        // The thinner of the two layouts in every block (both are a step up at their upper
+        // start, so this is one too).
+        let (lower, upper_start) = match lower.cmp(&p.lower_columns) {
+            std::cmp::Ordering::Less => (lower, upper_start),
+            std::cmp::Ordering::Equal => (lower, upper_start.max(p.upper_start_block)),
+            std::cmp::Ordering::Greater => return self.clone(),
+        };
+        if (lower, upper_start) == (p.lower_columns, p.upper_start_block) {
+            return self.clone();
+        }
+        let old = Geometry {
+            num_blocks: p.num_blocks,
+            lower_columns: p.lower_columns,
+            upper_start_block: p.upper_start_block,
+        };
+        let new = Geometry {
+            num_blocks: p.num_blocks,
+            lower_columns: lower,
+            upper_start_block: upper_start,
+        };
+        let mut words = Vec::new();
+        let mut at = 0usize;
+        for block in 0..p.num_blocks as usize {
+            let keep = 2 * new.columns(block) as usize;
+            words.extend_from_slice(&self.words[at..at + keep]);
+            at += 2 * old.columns(block) as usize;
+        }
+        Self::assemble(
+            RibbonParams {
+                lower_columns: lower,
+                upper_start_block: upper_start,
+                ..p
+            },
+            words,
+        )
+    }
 }
 
 #[cfg(test)]
@@ -984,6 +1041,46 @@ mod tests {
             "n={n} bpk={bpk}: {fp} false positives, expected {mean} ± {sigma} ({:?})",
             f.params()
         );
+    }
+
+    /// A thinned filter answers every key it was built over, holds about the bits asked for,
+    /// never more columns in a block than before, and has the FPR its layout promises.
+    #[test]
+    fn thinned_keeps_every_key_at_the_fpr_of_its_layout() {
+        let n = 50_000;
+        let hashes = random_hashes(n, 21);
+        let f = RibbonFilter::build(&hashes, 9.6).unwrap();
+        for bits in [9.6, 8.3, 7.0, 5.5, 2.2, 0.0] {
+            let t = f.thinned(n as u64, bits);
+            assert_no_false_negatives(&t, &hashes);
+            let (old, new) = (f.params(), t.params());
+            assert_eq!((new.num_blocks, new.seed), (old.num_blocks, old.seed));
+            let cols = |p: RibbonParams, b: u32| {
+                u32::from(p.lower_columns) + u32::from(b >= p.upper_start_block)
+            };
+            assert!((0..old.num_blocks).all(|b| cols(new, b) <= cols(old, b)));
+            assert_eq!(Some(t.words().len()), RibbonFilter::expected_words(&new));
+            let got = t.size_bytes() as f64 * 8.0 / n as f64;
+            assert!(
+                (got - bits.min(9.6)).abs() < 0.2,
+                "{bits} bits/key asked, {got} kept"
+            );
+            let p = t.expected_fpr();
+            let mut rng = StdRng::seed_from_u64(bits.to_bits());
+            let queries = 200_000;
+            let fp = (0..queries)
+                .filter(|_| t.may_contain_hash(rng.gen()))
+                .count() as f64;
+            let (mean, sigma) = (p * queries as f64, (queries as f64 * p * (1.0 - p)).sqrt());
+            assert!(
+                (fp - mean).abs() <= 5.0 * sigma + 1.0,
+                "{bits}: {fp} against {mean}"
+            );
+        }
+        // Asking for as many bits or more changes nothing.
+        assert_eq!(f.thinned(n as u64, 9.6), f);
+        assert_eq!(f.thinned(n as u64, 20.0), f);
+        assert_eq!(f.thinned(0, 1.0), f);
     }
 
     #[test]
@@ -1249,6 +1346,23 @@ mod tests {
                 prop_assert!(f.may_contain_hash(h));
             }
             prop_assert_eq!(RibbonFilter::expected_words(&f.params()), Some(f.words().len()));
+        }
+
+        #[test]
+        fn prop_thinned_has_no_false_negatives(
+            hashes in prop::collection::vec(any::<u64>(), 1..3000),
+            bpk in 0.05f64..24.0,
+            thin in 0.0f64..24.0,
+        ) {
+            let f = RibbonFilter::build(&hashes, bpk).unwrap();
+            let t = f.thinned(hashes.len() as u64, thin);
+            for &h in &hashes {
+                prop_assert!(t.may_contain_hash(h));
+            }
+            prop_assert!(t.size_bytes() <= f.size_bytes());
+            let params = t.params();
+            let rebuilt = RibbonFilter::from_parts(params, t.words().to_vec()).unwrap();
+            prop_assert_eq!(rebuilt, t);
         }
 
         #[test]
