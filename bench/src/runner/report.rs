@@ -609,7 +609,8 @@ fn batches_text(m: &Measured, batch_size: u64) -> String {
 fn writes_text(s: &Stats, result: &PhaseResult) -> String {
     let mut out = format!(
         "  writes       : {} keys, {} user -> WAL {}, flushed {} in {} flushes, compacted {} in {} \
-         (+{} tables moved down unchanged); write amplification {:.2}; stall {:.1} ms\n",
+         (+{} tables moved down unchanged, {} with their filters thinned); write amplification \
+         {:.2}; stall {:.1} ms\n",
         s.keys_written,
         human_bytes(s.bytes_written_user),
         human_bytes(s.wal_bytes),
@@ -618,6 +619,7 @@ fn writes_text(s: &Stats, result: &PhaseResult) -> String {
         human_bytes(s.compaction_bytes_written),
         s.compactions,
         s.trivial_moves,
+        s.filters_thinned_by_moves,
         s.write_amplification(),
         s.stall_micros as f64 / 1000.0
     );
@@ -962,6 +964,10 @@ fn stats_json(s: &Stats, point_reads_only: bool, map: &mut Map<String, Value>) {
     put("flushes", json!(s.flushes));
     put("compactions", json!(s.compactions));
     put("trivial_moves", json!(s.trivial_moves));
+    put(
+        "filters_thinned_by_moves",
+        json!(s.filters_thinned_by_moves),
+    );
     put("fifo_tables_dropped", json!(s.fifo_tables_dropped));
     put(
         "table_bytes_uncompressed",

@@ -165,6 +165,10 @@ pub fn stats_delta(after: &Stats, before: &Stats) -> Stats {
     );
     delta.compaction_blocks_read = d(after.compaction_blocks_read, before.compaction_blocks_read);
     delta.trivial_moves = d(after.trivial_moves, before.trivial_moves);
+    delta.filters_thinned_by_moves = d(
+        after.filters_thinned_by_moves,
+        before.filters_thinned_by_moves,
+    );
     delta.subcompactions = d(after.subcompactions, before.subcompactions);
     delta.fifo_tables_dropped = d(after.fifo_tables_dropped, before.fifo_tables_dropped);
     delta.table_bytes_uncompressed = d(

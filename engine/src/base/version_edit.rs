@@ -19,6 +19,9 @@
 //!        | 11 varint keyspace_id | varint log_number (another keyspace's log number: an idle
 //!            keyspace holds nothing in WALs below it; written with another keyspace's flush so
 //!            that idle keyspaces do not keep old WALs)
+//!        | 13 varint level | varint number | varint millibits (follows the 4 of that file when
+//!            its ribbon filter is read thinned to `millibits / 1000` bits per key: a trivial
+//!            move into a level planned for fewer bits)
 //!        | 12 varint wal_number | varint first_sequence (the sequence number WAL `wal_number`'s
 //!            first record has, written with each log number an edit records: recovery checks
 //!            that the oldest WAL it replays starts there, so a log emptied or cut to nothing is
@@ -49,6 +52,18 @@ pub struct FileMeta {
     /// The level the table's filter was planned for: its level when it was written, kept when
     /// a trivial move takes the table down unchanged.
     pub filter_level: usize,
+    /// The bits per key, in thousandths, its ribbon whole-key filter is read with (`None`: as
+    /// built). Set when a trivial move took the table into a level planned for fewer bits
+    /// than its filter holds: the filter is thinned as it is read instead of the table being
+    /// rewritten (see `Table::set_filter_bits_cap`).
+    pub filter_cap_millibits: Option<u32>,
+}
+
+impl FileMeta {
+    /// [`FileMeta::filter_cap_millibits`] in bits per key.
+    pub fn filter_bits_cap(&self) -> Option<f64> {
+        self.filter_cap_millibits.map(|m| f64::from(m) / 1000.0)
+    }
 }
 
 /// A change to the set of live files and counters.
@@ -144,6 +159,12 @@ impl VersionEdit {
                 put_varint(&mut out, f.number);
                 put_varint(&mut out, f.filter_level as u64);
             }
+            if let Some(cap) = f.filter_cap_millibits {
+                put_varint(&mut out, 13);
+                put_varint(&mut out, *level as u64);
+                put_varint(&mut out, f.number);
+                put_varint(&mut out, u64::from(cap));
+            }
         }
         for (level, number) in &self.deleted {
             put_varint(&mut out, 5);
@@ -184,6 +205,7 @@ impl VersionEdit {
                             entries,
                             distinct_keys,
                             filter_level: l,
+                            filter_cap_millibits: None,
                         },
                     ));
                 }
@@ -201,6 +223,17 @@ impl VersionEdit {
                         .rev()
                         .find(|(al, m)| *al == l && m.number == number)?;
                     meta.filter_level = filter_level;
+                }
+                13 => {
+                    let l = level(&mut pos)?;
+                    let number = get_varint(bytes, &mut pos)?;
+                    let cap = u32::try_from(get_varint(bytes, &mut pos)?).ok()?;
+                    let (_, meta) = e
+                        .added
+                        .iter_mut()
+                        .rev()
+                        .find(|(al, m)| *al == l && m.number == number)?;
+                    meta.filter_cap_millibits = Some(cap);
                 }
                 7 => e.keyspace = u32::try_from(get_varint(bytes, &mut pos)?).ok()?,
                 8 => {
@@ -248,6 +281,7 @@ mod tests {
                     entries: 10,
                     distinct_keys: 8,
                     filter_level: 1,
+                    filter_cap_millibits: Some(5_250),
                 },
             )],
             deleted: vec![(0, 4)],
@@ -302,6 +336,7 @@ mod tests {
             entries: 10,
             distinct_keys: 10,
             filter_level: 0,
+            filter_cap_millibits: None,
         };
         let moved = VersionEdit {
             added: vec![(3, meta.clone())],

@@ -237,10 +237,9 @@ fn corrected_budget(
         .filter(|f| !replaced.contains(&f.meta.number))
         .filter(|f| f.table.properties().filter_omitted.is_empty())
         .fold((0u64, 0.0f64), |(k, b), f| {
-            let props = f.table.properties();
             (
                 k + f.meta.distinct_keys,
-                b + props.filter_bits_per_key * f.meta.distinct_keys as f64,
+                b + f.table.filter_bits_per_key() * f.meta.distinct_keys as f64,
             )
         });
     if planned_keys == 0 || !budget.is_finite() {

@@ -63,17 +63,14 @@ pub(crate) fn level_reports(tree: &Tree, version: &Version) -> Vec<LevelInfo> {
                 .collect();
             omitted.sort_unstable();
             omitted.dedup();
-            let filter_bytes: u64 = files
-                .iter()
-                .map(|f| f.table.properties().filter_bytes)
-                .sum();
+            let filter_bytes: u64 = files.iter().map(|f| f.table.filter_bytes()).sum();
             // Expected FPR of a lookup that reaches a table of this level: the key-weighted mean.
             let expected = if keys == 0 {
                 0.0
             } else {
                 files
                     .iter()
-                    .map(|f| f.table.properties().filter_expected_fpr * f.meta.distinct_keys as f64)
+                    .map(|f| f.table.filter_expected_fpr() * f.meta.distinct_keys as f64)
                     .sum::<f64>()
                     / keys as f64
             };
@@ -98,9 +95,7 @@ pub(crate) fn level_reports(tree: &Tree, version: &Version) -> Vec<LevelInfo> {
                 } else {
                     files
                         .iter()
-                        .map(|f| {
-                            f.table.properties().filter_bits_per_key * f.meta.distinct_keys as f64
-                        })
+                        .map(|f| f.table.filter_bits_per_key() * f.meta.distinct_keys as f64)
                         .sum::<f64>()
                         / keys as f64
                 },

@@ -16,6 +16,8 @@ pub(crate) struct EngineCounters {
     /// Block reads from table files by compactions (kept apart from users' reads).
     pub compaction_reads: std::sync::Arc<ReadStatistics>,
     pub trivial_moves: AtomicU64,
+    /// Tables moved with their ribbon filter thinned to the new level's plan.
+    pub filters_thinned_by_moves: AtomicU64,
     /// Key ranges merged by split compactions (`Options::max_subcompactions`).
     pub subcompactions: AtomicU64,
     /// Tables FIFO compaction dropped.
@@ -174,6 +176,10 @@ pub struct Stats {
     pub compaction_blocks_read: u64,
     /// Tables moved one level down by a manifest edit alone, without being rewritten.
     pub trivial_moves: u64,
+    /// Of [`Stats::trivial_moves`], the tables whose ribbon filter held more bits than their
+    /// new level's plan under Monkey: they moved with the filter read thinned to the plan
+    /// instead of being rewritten for it.
+    pub filters_thinned_by_moves: u64,
     /// Key ranges merged on threads of their own by compactions split into several
     /// (`Options::max_subcompactions`; 0 when none was split).
     pub subcompactions: u64,
@@ -344,6 +350,7 @@ impl EngineCounters {
                     + r.filter_block_reads.load(Relaxed)
             },
             trivial_moves: self.trivial_moves.load(Relaxed),
+            filters_thinned_by_moves: self.filters_thinned_by_moves.load(Relaxed),
             subcompactions: self.subcompactions.load(Relaxed),
             fifo_tables_dropped: self.fifo_tables_dropped.load(Relaxed),
             table_bytes_uncompressed: self.table_bytes_uncompressed.load(Relaxed),

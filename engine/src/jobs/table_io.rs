@@ -61,6 +61,7 @@ pub(crate) fn write_l0_table(
         entries: meta.properties.entries,
         distinct_keys: meta.properties.distinct_keys,
         filter_level: plan.level,
+        filter_cap_millibits: None,
     };
     Ok(Some(open_table(db, options, 0, &file_meta)?))
 }
@@ -90,6 +91,11 @@ pub(crate) fn open_table(
     };
     let name = path.display().to_string();
     let table = Table::open(file, meta.number, name, Arc::clone(db.cache()), read)?;
+    if let Some(cap) = meta.filter_bits_cap() {
+        // Opening warmed the cache with the filter as built: read it again thinned.
+        table.set_filter_bits_cap(Some(cap));
+        db.cache().erase_table(meta.number);
+    }
     let live = db.live_tables().register(meta.number);
     Ok(Arc::new(
         TableFile::new(meta.clone(), Arc::new(table)).kept_alive_by(live),

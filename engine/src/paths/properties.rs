@@ -136,7 +136,7 @@ fn sstables_table(tree: &Tree, version: &crate::core::version::Version) -> Strin
             } else {
                 &props.filter_kind
             },
-            props.filter_bits_per_key,
+            f.table.filter_bits_per_key(),
             f.heat.probes(),
             f.heat.false_positives(),
             f.heat.density(now, keys, prior) / prior,

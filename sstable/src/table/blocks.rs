@@ -216,6 +216,8 @@ impl Table {
         Ok((Arc::new(block), BlockAccess::FileRead))
     }
 
+    /// Reads and decodes the filter at `handle`; a whole-key filter (or partition) is thinned to
+    /// the table's cap ([`Table::set_filter_bits_cap`]) and charged at its thinned size.
     pub(super) fn load_filter(&self, handle: BlockHandle) -> Result<(CachedBlock, usize)> {
         let contents = self.read_block_contents(handle, BlockKind::Filter)?;
         let filter = Filter::decode(&contents, &self.options.key_hasher).map_err(|source| {
@@ -225,6 +227,13 @@ impl Table {
                 source,
             }
         })?;
+        let cap = self
+            .filter_bits_cap()
+            .filter(|_| handle != self.footer.prefix_filter);
+        if let Some(thin) = cap.and_then(|cap| filter.thinned_to(cap)) {
+            let charge = thin.encoded_len();
+            return Ok((CachedBlock::Filter(Arc::new(thin)), charge));
+        }
         Ok((CachedBlock::Filter(Arc::new(filter)), contents.len()))
     }
 

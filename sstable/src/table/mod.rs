@@ -15,6 +15,7 @@ mod get;
 mod iter;
 mod partitions;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arc_swap::ArcSwapOption;
@@ -263,7 +264,13 @@ pub struct Table {
     /// The range tombstone block, decoded at open; `None` when the table has none.
     range_tombstones: Option<Arc<FragmentedRangeTombstones>>,
     held: ArcSwapOption<Held>,
+    /// The most bits per key a ribbon whole-key filter (or each partition) is read with, as
+    /// `f64` bits ([`NO_FILTER_CAP`]: as built); see [`Table::set_filter_bits_cap`].
+    filter_bits_cap: AtomicU64,
 }
+
+/// [`Table::filter_bits_cap`] of a table whose filters are read as built.
+const NO_FILTER_CAP: u64 = u64::MAX;
 
 impl Drop for Table {
     /// A closed table's memo entries go with it: its id is never looked up again.
@@ -311,6 +318,7 @@ impl Table {
             expected_fpr_ppb: 0,
             range_tombstones: None,
             held: ArcSwapOption::empty(),
+            filter_bits_cap: AtomicU64::new(NO_FILTER_CAP),
         };
         let props_raw = table.read_block_contents(footer.properties, BlockKind::Properties)?;
         table.properties = TableProperties::decode(props_raw)
@@ -396,6 +404,64 @@ impl Table {
     /// File size in bytes.
     pub fn file_size(&self) -> u64 {
         self.file.size()
+    }
+
+    /// Caps the bits per key the whole-key filter is read with (`None`: as built). A ribbon
+    /// filter, or each of its partitions, is thinned to the cap as it is read from the file
+    /// ([`Filter::thinned_to`]: every key still answers "maybe", at the FPR of the smaller
+    /// layout), and is cached at that size; other kinds are read as built. A table moved to a
+    /// level planned for fewer filter bits is capped there instead of rewritten. Filter blocks
+    /// already cached keep their size until they are read again: the caller erases the table's
+    /// cached blocks after a change. The prefix filter is never thinned.
+    pub fn set_filter_bits_cap(&self, cap: Option<f64>) {
+        let bits = cap
+            .filter(|c| c.is_finite() && *c >= 0.0)
+            .map_or(NO_FILTER_CAP, f64::to_bits);
+        self.filter_bits_cap.store(bits, Ordering::Relaxed);
+    }
+
+    /// The cap [`Table::set_filter_bits_cap`] set, if any.
+    pub fn filter_bits_cap(&self) -> Option<f64> {
+        match self.filter_bits_cap.load(Ordering::Relaxed) {
+            NO_FILTER_CAP => None,
+            bits => Some(f64::from_bits(bits)),
+        }
+    }
+
+    /// Bits per key of the whole-key filter as it is read: the built figure
+    /// ([`TableProperties::filter_bits_per_key`]), or the cap where a ribbon filter is thinned
+    /// to it.
+    pub fn filter_bits_per_key(&self) -> f64 {
+        let built = self.properties.filter_bits_per_key;
+        match self.filter_bits_cap() {
+            Some(cap) if self.properties.filter_kind == "ribbon" => built.min(cap),
+            _ => built,
+        }
+    }
+
+    /// Bytes of the whole-key filter as it is read: the built figure
+    /// ([`TableProperties::filter_bytes`]), scaled to the cap where a ribbon filter is thinned.
+    pub fn filter_bytes(&self) -> u64 {
+        let (built_bytes, built) = (
+            self.properties.filter_bytes,
+            self.properties.filter_bits_per_key,
+        );
+        let read = self.filter_bits_per_key();
+        if read >= built || built <= 0.0 {
+            return built_bytes;
+        }
+        (built_bytes as f64 * read / built).round() as u64
+    }
+
+    /// The whole-key filter's expected FPR as it is read: the built figure
+    /// ([`TableProperties::filter_expected_fpr`]), or a ribbon filter's at the cap.
+    pub fn filter_expected_fpr(&self) -> f64 {
+        let read = self.filter_bits_per_key();
+        if read >= self.properties.filter_bits_per_key {
+            return self.properties.filter_expected_fpr;
+        }
+        let keys = usize::try_from(self.properties.distinct_keys).unwrap_or(usize::MAX);
+        siftdb_filter::ribbon_expected_fpr(keys, read)
     }
 
     /// Whether the table has a whole-key filter.

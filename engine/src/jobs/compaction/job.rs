@@ -268,16 +268,37 @@ impl<'a> CompactionJob<'a> {
         let newborn = self.output_is_newborn_bottom();
         self.inputs.iter().all(|(_, f)| {
             let props = f.table.properties();
+            let bits = f.table.filter_bits_per_key();
             f.meta.filter_level >= self.output_level
+                || self.thinned_filter_cap(f, spec).is_some()
                 || spec.is_some_and(|spec| {
                     (uniform || newborn)
                         && props.filter_kind == spec.kind.name()
-                        && props.filter_bits_per_key <= MAX_MOVED_FILTER_EXCESS * spec.bits_per_key
-                        && (uniform
-                            || props.filter_bits_per_key * MAX_MOVED_FILTER_EXCESS
-                                >= spec.bits_per_key)
+                        && bits <= MAX_MOVED_FILTER_EXCESS * spec.bits_per_key
+                        && (uniform || bits * MAX_MOVED_FILTER_EXCESS >= spec.bits_per_key)
                 })
         })
+    }
+
+    /// Under Monkey, the bits per key a table's ribbon filter is to be read with once moved
+    /// into the output level, whose plan (`spec`) gives a ribbon filter fewer bits than it
+    /// holds: the filter is thinned to the plan as it is read
+    /// ([`siftdb_sstable::Table::set_filter_bits_cap`]), so the table moves instead of being
+    /// rewritten for its filter. `None` when the filter fits as it is or cannot be thinned to
+    /// the plan (another kind on either side: a blocked bloom filter cannot shed bits). The
+    /// prefix filter keeps what it was built with.
+    fn thinned_filter_cap(
+        &self,
+        f: &TableFile,
+        spec: Option<siftdb_sstable::FilterSpec>,
+    ) -> Option<f64> {
+        let spec = spec?;
+        let ribbon = siftdb_filter::FilterKind::Ribbon;
+        let thinnable = self.tree.options.filter_allocation == FilterAllocation::Monkey
+            && spec.kind == ribbon
+            && f.table.properties().filter_kind == ribbon.name()
+            && f.table.filter_bits_per_key() > spec.bits_per_key;
+        thinnable.then_some(spec.bits_per_key)
     }
 
     /// Whether the output level is a bottom level being born: no table below it, and fewer
@@ -297,19 +318,54 @@ impl<'a> CompactionJob<'a> {
     /// tables into the output level. No byte is written, and their cached blocks stay valid
     /// (same table numbers). Each table keeps the filter it was built with; its `filter_level`
     /// still names the level that filter was planned for (see `docs/TUNING.md`).
+    ///
+    /// A table whose ribbon filter holds more bits than the output level's plan gives it
+    /// ([`Self::thinned_filter_cap`]) moves with its filter capped to the plan: recorded in its
+    /// manifest entry (as planned for the output level), set on the table once the edit is
+    /// durable, and its cached filter blocks dropped so that they are read again thinned.
     fn install_move(&mut self) -> Result<()> {
+        let db = self.db;
+        let spec = self
+            .inputs
+            .iter()
+            .any(|(_, f)| f.meta.filter_level < self.output_level)
+            .then(|| self.filter_spec().spec)
+            .flatten();
         let mut edit = VersionEdit::default();
+        let mut capped: Vec<(Arc<TableFile>, f64)> = Vec::new();
+        let mut moved: Vec<Arc<TableFile>> = Vec::new();
         for (level, f) in &self.inputs {
             edit.deleted.push((*level, f.meta.number));
-            edit.added.push((self.output_level, f.meta.clone()));
+            let mut meta = f.meta.clone();
+            let cap = (f.meta.filter_level < self.output_level)
+                .then(|| self.thinned_filter_cap(f, spec))
+                .flatten();
+            if let Some(cap) = cap {
+                meta.filter_level = self.output_level;
+                meta.filter_cap_millibits = Some((cap * 1000.0).round() as u32);
+                // The version holds the table under its new entry (a manifest rolled over
+                // later records the cap); the open table and its file are the same.
+                let file = TableFile::new(meta.clone(), Arc::clone(&f.table))
+                    .kept_alive_by(db.live_tables().register(meta.number));
+                file.mark_covered(f.index_gen());
+                moved.push(Arc::new(file));
+                capped.push((Arc::clone(f), meta.filter_bits_cap().unwrap_or(cap)));
+            }
+            edit.added.push((self.output_level, meta));
         }
-        self.db
-            .versions()
-            .log_and_apply(&self.tree, edit, &[], |_| {})?;
-        self.db
-            .counters()
+        db.versions()
+            .log_and_apply(&self.tree, edit, &moved, |_| {})?;
+        for (f, cap) in &capped {
+            f.table.set_filter_bits_cap(Some(*cap));
+            db.cache().erase_table(f.meta.number);
+        }
+        let counters = db.counters();
+        counters
             .trivial_moves
             .fetch_add(self.inputs.len() as u64, Ordering::Relaxed);
+        counters
+            .filters_thinned_by_moves
+            .fetch_add(capped.len() as u64, Ordering::Relaxed);
         Ok(())
     }
 

@@ -164,6 +164,7 @@ impl<'a> TableSink<'a> {
             entries: props.entries,
             distinct_keys: props.distinct_keys,
             filter_level: self.output_level,
+            filter_cap_millibits: None,
         });
         Ok(())
     }
