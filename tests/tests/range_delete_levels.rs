@@ -295,6 +295,9 @@ fn delete_range_hides_entries_of_every_level_and_compaction_reclaims_them() {
     check(&db, &model, N, "after a compaction under the snapshot");
     // Iterators pin the tables they read (their files stay until they go, as in RocksDB).
     drop((before, after, seek, seek_back, raw));
+    // The last reader's drop hands the obsolete tables to the deleter thread: let it finish
+    // before the files are listed (a file listed, then deleted, failed the size read).
+    db.wait_for_compaction().unwrap();
 
     // With no snapshot or iterator left, a full compaction drops the deleted entries and the tombstone.
     let bytes_before = sst_bytes(dir.path());
