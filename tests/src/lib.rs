@@ -32,6 +32,38 @@ pub fn temp_dir() -> tempfile::TempDir {
         .unwrap_or_else(|e| panic!("cannot create a temporary directory: {e}"))
 }
 
+/// A tree that grows deep on little data: 32 KiB memtables and tables, L1 of 128 KiB, levels
+/// growing by 4, an L0 compaction at 2 tables, no compression (so the level targets, in bytes,
+/// give the shape the filter and compaction tests expect); 10 filter bits per key. Tests
+/// change what they study with struct-update syntax.
+pub fn small_tree() -> siftdb::Options {
+    siftdb::Options {
+        write_buffer_size: 32 << 10,
+        target_file_size_base: 32 << 10,
+        max_bytes_for_level_base: 128 << 10,
+        max_bytes_for_level_multiplier: 4.0,
+        level0_file_num_compaction_trigger: 2,
+        filter_bits_per_key: 10.0,
+        compression: siftdb::Compression::None,
+        compression_per_level: Vec::new(),
+        ..siftdb::Options::default()
+    }
+}
+
+/// In a database opened stepped (`Db::open_stepped`), runs every flush and then every
+/// compaction that is due, as the background threads would have by now: called after each
+/// write, the tree takes the same shape on every run, however busy the machine.
+pub fn run_due_work(db: &siftdb::Db) {
+    while db.step_flush().unwrap() {}
+    while db.step_compaction().unwrap() {}
+}
+
+/// Key `i` of a write order scattered over the key space (a bijection of `0..2^32`), 11 bytes:
+/// `k` and ten digits.
+pub fn scattered_key(i: u32) -> Vec<u8> {
+    format!("k{:010}", i.wrapping_mul(2_654_435_761)).into_bytes()
+}
+
 /// A count from the environment variable `name` (for longer soaks: more cases, cycles, points),
 /// or `default` when it is unset or not a number.
 pub fn env_count(name: &str, default: u64) -> u64 {

@@ -5,6 +5,7 @@
 //! (within 2.5%: see the test), and a missing-key lookup meets a lower summed FPR under Monkey.
 
 use siftdb::{Db, FilterAllocation, LevelInfo, Options};
+use siftdb_tests::scattered_key as key;
 
 /// Keys written (each once, in a scattered order): with the tiny targets below, L1..L4 with the
 /// bottom level the largest (about 3k, 14k, 59k and 165k keys).
@@ -12,24 +13,10 @@ fn keys() -> u32 {
     siftdb_tests::env_count("SIFTDB_MONKEY_KEYS", 240_000) as u32
 }
 
-fn key(i: u32) -> Vec<u8> {
-    // A bijection of 0..2^32 scatters the write order; the key itself stays 12 bytes.
-    format!("k{:010}", i.wrapping_mul(2_654_435_761)).into_bytes()
-}
-
 fn options(allocation: FilterAllocation) -> Options {
     Options {
-        write_buffer_size: 32 << 10,
-        target_file_size_base: 32 << 10,
-        max_bytes_for_level_base: 128 << 10,
-        max_bytes_for_level_multiplier: 4.0,
-        level0_file_num_compaction_trigger: 2,
-        filter_bits_per_key: 10.0,
         filter_allocation: allocation,
-        // Uncompressed, so that the level targets (in bytes) give the tree shape the test needs.
-        compression: siftdb::Compression::None,
-        compression_per_level: Vec::new(),
-        ..Options::default()
+        ..siftdb_tests::small_tree()
     }
 }
 

@@ -6,26 +6,15 @@
 //! manifest has rolled over to a snapshot of the tree.
 
 use siftdb::{Db, FilterAllocation, LevelInfo, Options};
+use siftdb_tests::scattered_key as key;
 
 const KEYS: u32 = 120_000;
 
-fn key(i: u32) -> Vec<u8> {
-    format!("k{:010}", i.wrapping_mul(2_654_435_761)).into_bytes()
-}
-
 fn options(allocation: FilterAllocation, manifest_bytes: u64) -> Options {
     Options {
-        write_buffer_size: 32 << 10,
-        target_file_size_base: 32 << 10,
-        max_bytes_for_level_base: 128 << 10,
-        max_bytes_for_level_multiplier: 4.0,
-        level0_file_num_compaction_trigger: 2,
-        filter_bits_per_key: 10.0,
         filter_allocation: allocation,
         max_manifest_file_size: manifest_bytes,
-        compression: siftdb::Compression::None,
-        compression_per_level: Vec::new(),
-        ..Options::default()
+        ..siftdb_tests::small_tree()
     }
 }
 
@@ -33,8 +22,7 @@ fn options(allocation: FilterAllocation, manifest_bytes: u64) -> Options {
 fn build(db: &Db) {
     for i in 0..KEYS {
         db.put(key(i), [b'v'; 16]).unwrap();
-        while db.step_flush().unwrap() {}
-        while db.step_compaction().unwrap() {}
+        siftdb_tests::run_due_work(db);
     }
     db.flush().unwrap();
     db.wait_for_compaction().unwrap();

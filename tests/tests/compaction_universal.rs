@@ -114,10 +114,7 @@ fn universal_rewrites_fewer_bytes_than_leveled() {
     let written = |style| {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open_stepped(dir.path(), options(style)).unwrap();
-        let model = write_mix_with(&db, |db| {
-            while db.step_flush().unwrap() {}
-            while db.step_compaction().unwrap() {}
-        });
+        let model = write_mix_with(&db, siftdb_tests::run_due_work);
         assert_eq!(contents(&db), model);
         db.stats().compaction_bytes_written
     };

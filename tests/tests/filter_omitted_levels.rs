@@ -6,10 +6,7 @@
 
 use siftdb::{Db, KeyspaceOptions, LevelInfo, Options};
 
-fn key(i: u32) -> Vec<u8> {
-    // A bijection of 0..2^32 scatters the write order.
-    format!("k{:010}", i.wrapping_mul(2_654_435_761)).into_bytes()
-}
+use siftdb_tests::scattered_key as key;
 
 fn missing(i: u32) -> Vec<u8> {
     format!("k{:010}x", i.wrapping_mul(2_654_435_761)).into_bytes()
@@ -17,16 +14,9 @@ fn missing(i: u32) -> Vec<u8> {
 
 fn small_tree(bits: f64, for_hits: bool) -> Options {
     Options {
-        write_buffer_size: 32 << 10,
-        target_file_size_base: 32 << 10,
-        max_bytes_for_level_base: 128 << 10,
-        max_bytes_for_level_multiplier: 4.0,
-        level0_file_num_compaction_trigger: 2,
         filter_bits_per_key: bits,
         optimize_filters_for_hits: for_hits,
-        compression: siftdb::Compression::None,
-        compression_per_level: Vec::new(),
-        ..Options::default()
+        ..siftdb_tests::small_tree()
     }
 }
 
@@ -50,8 +40,7 @@ fn fill(db: &Db, n: u32) {
 fn fill_stepped(db: &Db, n: u32) {
     for i in 0..n {
         db.put(key(i), [b'v'; 16]).unwrap();
-        while db.step_flush().unwrap() {}
-        while db.step_compaction().unwrap() {}
+        siftdb_tests::run_due_work(db);
     }
     db.flush().unwrap();
     db.wait_for_compaction().unwrap();
