@@ -280,6 +280,24 @@ impl FaultFs {
         }
     }
 
+    /// Cuts the file at `path` to `len` bytes (at most its length), as a power loss leaves a
+    /// file whose later pages and size update never reached the disk; false if there is no
+    /// such file.
+    pub fn truncate(&self, path: &Path, len: usize) -> bool {
+        let mut s = self.lock_state();
+        let Some(&id) = s.names.get(path) else {
+            return false;
+        };
+        match s.files.get_mut(&id) {
+            Some(f) => {
+                f.data.truncate(len);
+                f.synced = f.synced.min(f.data.len());
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Paths of live files.
     pub fn paths(&self) -> Vec<PathBuf> {
         self.lock_state().names.keys().cloned().collect()

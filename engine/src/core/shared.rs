@@ -14,6 +14,7 @@ use siftdb_sstable::TableCache;
 use crate::base::error::{Error, Result};
 use crate::base::fs::FileSystem;
 use crate::base::options::Options;
+use crate::core::closed_wals::ClosedWals;
 use crate::core::file_cache::FileCache;
 use crate::core::file_deleter::FileDeleter;
 use crate::core::live_tables::LiveTables;
@@ -43,6 +44,8 @@ pub(crate) struct Shared {
     versions: VersionSet,
     snapshots: SnapshotList,
     deletions: FileDeletions,
+    /// Logs a WAL switch closed before they were durable.
+    closed_wals: ClosedWals,
     /// Opened by `Db::open_read_only`: no writes, no background work, no file changes.
     read_only: bool,
     shutting_down: AtomicBool,
@@ -95,6 +98,7 @@ impl Shared {
             versions: parts.versions,
             snapshots: SnapshotList::default(),
             deletions: FileDeletions::default(),
+            closed_wals: ClosedWals::default(),
             read_only: parts.read_only,
             shutting_down: AtomicBool::new(false),
             flushes: Mutex::new(()),
@@ -159,6 +163,11 @@ impl Shared {
 
     pub(crate) fn deletions(&self) -> &FileDeletions {
         &self.deletions
+    }
+
+    /// The logs WAL switches closed before they were durable (see `core/closed_wals.rs`).
+    pub(crate) fn closed_wals(&self) -> &ClosedWals {
+        &self.closed_wals
     }
 
     pub(crate) fn read_only(&self) -> bool {

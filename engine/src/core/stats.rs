@@ -45,6 +45,7 @@ pub(crate) struct EngineCounters {
     pub checkpoint_bytes_copied: AtomicU64,
     pub recovery_dropped_wal_fragments: AtomicU64,
     pub recovery_dropped_wal_bytes: AtomicU64,
+    pub recovery_dropped_wals: AtomicU64,
     pub compaction_filter_removed: AtomicU64,
     pub compaction_filter_changed: AtomicU64,
     pub compaction_filter_failures: AtomicU64,
@@ -197,7 +198,7 @@ pub struct Stats {
     /// Bytes checkpoints copied: WALs, and tables where a hard link was not possible (another
     /// file system).
     pub checkpoint_bytes_copied: u64,
-    /// Valid WAL fragments that the last open found after damage in the newest WAL and dropped,
+    /// Valid WAL fragments that the last open found after damage in a WAL and dropped,
     /// because no sync mark proved the damaged bytes synced: non-zero means a power loss wrote
     /// back a later page of unsynced writes but lost an earlier one (see `docs/RELIABILITY.md`).
     pub recovery_dropped_wal_fragments: u64,
@@ -205,6 +206,10 @@ pub struct Stats {
     /// tail, lost unsynced pages, or with `paranoid_checks = false` damage): 0 after a clean
     /// close.
     pub recovery_dropped_wal_bytes: u64,
+    /// Whole WALs the last open dropped unread because an older one ended in writes a power
+    /// loss took before they were synced (a WAL switch leaves the old log unsynced until a
+    /// synced write or a flush needs it): the database is as it was at that older log's end.
+    pub recovery_dropped_wals: u64,
     /// Values the compaction filter removed, expired values (`put_with_ttl`) included.
     pub compaction_filter_removed: u64,
     /// Values the compaction filter changed.
@@ -360,6 +365,7 @@ impl EngineCounters {
             checkpoint_bytes_copied: self.checkpoint_bytes_copied.load(Relaxed),
             recovery_dropped_wal_fragments: self.recovery_dropped_wal_fragments.load(Relaxed),
             recovery_dropped_wal_bytes: self.recovery_dropped_wal_bytes.load(Relaxed),
+            recovery_dropped_wals: self.recovery_dropped_wals.load(Relaxed),
             compaction_filter_removed: self.compaction_filter_removed.load(Relaxed),
             compaction_filter_changed: self.compaction_filter_changed.load(Relaxed),
             compaction_filter_failures: self.compaction_filter_failures.load(Relaxed),

@@ -4,7 +4,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::base::error::{BackgroundJob, Error, Result};
+use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
 use crate::base::version_edit::VersionEdit;
 use crate::core::memtable::Memtable;
 use crate::core::shared::Shared;
@@ -131,6 +131,20 @@ fn flush_memtable(db: &Arc<Shared>, tree: &Tree, mem: &Arc<Memtable>) -> Result<
         }
     }
     let mut edit = log_numbers_after_flush(db, tree);
+    // The edit makes the logs before its log numbers obsolete for this keyspace, so they must
+    // be durable first: a power loss must never keep this table and lose older writes of other
+    // keyspaces still in those logs (recovery relies on it; see `core/closed_wals.rs`).
+    if let Err(e) = db.closed_wals().sync_all() {
+        db.versions().release_outputs(&[number]);
+        // A log sync failed, not the flush: `Db::resume` must drop those logs unsynced (a
+        // retried `fdatasync` can succeed without the pages the failed one lost).
+        let e = Error::from(e);
+        record_failure(db, BackgroundJob::WalSync, &e);
+        return Err(Error::Background(BackgroundError::new(
+            BackgroundJob::WalSync,
+            &e,
+        )));
+    }
     if let Some(file) = &file {
         edit.added.push((0, file.meta.clone()));
     }

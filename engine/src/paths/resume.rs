@@ -86,6 +86,7 @@ impl Engine {
     /// syncing it.
     fn replace_wal(&self, state: &mut StateGuard<'_>) -> Result<()> {
         drop(state.wal.take());
+        self.shared.closed_wals().discard();
         let ids: Vec<u32> = state
             .trees
             .iter()

@@ -153,6 +153,9 @@ impl Engine {
         }
         wal.flush()?;
         if sync {
+            // The logs closed before this one first: a synced write makes everything
+            // acknowledged before it durable, and its sync mark says so for them too.
+            self.shared.closed_wals().sync_all()?;
             wal.sync()?;
             self.shared.counters().wal_syncs.fetch_add(1, Relaxed);
         }
@@ -353,6 +356,7 @@ impl Engine {
     pub(crate) fn switch_memtables(&self, state: &mut StateGuard<'_>, ids: &[u32]) -> Result<()> {
         let number = self.shared.versions().new_file_number();
         let old_size = state.wal.as_ref().map_or(0, LogWriter::size);
+        let old_number = state.wal_number;
         let old = state.wal.take();
         // The rank stays recorded while unlocked: `start_wal` takes no lock.
         let started = MutexGuard::unlocked(state.guard_mut(), || {
@@ -360,11 +364,11 @@ impl Engine {
                 BackgroundJob::WalSwitch,
                 "panicked while starting a new WAL (the file system)",
             );
-            self.start_wal(number, old)
+            self.start_wal(number, old_number, old)
         });
         match started {
             Ok(wal) => {
-                let old_number = std::mem::replace(&mut state.wal_number, number);
+                state.wal_number = number;
                 state.closed_wal_sizes.insert(old_number, old_size);
                 // No group is in flight: every sequence number handed out is in older logs.
                 let first_sequence = self.shared.versions().last_sequence() + 1;
@@ -422,7 +426,10 @@ impl Engine {
                 BackgroundJob::WalSync,
                 "panicked while syncing the WAL (the file system)",
             );
-            wal.sync()
+            self.shared
+                .closed_wals()
+                .sync_all()
+                .and_then(|()| wal.sync())
         };
         let mut state = state_cell.lock();
         state.wal = Some(wal);
@@ -455,11 +462,13 @@ impl Engine {
         })
     }
 
-    /// Creates WAL `number`, then makes the old log and the new directory entry durable. On
-    /// failure returns the old log if it is still usable (the new one could not be created).
+    /// Creates WAL `number`, closes the old log (`old_number`) unsynced and makes the new
+    /// directory entry durable. On failure returns the old log if it is still usable (the new
+    /// one could not be created).
     fn start_wal(
         &self,
         number: u64,
+        old_number: u64,
         old: Option<LogWriter>,
     ) -> std::result::Result<LogWriter, (Error, Option<LogWriter>)> {
         let file = match self
@@ -474,9 +483,11 @@ impl Engine {
         // flushes and file deletions may run here, writers queue behind this leader.
         crate::base::sync_point::sync_point!(self.shared, crate::base::sync_point::WAL_SWITCH_IO);
         if let Some(old) = old {
-            // Everything acknowledged is already flushed to the OS; make the old log durable
-            // before it stops being appended (a synced write after it must not overtake it).
-            old.sync_and_close().map_err(|e| (Error::from(e), None))?;
+            // Everything acknowledged is already with the OS. The old log is made durable by
+            // whoever next needs it so (a synced write, a flush, a keyspace change, close; see
+            // `core/closed_wals.rs`), not by this writer.
+            let file = old.close_unsynced().map_err(|e| (Error::from(e), None))?;
+            self.shared.closed_wals().push(old_number, file);
         }
         // Synced writes to the new log must survive power loss: so must its directory entry.
         self.shared

@@ -111,12 +111,12 @@ impl LogWriter {
         self.file.flush()
     }
 
-    /// Makes everything written durable and closes the log, with no sync mark after the last
-    /// sync: nothing follows it, so a log closed this way ends in bytes that were all synced,
-    /// and any damage in it is corruption.
-    pub fn sync_and_close(mut self) -> io::Result<()> {
+    /// Hands everything written to the OS and closes the log unsynced, returning its file for
+    /// a later `sync` (see `core/closed_wals.rs`): until then, a power loss may take any of
+    /// its pages written since its last sync.
+    pub fn close_unsynced(mut self) -> io::Result<Box<dyn WritableFile>> {
         self.file.flush()?;
-        self.file.sync()
+        Ok(self.file)
     }
 
     /// [`LogWriter::sync`], then syncs the mark too: once this returns, a power loss leaves a

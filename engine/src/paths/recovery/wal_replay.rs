@@ -5,12 +5,17 @@
 //! [`replay_wals`]): recovering a log of any size takes the memory of the memtables being
 //! rebuilt, not of the log.
 //!
-//! Damage in the *newest* log that no sync mark after it proves synced (a torn last record, or
-//! unsynced pages lost out of order by a power loss) ends the log there: the writes before it
-//! are replayed, the rest dropped (point-in-time recovery), with a warning and the
-//! `Stats::recovery_dropped_wal_*` counters. Older logs were synced before the next one started,
-//! so any damage there — or damage before a sync mark anywhere — means acknowledged writes are
-//! gone, and replaying past it would leave a hole: [`Error::Corruption`], or with
+//! Damage that nothing proves synced (a torn last record, or unsynced pages lost out of order by
+//! a power loss) ends the replay there: the writes before it are replayed, the rest — later
+//! logs too — dropped (point-in-time recovery), with a warning and the
+//! `Stats::recovery_dropped_wal_*` counters. A WAL switch leaves the old log unsynced until a
+//! synced write, a flush or a keyspace change needs it durable (`core/closed_wals.rs`), so
+//! damage may end an older log as well, or lose the records at its end whole (the next log
+//! then starts with a gap). What proves a log synced: a sync mark after the damage in the same
+//! log (the reader reports that as corruption), a sync mark in any later log (the write that
+//! wrote it synced every older log first), or a keyspace's log number past it (the flush or
+//! keyspace change that recorded it did too). Damage that was synced means acknowledged
+//! writes are gone, and replaying past it would leave a hole: [`Error::Corruption`], or with
 //! `paranoid_checks = false` recovery up to the damage.
 
 use std::collections::BTreeMap;
@@ -75,16 +80,18 @@ pub(crate) fn replay_wals(
             .map(|(tree, _)| (tree.id, tree.options.write_buffer_size))
             .collect()
     };
+    let (newest, mut newest_input) = newest_written(db, wals)?;
     let mut replay = WalReplay {
         db,
         recovered,
         manifest,
+        wals: &wals[..(newest + 1).min(wals.len())],
+        records_in_log: 0,
         expected_next: manifest.first_wal_sequence(),
         versions,
         flush_at,
         full: Vec::new(),
     };
-    let (newest, mut newest_input) = newest_written(db, wals)?;
     for (index, number) in wals.iter().enumerate().take(newest + 1) {
         let input = match newest_input.take() {
             Some(input) if index == newest => input,
@@ -94,16 +101,20 @@ pub(crate) fn replay_wals(
             }
         };
         if !replay.log(*number, input, index == newest)? {
-            break; // later logs would leave a hole
+            // Later logs would leave a hole.
+            let dropped = wals[index + 1..=newest].len() as u64;
+            db.counters()
+                .recovery_dropped_wals
+                .fetch_add(dropped, Relaxed);
+            break;
         }
     }
     Ok(replay.recovered)
 }
 
-/// The index in `wals` of the newest log holding any bytes, opened. Only that log may end in
-/// unsynced writes: a log is synced before the next one is written to, but a WAL switch or a
-/// recovery cut short after creating its new log leaves that log empty. Each log looked at is
-/// opened once (its first byte tells), and the one found is replayed through that opening.
+/// The index in `wals` of the newest log holding any bytes, opened (a WAL switch or a recovery
+/// cut short after creating its new log leaves that log empty). Each log looked at is opened
+/// once (its first byte tells), and the one found is replayed through that opening.
 fn newest_written(db: &Shared, wals: &[u64]) -> Result<(usize, Option<LogInput>)> {
     for (index, number) in wals.iter().enumerate().rev() {
         if let Some(input) = open_if_written(db.fs().as_ref(), &names::wal(db.dir(), *number))? {
@@ -133,6 +144,10 @@ struct WalReplay<'a> {
     db: &'a Shared,
     recovered: Recovered,
     manifest: &'a ManifestState,
+    /// The logs being replayed, oldest first, up to the newest holding any bytes.
+    wals: &'a [u64],
+    /// Records replayed from the log being replayed.
+    records_in_log: usize,
     /// The sequence the next record must start at (`None` before the first record when the
     /// manifest does not say where the oldest log starts).
     expected_next: Option<u64>,
@@ -155,6 +170,7 @@ impl WalReplay<'_> {
     /// was classified first and replayed after.
     fn log(&mut self, number: u64, input: LogInput, last_log: bool) -> Result<bool> {
         let mut reader = LogReader::new(input);
+        self.records_in_log = 0;
         let mut replayed: Result<bool> = Ok(true);
         while let Some(record) = reader.next_record()? {
             if matches!(replayed, Ok(true)) {
@@ -167,7 +183,11 @@ impl WalReplay<'_> {
             }
         }
         let end = reader.end().cloned().unwrap_or(LogEnd::Clean);
-        let damage = self.damage(number, &end, last_log)?;
+        let unsynced_allowed = match end {
+            LogEnd::Clean => false,
+            _ => last_log || self.may_end_unsynced(number)?,
+        };
+        let damage = self.damage(number, &end, unsynced_allowed)?;
         if let Some(offset) = damage_offset(&end) {
             let dropped = reader.into_log_len()?.saturating_sub(offset);
             self.db
@@ -178,16 +198,38 @@ impl WalReplay<'_> {
         Ok(replayed? && !damage)
     }
 
+    /// Whether log `number` may end in writes that were never synced: nothing after it proves it
+    /// synced — no keyspace's log number is past it, and no later log holds a sync mark (see
+    /// the module documentation). Reads the later logs: only asked when damage is found.
+    fn may_end_unsynced(&self, number: u64) -> Result<bool> {
+        let proven_by_manifest = self
+            .manifest
+            .keyspaces
+            .values()
+            .any(|k| k.log_number > number);
+        if proven_by_manifest {
+            return Ok(false);
+        }
+        for later in self.wals.iter().filter(|n| **n > number) {
+            if log_holds_sync_mark(self.db, *later)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     /// Whether the log ends in damage that must stop the replay there (an error for damage
-    /// that loses synced writes, unless `paranoid_checks` is off).
-    fn damage(&self, number: u64, end: &LogEnd, last_log: bool) -> Result<bool> {
+    /// that loses synced writes, unless `paranoid_checks` is off). `unsynced_allowed`: nothing
+    /// proves the log's end synced, so damage that no sync mark in it follows is a power loss
+    /// of unsynced writes.
+    fn damage(&self, number: u64, end: &LogEnd, unsynced_allowed: bool) -> Result<bool> {
         let (offset, reason) = match end {
             LogEnd::Clean => return Ok(false),
-            LogEnd::TornTail { offset } if last_log => {
+            LogEnd::TornTail { offset } if unsynced_allowed => {
                 tracing::info!("siftdb: WAL {number:06}.log: torn tail at {offset} dropped");
                 return Ok(false);
             }
-            LogEnd::DamagedTail { offset, reason } if last_log => {
+            LogEnd::DamagedTail { offset, reason } if unsynced_allowed => {
                 tracing::warn!("siftdb: WAL {number:06}.log: damaged last record at {offset} dropped: {reason}");
                 return Ok(false);
             }
@@ -195,7 +237,7 @@ impl WalReplay<'_> {
                 offset,
                 reason,
                 fragments_after,
-            } if last_log => {
+            } if unsynced_allowed => {
                 tracing::warn!(
                     "siftdb: WAL {number:06}.log: unsynced data lost at {offset} ({reason}); \
                      {fragments_after} later fragments dropped (no sync mark follows the damage)"
@@ -240,6 +282,17 @@ impl WalReplay<'_> {
             Some(next) => seq == next,
             None => seq <= self.manifest.last_sequence + 1,
         };
+        if !continues && self.lost_unsynced_end(number, seq)? {
+            tracing::warn!(
+                "siftdb: WAL {number:06}.log starts at sequence {seq}, after records an older \
+                 log lost unsynced in a power loss; it and later logs dropped"
+            );
+            self.db
+                .counters()
+                .recovery_dropped_wal_fragments
+                .fetch_add(1, Relaxed);
+            return Ok(false);
+        }
         if !continues {
             let msg = format!(
                 "WAL {number:06}.log: sequence {seq} does not continue the log (records are missing)"
@@ -251,6 +304,7 @@ impl WalReplay<'_> {
             return Ok(false);
         }
         self.expected_next = Some(seq + ops.len() as u64);
+        self.records_in_log += 1;
         let mut s = seq;
         for op in ops {
             match self.manifest.keyspaces.get(&op.keyspace) {
@@ -278,6 +332,21 @@ impl WalReplay<'_> {
         }
         self.recovered.last_sequence = self.recovered.last_sequence.max(s.saturating_sub(1));
         Ok(true)
+    }
+
+    /// Whether the gap before record `seq`, the first of log `number`, is the end of an older
+    /// log lost unsynced (the records missing from its end whole: pages past the last one
+    /// written back): it starts a log, lies ahead of the expected sequence, and nothing proves
+    /// the log before it synced.
+    fn lost_unsynced_end(&self, number: u64, seq: u64) -> Result<bool> {
+        let ahead = self.expected_next.is_some_and(|next| seq > next);
+        if !ahead || self.records_in_log > 0 {
+            return Ok(false);
+        }
+        match self.wals.iter().rev().find(|n| **n < number) {
+            Some(previous) => self.may_end_unsynced(*previous),
+            None => Ok(false),
+        }
     }
 
     /// Flushes the memtables that filled up in the records replayed since the last call.
@@ -310,6 +379,16 @@ impl WalReplay<'_> {
 }
 
 /// Where a log's contents end, if before its last byte.
+/// Whether WAL `number` holds a sync mark anywhere (read whole; damage in it is no matter).
+fn log_holds_sync_mark(db: &Shared, number: u64) -> Result<bool> {
+    let Some(input) = open_if_written(db.fs().as_ref(), &names::wal(db.dir(), number))? else {
+        return Ok(false);
+    };
+    let mut reader = LogReader::new(input);
+    while reader.next_record()?.is_some() {}
+    Ok(reader.sync_marks() > 0)
+}
+
 fn damage_offset(end: &LogEnd) -> Option<u64> {
     match end {
         LogEnd::Clean => None,
