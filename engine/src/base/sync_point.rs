@@ -63,7 +63,7 @@ pub const READ_SEQUENCE_AND_VIEW: &str = "read:sequence_and_view";
 pub const SNAPSHOT_SEQUENCE_CHOSEN: &str = "snapshot:sequence_chosen";
 /// A checkpoint has chosen its point (writes run again) and is about to link and copy files.
 pub const CHECKPOINT_POINT_CHOSEN: &str = "checkpoint:point_chosen";
-/// A memtable switch has created the new WAL and not yet synced the old one: the state lock is
+/// A memtable switch has created the new WAL and not yet closed the old one: the state lock is
 /// released for that I/O while the write leader keeps the write path (`paths/write.rs`).
 pub const WAL_SWITCH_IO: &str = "write:wal_switch_io";
 /// `VersionSet::log_and_apply` has appended (and synced) an edit to the manifest and not yet

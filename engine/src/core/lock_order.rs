@@ -21,8 +21,9 @@
 //!
 //! Leaves, never held while another lock is taken: each tree's published view
 //! (`Tree::view`), the write queue's mutex, the live snapshot list, the compaction filter's last
-//! failure, the handle's thread list and directory lock, the sync-point registry, and the locks
-//! inside the block cache and memtables.
+//! failure, the handle's thread list and directory lock, the sync-point registry, the locks
+//! inside the block cache and memtables, and `ClosedWals`' two (its sync lock, held across the
+//! closed logs' `fdatasync`s, takes only its own list lock; `core/closed_wals.rs`).
 //!
 //! In builds with debug assertions (tests run so: `test-release` keeps them), every ranked lock
 //! is taken through [`Held::enter`], which panics when a thread takes a lock while holding one at

@@ -396,8 +396,8 @@ impl Engine {
             }
             Err((e, old)) => {
                 if old.is_none() {
-                    // The old log could not be made durable: what it holds may be lost on power
-                    // failure, and no later write may be acknowledged ahead of it.
+                    // The old log could not be handed to the OS, or the new log's entry made
+                    // durable: no later write may be acknowledged ahead of them.
                     state.set_background_error(|| {
                         BackgroundError::new(BackgroundJob::WalSwitch, &e)
                     });
