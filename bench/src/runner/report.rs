@@ -606,11 +606,31 @@ fn batches_text(m: &Measured, batch_size: u64) -> String {
     out
 }
 
+/// What the stalls waited for, when the engine says (siftdb): " (L0 files 1.2, memtables 0.4,
+/// memory budget 0.0 ms)"; empty otherwise.
+fn stall_causes_text(s: &Stats) -> String {
+    let causes = [
+        s.stall_micros_l0_files,
+        s.stall_micros_memtables,
+        s.stall_micros_memory_budget,
+    ];
+    if causes.iter().all(|c| *c == 0) {
+        return String::new();
+    }
+    let ms = |c: u64| c as f64 / 1000.0;
+    format!(
+        " (L0 files {:.1}, memtables {:.1}, memory budget {:.1} ms)",
+        ms(causes[0]),
+        ms(causes[1]),
+        ms(causes[2])
+    )
+}
+
 fn writes_text(s: &Stats, result: &PhaseResult) -> String {
     let mut out = format!(
         "  writes       : {} keys, {} user -> WAL {}, flushed {} in {} flushes, compacted {} in {} \
          (+{} tables moved down unchanged, {} with their filters thinned); write amplification \
-         {:.2}; stall {:.1} ms\n",
+         {:.2}; stall {:.1} ms{}\n",
         s.keys_written,
         human_bytes(s.bytes_written_user),
         human_bytes(s.wal_bytes),
@@ -621,7 +641,8 @@ fn writes_text(s: &Stats, result: &PhaseResult) -> String {
         s.trivial_moves,
         s.filters_thinned_by_moves,
         s.write_amplification(),
-        s.stall_micros as f64 / 1000.0
+        s.stall_micros as f64 / 1000.0,
+        stall_causes_text(s)
     );
     if s.table_bytes_uncompressed > 0 {
         let _ = writeln!(
@@ -977,6 +998,12 @@ fn stats_json(s: &Stats, point_reads_only: bool, map: &mut Map<String, Value>) {
     put("compaction_blocks_read", json!(s.compaction_blocks_read));
     put("write_amplification", json!(s.write_amplification()));
     put("stall_micros", json!(s.stall_micros));
+    put("stall_micros_l0_files", json!(s.stall_micros_l0_files));
+    put("stall_micros_memtables", json!(s.stall_micros_memtables));
+    put(
+        "stall_micros_memory_budget",
+        json!(s.stall_micros_memory_budget),
+    );
     put("checkpoints", json!(s.checkpoints));
     put("checkpoint_files_linked", json!(s.checkpoint_files_linked));
     put("checkpoint_bytes_copied", json!(s.checkpoint_bytes_copied));

@@ -176,6 +176,12 @@ pub fn stats_delta(after: &Stats, before: &Stats) -> Stats {
         before.table_bytes_uncompressed,
     );
     delta.stall_micros = d(after.stall_micros, before.stall_micros);
+    delta.stall_micros_l0_files = d(after.stall_micros_l0_files, before.stall_micros_l0_files);
+    delta.stall_micros_memtables = d(after.stall_micros_memtables, before.stall_micros_memtables);
+    delta.stall_micros_memory_budget = d(
+        after.stall_micros_memory_budget,
+        before.stall_micros_memory_budget,
+    );
     delta.filter_index_checked = d(after.filter_index_checked, before.filter_index_checked);
     delta.filter_index_useful = d(after.filter_index_useful, before.filter_index_useful);
     delta.filter_index_false_positives = d(
@@ -1163,6 +1169,7 @@ mod tests {
         let mut after = Stats {
             gets: 25,
             stall_micros: 7,
+            stall_micros_memtables: 5,
             levels: vec![
                 LevelFilterStats {
                     checked: 9,
@@ -1180,6 +1187,7 @@ mod tests {
         let d = stats_delta(&after, &before);
         assert_eq!(d.gets, 15);
         assert_eq!(d.stall_micros, 7);
+        assert_eq!(d.stall_micros_memtables, 5);
         assert_eq!(d.levels[0].checked, 4);
         assert_eq!(d.levels[0].useful, 2);
         assert_eq!(d.levels[1].checked, 2);

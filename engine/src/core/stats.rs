@@ -40,6 +40,9 @@ pub(crate) struct EngineCounters {
     pub compaction_bytes_read: AtomicU64,
     pub compaction_bytes_written: AtomicU64,
     pub stall_micros: AtomicU64,
+    pub stall_micros_l0_files: AtomicU64,
+    pub stall_micros_memtables: AtomicU64,
+    pub stall_micros_memory_budget: AtomicU64,
     pub checkpoints: AtomicU64,
     pub checkpoint_files_linked: AtomicU64,
     pub checkpoint_bytes_copied: AtomicU64,
@@ -189,8 +192,17 @@ pub struct Stats {
     /// What the tables written by flushes and compactions (`flush_bytes +
     /// compaction_bytes_written` on disk) would have taken uncompressed.
     pub table_bytes_uncompressed: u64,
-    /// Microseconds writers spent stalled.
+    /// Microseconds writers spent stalled (the three causes below together).
     pub stall_micros: u64,
+    /// Of `stall_micros`, the stalls on too many L0 tables (`level0_stop_writes_trigger`): the
+    /// compactions out of L0 are behind.
+    pub stall_micros_l0_files: u64,
+    /// Of `stall_micros`, the stalls on a keyspace's memtables (`max_write_buffer_number` of
+    /// them full): the flushes are behind.
+    pub stall_micros_memtables: u64,
+    /// Of `stall_micros`, the stalls on the shared memtable budget (`db_write_buffer_size` with
+    /// `allow_stall`): the flushes that free it are behind.
+    pub stall_micros_memory_budget: u64,
     /// Checkpoints written.
     pub checkpoints: u64,
     /// Table files checkpoints hard-linked (no bytes copied).
@@ -360,6 +372,9 @@ impl EngineCounters {
             fifo_tables_dropped: self.fifo_tables_dropped.load(Relaxed),
             table_bytes_uncompressed: self.table_bytes_uncompressed.load(Relaxed),
             stall_micros: self.stall_micros.load(Relaxed),
+            stall_micros_l0_files: self.stall_micros_l0_files.load(Relaxed),
+            stall_micros_memtables: self.stall_micros_memtables.load(Relaxed),
+            stall_micros_memory_budget: self.stall_micros_memory_budget.load(Relaxed),
             checkpoints: self.checkpoints.load(Relaxed),
             checkpoint_files_linked: self.checkpoint_files_linked.load(Relaxed),
             checkpoint_bytes_copied: self.checkpoint_bytes_copied.load(Relaxed),

@@ -193,7 +193,8 @@ impl Engine {
     /// exceed `Options::max_total_wal_size`, and the largest memtable once all of them exceed
     /// `Options::db_write_buffer_size`.
     pub(crate) fn make_room(&self, state: &mut StateGuard<'_>, ids: &[u32]) -> Result<()> {
-        let mut stalled: Option<Instant> = None;
+        // The cause of the first wait: the stall's time is counted under it.
+        let mut stalled: Option<(Instant, StallCause)> = None;
         let result = loop {
             if let Err(e) = state.check_background() {
                 break Err(e);
@@ -203,7 +204,7 @@ impl Engine {
             }
             // Stepped mode (tests): no thread would end a stall; see `Db::open_stepped`.
             let room = room_for(state, ids, !self.shared.stepped());
-            if room == Room::Stall {
+            if let Room::Stall(cause) = room {
                 // The compactions that would end the stall keep failing in the user's filter:
                 // waiting would never end.
                 if let Some(why) = self.compactions.filter_failure() {
@@ -211,7 +212,7 @@ impl Engine {
                 }
                 // Too many overlapping L0 files (every lookup would probe each of them), or
                 // too many memtables waiting: wait for the background work to catch up.
-                stalled.get_or_insert_with(Instant::now);
+                stalled.get_or_insert_with(|| (Instant::now(), cause));
                 self.shared.state().work().notify_all();
                 self.shared.state().wait_changed(state);
                 continue;
@@ -237,17 +238,26 @@ impl Engine {
             }
             // Every keyspace's memtables together hold the whole budget, and switching more
             // frees nothing: wait for the flushes under way to free their memory.
-            stalled.get_or_insert_with(Instant::now);
+            stalled.get_or_insert_with(|| (Instant::now(), StallCause::MemoryBudget));
             self.shared.state().work().notify_all();
             self.shared.state().wait_changed(state);
         };
-        if let Some(start) = stalled {
-            self.shared
-                .counters()
-                .stall_micros
-                .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+        if let Some((start, cause)) = stalled {
+            self.count_stall(start.elapsed().as_micros() as u64, cause);
         }
         result
+    }
+
+    /// Adds a stall of `micros` to the total and to its cause's counter.
+    fn count_stall(&self, micros: u64, cause: StallCause) {
+        let counters = self.shared.counters();
+        counters.stall_micros.fetch_add(micros, Ordering::Relaxed);
+        let by_cause = match cause {
+            StallCause::L0Files => &counters.stall_micros_l0_files,
+            StallCause::Memtables => &counters.stall_micros_memtables,
+            StallCause::MemoryBudget => &counters.stall_micros_memory_budget,
+        };
+        by_cause.fetch_add(micros, Ordering::Relaxed);
     }
 
     /// With the WALs over `max_total_wal_size`, the keyspaces whose active memtable keeps the
@@ -546,14 +556,25 @@ pub(crate) fn flush_and_wait(engine: &Engine, tree: &Tree) -> Result<()> {
     }
 }
 
+/// Why a write waits (`Stats::stall_micros_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StallCause {
+    /// A keyspace's L0 holds `level0_stop_writes_trigger` tables.
+    L0Files,
+    /// A keyspace has `max_write_buffer_number` memtables, all full.
+    Memtables,
+    /// All memtables together hold `db_write_buffer_size`.
+    MemoryBudget,
+}
+
 /// What the memtables of a group's keyspaces need before it can be written.
 #[derive(Debug, PartialEq, Eq)]
 enum Room {
     Enough,
     /// These keyspaces' memtables are full: switch them.
     Switch(Vec<u32>),
-    /// Wait for flushes or compactions.
-    Stall,
+    /// Wait for flushes or compactions, for this reason.
+    Stall(StallCause),
 }
 
 /// Bytes of every keyspace's memtables: the active ones, and the frozen ones waiting for flush.
@@ -583,11 +604,11 @@ fn room_for(state: &DbState, ids: &[u32], may_stall: bool) -> Room {
             && counts_l0
             && t.tree.l0_files.load(Ordering::Acquire) >= o.level0_stop_writes_trigger
         {
-            return Room::Stall;
+            return Room::Stall(StallCause::L0Files);
         }
         if t.mem.approximate_size() >= o.write_buffer_size {
             if may_stall && t.imm.len() + 1 >= o.max_write_buffer_number {
-                return Room::Stall;
+                return Room::Stall(StallCause::Memtables);
             }
             full.push(*id);
         }
