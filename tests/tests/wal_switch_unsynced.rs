@@ -5,7 +5,7 @@
 //! a flush (its table never survives without the older writes of other keyspaces). Damage that
 //! a later sync mark proves synced stays corruption.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use siftdb::{Db, Error, KeyspaceOptions, Options, WriteBatch, WriteOptions};
@@ -29,11 +29,45 @@ fn value(i: u32) -> Vec<u8> {
     v
 }
 
-fn wal_files(fs: &FaultFs) -> usize {
-    fs.paths()
-        .iter()
+/// The WAL files, oldest first.
+fn wal_files(fs: &FaultFs) -> Vec<PathBuf> {
+    let mut logs: Vec<PathBuf> = fs
+        .paths()
+        .into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .count()
+        .collect();
+    logs.sort();
+    logs
+}
+
+/// Flips a bit in the middle of the oldest WAL and expects the open to report corruption.
+fn damaged_oldest_log_is_corruption(fs: &FaultFs, dir: &Path) {
+    let logs = wal_files(fs);
+    let oldest = &logs[0];
+    let len = fs.file_len(oldest).unwrap();
+    assert!(fs.flip_bit(oldest, len / 2, 3));
+    match Db::open(dir, options(fs)) {
+        Err(Error::Corruption(_)) => {}
+        other => panic!("expected corruption, got {:?}", other.map(|_| ())),
+    }
+}
+
+/// Writes `n` keys to the default keyspace (filling WALs) and every 100th to keyspace "a",
+/// unsynced, in a database opened stepped; flushes the default keyspace's first memtable
+/// (which records its logs obsolete for it, while "a" still needs them), then cuts the power.
+fn write_two_keyspaces_flush_one_then_lose_power(fs: &FaultFs, dir: &Path, n: u32) {
+    let db = Db::open_stepped(dir, options(fs)).unwrap();
+    let a = db.create_keyspace("a", KeyspaceOptions::default()).unwrap();
+    for i in 0..n {
+        db.put(key(i), value(i)).unwrap();
+        if i % 100 == 0 {
+            a.put(key(i), value(i)).unwrap();
+        }
+    }
+    assert!(db.step_flush().unwrap(), "a memtable was waiting");
+    fs.crash();
+    drop(a);
+    drop(db);
 }
 
 /// Writes `n` keys in order, unsynced, in a database opened stepped (memtables switch to new
@@ -47,7 +81,7 @@ fn write_then_lose_power(fs: &FaultFs, dir: &Path, n: u32, sync_last: bool) {
         batch.put(key(i), value(i));
         db.write_opt(batch, &WriteOptions { sync }).unwrap();
     }
-    assert!(wal_files(fs) >= 4, "the writes span several WALs");
+    assert!(wal_files(fs).len() >= 4, "the writes span several WALs");
     fs.crash();
     drop(db);
 }
@@ -105,19 +139,8 @@ fn a_flush_makes_the_closed_logs_durable_first() {
     for seed in 0..6 {
         let fs = FaultFs::new();
         let dir = Path::new("/db");
-        let db = Db::open_stepped(dir, options(&fs)).unwrap();
-        let a = db.create_keyspace("a", KeyspaceOptions::default()).unwrap();
         let n = 2_000;
-        for i in 0..n {
-            db.put(key(i), value(i)).unwrap();
-            if i % 100 == 0 {
-                a.put(key(i), value(i)).unwrap();
-            }
-        }
-        assert!(db.step_flush().unwrap(), "a memtable was waiting");
-        fs.crash();
-        drop(a);
-        drop(db);
+        write_two_keyspaces_flush_one_then_lose_power(&fs, dir, n);
         fs.restart_scrambled(seed);
         let db = Db::open(dir, options(&fs)).unwrap();
         let a = db.keyspace("a").unwrap();
@@ -142,20 +165,8 @@ fn damage_that_a_later_sync_proves_synced_is_corruption() {
     let dir = Path::new("/db");
     write_then_lose_power(&fs, dir, 2_000, true);
     fs.restart_without_loss();
-    let mut logs: Vec<_> = fs
-        .paths()
-        .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .collect();
-    logs.sort();
-    // A byte in the middle of the oldest log: synced by the last write, before its sync mark.
-    let oldest = &logs[0];
-    let len = fs.file_len(oldest).unwrap();
-    assert!(fs.flip_bit(oldest, len / 2, 3));
-    match Db::open(dir, options(&fs)) {
-        Err(Error::Corruption(_)) => {}
-        other => panic!("expected corruption, got {:?}", other.map(|_| ())),
-    }
+    // The oldest log was synced by the last write, before that write's sync mark.
+    damaged_oldest_log_is_corruption(&fs, dir);
 }
 
 #[test]
@@ -164,32 +175,9 @@ fn damage_in_a_log_a_flush_recorded_past_is_corruption() {
     // number past the oldest log) proves that log synced, and "a" still needs it.
     let fs = FaultFs::new();
     let dir = Path::new("/db");
-    let db = Db::open_stepped(dir, options(&fs)).unwrap();
-    let a = db.create_keyspace("a", KeyspaceOptions::default()).unwrap();
-    for i in 0..2_000 {
-        db.put(key(i), value(i)).unwrap();
-        if i % 100 == 0 {
-            a.put(key(i), value(i)).unwrap();
-        }
-    }
-    assert!(db.step_flush().unwrap());
-    fs.crash();
-    drop(a);
-    drop(db);
+    write_two_keyspaces_flush_one_then_lose_power(&fs, dir, 2_000);
     fs.restart_without_loss();
-    let mut logs: Vec<_> = fs
-        .paths()
-        .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .collect();
-    logs.sort();
-    let oldest = &logs[0];
-    let len = fs.file_len(oldest).unwrap();
-    assert!(fs.flip_bit(oldest, len / 2, 3));
-    match Db::open(dir, options(&fs)) {
-        Err(Error::Corruption(_)) => {}
-        other => panic!("expected corruption, got {:?}", other.map(|_| ())),
-    }
+    damaged_oldest_log_is_corruption(&fs, dir);
 }
 
 #[test]
@@ -200,12 +188,7 @@ fn an_older_log_lost_whole_ends_the_replay_before_the_next() {
     let dir = Path::new("/db");
     write_then_lose_power(&fs, dir, 2_000, false);
     fs.restart_without_loss();
-    let mut logs: Vec<_> = fs
-        .paths()
-        .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .collect();
-    logs.sort();
+    let logs = wal_files(&fs);
     assert!(fs.truncate(&logs[0], 0));
     let db = Db::open(dir, options(&fs)).unwrap();
     assert_eq!(prefix_len(&db, 2_000), 0);
