@@ -113,3 +113,51 @@ fn a_cap_leaves_other_filter_kinds_as_built() {
     );
     assert!(lookups(&table, n) < 400);
 }
+
+#[test]
+fn a_cap_given_at_open_reads_the_filter_once_and_thinned() {
+    for partitioned in [false, true] {
+        let n = 20_000;
+        let (bytes, _) = build_bytes(&model(n), options(FilterKind::Ribbon, partitioned));
+        // Opened as built, then capped: what the cache holds once the table is read again.
+        let capped_later = cache(64 << 20);
+        let (read, _) = read_options();
+        let (_tmp, table) = open_bytes(&bytes, capped_later.clone(), read, ReadMode::Pread);
+        let table = table.unwrap();
+        table.set_filter_bits_cap(Some(5.0));
+        capped_later.erase_table(table.id());
+        let thin_later = lookups(&table, n);
+
+        let uncapped = cache(64 << 20);
+        let (read, plain_stats) = read_options();
+        let (_tmp, plain) = open_bytes(&bytes, uncapped, read, ReadMode::Pread);
+        drop(plain.unwrap());
+
+        let capped_at_open = cache(64 << 20);
+        let (read, stats) = read_options();
+        let read = siftdb_sstable::TableReadOptions {
+            filter_bits_cap: Some(5.0),
+            ..read
+        };
+        let (_tmp, table) = open_bytes(&bytes, capped_at_open.clone(), read, ReadMode::Pread);
+        let table = table.unwrap();
+        assert_eq!(table.filter_bits_cap(), Some(5.0));
+        assert_eq!(table.filter_bits_per_key(), 5.0);
+        // Opening read each filter block it reads anyway, once.
+        assert_eq!(
+            stats.filter_block_reads.load(Relaxed),
+            plain_stats.filter_block_reads.load(Relaxed)
+        );
+        let thin = lookups(&table, n);
+        assert_eq!(thin, thin_later, "the same thinned filters");
+        // The same blocks in the cache, charged at the thinned size (within an entry's
+        // bookkeeping), and well under the filters as built.
+        let (at_open, later) = (capped_at_open.stats().usage, capped_later.stats().usage);
+        assert!(at_open.abs_diff(later) <= 1024, "{at_open} against {later}");
+        let rich = cache(64 << 20);
+        let (read, _) = read_options();
+        let (_tmp, table) = open_bytes(&bytes, rich.clone(), read, ReadMode::Pread);
+        lookups(&table.unwrap(), n);
+        assert!(at_open + (n as usize * 6 / 8) < rich.stats().usage);
+    }
+}

@@ -88,14 +88,10 @@ pub(crate) fn open_table(
         pin_filter_and_index: level == 0 && options.pin_l0_filter_and_index_blocks_in_cache,
         stats: Some(Arc::clone(&db.counters().reads)),
         false_positive_memo: db.memo().cloned(),
+        filter_bits_cap: meta.filter_bits_cap(),
     };
     let name = path.display().to_string();
     let table = Table::open(file, meta.number, name, Arc::clone(db.cache()), read)?;
-    if let Some(cap) = meta.filter_bits_cap() {
-        // Opening warmed the cache with the filter as built: read it again thinned.
-        table.set_filter_bits_cap(Some(cap));
-        db.cache().erase_table(meta.number);
-    }
     let live = db.live_tables().register(meta.number);
     Ok(Arc::new(
         TableFile::new(meta.clone(), Arc::new(table)).kept_alive_by(live),

@@ -71,6 +71,11 @@ pub struct TableReadOptions {
     /// "maybe" asks it before reading the index, and tells it when the table turned out not to
     /// hold the key; the table's entries are dropped when it is closed.
     pub false_positive_memo: Option<Arc<FalsePositiveMemo>>,
+    /// The cap on the whole-key filter's bits per key from the start (`None`: as built): the
+    /// table opens as [`Table::set_filter_bits_cap`] would leave it, and the filter that
+    /// opening reads into the cache is the thinned one (set after opening, the filter would be
+    /// read twice: as built, then thinned).
+    pub filter_bits_cap: Option<f64>,
 }
 
 /// Result of a point lookup in one table.
@@ -320,6 +325,7 @@ impl Table {
             held: ArcSwapOption::empty(),
             filter_bits_cap: AtomicU64::new(NO_FILTER_CAP),
         };
+        table.set_filter_bits_cap(table.options.filter_bits_cap);
         let props_raw = table.read_block_contents(footer.properties, BlockKind::Properties)?;
         table.properties = TableProperties::decode(props_raw)
             .map_err(|reason| table.corruption(footer.properties.offset, reason))?;
