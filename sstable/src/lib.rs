@@ -5,6 +5,8 @@
 //!   count at `finish`), properties, index and footer.
 //! * [`Table`] — reads a table; [`Table::get`] checks the filter first, so a "no" reads no index
 //!   and no data block; blocks come through the shared [`TableCache`].
+//! * [`blob`] — blob files: large values kept apart from the tables (the format; not yet
+//!   written by the engine).
 //! * [`FragmentedRangeTombstones`] — a table's range tombstones (`Db::delete_range`), cut into
 //!   non-overlapping fragments for O(log n) coverage checks; held by the open [`Table`].
 //!
@@ -14,6 +16,7 @@
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod blob;
 pub mod block;
 mod builder;
 pub mod coding;

@@ -42,6 +42,24 @@ pub fn table_open_and_iterate(data: &[u8]) {
     let _ = table.range_may_overlap(None, Some(b"k"));
 }
 
+/// Opens `data` as blob file 7, walks its records and reads each record's value, and decodes
+/// `data` as a blob reference: errors are fine, panics are not.
+pub fn blob_file_decode(data: &[u8]) {
+    let _ = siftdb_sstable::blob::BlobReference::decode(data);
+    let file = Box::new(Bytes(data.to_vec()));
+    let Ok(reader) = siftdb_sstable::blob::BlobFileReader::open(file, 7, "fuzz.blob") else {
+        return;
+    };
+    for record in reader.records().take(100_000) {
+        match record {
+            Ok(record) => {
+                let _ = reader.get(&record.reference);
+            }
+            Err(_) => break,
+        }
+    }
+}
+
 /// Decodes `data` as a range filter block and asks it a few ranges.
 pub fn range_filter_decode(data: &[u8]) {
     if let Ok(block) = siftdb_sstable::RangeFilterBlock::decode(data) {

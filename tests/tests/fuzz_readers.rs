@@ -4,6 +4,17 @@
 use proptest::prelude::*;
 use siftdb_tests::fuzz_entry;
 
+/// A blob file of 8 records (blob file 7, as the fuzz entry opens it).
+fn valid_blob_file(compression: siftdb_sstable::Compression) -> Vec<u8> {
+    use siftdb_sstable::blob::BlobFileWriter;
+    let mut w = BlobFileWriter::new(Vec::new(), "fuzz.blob", 7, 0, compression).unwrap();
+    for i in 0..8u32 {
+        let value: Vec<u8> = (0..40 * i).map(|j| (j % 11) as u8).collect();
+        w.add(format!("key{i}").as_bytes(), &value).unwrap();
+    }
+    w.finish().unwrap().1
+}
+
 fn valid_table() -> Vec<u8> {
     table_with(siftdb_sstable::Compression::None)
 }
@@ -132,6 +143,16 @@ proptest! {
             if let Some(stored) = codec.compress(&block) {
                 fuzz_entry::compressed_block_decode(&mutate(stored, &edits, None));
             }
+        }
+    }
+
+    #[test]
+    fn fuzz_blob_file(bytes in proptest::collection::vec(any::<u8>(), 0..1024),
+                      edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..6),
+                      cut in any::<Option<usize>>()) {
+        fuzz_entry::blob_file_decode(&bytes);
+        for codec in [siftdb_sstable::Compression::None, siftdb_sstable::Compression::Lz4] {
+            fuzz_entry::blob_file_decode(&mutate(valid_blob_file(codec), &edits, cut));
         }
     }
 
