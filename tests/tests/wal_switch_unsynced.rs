@@ -192,5 +192,37 @@ fn an_older_log_lost_whole_ends_the_replay_before_the_next() {
     assert!(fs.truncate(&logs[0], 0));
     let db = Db::open(dir, options(&fs)).unwrap();
     assert_eq!(prefix_len(&db, 2_000), 0);
-    assert_eq!(db.stats().recovery_dropped_wals as usize, logs.len() - 2);
+    // Every log but the empty oldest: the second stopped the replay at its first record.
+    assert_eq!(db.stats().recovery_dropped_wals as usize, logs.len() - 1);
+}
+
+#[test]
+fn a_failed_sync_of_a_closed_log_stops_writes_until_resume_flushes_its_memtables() {
+    let fs = FaultFs::new();
+    let dir = Path::new("/db");
+    let db = Db::open_stepped(dir, options(&fs)).unwrap();
+    let n = 2_000;
+    for i in 0..n {
+        db.put(key(i), value(i)).unwrap();
+    }
+    assert!(wal_files(&fs).len() >= 4, "closed logs wait for a sync");
+    // A synced write syncs the closed logs first: the oldest one's sync fails, and the kernel
+    // may have dropped its pages.
+    fs.fail_sync_in(0);
+    let synced = |i: u32| {
+        let mut batch = WriteBatch::new();
+        batch.put(key(i), value(i));
+        db.write_opt(batch, &WriteOptions { sync: true })
+    };
+    assert!(synced(n).is_err());
+    assert!(fs.failed_sync().is_some());
+    assert!(synced(n).is_err(), "writes stay stopped");
+    // Resume drops the closed logs unsynced and flushes the memtables they held.
+    db.resume().unwrap();
+    synced(n).unwrap();
+    fs.crash();
+    drop(db);
+    fs.restart_scrambled(1);
+    let db = Db::open(dir, options(&fs)).unwrap();
+    assert_eq!(prefix_len(&db, n + 1), n + 1);
 }

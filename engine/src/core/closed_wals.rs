@@ -25,8 +25,10 @@ pub(crate) struct ClosedWals {
     pending: Mutex<Vec<ClosedWal>>,
     /// One syncer at a time: a second caller waits for the first, whose logs it needs durable
     /// too, and then finds them gone from `pending`. A leaf lock: nothing is taken under it but
-    /// `pending`.
-    syncing: Mutex<()>,
+    /// `pending`. It holds whether a sync failed: from then on every `sync_all` fails until
+    /// `discard` (a retried `fdatasync` can succeed without the pages the failed one dropped,
+    /// so a second caller must not retry what the first could not make durable).
+    syncing: Mutex<bool>,
 }
 
 /// A closed log and its still open file.
@@ -51,10 +53,16 @@ impl ClosedWals {
     }
 
     /// Makes every log closed before this call durable, oldest first. On failure the logs not
-    /// yet synced stay pending (the caller stops writes: after a failed `fdatasync` nothing
-    /// about the file's pages can be trusted).
+    /// yet synced stay pending, and this and every later call fail until [`Self::discard`]
+    /// (the caller stops writes: after a failed `fdatasync` nothing about the file's pages can
+    /// be trusted).
     pub(crate) fn sync_all(&self) -> io::Result<()> {
-        let _one = self.syncing.lock();
+        let mut failed = self.syncing.lock();
+        if *failed {
+            return Err(io::Error::other(
+                "an earlier sync of a closed WAL failed; its unsynced pages may be gone",
+            ));
+        }
         let mut taken = std::mem::take(&mut *self.pending.lock());
         let mut synced = 0;
         let result = taken.iter_mut().try_for_each(|wal| {
@@ -63,6 +71,7 @@ impl ClosedWals {
             Ok(())
         });
         if result.is_err() {
+            *failed = true;
             let mut pending = self.pending.lock();
             let newer = std::mem::take(&mut *pending);
             pending.extend(taken.drain(synced..));
@@ -75,8 +84,9 @@ impl ClosedWals {
     /// sync: a retried `fdatasync` could succeed without the pages the failed one dropped; the
     /// memtables those logs hold are flushed to tables instead).
     pub(crate) fn discard(&self) {
-        let _one = self.syncing.lock();
+        let mut failed = self.syncing.lock();
         self.pending.lock().clear();
+        *failed = false;
     }
 
     /// The numbers of the logs closed and not yet synced, oldest first.
@@ -153,5 +163,13 @@ mod tests {
         closed.push(7, file(&syncs, usize::MAX));
         assert!(closed.sync_all().is_err());
         assert_eq!(closed.pending_numbers(), vec![6, 7]);
+        // Never retried: the failed sync may have dropped log 6's pages.
+        let before = syncs.load(Ordering::SeqCst);
+        assert!(closed.sync_all().is_err());
+        assert_eq!(syncs.load(Ordering::SeqCst), before);
+        closed.discard();
+        assert!(closed.pending_numbers().is_empty());
+        closed.push(8, file(&syncs, usize::MAX));
+        assert!(closed.sync_all().is_ok(), "a new log after discard syncs");
     }
 }

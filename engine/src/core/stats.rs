@@ -218,8 +218,9 @@ pub struct Stats {
     /// tail, lost unsynced pages, or with `paranoid_checks = false` damage): 0 after a clean
     /// close.
     pub recovery_dropped_wal_bytes: u64,
-    /// WALs the last open dropped whole, past the one where it stopped replaying: an older log
-    /// ended in writes a power loss took before they were synced (a WAL switch leaves the old
+    /// WALs the last open dropped whole after it stopped replaying (and the log that stopped it
+    /// when that log's first record already did): an older log ended in writes a power loss
+    /// took before they were synced (a WAL switch leaves the old
     /// log unsynced until a synced write or a flush needs it), and the database is as it was
     /// at that point. Non-zero only after such a loss (or with `paranoid_checks = false`).
     pub recovery_dropped_wals: u64,

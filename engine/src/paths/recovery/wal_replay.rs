@@ -287,9 +287,10 @@ impl WalReplay<'_> {
                 "siftdb: WAL {number:06}.log starts at sequence {seq}, after records an older \
                  log lost unsynced in a power loss; it and later logs dropped"
             );
+            // Dropped whole, as the later logs are (`replay_wals` counts those).
             self.db
                 .counters()
-                .recovery_dropped_wal_fragments
+                .recovery_dropped_wals
                 .fetch_add(1, Relaxed);
             return Ok(false);
         }
