@@ -111,11 +111,13 @@ pub enum BlockKind {
     Filter = 2,
     /// A table-properties block.
     Properties = 3,
+    /// A value read from a blob file (key-value separation).
+    Blob = 4,
 }
 
 impl BlockKind {
     /// Number of kinds; the length of per-kind arrays.
-    pub const COUNT: usize = 4;
+    pub const COUNT: usize = 5;
 
     /// Every kind, in discriminant order (so `ALL[k.index()] == k`).
     pub const ALL: [BlockKind; Self::COUNT] = [
@@ -123,6 +125,7 @@ impl BlockKind {
         BlockKind::Index,
         BlockKind::Filter,
         BlockKind::Properties,
+        BlockKind::Blob,
     ];
 
     /// Position of this kind in per-kind arrays such as
@@ -138,6 +141,7 @@ impl BlockKind {
             BlockKind::Index => "index",
             BlockKind::Filter => "filter",
             BlockKind::Properties => "properties",
+            BlockKind::Blob => "blob",
         }
     }
 }

@@ -73,6 +73,9 @@ pub enum FilterDecision {
     Remove,
     /// Keep the key with this value instead.
     ChangeValue(Vec<u8>),
+    /// Keep the key with this value, stored as an entry of this kind (a value kind): how a
+    /// changed value of a blob index ([`ValueKind::BlobIndex`]) is stored inline.
+    ChangeValueAs(ValueKind, Vec<u8>),
 }
 
 /// A user's decision on values during compaction (the engine's `CompactionFilter`, TTL).
@@ -82,7 +85,9 @@ pub enum FilterDecision {
 /// never shown. An `Err` stops the compaction (its outputs are discarded, nothing is lost).
 pub trait EntryFilter: Send + Sync {
     /// The decision for `value` (as stored) of `user_key`, an entry of `kind` (a value kind:
-    /// `Put` or `ExpiringPut`). A changed value is stored as given, with the same kind.
+    /// `Put`, `ExpiringPut` or `BlobIndex`). A changed value is stored as given, with the same
+    /// kind ([`FilterDecision::ChangeValue`]) or the one given
+    /// ([`FilterDecision::ChangeValueAs`]).
     fn decide(
         &self,
         user_key: &[u8],
@@ -198,6 +203,17 @@ pub fn merge_into(
                     stats.entries_out += 1;
                     stats.filter_changed += 1;
                 }
+                FilterDecision::ChangeValueAs(kind, value) if kind.is_value() => {
+                    let changed = InternalKey::new(parsed.user_key, parsed.sequence, kind);
+                    sink.add(changed.encoded(), &value, first_of_key)?;
+                    stats.entries_out += 1;
+                    stats.filter_changed += 1;
+                }
+                FilterDecision::ChangeValueAs(kind, _) => {
+                    return Err(SstError::InvalidArgument(format!(
+                        "a compaction filter changed a value into a {kind:?}"
+                    )))
+                }
                 FilterDecision::Remove => {
                     stats.filter_removed += 1;
                     // At the bottom with no snapshot, every older version of the key is in
@@ -238,7 +254,8 @@ enum Base {
     Nothing,
     /// A range tombstone deletes what is below (left in the input, to be dropped).
     Deleted,
-    /// The base is out of reach: in an older stripe, or an expiring value (left in the input).
+    /// The base is out of reach: in an older stripe, or an expiring value or a blob index (left
+    /// in the input).
     OutOfReach,
 }
 
@@ -285,7 +302,8 @@ impl OperandRun {
                 run.base = Base::Deleted;
                 break;
             }
-            if kind == ValueKind::ExpiringPut {
+            // An expiring base is judged by reads; a blob's value is not read by compactions.
+            if kind == ValueKind::ExpiringPut || kind == ValueKind::BlobIndex {
                 run.base = Base::OutOfReach;
                 run.left_base_in_stripe = true;
                 break;

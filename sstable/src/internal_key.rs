@@ -36,6 +36,11 @@ pub enum ValueKind {
     /// among point entries; the kind also marks the *range end sentinel*, a table boundary that
     /// is exclusive (see [`InternalKey::range_end_sentinel`]). Database format 5.
     RangeDelete = 4,
+    /// A value kept in a blob file: the stored value is a blob index
+    /// ([`BlobIndex`](crate::blob::BlobIndex): the reference, and the expiry time of an
+    /// expiring value). Written only by flushes and compactions of a keyspace with
+    /// `enable_blob_files`, never by a user's write. Database format 9.
+    BlobIndex = 5,
 }
 
 impl ValueKind {
@@ -47,16 +52,20 @@ impl ValueKind {
             2 => Some(ValueKind::ExpiringPut),
             3 => Some(ValueKind::Merge),
             4 => Some(ValueKind::RangeDelete),
+            5 => Some(ValueKind::BlobIndex),
             _ => None,
         }
     }
 
     /// The kind with the largest discriminant: seeking with it finds every entry of a sequence.
-    pub const MAX: ValueKind = ValueKind::RangeDelete;
+    pub const MAX: ValueKind = ValueKind::BlobIndex;
 
-    /// Whether the entry holds a value (as opposed to a tombstone).
+    /// Whether the entry holds a value (as opposed to a tombstone): inline, or in a blob file.
     pub fn is_value(self) -> bool {
-        matches!(self, ValueKind::Put | ValueKind::ExpiringPut)
+        matches!(
+            self,
+            ValueKind::Put | ValueKind::ExpiringPut | ValueKind::BlobIndex
+        )
     }
 }
 

@@ -5,8 +5,8 @@
 //!   count at `finish`), properties, index and footer.
 //! * [`Table`] — reads a table; [`Table::get`] checks the filter first, so a "no" reads no index
 //!   and no data block; blocks come through the shared [`TableCache`].
-//! * [`blob`] — blob files: large values kept apart from the tables (the format; not yet
-//!   written by the engine).
+//! * [`blob`] — blob files: large values kept apart from the tables, and the blob index a table
+//!   stores in their place.
 //! * [`FragmentedRangeTombstones`] — a table's range tombstones (`Db::delete_range`), cut into
 //!   non-overlapping fragments for O(log n) coverage checks; held by the open [`Table`].
 //!

@@ -383,6 +383,8 @@ pub(crate) fn decode(rep: &[u8]) -> Option<(u64, Vec<BatchOp<'_>>)> {
             // A range's end, after its start.
             ValueKind::RangeDelete => get_bytes(rep, &mut pos).filter(|end| *end > key)?,
             ValueKind::Delete => &[],
+            // Only flushes and compactions write blob indexes: never a user's write.
+            ValueKind::BlobIndex => return None,
         };
         ops.push(BatchOp {
             keyspace,

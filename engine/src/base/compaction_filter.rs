@@ -61,6 +61,9 @@ pub trait CompactionFilter: Send + Sync {
 /// the job reports as [`Error::CompactionFilter`](crate::Error).
 pub(crate) struct JobFilter {
     filter: Option<Arc<dyn CompactionFilter>>,
+    /// Reads the value a blob index points to (given the key and the stored index), for a
+    /// user's filter to see: only when there is one.
+    blob: Option<BlobFetch>,
     level: usize,
     /// The time expiring values are judged by (milliseconds), fixed when the job starts.
     now: u64,
@@ -81,6 +84,7 @@ impl JobFilter {
             level,
             now,
             failure: Mutex::new(None),
+            blob: None,
             user_acted: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -96,6 +100,52 @@ impl JobFilter {
     }
 }
 
+/// How a [`JobFilter`] reads a blob value: `(key, stored blob index)` to the value.
+pub(crate) type BlobFetch =
+    Box<dyn Fn(&[u8], &[u8]) -> crate::base::error::Result<Arc<Vec<u8>>> + Send + Sync>;
+
+impl JobFilter {
+    /// This filter, reading blob values for the user's filter with `blob`.
+    pub(crate) fn reading_blobs_with(mut self, blob: BlobFetch) -> JobFilter {
+        self.blob = Some(blob);
+        self
+    }
+
+    /// The decision on a blob index: expired values go without their blob being read; the
+    /// user's filter (if any) sees the value read from the blob file, and a changed value is
+    /// stored inline (with the index's expiry).
+    fn decide_blob(&self, user_key: &[u8], stored: &[u8]) -> Result<FilterDecision, SstError> {
+        let corrupt = |reason: String| SstError::Corruption {
+            file: "compaction input".to_string(),
+            offset: 0,
+            reason,
+        };
+        let index = siftdb_sstable::blob::BlobIndex::decode(stored).ok_or_else(|| {
+            corrupt(format!(
+                "the blob index of key {:?} does not decode",
+                String::from_utf8_lossy(user_key)
+            ))
+        })?;
+        if index.expiry.is_some_and(|expiry| self.now >= expiry) {
+            return Ok(FilterDecision::Remove);
+        }
+        let (Some(_), Some(blob)) = (&self.filter, &self.blob) else {
+            return Ok(FilterDecision::Keep);
+        };
+        let value = blob(user_key, stored).map_err(|e| corrupt(e.to_string()))?;
+        Ok(match self.ask_user(user_key, &value)? {
+            FilterDecision::ChangeValue(v) => match index.expiry {
+                Some(expiry) => FilterDecision::ChangeValueAs(
+                    ValueKind::ExpiringPut,
+                    crate::base::ttl::encode(expiry, &v),
+                ),
+                None => FilterDecision::ChangeValueAs(ValueKind::Put, v),
+            },
+            decision => decision,
+        })
+    }
+}
+
 impl EntryFilter for JobFilter {
     fn decide(
         &self,
@@ -103,6 +153,9 @@ impl EntryFilter for JobFilter {
         kind: ValueKind,
         value: &[u8],
     ) -> Result<FilterDecision, SstError> {
+        if kind == ValueKind::BlobIndex {
+            return self.decide_blob(user_key, value);
+        }
         if kind != ValueKind::ExpiringPut {
             return self.ask_user(user_key, value);
         }

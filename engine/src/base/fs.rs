@@ -184,6 +184,11 @@ pub(crate) mod names {
         dir.join(format!("{number:06}.sst"))
     }
 
+    /// `NNNNNN.blob`: a blob file (values kept apart from the tables).
+    pub fn blob(dir: &Path, number: u64) -> PathBuf {
+        dir.join(format!("{number:06}.blob"))
+    }
+
     /// `MANIFEST-NNNNNN`: a manifest.
     pub fn manifest(dir: &Path, number: u64) -> PathBuf {
         dir.join(format!("MANIFEST-{number:06}"))
@@ -196,6 +201,8 @@ pub(crate) mod names {
         Wal(u64),
         /// A table.
         Table(u64),
+        /// A blob file.
+        Blob(u64),
         /// A manifest.
         Manifest(u64),
         /// A temporary file (e.g. `CURRENT.tmp`).
@@ -211,6 +218,8 @@ pub(crate) mod names {
             FileKind::Wal(n)
         } else if let Some(n) = name.strip_suffix(".sst").and_then(number) {
             FileKind::Table(n)
+        } else if let Some(n) = name.strip_suffix(".blob").and_then(number) {
+            FileKind::Blob(n)
         } else if let Some(n) = name.strip_prefix("MANIFEST-").and_then(number) {
             FileKind::Manifest(n)
         } else if name.ends_with(".tmp") {
@@ -290,6 +299,8 @@ mod tests {
         let d = Path::new("/db");
         assert_eq!(parse("000007.log"), FileKind::Wal(7));
         assert_eq!(parse("000012.sst"), FileKind::Table(12));
+        assert_eq!(parse("000013.blob"), FileKind::Blob(13));
+        assert_eq!(blob(d, 13), Path::new("/db/000013.blob"));
         assert_eq!(parse("MANIFEST-000003"), FileKind::Manifest(3));
         assert_eq!(parse("CURRENT.tmp"), FileKind::Temp);
         assert_eq!(parse("LOCK"), FileKind::Other);

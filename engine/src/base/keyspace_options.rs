@@ -104,6 +104,20 @@ pub struct KeyspaceOptions {
     pub partition_above: Option<usize>,
     /// See [`Options::metadata_block_size`].
     pub metadata_block_size: usize,
+    /// See [`Options::enable_blob_files`].
+    pub enable_blob_files: bool,
+    /// See [`Options::min_blob_size`].
+    pub min_blob_size: usize,
+    /// See [`Options::blob_file_size`].
+    pub blob_file_size: u64,
+    /// See [`Options::blob_compression_type`].
+    pub blob_compression_type: Compression,
+    /// See [`Options::enable_blob_garbage_collection`].
+    pub enable_blob_garbage_collection: bool,
+    /// See [`Options::blob_garbage_collection_age_cutoff`].
+    pub blob_garbage_collection_age_cutoff: f64,
+    /// See [`Options::blob_garbage_collection_force_threshold`].
+    pub blob_garbage_collection_force_threshold: f64,
 }
 
 impl std::fmt::Debug for KeyspaceOptions {
@@ -150,6 +164,13 @@ impl From<&Options> for KeyspaceOptions {
             compress_index: o.compress_index,
             partition_above: o.partition_above,
             metadata_block_size: o.metadata_block_size,
+            enable_blob_files: o.enable_blob_files,
+            min_blob_size: o.min_blob_size,
+            blob_file_size: o.blob_file_size,
+            blob_compression_type: o.blob_compression_type,
+            enable_blob_garbage_collection: o.enable_blob_garbage_collection,
+            blob_garbage_collection_age_cutoff: o.blob_garbage_collection_age_cutoff,
+            blob_garbage_collection_force_threshold: o.blob_garbage_collection_force_threshold,
         }
     }
 }
@@ -186,6 +207,13 @@ impl KeyspaceOptions {
             compress_index: self.compress_index,
             partition_above: self.partition_above,
             metadata_block_size: self.metadata_block_size,
+            enable_blob_files: self.enable_blob_files,
+            min_blob_size: self.min_blob_size,
+            blob_file_size: self.blob_file_size,
+            blob_compression_type: self.blob_compression_type,
+            enable_blob_garbage_collection: self.enable_blob_garbage_collection,
+            blob_garbage_collection_age_cutoff: self.blob_garbage_collection_age_cutoff,
+            blob_garbage_collection_force_threshold: self.blob_garbage_collection_force_threshold,
             keyspaces: Vec::new(),
             ..db.clone()
         }
@@ -218,7 +246,7 @@ pub(crate) fn options_text(o: &KeyspaceOptions) -> String {
     let codecs = |v: &[Compression]| v.iter().map(|c| c.name()).collect::<Vec<_>>().join(",");
     let u = &o.compaction_options_universal;
     let fifo = &o.compaction_options_fifo;
-    let fields: [(&str, String); 32] = [
+    let fields: [(&str, String); 39] = [
         ("write_buffer_size", o.write_buffer_size.to_string()),
         (
             "max_write_buffer_number",
@@ -303,6 +331,25 @@ pub(crate) fn options_text(o: &KeyspaceOptions) -> String {
                 .map_or_else(|| "none".to_string(), |n| n.to_string()),
         ),
         ("metadata_block_size", o.metadata_block_size.to_string()),
+        ("enable_blob_files", o.enable_blob_files.to_string()),
+        ("min_blob_size", o.min_blob_size.to_string()),
+        ("blob_file_size", o.blob_file_size.to_string()),
+        (
+            "blob_compression_type",
+            o.blob_compression_type.name().to_string(),
+        ),
+        (
+            "enable_blob_garbage_collection",
+            o.enable_blob_garbage_collection.to_string(),
+        ),
+        (
+            "blob_garbage_collection_age_cutoff",
+            o.blob_garbage_collection_age_cutoff.to_string(),
+        ),
+        (
+            "blob_garbage_collection_force_threshold",
+            o.blob_garbage_collection_force_threshold.to_string(),
+        ),
     ];
     fields.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
 }
@@ -376,6 +423,15 @@ fn set_field(o: &mut KeyspaceOptions, key: &str, value: &str) -> Option<()> {
             }
         }
         "metadata_block_size" => o.metadata_block_size = num(value)?,
+        "enable_blob_files" => o.enable_blob_files = num(value)?,
+        "min_blob_size" => o.min_blob_size = num(value)?,
+        "blob_file_size" => o.blob_file_size = num(value)?,
+        "blob_compression_type" => o.blob_compression_type = Compression::from_name(value)?,
+        "enable_blob_garbage_collection" => o.enable_blob_garbage_collection = num(value)?,
+        "blob_garbage_collection_age_cutoff" => o.blob_garbage_collection_age_cutoff = num(value)?,
+        "blob_garbage_collection_force_threshold" => {
+            o.blob_garbage_collection_force_threshold = num(value)?
+        }
         _ => return set_style_field(o, key, value),
     }
     Some(())

@@ -221,6 +221,10 @@ pub(crate) fn full_merge_for_read(
     })
 }
 
+/// How a point lookup reads an operand base kept in a blob file: given the stored blob index,
+/// the value (`None` if it has expired).
+pub(crate) type BlobBase<'a> = dyn Fn(&[u8]) -> Result<Option<Vec<u8>>> + 'a;
+
 /// A point lookup's merge operands of one key, newest first, gathered source by source (a
 /// memtable or a table: each holds versions newer than every later one's) until their base.
 pub(crate) struct OperandStack {
@@ -241,13 +245,15 @@ impl OperandStack {
 
     /// Takes the versions of `key` visible at `seq` from `cursor` (over one memtable or table
     /// whose newest range tombstone over the key is `covered`), newest first. `Ok(true)` once
-    /// the base is found (or the key was deleted): nothing older matters.
+    /// the base is found (or the key was deleted): nothing older matters. A base kept in a blob
+    /// file is read with `blob` (given its stored blob index: the value, or `None` if expired).
     pub(crate) fn take_versions(
         &mut self,
         cursor: &mut dyn siftdb_compaction::InternalIterator,
         key: &[u8],
         seq: u64,
         covered: Option<u64>,
+        blob: &BlobBase<'_>,
     ) -> Result<bool> {
         use siftdb_sstable::{InternalKey, ParsedKey, ValueKind};
         let cover = covered.unwrap_or(0);
@@ -270,6 +276,10 @@ impl OperandStack {
                         Error::corruption("an expiring value is shorter than its expiry time")
                     })?;
                     self.base = (self.now < expiry).then(|| live.to_vec());
+                    return Ok(true);
+                }
+                ValueKind::BlobIndex => {
+                    self.base = blob(value)?;
                     return Ok(true);
                 }
                 ValueKind::Delete | ValueKind::RangeDelete => return Ok(true),

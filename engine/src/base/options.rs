@@ -196,6 +196,31 @@ pub struct Options {
     pub partition_above: Option<usize>,
     /// Target size of an index partition (RocksDB's `metadata_block_size`).
     pub metadata_block_size: usize,
+    /// Key-value separation (RocksDB's integrated BlobDB `enable_blob_files`): flushes write
+    /// values of at least `min_blob_size` bytes to blob files, and tables keep a small blob
+    /// index in their place, so compactions move keys and references instead of the values.
+    /// Reads fetch a value from its blob file (through the block cache) only once its key is
+    /// found. See `docs/TUNING.md` ("Blob files").
+    pub enable_blob_files: bool,
+    /// Values of at least this many bytes go to blob files when `enable_blob_files` is on
+    /// (RocksDB's `min_blob_size`; 0: every value).
+    pub min_blob_size: usize,
+    /// A blob file is cut once it holds about this many bytes (RocksDB's `blob_file_size`).
+    pub blob_file_size: u64,
+    /// Codec of the values in blob files (RocksDB's `blob_compression_type`), each value
+    /// compressed alone and stored compressed only where that saves bytes.
+    pub blob_compression_type: Compression,
+    /// Compactions relocate the live values of the oldest blob files into new ones, so that
+    /// files holding mostly overwritten values can go (RocksDB's
+    /// `enable_blob_garbage_collection`).
+    pub enable_blob_garbage_collection: bool,
+    /// The share of blob files, oldest first, whose values compactions relocate when garbage
+    /// collection is on (RocksDB's `blob_garbage_collection_age_cutoff`, 0 to 1).
+    pub blob_garbage_collection_age_cutoff: f64,
+    /// Among those oldest files, once the ones a compaction could rewrite hold at least this
+    /// share of garbage, a compaction is scheduled for them (RocksDB's
+    /// `blob_garbage_collection_force_threshold`, 0 to 1; 1: never forced).
+    pub blob_garbage_collection_force_threshold: f64,
     /// The file system all I/O goes through.
     pub fs: Arc<dyn FileSystem>,
     /// Options for named keyspaces at open, overriding what was recorded when each was created
@@ -342,6 +367,13 @@ impl Default for Options {
             compress_index: true,
             partition_above: Some(siftdb_sstable::DEFAULT_PARTITION_ABOVE),
             metadata_block_size: 4096,
+            enable_blob_files: false,
+            min_blob_size: 0,
+            blob_file_size: 256 << 20,
+            blob_compression_type: Compression::None,
+            enable_blob_garbage_collection: false,
+            blob_garbage_collection_age_cutoff: 0.25,
+            blob_garbage_collection_force_threshold: 1.0,
             fs: Arc::new(RealFs),
             keyspaces: Vec::new(),
             max_total_wal_size: 0,
@@ -465,6 +497,7 @@ impl Options {
         if self.metadata_block_size == 0 {
             return invalid("metadata_block_size", "must be at least 1 byte");
         }
+        self.validate_blob_files()?;
         self.validate_filters()?;
         for (name, ks) in &self.keyspaces {
             crate::base::keyspace_options::validate_name(name)?;
@@ -477,6 +510,31 @@ impl Options {
             ks.apply_to(self).validate().map_err(|e| {
                 Error::InvalidArgument(format!("options of keyspace {name:?}: {e}"))
             })?;
+        }
+        Ok(())
+    }
+
+    /// [`Options::validate`] for the blob files' settings.
+    fn validate_blob_files(&self) -> Result<()> {
+        let invalid =
+            |field: &str, why: &str| Err(Error::InvalidArgument(format!("Options::{field} {why}")));
+        if self.blob_file_size == 0 {
+            return invalid("blob_file_size", "must be at least 1 byte");
+        }
+        let shares = [
+            (
+                "blob_garbage_collection_age_cutoff",
+                self.blob_garbage_collection_age_cutoff,
+            ),
+            (
+                "blob_garbage_collection_force_threshold",
+                self.blob_garbage_collection_force_threshold,
+            ),
+        ];
+        for (name, share) in shares {
+            if !(0.0..=1.0).contains(&share) {
+                return invalid(name, "must be between 0 and 1");
+            }
         }
         Ok(())
     }

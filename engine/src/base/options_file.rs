@@ -23,11 +23,12 @@ use crate::base::options::Options;
 /// tombstones (WAL op kinds 3 and 4, tables of table format 3 with a range tombstone block, the
 /// merge operator's name in `OPTIONS`); 6 records where WALs start (manifest field 12); 7 writes
 /// a sync mark after each sync of a log (fragment type 5, WAL and manifest); 8 records the
-/// bits a moved table's ribbon filter is read thinned to (manifest field 13).
+/// bits a moved table's ribbon filter is read thinned to (manifest field 13); 9 adds blob
+/// files (`NNNNNN.blob`, manifest fields 14 and 15, tables holding blob indexes: value kind 5).
 /// Older databases open and are upgraded
 /// (their tables are read as they are and rewritten by compactions; everything they hold is
 /// the "default" keyspace).
-pub const FORMAT_VERSION: u32 = 8;
+pub const FORMAT_VERSION: u32 = 9;
 
 /// What `OPTIONS` records: the settings that shape on-disk data.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -26,6 +26,13 @@
 //!            first record has, written with each log number an edit records: recovery checks
 //!            that the oldest WAL it replays starts there, so a log emptied or cut to nothing is
 //!            seen even when another keyspace's flush has moved `last_sequence` past it)
+//!        | 14 varint level | varint number | varint n | (varint blob_file | varint count
+//!            | varint bytes){n}                   (follows the 4 of a table holding blob
+//!            indexes: per blob file, how many of its values the table references and their
+//!            stored bytes)
+//!        | 15 varint number | varint records | varint stored_bytes | varint file_size
+//!            (a blob file is added to the edit's keyspace; it leaves the keyspace with the last
+//!            table that references it, so no field deletes one)
 //! bytes := varint length | raw bytes
 //! ```
 //! `log_number` (1) and the files (4, 5, 6) belong to the edit's keyspace; 2, 3 and 10 are the
@@ -57,6 +64,33 @@ pub struct FileMeta {
     /// than its filter holds: the filter is thinned as it is read instead of the table being
     /// rewritten (see `Table::set_filter_bits_cap`).
     pub filter_cap_millibits: Option<u32>,
+    /// The blob files the table's blob indexes point into, ascending by file number.
+    pub blob_refs: Vec<BlobRefs>,
+}
+
+/// A table's references into one blob file: what keeps the blob file alive, and (against the
+/// file's own totals) how much of it is garbage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlobRefs {
+    /// The blob file's number.
+    pub file: u64,
+    /// Blob indexes of the table that point into it.
+    pub count: u64,
+    /// The stored bytes of the values they point to.
+    pub bytes: u64,
+}
+
+/// What the manifest records about one blob file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlobMeta {
+    /// File number (`NNNNNN.blob`).
+    pub number: u64,
+    /// Values written to it.
+    pub records: u64,
+    /// Their stored bytes (compressed where that paid), the file's garbage accounting unit.
+    pub stored_bytes: u64,
+    /// The file's size.
+    pub file_size: u64,
 }
 
 impl FileMeta {
@@ -91,6 +125,8 @@ pub struct VersionEdit {
     pub other_log_numbers: Vec<(u32, u64)>,
     /// Where WALs start: (WAL number, the sequence number its first record has).
     pub wal_starts: Vec<(u64, u64)>,
+    /// Blob files added to the keyspace.
+    pub blob_files: Vec<BlobMeta>,
 }
 
 impl VersionEdit {
@@ -165,6 +201,24 @@ impl VersionEdit {
                 put_varint(&mut out, f.number);
                 put_varint(&mut out, u64::from(cap));
             }
+            if !f.blob_refs.is_empty() {
+                put_varint(&mut out, 14);
+                put_varint(&mut out, *level as u64);
+                put_varint(&mut out, f.number);
+                put_varint(&mut out, f.blob_refs.len() as u64);
+                for r in &f.blob_refs {
+                    put_varint(&mut out, r.file);
+                    put_varint(&mut out, r.count);
+                    put_varint(&mut out, r.bytes);
+                }
+            }
+        }
+        for b in &self.blob_files {
+            put_varint(&mut out, 15);
+            put_varint(&mut out, b.number);
+            put_varint(&mut out, b.records);
+            put_varint(&mut out, b.stored_bytes);
+            put_varint(&mut out, b.file_size);
         }
         for (level, number) in &self.deleted {
             put_varint(&mut out, 5);
@@ -206,9 +260,37 @@ impl VersionEdit {
                             distinct_keys,
                             filter_level: l,
                             filter_cap_millibits: None,
+                            blob_refs: Vec::new(),
                         },
                     ));
                 }
+                14 => {
+                    let l = level(&mut pos)?;
+                    let number = get_varint(bytes, &mut pos)?;
+                    let n = get_varint(bytes, &mut pos)?;
+                    let mut refs = Vec::new();
+                    for _ in 0..n {
+                        // Each reference takes at least 3 bytes: a count past the edit's end is
+                        // damage, not an allocation.
+                        refs.push(BlobRefs {
+                            file: get_varint(bytes, &mut pos)?,
+                            count: get_varint(bytes, &mut pos)?,
+                            bytes: get_varint(bytes, &mut pos)?,
+                        });
+                    }
+                    let (_, meta) = e
+                        .added
+                        .iter_mut()
+                        .rev()
+                        .find(|(al, m)| *al == l && m.number == number)?;
+                    meta.blob_refs = refs;
+                }
+                15 => e.blob_files.push(BlobMeta {
+                    number: get_varint(bytes, &mut pos)?,
+                    records: get_varint(bytes, &mut pos)?,
+                    stored_bytes: get_varint(bytes, &mut pos)?,
+                    file_size: get_varint(bytes, &mut pos)?,
+                }),
                 5 => {
                     let l = level(&mut pos)?;
                     e.deleted.push((l, get_varint(bytes, &mut pos)?));
@@ -282,9 +364,27 @@ mod tests {
                     distinct_keys: 8,
                     filter_level: 1,
                     filter_cap_millibits: Some(5_250),
+                    blob_refs: vec![
+                        BlobRefs {
+                            file: 3,
+                            count: 2,
+                            bytes: 8_192,
+                        },
+                        BlobRefs {
+                            file: 5,
+                            count: 1,
+                            bytes: 100,
+                        },
+                    ],
                 },
             )],
             deleted: vec![(0, 4)],
+            blob_files: vec![BlobMeta {
+                number: 3,
+                records: 10,
+                stored_bytes: 40_960,
+                file_size: 41_500,
+            }],
             ..VersionEdit::default()
         };
         let bytes = e.encode();
@@ -337,6 +437,7 @@ mod tests {
             distinct_keys: 10,
             filter_level: 0,
             filter_cap_millibits: None,
+            blob_refs: Vec::new(),
         };
         let moved = VersionEdit {
             added: vec![(3, meta.clone())],

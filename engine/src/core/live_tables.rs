@@ -35,6 +35,8 @@ struct Inner {
     counts: HashMap<u64, usize>,
     /// Obsolete tables a cleanup left to their last reference.
     deferred: HashSet<u64>,
+    /// Which of the numbers held are blob files (file numbers are unique across kinds).
+    blobs: HashSet<u64>,
 }
 
 /// Held by a live table: while it exists, its file is not deleted.
@@ -73,6 +75,13 @@ impl LiveTables {
         }
     }
 
+    /// Registers a live blob file object of blob file `number`: kept, and deleted when obsolete,
+    /// the same way as a table.
+    pub(crate) fn register_blob(self: &Arc<Self>, number: u64) -> LiveTable {
+        self.inner.lock().blobs.insert(number);
+        self.register(number)
+    }
+
     /// Whether obsolete table `number` may be deleted now; if a reader still holds it, the
     /// deletion is left to the last one.
     pub(crate) fn deletable_now(&self, number: u64) -> bool {
@@ -96,10 +105,15 @@ impl LiveTables {
                 return;
             }
             inner.counts.remove(&number);
-            inner.deferred.remove(&number)
+            let blob = inner.blobs.remove(&number);
+            (inner.deferred.remove(&number), blob)
         };
-        if delete {
-            let path = crate::base::fs::names::table(&self.dir, number);
+        if let (true, blob) = delete {
+            let path = if blob {
+                crate::base::fs::names::blob(&self.dir, number)
+            } else {
+                crate::base::fs::names::table(&self.dir, number)
+            };
             self.deleter.delete(self.fs.as_ref(), path);
         }
     }
@@ -139,5 +153,12 @@ mod tests {
         std::fs::write(&other, b"t").unwrap();
         drop(tables.register(9));
         assert!(other.exists());
+        // A blob file goes by its own name.
+        let blob = crate::base::fs::names::blob(dir.path(), 10);
+        std::fs::write(&blob, b"b").unwrap();
+        let held = tables.register_blob(10);
+        assert!(!tables.deletable_now(10));
+        drop(held);
+        assert!(!blob.exists(), "the last reference deletes the blob file");
     }
 }

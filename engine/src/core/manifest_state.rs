@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::base::error::{Error, Result};
 use crate::base::fs::FileSystem;
 use crate::base::keyspace_options::DEFAULT_KEYSPACE;
-use crate::base::version_edit::{FileMeta, VersionEdit};
+use crate::base::version_edit::{BlobMeta, FileMeta, VersionEdit};
 use crate::core::manifest;
 
 /// One keyspace as the manifest describes it.
@@ -19,6 +19,8 @@ pub(crate) struct RecoveredKeyspace {
     /// WALs below this hold nothing of the keyspace that is not in its tables.
     pub log_number: u64,
     pub files: Vec<(usize, FileMeta)>,
+    /// Its blob files, by number: those its tables reference (`Version::apply` drops the rest).
+    pub blob_files: BTreeMap<u64, BlobMeta>,
 }
 
 /// See the module documentation.
@@ -47,6 +49,7 @@ impl ManifestState {
                 options_text: None,
                 log_number: 0,
                 files: Vec::new(),
+                blob_files: BTreeMap::new(),
             },
         );
         ManifestState {
@@ -108,6 +111,7 @@ impl ManifestState {
                     options_text: Some(options_text),
                     log_number: 0,
                     files: Vec::new(),
+                    blob_files: BTreeMap::new(),
                 },
             );
             self.next_keyspace_id = self.next_keyspace_id.max(e.keyspace.saturating_add(1));
@@ -127,7 +131,10 @@ impl ManifestState {
             }
             return Ok(());
         }
-        let touches_tree = e.log_number.is_some() || !e.added.is_empty() || !e.deleted.is_empty();
+        let touches_tree = e.log_number.is_some()
+            || !e.added.is_empty()
+            || !e.deleted.is_empty()
+            || !e.blob_files.is_empty();
         if !touches_tree {
             return Ok(());
         }
@@ -144,6 +151,18 @@ impl ManifestState {
             k.files.retain(|(l, f)| !(*l == d.0 && f.number == d.1));
         }
         k.files.extend(e.added);
+        k.blob_files
+            .extend(e.blob_files.iter().map(|b| (b.number, *b)));
+        if k.blob_files.is_empty() {
+            return Ok(());
+        }
+        // A blob file leaves with the last table that references it.
+        let referenced: std::collections::BTreeSet<u64> = k
+            .files
+            .iter()
+            .flat_map(|(_, f)| f.blob_refs.iter().map(|r| r.file))
+            .collect();
+        k.blob_files.retain(|n, _| referenced.contains(n));
         Ok(())
     }
 }

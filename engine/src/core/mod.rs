@@ -3,6 +3,7 @@
 //! memtables, snapshots, the write queue, statistics and the filter plan. It names only `base`.
 
 pub(crate) mod arena;
+pub(crate) mod blob_file;
 pub(crate) mod cache_reservation;
 pub(crate) mod closed_wals;
 pub(crate) mod file_cache;

@@ -6,7 +6,8 @@ use siftdb_sstable::{FragmentedRangeTombstones, Table};
 
 use crate::base::error::{Error, Result};
 use crate::base::options::MAX_LEVELS;
-use crate::base::version_edit::{FileMeta, VersionEdit};
+use crate::base::version_edit::{BlobMeta, FileMeta, VersionEdit};
+use crate::core::blob_file::{BlobFile, BlobFiles};
 use crate::core::key_head::KeyHead;
 
 /// A live table: what the manifest says about it, and the open reader.
@@ -112,15 +113,18 @@ pub struct Version {
     tombstone_lists: Vec<Arc<FragmentedRangeTombstones>>,
     /// All of them fragmented together, built by the first iterator that needs them.
     tombstones: OnceLock<Option<Arc<FragmentedRangeTombstones>>>,
+    /// The blob files the tables' blob indexes point into: exactly those some table references
+    /// (a blob file leaves with the last table that references it).
+    blob_files: Arc<BlobFiles>,
 }
 
 impl Version {
     /// An empty version.
     pub fn empty() -> Version {
-        Version::from_levels(vec![Vec::new(); MAX_LEVELS])
+        Version::from_levels(vec![Vec::new(); MAX_LEVELS], Arc::default())
     }
 
-    fn from_levels(levels: Vec<Vec<Arc<TableFile>>>) -> Version {
+    fn from_levels(levels: Vec<Vec<Arc<TableFile>>>, blob_files: Arc<BlobFiles>) -> Version {
         let heads = levels
             .iter()
             .map(|files| files.iter().map(|f| f.heads).collect())
@@ -135,6 +139,7 @@ impl Version {
             heads,
             tombstone_lists,
             tombstones: OnceLock::new(),
+            blob_files,
         }
     }
 
@@ -150,6 +155,37 @@ impl Version {
                 ))),
             })
             .clone()
+    }
+
+    /// The live blob files, by number.
+    pub(crate) fn blob_files(&self) -> &Arc<BlobFiles> {
+        &self.blob_files
+    }
+
+    /// Stored bytes the tables reference, per live blob file.
+    pub(crate) fn blob_live_bytes(&self) -> std::collections::BTreeMap<u64, u64> {
+        let mut live = std::collections::BTreeMap::new();
+        for (_, f) in self.all() {
+            for r in &f.meta.blob_refs {
+                *live.entry(r.file).or_insert(0) += r.bytes;
+            }
+        }
+        live
+    }
+
+    /// Live blob files, their stored bytes, and the bytes of those no table references.
+    pub(crate) fn blob_totals(&self) -> (u64, u64, u64) {
+        let live = self.blob_live_bytes();
+        self.blob_files
+            .values()
+            .fold((0, 0, 0), |(files, bytes, garbage), b| {
+                let referenced = live.get(&b.meta.number).copied().unwrap_or(0);
+                (
+                    files + 1,
+                    bytes + b.meta.stored_bytes,
+                    garbage + b.meta.stored_bytes.saturating_sub(referenced),
+                )
+            })
     }
 
     /// Tables of `level`.
@@ -287,11 +323,13 @@ impl Version {
             .collect()
     }
 
-    /// The version after `edit`, opening added tables with `open`.
-    pub fn apply(
+    /// The version after `edit`, opening added tables with `open` and added blob files with
+    /// `open_blob`.
+    pub(crate) fn apply(
         &self,
         edit: &VersionEdit,
         mut open: impl FnMut(usize, &FileMeta) -> Result<Arc<TableFile>>,
+        open_blob: impl FnMut(&BlobMeta) -> Result<Arc<BlobFile>>,
     ) -> Result<Version> {
         let mut levels = self.levels.clone();
         for &(level, number) in &edit.deleted {
@@ -319,6 +357,38 @@ impl Version {
                 files.sort_by(|a, b| a.meta.smallest.cmp(&b.meta.smallest));
             }
         }
-        Ok(Version::from_levels(levels))
+        let blob_files = self.blob_files_after(edit, &levels, open_blob)?;
+        Ok(Version::from_levels(levels, Arc::new(blob_files)))
+    }
+
+    /// The blob files of the version with `levels`: this one's and `edit`'s additions, less
+    /// those no table references any more. A table referencing a blob file the version does
+    /// not hold is corruption.
+    fn blob_files_after(
+        &self,
+        edit: &VersionEdit,
+        levels: &[Vec<Arc<TableFile>>],
+        mut open_blob: impl FnMut(&BlobMeta) -> Result<Arc<BlobFile>>,
+    ) -> Result<BlobFiles> {
+        let referenced: std::collections::BTreeSet<u64> = levels
+            .iter()
+            .flatten()
+            .flat_map(|f| f.meta.blob_refs.iter().map(|r| r.file))
+            .collect();
+        let mut blobs = (*self.blob_files).clone();
+        for meta in &edit.blob_files {
+            // A blob file added and left unreferenced in one edit (its tables dropped by the
+            // same edit) is never opened.
+            if referenced.contains(&meta.number) {
+                blobs.insert(meta.number, open_blob(meta)?);
+            }
+        }
+        blobs.retain(|number, _| referenced.contains(number));
+        if let Some(missing) = referenced.iter().find(|n| !blobs.contains_key(n)) {
+            return Err(Error::corruption(format!(
+                "a table references blob file {missing}, which the manifest does not hold"
+            )));
+        }
+        Ok(blobs)
     }
 }

@@ -31,6 +31,7 @@ use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
 use crate::base::fs::FileSystem;
 use crate::base::options::{Options, MAX_LEVELS};
 use crate::base::version_edit::VersionEdit;
+use crate::core::blob_file::BlobFile;
 use crate::core::lock_order::{Rank, Ranked};
 use crate::core::manifest::Manifest;
 use crate::core::state::{DbState, StateCell};
@@ -280,7 +281,10 @@ impl VersionSet {
         let mut live: BTreeSet<u64> = files
             .trees
             .values()
-            .flat_map(|t| t.current.all().map(|(_, f)| f.meta.number))
+            .flat_map(|t| {
+                let tables = t.current.all().map(|(_, f)| f.meta.number);
+                tables.chain(t.current.blob_files().keys().copied())
+            })
             .collect();
         live.extend(files.pending_outputs.iter().copied());
         (live, files.manifest_number)
@@ -498,8 +502,21 @@ impl VersionSet {
     pub(crate) fn log_and_apply(
         &self,
         tree: &Tree,
+        edit: VersionEdit,
+        outputs: &[Arc<TableFile>],
+        on_install: impl FnOnce(&mut DbState),
+    ) -> Result<()> {
+        self.log_and_apply_with_blobs(tree, edit, outputs, &[], on_install)
+    }
+
+    /// [`VersionSet::log_and_apply`] for an edit that also adds blob files: those of
+    /// `edit.blob_files` are taken from `blob_outputs` (opened by the caller).
+    pub(crate) fn log_and_apply_with_blobs(
+        &self,
+        tree: &Tree,
         mut edit: VersionEdit,
         outputs: &[Arc<TableFile>],
+        blob_outputs: &[Arc<BlobFile>],
         on_install: impl FnOnce(&mut DbState),
     ) -> Result<()> {
         let mut writer = self.manifest_writer()?;
@@ -515,20 +532,32 @@ impl VersionSet {
         edit.keyspace = tree.id;
         edit.next_file_number = Some(self.next_file_number());
         edit.last_sequence = Some(self.last_sequence());
-        let version = base.apply(&edit, |_, meta| {
-            outputs
-                .iter()
-                .find(|t| t.meta.number == meta.number)
-                .or_else(|| {
-                    base.all()
-                        .map(|(_, f)| f)
-                        .find(|f| f.meta.number == meta.number)
-                })
-                .cloned()
-                .ok_or_else(|| {
-                    Error::corruption(format!("edit adds unknown table {}", meta.number))
-                })
-        })?;
+        let version = base.apply(
+            &edit,
+            |_, meta| {
+                outputs
+                    .iter()
+                    .find(|t| t.meta.number == meta.number)
+                    .or_else(|| {
+                        base.all()
+                            .map(|(_, f)| f)
+                            .find(|f| f.meta.number == meta.number)
+                    })
+                    .cloned()
+                    .ok_or_else(|| {
+                        Error::corruption(format!("edit adds unknown table {}", meta.number))
+                    })
+            },
+            |meta| {
+                blob_outputs
+                    .iter()
+                    .find(|b| b.meta.number == meta.number)
+                    .cloned()
+                    .ok_or_else(|| {
+                        Error::corruption(format!("edit adds unknown blob file {}", meta.number))
+                    })
+            },
+        )?;
         self.append(&mut writer, &edit)?;
         crate::base::sync_point::sync_point!(
             self.ctx.state,
@@ -555,6 +584,9 @@ impl VersionSet {
                 .store(version.level(0).len(), Ordering::Release);
             for (_, meta) in &edit.added {
                 files.pending_outputs.remove(&meta.number);
+            }
+            for blob in &edit.blob_files {
+                files.pending_outputs.remove(&blob.number);
             }
         }
         on_install(&mut state);
@@ -731,6 +763,7 @@ pub(crate) fn snapshot_edits(
                 .all()
                 .map(|(level, f)| (level, f.meta.clone()))
                 .collect(),
+            blob_files: version.blob_files().values().map(|b| b.meta).collect(),
             ..VersionEdit::default()
         }
     });

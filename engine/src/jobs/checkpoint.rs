@@ -65,6 +65,9 @@ pub(crate) fn checkpoint(db: &Shared, writes: &WriteQueue, target: &Path) -> Res
     let point = writes.exclusive(|| choose_point(db))?;
     crate::base::sync_point::sync_point!(db, crate::base::sync_point::CHECKPOINT_POINT_CHOSEN);
     for (_, version, _) in &point.trees {
+        for number in version.blob_files().keys() {
+            link_or_copy(db, &names::blob(db.dir(), *number), target)?;
+        }
         for (_, f) in version.all() {
             link_or_copy(db, &names::table(db.dir(), f.meta.number), target)?;
         }

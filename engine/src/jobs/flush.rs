@@ -115,13 +115,16 @@ fn flush_memtable(db: &Arc<Shared>, tree: &Tree, mem: &Arc<Memtable>) -> Result<
     let number = db.versions().new_output();
     let plan =
         crate::core::filter_plan::for_flush(&tree.options, &db.versions().current(tree), mem);
-    let file = match crate::jobs::table_io::write_l0_table(db, &tree.options, mem, number, plan) {
-        Ok(file) => file,
+    let written =
+        crate::jobs::table_io::write_l0_table(db, &tree.options, tree.id, mem, number, plan);
+    let flushed = match written {
+        Ok(flushed) => flushed,
         Err(e) => {
             db.versions().release_outputs(&[number]);
             return Err(e);
         }
     };
+    let file = flushed.as_ref().map(|f| Arc::clone(&f.table));
     match &file {
         None => db.versions().release_outputs(&[number]),
         Some(file) => {
@@ -130,12 +133,21 @@ fn flush_memtable(db: &Arc<Shared>, tree: &Tree, mem: &Arc<Memtable>) -> Result<
             index_flushed(db, tree, mem, file);
         }
     }
+    let blobs = flushed
+        .as_ref()
+        .map(|f| f.blobs.clone())
+        .unwrap_or_default();
+    let blob_numbers: Vec<u64> = blobs.iter().map(|b| b.meta.number).collect();
+    let release = |db: &Shared| {
+        db.versions().release_outputs(&[number]);
+        db.versions().release_outputs(&blob_numbers);
+    };
     let mut edit = log_numbers_after_flush(db, tree);
     // The edit makes the logs before its log numbers obsolete for this keyspace, so they must
     // be durable first: a power loss must never keep this table and lose older writes of other
     // keyspaces still in those logs (recovery relies on it; see `core/closed_wals.rs`).
     if let Err(e) = db.closed_wals().sync_all() {
-        db.versions().release_outputs(&[number]);
+        release(db);
         // A log sync failed, not the flush: `Db::resume` must drop those logs unsynced (a
         // retried `fdatasync` can succeed without the pages the failed one lost).
         let e = Error::from(e);
@@ -145,19 +157,20 @@ fn flush_memtable(db: &Arc<Shared>, tree: &Tree, mem: &Arc<Memtable>) -> Result<
             &e,
         )));
     }
-    if let Some(file) = &file {
-        edit.added.push((0, file.meta.clone()));
+    if let Some(flushed) = &flushed {
+        edit.added.push((0, flushed.table.meta.clone()));
+        edit.blob_files = flushed.blob_metas();
     }
-    let installed = db
-        .versions()
-        .log_and_apply(tree, edit, file.as_slice(), |state| {
-            if let Some(t) = state.trees.get_mut(&tree.id) {
-                t.imm.retain(|m| !Arc::ptr_eq(m, mem));
-            }
-            // Counted where the flush becomes visible: a caller of `Db::flush` wakes once the
-            // memtable has left `imm`, and must see the flush in `Db::stats`.
-            db.counters().flushes.fetch_add(1, Ordering::Relaxed);
-        });
+    let installed =
+        db.versions()
+            .log_and_apply_with_blobs(tree, edit, file.as_slice(), &blobs, |state| {
+                if let Some(t) = state.trees.get_mut(&tree.id) {
+                    t.imm.retain(|m| !Arc::ptr_eq(m, mem));
+                }
+                // Counted where the flush becomes visible: a caller of `Db::flush` wakes once the
+                // memtable has left `imm`, and must see the flush in `Db::stats`.
+                db.counters().flushes.fetch_add(1, Ordering::Relaxed);
+            });
     if let (Ok(()), Some(file)) = (&installed, &file) {
         // Again once installed: a filter index rebuild that began in between did not see it.
         index_flushed(db, tree, mem, file);
@@ -166,7 +179,7 @@ fn flush_memtable(db: &Arc<Shared>, tree: &Tree, mem: &Arc<Memtable>) -> Result<
         // The table is an orphan (its keyspace was dropped) — or, after a failed manifest
         // append, possibly named by the manifest, which `delete_obsolete_files` then respects
         // by deleting nothing until reopen.
-        db.versions().release_outputs(&[number]);
+        release(db);
     }
     crate::jobs::obsolete::delete_obsolete_files(db);
     installed

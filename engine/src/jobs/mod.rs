@@ -3,6 +3,7 @@
 //! and `base` only.
 
 pub(crate) mod background;
+pub(crate) mod blob_io;
 pub(crate) mod checkpoint;
 pub(crate) mod compaction;
 pub(crate) mod file_deleter;

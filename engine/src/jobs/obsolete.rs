@@ -51,7 +51,9 @@ pub(crate) fn delete_obsolete_files(db: &Shared) {
             FileKind::Wal(n) => n < min_wal,
             // A table out of every current version may still be read through an older one:
             // then its last reader deletes it.
-            FileKind::Table(n) => !live_tables.contains(&n) && db.live_tables().deletable_now(n),
+            FileKind::Table(n) | FileKind::Blob(n) => {
+                !live_tables.contains(&n) && db.live_tables().deletable_now(n)
+            }
             // Only older manifests: a newer one may be a rollover's, written and named by
             // `CURRENT` before the version set records its number (deleting it would leave
             // `CURRENT` naming nothing). A newer leftover of a failed creation goes once a
@@ -67,7 +69,9 @@ pub(crate) fn delete_obsolete_files(db: &Shared) {
         let path = db.dir().join(&name);
         match names::parse(&name) {
             // Tables, the slow deletions (their blocks freed), go to the deleter thread.
-            FileKind::Table(_) => db.file_deleter().delete(db.fs().as_ref(), path),
+            FileKind::Table(_) | FileKind::Blob(_) => {
+                db.file_deleter().delete(db.fs().as_ref(), path)
+            }
             _ => crate::core::file_deleter::remove_logged(db.fs().as_ref(), &path),
         }
     }

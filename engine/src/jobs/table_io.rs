@@ -9,23 +9,83 @@ use siftdb_sstable::{Table, TableBuilder, TableReadOptions};
 use crate::base::error::{Error, Result};
 use crate::base::fs::names;
 use crate::base::options::Options;
-use crate::base::version_edit::FileMeta;
+use crate::base::version_edit::{BlobMeta, BlobRefs, FileMeta};
+use crate::core::blob_file::BlobFile;
 use crate::core::filter_plan::FilterPlan;
 use crate::core::memtable::Memtable;
 use crate::core::shared::Shared;
 use crate::core::version::TableFile;
+use crate::jobs::blob_io::{BlobRefCounter, BlobSink};
 
-/// Builds the table of a memtable (none if it is empty) and opens it for L0 reads.
+/// What a flush wrote: the L0 table, and the blob files its large values went to.
+pub(crate) struct Flushed {
+    /// The table, open for L0 reads.
+    pub table: Arc<TableFile>,
+    /// The blob files the table references, open (empty without `enable_blob_files`).
+    pub blobs: Vec<Arc<BlobFile>>,
+}
+
+impl Flushed {
+    /// The manifest records of the blob files.
+    pub(crate) fn blob_metas(&self) -> Vec<BlobMeta> {
+        self.blobs.iter().map(|b| b.meta).collect()
+    }
+}
+
+/// Builds the table of a memtable of keyspace `keyspace` (none if it is empty) and opens it
+/// for L0 reads; with `enable_blob_files`, its large values go to blob files first. Blob file
+/// numbers are pending outputs, given back here if the flush fails.
 pub(crate) fn write_l0_table(
+    db: &Shared,
+    options: &Options,
+    keyspace: u32,
+    mem: &Memtable,
+    number: u64,
+    plan: FilterPlan,
+) -> Result<Option<Flushed>> {
+    if mem.is_empty() {
+        return Ok(None);
+    }
+    let mut blobs = BlobSink::for_options(db, options, keyspace);
+    let written = write_table_and_blobs(db, options, mem, number, &plan, blobs.as_mut());
+    let blob_numbers = blobs
+        .as_ref()
+        .map(|b| b.numbers().to_vec())
+        .unwrap_or_default();
+    let finished = written.and_then(|(meta, refs)| {
+        let blob_metas = match blobs {
+            Some(sink) => sink.finish()?,
+            None => Vec::new(),
+        };
+        // The table's and the blob files' directory entries must be durable before the
+        // manifest names them.
+        db.fs().sync_dir(db.dir())?;
+        Ok((meta, refs, blob_metas))
+    });
+    let opened = finished.and_then(|(meta, refs, blob_metas)| {
+        let table = open_flushed(db, options, number, &plan, meta, refs)?;
+        let blobs = blob_metas
+            .iter()
+            .map(|b| crate::jobs::blob_io::open_blob_file(db, b))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Flushed { table, blobs })
+    });
+    if opened.is_err() {
+        db.versions().release_outputs(&blob_numbers);
+    }
+    opened.map(Some)
+}
+
+/// Writes and syncs the table of `mem` (separating large values into `blobs`), returning what
+/// it holds and its references into blob files.
+fn write_table_and_blobs(
     db: &Shared,
     options: &Options,
     mem: &Memtable,
     number: u64,
-    plan: FilterPlan,
-) -> Result<Option<Arc<TableFile>>> {
-    if mem.is_empty() {
-        return Ok(None);
-    }
+    plan: &FilterPlan,
+    mut blobs: Option<&mut BlobSink<'_>>,
+) -> Result<(siftdb_sstable::TableMeta, Vec<BlobRefs>)> {
     let path = names::table(db.dir(), number);
     let mut file = crate::base::rate_limiter::paced(
         db.fs().create(&path)?,
@@ -34,15 +94,34 @@ pub(crate) fn write_l0_table(
     );
     let build = options.table_build_options(plan.build_level, plan.filter);
     let mut builder = TableBuilder::new(&mut file, build);
-    mem.try_for_each_entry(|key, value| builder.add(key, value))?;
+    let mut refs = BlobRefCounter::default();
+    mem.try_for_each_entry(|key, value| -> Result<()> {
+        match blobs.as_mut().map(|b| b.separate(key, value)).transpose()? {
+            Some(Some((index_key, index))) => {
+                refs.observe(index_key.encoded(), &index)?;
+                builder.add(index_key.encoded(), &index)?;
+            }
+            _ => builder.add(key, value)?,
+        }
+        Ok(())
+    })?;
     if let Some(tombstones) = mem.range_tombstones() {
         builder.set_range_tombstones((*tombstones).clone());
     }
     let meta = builder.finish()?;
     file.sync()?;
-    drop(file);
-    // The table's directory entry must be durable before the manifest names it.
-    db.fs().sync_dir(db.dir())?;
+    Ok((meta, refs.take()))
+}
+
+/// Opens the flushed table `number` for L0 reads, counting what was written.
+fn open_flushed(
+    db: &Shared,
+    options: &Options,
+    number: u64,
+    plan: &FilterPlan,
+    meta: siftdb_sstable::TableMeta,
+    blob_refs: Vec<BlobRefs>,
+) -> Result<Arc<TableFile>> {
     db.counters()
         .flush_bytes
         .fetch_add(meta.file_size, Ordering::Relaxed);
@@ -62,8 +141,9 @@ pub(crate) fn write_l0_table(
         distinct_keys: meta.properties.distinct_keys,
         filter_level: plan.level,
         filter_cap_millibits: None,
+        blob_refs,
     };
-    Ok(Some(open_table(db, options, 0, &file_meta)?))
+    open_table(db, options, 0, &file_meta)
 }
 
 /// Opens a live table of `level` of a tree with `options` (L0 tables pin their filter and index

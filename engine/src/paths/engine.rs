@@ -136,6 +136,12 @@ impl Engine {
             stats.filter_index_retirements += index.retirements.load(Relaxed);
             stats.filter_index_bytes += index.current().map_or(0, |c| c.size_bytes() as u64);
         }
+        for (_, version) in shared.versions().all_current() {
+            let (files, bytes, garbage) = version.blob_totals();
+            stats.blob_files += files;
+            stats.blob_file_bytes += bytes;
+            stats.blob_garbage_bytes += garbage;
+        }
         stats
     }
 

@@ -15,7 +15,9 @@ use crate::core::tree::ReadView;
 use crate::core::tree::Tree;
 use crate::core::version::TableFile;
 use crate::paths::engine::Engine;
-use crate::paths::iterator::{merge_for, visibility, DbIterator, KeyBounds, RawIterator, ScanSpec};
+use crate::paths::iterator::{
+    blob_reads, merge_for, visibility, DbIterator, KeyBounds, RawIterator, ScanSpec,
+};
 
 impl Engine {
     /// The newest value of `key` in `tree`, copied into `value` (cleared by the caller).
@@ -69,7 +71,7 @@ impl Engine {
             Some(got) => got,
             None => self.get_from_tables(tree, view, key, seq, opts.fill_cache, value)?,
         };
-        let found = self.resolve(tree, view, key, seq, got, value)?;
+        let found = self.resolve(tree, view, key, seq, got, opts.fill_cache, value)?;
         if found {
             self.shared.counters().gets_found.fetch_add(1, Relaxed);
         }
@@ -129,8 +131,10 @@ impl Engine {
     }
 
     /// Whether a lookup's answer is a live value (then in `value`): a value, an expiring value
-    /// that has not expired by the clock now (its expiry removed from `value`), or merge
+    /// that has not expired by the clock now (its expiry removed from `value`), a value kept in
+    /// a blob file (read through the block cache, filling it if `fill_cache`), or merge
     /// operands, resolved with everything below them.
+    #[allow(clippy::too_many_arguments)]
     fn resolve(
         &self,
         tree: &Tree,
@@ -138,12 +142,40 @@ impl Engine {
         key: &[u8],
         seq: u64,
         got: Lookup,
+        fill_cache: bool,
         value: &mut Vec<u8>,
     ) -> Result<bool> {
         match got {
-            Lookup::Merge => self.get_merged(tree, view, key, seq, value),
+            Lookup::Merge => self.get_merged(tree, view, key, seq, fill_cache, value),
+            Lookup::FoundBlob => {
+                let stored = std::mem::take(value);
+                self.read_blob(view, key, &stored, fill_cache)
+                    .map(|read| read.map(|v| *value = v).is_some())
+            }
             got => self.is_live(got, value),
         }
+    }
+
+    /// The value the blob index `stored` of `key` points to, `None` if it has expired.
+    fn read_blob(
+        &self,
+        view: &ReadView,
+        key: &[u8],
+        stored: &[u8],
+        fill_cache: bool,
+    ) -> Result<Option<Vec<u8>>> {
+        let now = crate::base::ttl::millis(self.shared.options().clock.now());
+        let mut value = Vec::new();
+        let live = crate::core::blob_file::resolve(
+            view.version.blob_files(),
+            self.shared.cache(),
+            fill_cache,
+            key,
+            stored,
+            now,
+            &mut value,
+        )?;
+        Ok(live.then_some(value))
     }
 
     /// Whether a lookup's answer is a live value (then in `value`): a value, or an expiring
@@ -155,7 +187,7 @@ impl Engine {
                 let now = crate::base::ttl::millis(self.shared.options().clock.now());
                 crate::base::ttl::resolve_in_place(value, now)
             }
-            Lookup::Deleted | Lookup::NotFound | Lookup::Merge => Ok(false),
+            Lookup::Deleted | Lookup::NotFound | Lookup::Merge | Lookup::FoundBlob => Ok(false),
         }
     }
 
@@ -170,14 +202,16 @@ impl Engine {
         view: &ReadView,
         key: &[u8],
         seq: u64,
+        fill_cache: bool,
         value: &mut Vec<u8>,
     ) -> Result<bool> {
         let now = crate::base::ttl::millis(self.shared.options().clock.now());
         let mut state = OperandStack::new(now);
+        let blob = |stored: &[u8]| self.read_blob(view, key, stored, fill_cache);
         for mem in std::iter::once(&view.mem).chain(view.imm.iter()) {
             let covered = mem.covering_tombstone(key, seq);
             let mut cursor = MemtableIter::new(Arc::clone(mem));
-            if state.take_versions(&mut cursor, key, seq, covered)? {
+            if state.take_versions(&mut cursor, key, seq, covered, &blob)? {
                 return state.merge(tree.options.merge_operator.as_ref(), key, value);
             }
         }
@@ -205,7 +239,7 @@ impl Engine {
             let mut cursor = file
                 .table
                 .iter_with(siftdb_sstable::TableIterOptions::default());
-            if state.take_versions(&mut cursor, key, seq, covered)? {
+            if state.take_versions(&mut cursor, key, seq, covered, &blob)? {
                 break;
             }
         }
@@ -584,7 +618,7 @@ impl Engine {
         value: &mut Vec<u8>,
     ) -> Result<Option<Vec<u8>>> {
         use std::sync::atomic::Ordering::Relaxed;
-        let found = self.resolve(tree, view, key, seq, got, value)?;
+        let found = self.resolve(tree, view, key, seq, got, true, value)?;
         if found {
             self.shared.counters().gets_found.fetch_add(1, Relaxed);
         }
@@ -667,7 +701,7 @@ pub(crate) fn raw_iterator(
         Ok(merge) => RawIterator::new(
             Some(Arc::clone(db.shared())),
             merge,
-            visibility(tree, &view, seq, now),
+            visibility(tree, &view, seq, now, blob_reads(db.shared(), &view, opts)),
             bounds,
         ),
         Err(e) => RawIterator::failed(Arc::clone(db.shared()), seq, e),

@@ -9,10 +9,12 @@
 //!   checking its checksum (damage is a typed error naming the file and offset, never a wrong
 //!   value), and walks the records in order for garbage collection.
 
+mod index;
 mod reader;
 mod reference;
 mod writer;
 
+pub use index::BlobIndex;
 pub use reader::{BlobFileReader, BlobRecord};
 pub use reference::BlobReference;
 pub use writer::{BlobFileMeta, BlobFileWriter};

@@ -256,11 +256,13 @@ impl Table {
         )?;
         match entry.as_ref() {
             CachedBlock::RangeFilter(f) => Ok(Arc::clone(f)),
-            CachedBlock::Block(_) | CachedBlock::Filter(_) | CachedBlock::Reservation => Err(self
-                .corruption(
-                    handle.offset,
-                    "cache holds another block at the range filter offset",
-                )),
+            CachedBlock::Block(_)
+            | CachedBlock::Filter(_)
+            | CachedBlock::Reservation
+            | CachedBlock::Blob(_) => Err(self.corruption(
+                handle.offset,
+                "cache holds another block at the range filter offset",
+            )),
         }
     }
 
@@ -280,7 +282,10 @@ impl Table {
                 })?;
         match entry.as_ref() {
             CachedBlock::Block(b) => Ok((Arc::clone(b), access)),
-            CachedBlock::Filter(_) | CachedBlock::RangeFilter(_) | CachedBlock::Reservation => {
+            CachedBlock::Filter(_)
+            | CachedBlock::RangeFilter(_)
+            | CachedBlock::Reservation
+            | CachedBlock::Blob(_) => {
                 Err(self.corruption(handle.offset, "cache holds a filter at a block offset"))
             }
         }
@@ -336,7 +341,10 @@ impl Table {
         )?;
         match entry.as_ref() {
             CachedBlock::Filter(f) => Ok(Some((Arc::clone(f), access))),
-            CachedBlock::Block(_) | CachedBlock::RangeFilter(_) | CachedBlock::Reservation => {
+            CachedBlock::Block(_)
+            | CachedBlock::RangeFilter(_)
+            | CachedBlock::Reservation
+            | CachedBlock::Blob(_) => {
                 Err(self.corruption(handle.offset, "cache holds a block at the filter offset"))
             }
         }

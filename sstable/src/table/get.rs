@@ -206,6 +206,7 @@ impl Table {
                 Lookup::Found | Lookup::FoundExpiring | Lookup::Merge => TableGet::Found(value),
                 Lookup::Deleted => TableGet::Deleted,
                 Lookup::NotFound => TableGet::NotFound,
+                Lookup::FoundBlob => TableGet::FoundBlob(value),
             },
         )
     }
@@ -304,6 +305,11 @@ impl Table {
                 value.clear();
                 value.extend_from_slice(it.value());
                 Lookup::Merge
+            }
+            ValueKind::BlobIndex => {
+                value.clear();
+                value.extend_from_slice(it.value());
+                Lookup::FoundBlob
             }
             // Range tombstones are never point entries; one in a data block is damage.
             ValueKind::Delete | ValueKind::RangeDelete => Lookup::Deleted,

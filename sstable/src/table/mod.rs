@@ -44,6 +44,8 @@ pub enum CachedBlock {
     Filter(Arc<Filter>),
     /// A decoded range filter block.
     RangeFilter(Arc<crate::RangeFilterBlock>),
+    /// A value read from a blob file (keyed by the blob file's number and the value's offset).
+    Blob(Arc<Vec<u8>>),
     /// No block: a pinned entry that charges memory held outside the cache (the engine's filter
     /// index) to the cache's budget, as RocksDB's cache reservations do.
     Reservation,
@@ -88,6 +90,9 @@ pub enum TableGet {
     Deleted,
     /// The table has no visible version of the key.
     NotFound,
+    /// The newest visible version is a value kept in a blob file: this is its blob index
+    /// ([`BlobIndex`](crate::blob::BlobIndex)), which the engine resolves.
+    FoundBlob(Vec<u8>),
 }
 
 /// Result of a point lookup that writes the value into the caller's buffer
@@ -107,6 +112,9 @@ pub enum Lookup {
     Deleted,
     /// The table has no visible version of the key.
     NotFound,
+    /// The newest visible version is a value kept in a blob file
+    /// ([`ValueKind::BlobIndex`](crate::ValueKind)): the caller's buffer holds its blob index.
+    FoundBlob,
 }
 
 /// How a [`TableIter`] reads blocks.
@@ -681,7 +689,10 @@ impl Table {
         )?;
         let block = match pin.value().as_ref() {
             CachedBlock::Block(b) => Arc::clone(b),
-            CachedBlock::Filter(_) | CachedBlock::RangeFilter(_) | CachedBlock::Reservation => {
+            CachedBlock::Filter(_)
+            | CachedBlock::RangeFilter(_)
+            | CachedBlock::Reservation
+            | CachedBlock::Blob(_) => {
                 return Err(self.corruption(handle.offset, "cache holds a filter at a block offset"))
             }
         };
@@ -702,7 +713,10 @@ impl Table {
         )?;
         let filter = match pin.value().as_ref() {
             CachedBlock::Filter(f) => Arc::clone(f),
-            CachedBlock::Block(_) | CachedBlock::RangeFilter(_) | CachedBlock::Reservation => {
+            CachedBlock::Block(_)
+            | CachedBlock::RangeFilter(_)
+            | CachedBlock::Reservation
+            | CachedBlock::Blob(_) => {
                 return Err(
                     self.corruption(handle.offset, "cache holds a block at the filter offset")
                 )

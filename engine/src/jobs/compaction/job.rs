@@ -540,6 +540,17 @@ impl<'a> CompactionJob<'a> {
         Ok(outputs)
     }
 
+    /// How the compaction filter reads blob values: from the input version's blob files,
+    /// without filling the block cache (a compaction reads each value once).
+    fn blob_fetch(&self) -> crate::base::compaction_filter::BlobFetch {
+        let reads = crate::core::blob_file::BlobReads {
+            files: Arc::clone(self.version.blob_files()),
+            cache: Arc::clone(self.db.cache()),
+            fill_cache: false,
+        };
+        Box::new(move |key, stored| reads.fetch(key, stored))
+    }
+
     /// Merges the inputs into new tables (synced, their directory entries durable) and opens
     /// them. Input blocks are read without filling the block cache and counted apart from user
     /// reads (`Stats::compaction_blocks_read`). A large job is split into key ranges merged on
@@ -548,15 +559,18 @@ impl<'a> CompactionJob<'a> {
     fn write(&mut self, ask_user: bool) -> Result<Written> {
         let db = self.db;
         // Always there: expired values go even without a user's filter.
-        let filter = Arc::new(JobFilter::new(
-            self.tree
-                .options
-                .compaction_filter
-                .clone()
-                .filter(|_| ask_user),
-            self.output_level,
-            crate::base::ttl::millis(self.tree.options.clock.now()),
-        ));
+        let filter = Arc::new(
+            JobFilter::new(
+                self.tree
+                    .options
+                    .compaction_filter
+                    .clone()
+                    .filter(|_| ask_user),
+                self.output_level,
+                crate::base::ttl::millis(self.tree.options.clock.now()),
+            )
+            .reading_blobs_with(self.blob_fetch()),
+        );
         let rules = self.gc_rules(Arc::clone(&filter));
         let snapshots = rules.snapshots.clone();
         // The tombstones the outputs keep: the newest per snapshot stripe, and at the bottom

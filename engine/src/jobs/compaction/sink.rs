@@ -40,6 +40,8 @@ pub(crate) struct TableSink<'a> {
     heat: Option<HeatMap>,
     /// The heat each finished output was written with (1 without a heat map).
     heats: Vec<f64>,
+    /// The current output's references into blob files.
+    blob_refs: crate::jobs::blob_io::BlobRefCounter,
 }
 
 impl<'a> TableSink<'a> {
@@ -69,6 +71,7 @@ impl<'a> TableSink<'a> {
             upper: None,
             heat: None,
             heats: Vec::new(),
+            blob_refs: crate::jobs::blob_io::BlobRefCounter::default(),
         }
     }
 
@@ -165,6 +168,7 @@ impl<'a> TableSink<'a> {
             distinct_keys: props.distinct_keys,
             filter_level: self.output_level,
             filter_cap_millibits: None,
+            blob_refs: self.blob_refs.take(),
         });
         Ok(())
     }
@@ -216,6 +220,11 @@ impl CompactionSink for TableSink<'_> {
         }
         if let (true, Some(heat)) = (boundary, &mut self.heat) {
             heat.observe(siftdb_sstable::user_key_of(key));
+        }
+        if let Err(e) = self.blob_refs.observe(key, value) {
+            let message = e.to_string();
+            self.error = Some(e);
+            return Err(SstError::InvalidArgument(message));
         }
         match self.current.as_mut() {
             Some(c) => c.1.add(key, value),

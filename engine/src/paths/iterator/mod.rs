@@ -15,7 +15,7 @@ use std::sync::Arc;
 pub(crate) use crate::core::key_bounds::KeyBounds;
 pub use raw::RawIterator;
 pub(crate) use raw::Visibility;
-pub(crate) use sources::{merge_for, visibility, ScanSpec};
+pub(crate) use sources::{blob_reads, merge_for, visibility, ScanSpec};
 
 use crate::base::error::Error;
 use crate::base::options::ReadOptions;
@@ -137,7 +137,7 @@ impl DbIterator {
         let now = crate::base::ttl::millis(db.options().clock.now());
         DbIterator {
             scan: Scan {
-                seen: visibility(tree, &view, sequence, now),
+                seen: visibility(tree, &view, sequence, now, blob_reads(db, &view, &read)),
                 db: Arc::clone(db),
                 tree: Arc::clone(tree),
                 view,
@@ -225,7 +225,13 @@ impl Iterator for DbIterator {
         if self.back.last_yielded().is_some_and(|back| key >= back) {
             return self.stop(None);
         }
-        Some(Ok((key.to_vec(), cursor.value().to_vec())))
+        let item = cursor
+            .try_value()
+            .map(|value| (key.to_vec(), value.to_vec()));
+        if item.is_err() {
+            self.done = true;
+        }
+        Some(item)
     }
 }
 
@@ -254,6 +260,12 @@ impl DoubleEndedIterator for DbIterator {
         if self.front.last_yielded().is_some_and(|front| key <= front) {
             return self.stop(None);
         }
-        Some(Ok((key.to_vec(), cursor.value().to_vec())))
+        let item = cursor
+            .try_value()
+            .map(|value| (key.to_vec(), value.to_vec()));
+        if item.is_err() {
+            self.done = true;
+        }
+        Some(item)
     }
 }

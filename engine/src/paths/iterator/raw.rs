@@ -15,10 +15,12 @@
 use std::sync::Arc;
 
 use siftdb_compaction::{InternalIterator, MergingIterator};
+use siftdb_sstable::blob::BlobIndex;
 use siftdb_sstable::{FragmentedRangeTombstones, InternalKey, ParsedKey, ValueKind, MAX_SEQUENCE};
 
 use crate::base::error::{Error, Result};
 use crate::base::merge::MergeOperator;
+use crate::core::blob_file::BlobReads;
 use crate::core::key_bounds::KeyBounds;
 use crate::core::shared::Shared;
 
@@ -33,6 +35,8 @@ pub(crate) struct Visibility {
     /// The range tombstones of the memtables and tables read (each list fragmented).
     pub tombstones: Vec<Arc<FragmentedRangeTombstones>>,
     pub merge_operator: Option<Arc<dyn MergeOperator>>,
+    /// Where the values of blob indexes are read (`None`: a cursor over no tables).
+    pub blobs: Option<BlobReads>,
 }
 
 impl Visibility {
@@ -105,6 +109,12 @@ pub struct RawIterator {
     broken: Option<Error>,
     /// The user keys the cursor keeps to.
     bounds: KeyBounds,
+    /// The current value is a blob index (in the merge's value going forward, in
+    /// `saved_value` going backward): [`RawIterator::value`] reads the value it points to on
+    /// first use, so a scan of keys alone never reads a blob.
+    current_is_blob: bool,
+    /// The current blob value, once read (or why it could not be).
+    blob_value: std::sync::OnceLock<std::result::Result<Arc<Vec<u8>>, Error>>,
 }
 
 impl std::fmt::Debug for RawIterator {
@@ -137,6 +147,8 @@ impl RawIterator {
             resolved: false,
             error: None,
             broken: None,
+            current_is_blob: false,
+            blob_value: std::sync::OnceLock::new(),
         }
     }
 
@@ -169,11 +181,47 @@ impl RawIterator {
         }
     }
 
-    /// The current value (empty when not valid).
+    /// The current value (empty when not valid). A value kept in a blob file is read here, on
+    /// first use; if that read fails, the value is empty and [`RawIterator::status`] says why.
     pub fn value(&self) -> &[u8] {
         if !self.valid {
             return &[];
         }
+        if self.current_is_blob {
+            return match self.blob_value() {
+                Ok(value) => value.as_slice(),
+                Err(_) => &[],
+            };
+        }
+        self.stored_value()
+    }
+
+    /// The current value, or the error reading it from its blob file.
+    pub(crate) fn try_value(&self) -> Result<&[u8]> {
+        if self.valid && self.current_is_blob {
+            return match self.blob_value() {
+                Ok(value) => Ok(value.as_slice()),
+                Err(e) => Err(e.duplicate()),
+            };
+        }
+        Ok(self.value())
+    }
+
+    /// The current blob value, read once.
+    fn blob_value(&self) -> &std::result::Result<Arc<Vec<u8>>, Error> {
+        self.blob_value.get_or_init(|| {
+            let key = self.key();
+            match &self.seen.blobs {
+                Some(blobs) => blobs.fetch(key, self.stored_value()),
+                None => Err(Error::corruption(
+                    "a blob index in a cursor without blob files",
+                )),
+            }
+        })
+    }
+
+    /// The current value as stored (a blob index for a blob value).
+    fn stored_value(&self) -> &[u8] {
         match self.direction {
             Direction::Forward if !self.resolved => {
                 self.merge.value().get(self.value_offset..).unwrap_or(&[])
@@ -182,11 +230,15 @@ impl RawIterator {
         }
     }
 
-    /// `Err` if the cursor stopped at damaged data (it is then not valid), else `Ok`.
+    /// `Err` if the cursor stopped at damaged data (it is then not valid), or if the current
+    /// value could not be read from its blob file; else `Ok`.
     pub fn status(&self) -> Result<()> {
-        match &self.error {
-            Some(e) => Err(e.duplicate()),
-            None => Ok(()),
+        if let Some(e) = &self.error {
+            return Err(e.duplicate());
+        }
+        match self.blob_value.get() {
+            Some(Err(e)) if self.valid => Err(e.duplicate()),
+            _ => Ok(()),
         }
     }
 
@@ -317,6 +369,12 @@ impl RawIterator {
                 let (expiry, _) = crate::base::ttl::decode(self.merge.value()).ok_or(())?;
                 Ok((self.seen.now < expiry).then_some(crate::base::ttl::EXPIRY_LEN))
             }
+            // The whole stored value is the blob index; its expiry is in it.
+            ValueKind::BlobIndex => {
+                let index = BlobIndex::decode(self.merge.value()).ok_or(())?;
+                let expired = index.expiry.is_some_and(|e| self.seen.now >= e);
+                Ok((!expired).then_some(0))
+            }
             // Range tombstones are never point entries.
             ValueKind::RangeDelete => Err(()),
         }
@@ -325,11 +383,18 @@ impl RawIterator {
     fn restart(&mut self, direction: Direction) {
         self.direction = direction;
         self.resolved = false;
+        self.clear_blob();
         // A cursor that could not be made reports why after every positioning, not only the
         // first (its merge is empty: without this a seek would show "no keys" instead).
         self.error = self.broken.as_ref().map(Error::duplicate);
         self.saved_key.clear();
         self.saved_value.clear();
+    }
+
+    /// Forgets the current blob value (the cursor moves).
+    fn clear_blob(&mut self) {
+        self.current_is_blob = false;
+        self.blob_value = std::sync::OnceLock::new();
     }
 
     /// Not on a key: at an end, or stopped by the merge's error.
@@ -352,6 +417,7 @@ impl RawIterator {
     /// operand is resolved there. With `skipping`, versions of `saved_key` are passed over.
     fn find_next_entry(&mut self, mut skipping: bool) {
         self.resolved = false;
+        self.clear_blob();
         while self.merge.valid() {
             let Some(parsed) = ParsedKey::parse(self.merge.key()) else {
                 return self.corrupt();
@@ -370,6 +436,7 @@ impl RawIterator {
                 match self.expiring_offset(parsed.kind) {
                     Ok(Some(offset)) if !covered => {
                         self.value_offset = offset;
+                        self.current_is_blob = parsed.kind == ValueKind::BlobIndex;
                         self.valid = true;
                         return;
                     }
@@ -412,7 +479,14 @@ impl RawIterator {
                     let Ok(offset) = self.expiring_offset(kind) else {
                         return self.corrupt();
                     };
-                    base = offset.map(|o| value.get(o..).unwrap_or(&[]).to_vec());
+                    let stored = offset.map(|o| value.get(o..).unwrap_or(&[]));
+                    base = match (kind, stored) {
+                        (ValueKind::BlobIndex, Some(index)) => match self.fetch_blob(&key, index) {
+                            Ok(value) => Some(value),
+                            Err(e) => return self.fail(e),
+                        },
+                        (_, stored) => stored.map(<[u8]>::to_vec),
+                    };
                     break;
                 }
             }
@@ -446,6 +520,22 @@ impl RawIterator {
         }
     }
 
+    /// The value the blob index `stored` of `key` points to, copied (a merge's base).
+    fn fetch_blob(&self, key: &[u8], stored: &[u8]) -> Result<Vec<u8>> {
+        match &self.seen.blobs {
+            Some(blobs) => blobs.fetch(key, stored).map(|v| v.as_ref().clone()),
+            None => Err(Error::corruption(
+                "a blob index in a cursor without blob files",
+            )),
+        }
+    }
+
+    /// Stops the cursor at `error`.
+    fn fail(&mut self, error: Error) {
+        self.valid = false;
+        self.error = Some(error);
+    }
+
     /// From the merge's position backward: the previous key whose newest visible version is a
     /// value (or merge operands), its key and value copied; the merge is left before that key's
     /// entries. A key's versions arrive oldest first, so its state is built up: a value replaces
@@ -453,10 +543,13 @@ impl RawIterator {
     /// operand stacks on it.
     fn find_prev_entry(&mut self) {
         self.resolved = false;
+        self.clear_blob();
         let mut have_key = false;
         let mut cover = 0;
-        // The key's state so far: a base value (in `saved_value`) and operands above it.
+        // The key's state so far: a base value (in `saved_value`; a blob index if
+        // `base_is_blob`) and operands above it.
         let mut has_base = false;
+        let mut base_is_blob = false;
         let mut operands: Vec<Vec<u8>> = Vec::new();
         while self.merge.valid() {
             let Some(parsed) = ParsedKey::parse(self.merge.key()) else {
@@ -488,11 +581,12 @@ impl RawIterator {
                     (ValueKind::Merge, Some(_)) if parsed.sequence >= cover => {
                         operands.push(value.to_vec());
                     }
-                    (_, Some(offset)) => {
+                    (kind, Some(offset)) => {
                         self.saved_value.clear();
                         self.saved_value
                             .extend_from_slice(value.get(offset..).unwrap_or(&[]));
                         has_base = true;
+                        base_is_blob = kind == ValueKind::BlobIndex;
                         operands.clear();
                     }
                     (_, None) => {
@@ -515,6 +609,15 @@ impl RawIterator {
                 self.error = Some(Error::from(e));
                 return;
             }
+        }
+        if has_base && base_is_blob && !operands.is_empty() {
+            // The operands' base is in a blob file: read it to merge.
+            match self.fetch_blob(&self.saved_key, &self.saved_value) {
+                Ok(value) => self.saved_value = value,
+                Err(e) => return self.fail(e),
+            }
+        } else if has_base && base_is_blob {
+            self.current_is_blob = true;
         }
         if !operands.is_empty() {
             let ops: Vec<&[u8]> = operands.iter().map(Vec::as_slice).collect();

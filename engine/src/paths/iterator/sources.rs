@@ -11,10 +11,12 @@ use siftdb_sstable::{SstError, TableIterOptions};
 use super::raw::Visibility;
 use crate::base::error::Result;
 use crate::base::options::ReadOptions;
+use crate::core::blob_file::BlobReads;
 use crate::core::key_bounds::KeyBounds;
 use crate::core::level_iter::LevelIterator;
 use crate::core::memtable::MemtableIter;
 use crate::core::range_skip::{RangeProbe, RangeSkippingTable};
+use crate::core::shared::Shared;
 use crate::core::tree::ReadView;
 use crate::core::tree::Tree;
 use crate::core::version::TableFile;
@@ -80,7 +82,13 @@ fn overlapping(files: &[Arc<TableFile>], bounds: &KeyBounds) -> std::ops::Range<
 /// What a read of `view` at `sequence` sees (expiring values judged at `now`): the range
 /// tombstones of its memtables and of its version's tables (fragmented together once per
 /// version), and the merge operator.
-pub(crate) fn visibility(tree: &Tree, view: &ReadView, sequence: u64, now: u64) -> Visibility {
+pub(crate) fn visibility(
+    tree: &Tree,
+    view: &ReadView,
+    sequence: u64,
+    now: u64,
+    blobs: BlobReads,
+) -> Visibility {
     let tombstones = std::iter::once(&view.mem)
         .chain(view.imm.iter())
         .filter_map(|m| m.range_tombstones())
@@ -91,6 +99,17 @@ pub(crate) fn visibility(tree: &Tree, view: &ReadView, sequence: u64, now: u64) 
         now,
         tombstones,
         merge_operator: tree.options.merge_operator.clone(),
+        blobs: Some(blobs),
+    }
+}
+
+/// How a cursor over `view` reads blob values: through `db`'s block cache, filling it as
+/// `read` says.
+pub(crate) fn blob_reads(db: &Shared, view: &ReadView, read: &ReadOptions) -> BlobReads {
+    BlobReads {
+        files: Arc::clone(view.version.blob_files()),
+        cache: Arc::clone(db.cache()),
+        fill_cache: read.fill_cache,
     }
 }
 

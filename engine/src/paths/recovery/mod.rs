@@ -203,7 +203,7 @@ fn inspect_directory(
     // manifest and empty logs alone are the leftovers of a creation that failed before its
     // commit point (CURRENT): nothing was ever acknowledged, so creation starts over.
     let holds_data = entries.iter().any(|e| match names::parse(e) {
-        FileKind::Table(_) => true,
+        FileKind::Table(_) | FileKind::Blob(_) => true,
         FileKind::Wal(_) => wal_replay::open_if_written(fs, &dir.join(e))
             .map(|input| input.is_some())
             .unwrap_or(true),
@@ -312,7 +312,9 @@ fn next_file_number(entries: &[String], manifest: &ManifestState) -> u64 {
     let highest_on_disk = entries
         .iter()
         .filter_map(|e| match names::parse(e) {
-            FileKind::Wal(n) | FileKind::Table(n) | FileKind::Manifest(n) => Some(n),
+            FileKind::Wal(n) | FileKind::Table(n) | FileKind::Blob(n) | FileKind::Manifest(n) => {
+                Some(n)
+            }
             _ => None,
         })
         .max()
@@ -367,18 +369,19 @@ fn open_versions(db: &Shared, manifest: &ManifestState) -> Result<Vec<(Arc<Tree>
     trees
         .into_iter()
         .map(|tree| {
-            let files = manifest
-                .keyspaces
-                .get(&tree.id)
-                .map(|k| k.files.clone())
-                .unwrap_or_default();
+            let recorded = manifest.keyspaces.get(&tree.id);
             let edit = VersionEdit {
-                added: files,
+                added: recorded.map(|k| k.files.clone()).unwrap_or_default(),
+                blob_files: recorded
+                    .map(|k| k.blob_files.values().copied().collect())
+                    .unwrap_or_default(),
                 ..VersionEdit::default()
             };
-            let version = Version::empty().apply(&edit, |level, meta| {
-                crate::jobs::table_io::open_table(db, &tree.options, level, meta)
-            })?;
+            let version = Version::empty().apply(
+                &edit,
+                |level, meta| crate::jobs::table_io::open_table(db, &tree.options, level, meta),
+                |meta| crate::jobs::blob_io::open_blob_file(db, meta),
+            )?;
             Ok((tree, version))
         })
         .collect()
@@ -481,13 +484,23 @@ fn flush_recovered(db: &Shared, tree: &Tree, version: Version, mem: &Memtable) -
     }
     let number = db.versions().new_output();
     let plan = crate::core::filter_plan::for_flush(&tree.options, &version, mem);
-    match crate::jobs::table_io::write_l0_table(db, &tree.options, mem, number, plan)? {
-        Some(file) => {
+    match crate::jobs::table_io::write_l0_table(db, &tree.options, tree.id, mem, number, plan)? {
+        Some(flushed) => {
             let edit = VersionEdit {
-                added: vec![(0, file.meta.clone())],
+                added: vec![(0, flushed.table.meta.clone())],
+                blob_files: flushed.blob_metas(),
                 ..VersionEdit::default()
             };
-            version.apply(&edit, |_, _| Ok(Arc::clone(&file)))
+            version.apply(
+                &edit,
+                |_, _| Ok(Arc::clone(&flushed.table)),
+                |meta| {
+                    let found = flushed.blobs.iter().find(|b| b.meta.number == meta.number);
+                    found.cloned().ok_or_else(|| {
+                        Error::corruption(format!("unknown blob file {}", meta.number))
+                    })
+                },
+            )
         }
         None => Ok(version),
     }
