@@ -235,16 +235,7 @@ pub fn pick_besides(
     let scores = scores_counting(levels, config, |f| !busy(f.number));
     let mut by_score: Vec<(usize, f64)> = scores.into_iter().enumerate().take(last).collect();
     by_score.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let fits = |p: &Pick| {
-        let output_level = p.level + 1;
-        let mine = Running::of(p, levels, output_level);
-        !mine.inputs.iter().any(|&n| busy(n))
-            && !running.iter().any(|r| {
-                r.output_level == output_level
-                    && r.largest >= mine.smallest
-                    && r.smallest <= mine.largest
-            })
-    };
+    let fits = |p: &Pick| fits_beside(p, levels, running);
     for (level, score) in by_score {
         if score < 1.0 {
             break;
@@ -285,6 +276,20 @@ pub fn pick_besides(
         }
     }
     None
+}
+
+/// Whether leveled pick `p` can run beside `running`: it shares no input file with them, and
+/// none of them writes into its output level a key range its outputs would overlap.
+pub fn fits_beside(p: &Pick, levels: &[Vec<LevelFile>], running: &[Running]) -> bool {
+    let busy = |n: u64| running.iter().any(|r| r.inputs.contains(&n));
+    let output_level = p.level + 1;
+    let mine = Running::of(p, levels, output_level);
+    !mine.inputs.iter().any(|&n| busy(n))
+        && !running.iter().any(|r| {
+            r.output_level == output_level
+                && r.largest >= mine.smallest
+                && r.smallest <= mine.largest
+        })
 }
 
 /// Bytes compaction still has to rewrite to bring the tree into shape (RocksDB's

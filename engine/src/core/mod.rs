@@ -4,6 +4,7 @@
 
 pub(crate) mod arena;
 pub(crate) mod blob_file;
+pub(crate) mod blob_gc;
 pub(crate) mod cache_reservation;
 pub(crate) mod closed_wals;
 pub(crate) mod file_cache;

@@ -36,6 +36,7 @@ pub(crate) struct EngineCounters {
     pub flushes: AtomicU64,
     pub flush_bytes: AtomicU64,
     pub blob_bytes_written: AtomicU64,
+    pub blob_bytes_relocated: AtomicU64,
     pub compactions: AtomicU64,
     pub compactions_peak_concurrency: AtomicU64,
     pub compaction_bytes_read: AtomicU64,
@@ -170,6 +171,9 @@ pub struct Stats {
     /// Bytes of blob files written (by flushes that separate values, and by blob garbage
     /// collection): counted in [`Stats::write_amplification`] with the tables.
     pub blob_bytes_written: u64,
+    /// Value bytes blob garbage collection moved out of the oldest blob files into new ones
+    /// (`Options::enable_blob_garbage_collection`).
+    pub blob_bytes_relocated: u64,
     /// Blob files live in the current versions of all keyspaces.
     pub blob_files: u64,
     /// Their stored value bytes (what their records hold, compressed where that paid).
@@ -374,6 +378,7 @@ impl EngineCounters {
             flushes: self.flushes.load(Relaxed),
             flush_bytes: self.flush_bytes.load(Relaxed),
             blob_bytes_written: self.blob_bytes_written.load(Relaxed),
+            blob_bytes_relocated: self.blob_bytes_relocated.load(Relaxed),
             // Gauges of the live versions, filled in by `Engine::stats`.
             blob_files: 0,
             blob_file_bytes: 0,

@@ -810,7 +810,13 @@ fn next_pick(tree: &TreeFiles, now_secs: u64) -> Option<(Pick, Running)> {
             let config = compaction_style::fifo_config(&options.compaction_options_fifo);
             fifo::pick(&levels, &config, now_secs, &tree.compacting)
         }
-    }?;
+    };
+    let pick = pick.or_else(|| {
+        let leveled = options.compaction_style == CompactionStyle::Level;
+        let forced =
+            || crate::core::blob_gc::forced_pick(&tree.current, options, &levels, &tree.compacting);
+        leveled.then(forced).flatten()
+    })?;
     let running = Running::of(&pick, &levels, pick.output_level);
     Some((pick, running))
 }

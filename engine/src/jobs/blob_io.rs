@@ -37,7 +37,14 @@ struct OpenBlob {
 impl<'a> BlobSink<'a> {
     /// A sink for keyspace `keyspace` with `options`, or `None` if it keeps values inline.
     pub(crate) fn for_options(db: &'a Shared, options: &Options, keyspace: u32) -> Option<Self> {
-        options.enable_blob_files.then(|| BlobSink {
+        options
+            .enable_blob_files
+            .then(|| BlobSink::new(db, options, keyspace))
+    }
+
+    /// A sink for keyspace `keyspace` writing blob files as `options` say.
+    pub(crate) fn new(db: &'a Shared, options: &Options, keyspace: u32) -> Self {
+        BlobSink {
             db,
             min_blob_size: options.min_blob_size,
             blob_file_size: options.blob_file_size,
@@ -46,7 +53,7 @@ impl<'a> BlobSink<'a> {
             current: None,
             finished: Vec::new(),
             numbers: Vec::new(),
-        })
+        }
     }
 
     /// The file numbers the sink has taken (to give back if the job fails).
@@ -81,6 +88,20 @@ impl<'a> BlobSink<'a> {
         let index = BlobIndex { reference, expiry };
         let key = InternalKey::new(parsed.user_key, parsed.sequence, ValueKind::BlobIndex);
         Ok(Some((key, index.encode())))
+    }
+
+    /// Writes `value` of `user_key` (read from an older blob file by garbage collection) to
+    /// this sink's current file.
+    pub(crate) fn relocate(
+        &mut self,
+        user_key: &[u8],
+        value: &[u8],
+    ) -> Result<siftdb_sstable::blob::BlobReference> {
+        self.db
+            .counters()
+            .blob_bytes_relocated
+            .fetch_add(value.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        self.add(user_key, value)
     }
 
     fn add(

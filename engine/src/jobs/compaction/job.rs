@@ -76,12 +76,14 @@ struct PartInputs<'r> {
 /// its outputs, their heats and bytes — or why it failed.
 struct PartOutput {
     numbers: Vec<u64>,
-    written: Result<(Vec<crate::base::version_edit::FileMeta>, Vec<f64>, u64)>,
+    written: Result<super::sink::SinkOutputs>,
 }
 
 /// What one merge of a job wrote.
 struct Written {
     outputs: Vec<Arc<TableFile>>,
+    /// Blob files of the values blob garbage collection relocated.
+    blobs: Vec<Arc<crate::core::blob_file::BlobFile>>,
     /// The live snapshots the merge's garbage collection respected.
     snapshots: Vec<u64>,
     /// Whether the user's compaction filter removed or changed any value.
@@ -167,12 +169,12 @@ impl<'a> CompactionJob<'a> {
         for attempt in 1.. {
             let written = self.write(attempt <= FILTERED_MERGE_ATTEMPTS)?;
             if !written.user_acted {
-                return self.install(written.outputs);
+                return self.install(written.outputs, &written.blobs);
             }
             let gate = self.db.snapshots().hold_new_snapshots();
             let current = self.db.snapshots().sequences();
             if current.iter().all(|s| written.snapshots.contains(s)) {
-                let installed = self.install(written.outputs);
+                let installed = self.install(written.outputs, &written.blobs);
                 drop(gate);
                 return installed;
             }
@@ -198,6 +200,13 @@ impl<'a> CompactionJob<'a> {
     /// more of the level below the output than a compaction output may.
     fn is_trivial_move(&self) -> bool {
         if self.output_level == self.level || self.inputs.iter().any(|(l, _)| *l != self.level) {
+            return false;
+        }
+        // A table holding values blob garbage collection moves is rewritten, not moved (a
+        // forced collection picks such tables for that).
+        let collect = crate::core::blob_gc::files_to_collect(&self.version, &self.tree.options);
+        let collects = |f: &TableFile| f.meta.blob_refs.iter().any(|r| collect.contains(&r.file));
+        if self.inputs.iter().any(|(_, f)| collects(f)) {
             return false;
         }
         let mut ranges: Vec<(&[u8], &[u8])> = self
@@ -519,9 +528,10 @@ impl<'a> CompactionJob<'a> {
         metas: &[crate::base::version_edit::FileMeta],
         heats: Vec<f64>,
         bytes_written: u64,
+        wrote_blobs: bool,
     ) -> Result<Vec<Arc<TableFile>>> {
         let db = self.db;
-        if !metas.is_empty() {
+        if !metas.is_empty() || wrote_blobs {
             // The outputs' directory entries must be durable before the manifest names them.
             db.fs().sync_dir(db.dir())?;
         }
@@ -540,14 +550,36 @@ impl<'a> CompactionJob<'a> {
         Ok(outputs)
     }
 
-    /// How the compaction filter reads blob values: from the input version's blob files,
-    /// without filling the block cache (a compaction reads each value once).
-    fn blob_fetch(&self) -> crate::base::compaction_filter::BlobFetch {
-        let reads = crate::core::blob_file::BlobReads {
+    /// Blob garbage collection for this job, if on: the live values the inputs reference in
+    /// the oldest `blob_garbage_collection_age_cutoff` of the blob files move to new ones, so
+    /// those files become all garbage and go (RocksDB's integrated BlobDB garbage collection).
+    fn relocation(&self) -> Option<super::sink::Relocation<'a>> {
+        let options = &self.tree.options;
+        let oldest = crate::core::blob_gc::files_to_collect(&self.version, options);
+        if oldest.is_empty() {
+            return None;
+        }
+        Some(super::sink::Relocation {
+            files: oldest,
+            reads: self.blob_reads(),
+            sink: crate::jobs::blob_io::BlobSink::new(self.db, options, self.tree.id),
+        })
+    }
+
+    /// How the compaction reads blob values: the input version's blob files, without filling
+    /// the block cache (a compaction reads each value once).
+    fn blob_reads(&self) -> crate::core::blob_file::BlobReads {
+        crate::core::blob_file::BlobReads {
             files: Arc::clone(self.version.blob_files()),
             cache: Arc::clone(self.db.cache()),
             fill_cache: false,
-        };
+        }
+    }
+
+    /// How the compaction filter reads blob values: from the input version's blob files,
+    /// without filling the block cache (a compaction reads each value once).
+    fn blob_fetch(&self) -> crate::base::compaction_filter::BlobFetch {
+        let reads = self.blob_reads();
         Box::new(move |key, stored| reads.fetch(key, stored))
     }
 
@@ -602,16 +634,18 @@ impl<'a> CompactionJob<'a> {
         };
         let mut metas = Vec::new();
         let mut heats = Vec::new();
+        let mut blob_metas = Vec::new();
         let mut bytes_written = 0;
         let mut failure = None;
         for part in merged {
             // Numbered outputs are the job's to give back, whichever part failed.
             self.uninstalled.extend_from_slice(&part.numbers);
             match part.written {
-                Ok((m, h, b)) => {
-                    metas.extend(m);
-                    heats.extend(h);
-                    bytes_written += b;
+                Ok(out) => {
+                    metas.extend(out.tables);
+                    heats.extend(out.heats);
+                    blob_metas.extend(out.blobs);
+                    bytes_written += out.bytes_written;
                 }
                 Err(e) => failure = failure.or(Some(e)),
             }
@@ -619,9 +653,14 @@ impl<'a> CompactionJob<'a> {
         if let Some(e) = failure {
             return Err(e);
         }
-        let outputs = self.open_outputs(&metas, heats, bytes_written)?;
+        let outputs = self.open_outputs(&metas, heats, bytes_written, !blob_metas.is_empty())?;
+        let blobs = blob_metas
+            .iter()
+            .map(|b| crate::jobs::blob_io::open_blob_file(db, b))
+            .collect::<Result<Vec<_>>>()?;
         Ok(Written {
             outputs,
+            blobs,
             snapshots,
             user_acted: filter.user_acted(),
         })
@@ -732,6 +771,7 @@ impl<'a> CompactionJob<'a> {
             grandparents,
         );
         sink.set_range_tombstones(shared.tombstones.clone());
+        sink.set_relocation(self.relocation());
         sink.set_bounds(lower, upper);
         sink.set_heat_map(self.heat_map());
         let filter_failure = || shared.filter.failure();
@@ -774,9 +814,16 @@ impl<'a> CompactionJob<'a> {
     /// One manifest edit removes the inputs and adds the outputs; then the inputs' cached blocks
     /// are dropped and their files deleted (readers still holding the old version keep their
     /// open files).
-    fn install(&mut self, outputs: Vec<Arc<TableFile>>) -> Result<()> {
+    fn install(
+        &mut self,
+        outputs: Vec<Arc<TableFile>>,
+        blobs: &[Arc<crate::core::blob_file::BlobFile>],
+    ) -> Result<()> {
         let db = self.db;
-        let mut edit = VersionEdit::default();
+        let mut edit = VersionEdit {
+            blob_files: blobs.iter().map(|b| b.meta).collect(),
+            ..VersionEdit::default()
+        };
         for (level, f) in &self.inputs {
             edit.deleted.push((*level, f.meta.number));
         }
@@ -788,7 +835,7 @@ impl<'a> CompactionJob<'a> {
         let inputs: Vec<&TableFile> = self.inputs.iter().map(|(_, f)| &**f).collect();
         self.tree.filter_index.inherit(&inputs, &outputs);
         db.versions()
-            .log_and_apply(&self.tree, edit, &outputs, |_| {})?;
+            .log_and_apply_with_blobs(&self.tree, edit, &outputs, blobs, |_| {})?;
         // Again once installed: a filter index rebuild that began in between scanned the
         // inputs, not the outputs.
         self.tree.filter_index.inherit(&inputs, &outputs);

@@ -10,8 +10,13 @@ use super::cuts::OutputCuts;
 use super::heat_map::HeatMap;
 use crate::base::error::{Error, Result};
 use crate::base::fs::{names, WritableFile};
-use crate::base::version_edit::FileMeta;
+use crate::base::version_edit::{BlobMeta, FileMeta};
+use crate::core::blob_file::BlobReads;
 use crate::core::shared::Shared;
+use crate::jobs::blob_io::BlobSink;
+use siftdb_sstable::blob::BlobIndex;
+use siftdb_sstable::{ParsedKey, ValueKind};
+use std::collections::BTreeSet;
 
 /// Writes surviving entries into output tables (see the module documentation).
 pub(crate) struct TableSink<'a> {
@@ -42,6 +47,43 @@ pub(crate) struct TableSink<'a> {
     heats: Vec<f64>,
     /// The current output's references into blob files.
     blob_refs: crate::jobs::blob_io::BlobRefCounter,
+    /// Blob garbage collection: values in the oldest blob files move to new ones.
+    relocation: Option<Relocation<'a>>,
+    /// The blob files relocation wrote, once finished.
+    blob_metas: Vec<BlobMeta>,
+}
+
+/// What a compaction's blob garbage collection needs: the blob files whose live values it
+/// moves (the oldest, `blob_garbage_collection_age_cutoff` of them), how to read them, and
+/// where the values go.
+pub(crate) struct Relocation<'a> {
+    pub files: BTreeSet<u64>,
+    pub reads: BlobReads,
+    pub sink: BlobSink<'a>,
+}
+
+impl Relocation<'_> {
+    /// The blob index to store instead of `stored` (an entry of `key`), if it points into a
+    /// file being collected: its value is read and written to a new blob file.
+    fn relocate(&mut self, key: &[u8], stored: &[u8]) -> Result<Option<Vec<u8>>> {
+        let Some(parsed) = ParsedKey::parse(key) else {
+            return Ok(None);
+        };
+        if parsed.kind != ValueKind::BlobIndex {
+            return Ok(None);
+        }
+        let index = crate::core::blob_file::decode_index(parsed.user_key, stored)?;
+        if !self.files.contains(&index.reference.file_number) {
+            return Ok(None);
+        }
+        let value = self.reads.fetch(parsed.user_key, stored)?;
+        let reference = self.sink.relocate(parsed.user_key, &value)?;
+        let moved = BlobIndex {
+            reference,
+            expiry: index.expiry,
+        };
+        Ok(Some(moved.encode()))
+    }
 }
 
 impl<'a> TableSink<'a> {
@@ -72,7 +114,14 @@ impl<'a> TableSink<'a> {
             heat: None,
             heats: Vec::new(),
             blob_refs: crate::jobs::blob_io::BlobRefCounter::default(),
+            relocation: None,
+            blob_metas: Vec::new(),
         }
+    }
+
+    /// Moves the values of blob indexes into `relocation`'s files (blob garbage collection).
+    pub(crate) fn set_relocation(&mut self, relocation: Option<Relocation<'a>>) {
+        self.relocation = relocation;
     }
 
     /// Sizes each output's filter from `heat` (adaptive filter allocation) instead of the
@@ -107,12 +156,19 @@ impl<'a> TableSink<'a> {
         if self.current.is_none() && self.outputs.is_empty() && tombstones_left {
             self.start_output()?;
         }
-        self.finish_current(upper.as_deref())
+        self.finish_current(upper.as_deref())?;
+        if let Some(relocation) = self.relocation.take() {
+            self.numbers.extend_from_slice(relocation.sink.numbers());
+            self.blob_metas = relocation.sink.finish()?;
+        }
+        Ok(())
     }
 
-    /// The output numbers taken so far.
-    pub(crate) fn numbers(&self) -> &[u64] {
-        &self.numbers
+    /// The output numbers taken so far: tables, and blob files of relocated values.
+    pub(crate) fn numbers(&self) -> Vec<u64> {
+        let blobs = self.relocation.as_ref().map(|r| r.sink.numbers());
+        let blobs = blobs.unwrap_or_default().iter();
+        self.numbers.iter().chain(blobs).copied().collect()
     }
 
     /// The error that stopped the sink, with its kind intact, if the merge failed because of it.
@@ -120,9 +176,15 @@ impl<'a> TableSink<'a> {
         self.error.take()
     }
 
-    /// The finished outputs, the heat each was written with, and the bytes written.
-    pub(crate) fn into_outputs(self) -> (Vec<FileMeta>, Vec<f64>, u64) {
-        (self.outputs, self.heats, self.bytes_written)
+    /// The finished outputs, the heat each was written with, the bytes written, and the blob
+    /// files of relocated values.
+    pub(crate) fn into_outputs(self) -> SinkOutputs {
+        SinkOutputs {
+            tables: self.outputs,
+            heats: self.heats,
+            bytes_written: self.bytes_written,
+            blobs: self.blob_metas,
+        }
     }
 
     /// Finishes and syncs the output being written, if any; the next output (if one follows)
@@ -200,6 +262,24 @@ impl<'a> TableSink<'a> {
     }
 }
 
+/// What a merge wrote: tables (with the heat each inherits), their bytes, and the blob files
+/// of relocated values.
+pub(crate) struct SinkOutputs {
+    pub tables: Vec<FileMeta>,
+    pub heats: Vec<f64>,
+    pub bytes_written: u64,
+    pub blobs: Vec<BlobMeta>,
+}
+
+impl TableSink<'_> {
+    /// Keeps `error` for the job (the merge sees only that the sink failed).
+    fn fail(&mut self, error: Error) -> SstError {
+        let message = error.to_string();
+        self.error = Some(error);
+        SstError::InvalidArgument(message)
+    }
+}
+
 impl CompactionSink for TableSink<'_> {
     fn add(
         &mut self,
@@ -221,10 +301,14 @@ impl CompactionSink for TableSink<'_> {
         if let (true, Some(heat)) = (boundary, &mut self.heat) {
             heat.observe(siftdb_sstable::user_key_of(key));
         }
+        let relocated = match self.relocation.as_mut().map(|r| r.relocate(key, value)) {
+            Some(Ok(moved)) => moved,
+            Some(Err(e)) => return Err(self.fail(e)),
+            None => None,
+        };
+        let value = relocated.as_deref().unwrap_or(value);
         if let Err(e) = self.blob_refs.observe(key, value) {
-            let message = e.to_string();
-            self.error = Some(e);
-            return Err(SstError::InvalidArgument(message));
+            return Err(self.fail(e));
         }
         match self.current.as_mut() {
             Some(c) => c.1.add(key, value),
