@@ -125,3 +125,51 @@ fn overwrites_compactions_and_reopens_keep_the_newest_values_and_drop_dead_blob_
         assert_eq!(db.get(key(i)).unwrap(), expected, "key {i} after reopen");
     }
 }
+
+#[test]
+fn a_flipped_bit_in_a_blob_is_corruption_naming_the_file_and_offset() {
+    let dir = siftdb_tests::temp_dir();
+    let n = 400;
+    {
+        let db = Db::open(dir.path(), options()).unwrap();
+        for i in 0..n {
+            db.put(key(i), value(i, 0)).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let blob = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension() == Some("blob".as_ref()))
+        .unwrap();
+    let mut bytes = std::fs::read(&blob).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x10;
+    std::fs::write(&blob, &bytes).unwrap();
+    let db = Db::open(dir.path(), options()).unwrap();
+    let name = blob.file_name().unwrap().to_string_lossy().to_string();
+    let mut errors = 0;
+    for i in 0..n {
+        match db.get(key(i)) {
+            Ok(got) => assert_eq!(got, Some(value(i, 0)), "key {i}"),
+            Err(e) => {
+                assert!(e.is_corruption(), "{e}");
+                let message = e.to_string();
+                assert!(message.contains(&name), "{message}");
+                assert!(message.contains("offset"), "{message}");
+                errors += 1;
+            }
+        }
+    }
+    assert!(errors >= 1, "the damaged value was read as good");
+    // A scan stops at the damaged value with the same error.
+    let scanned: Vec<_> = db.iter().collect();
+    assert!(scanned.iter().any(|r| r.as_ref().is_err_and(|e| e.is_corruption())));
+    assert!(scanned
+        .iter()
+        .filter_map(|r| r.as_ref().ok())
+        .all(|(k, v)| {
+            let i: u64 = std::str::from_utf8(&k[3..]).unwrap().parse().unwrap();
+            *v == value(i, 0)
+        }));
+}

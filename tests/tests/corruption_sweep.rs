@@ -1,9 +1,9 @@
 //! Corruption sweep: single-bit flips and truncations spread over every file of a database
-//! (WAL, tables, manifest, CURRENT, OPTIONS), once with the default keyspace leveled and once
+//! (WAL, tables, blob files, manifest, CURRENT, OPTIONS), once with the default keyspace leveled and once
 //! FIFO (the second keyspace is universal in both). Each must give a clear error or, for a WAL tail,
 //! a clean point-in-time recovery. Never a wrong value, never a panic. The database has two
 //! keyspaces (a quarter of the keys in "second", written in cross-keyspace batches, its tables
-//! filtered by binary fuse filters), so flips land
+//! filtered by binary fuse filters, its values kept in blob files), so flips land
 //! in keyspace records of the WAL and the manifest too; a key found in the wrong keyspace, or a
 //! keyspace that vanished, counts as wrong. A tenth of the values expire (in an hour). Before
 //! them, *ghost* keys are written and removed by range deletes, and *counters* are built from
@@ -125,6 +125,11 @@ fn base(style: CompactionStyle) -> FaultFs {
                 partition_above: Some(256),
                 metadata_block_size: 256,
                 compaction_style: siftdb::CompactionStyle::Universal,
+                // Its values in blob files (every one qualifies), so flips land in blob files
+                // and in the blob indexes of its tables too.
+                enable_blob_files: true,
+                min_blob_size: 16,
+                blob_file_size: 8 << 10,
                 ..Default::default()
             },
         )
@@ -166,6 +171,10 @@ fn base(style: CompactionStyle) -> FaultFs {
             .contains("binary_fuse"),
         "no fuse filter in the sweep's tables: {}",
         second.property("siftdb.levels").unwrap_or_default()
+    );
+    assert!(
+        stats.blob_files > 0,
+        "no blob file in the sweep's database: {stats:?}"
     );
     if style == CompactionStyle::Fifo {
         let levels = db.level_info();
