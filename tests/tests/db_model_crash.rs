@@ -141,6 +141,15 @@ fn options_in(fs: &FaultFs, style: siftdb::CompactionStyle) -> Options {
         // No filter on the bottom level: unfiltered tables go through power loss too.
         memtable_prefix_bloom_size_ratio: 0.25,
         optimize_filters_for_hits: true,
+        // Leveled trees keep values of 40 bytes and more in tiny blob files, collected by
+        // compactions (forced at a third of garbage): power is lost while blob files are
+        // written, synced, relocated and deleted too.
+        enable_blob_files: !universal,
+        min_blob_size: 40,
+        blob_file_size: 1024,
+        enable_blob_garbage_collection: !universal,
+        blob_garbage_collection_age_cutoff: 0.5,
+        blob_garbage_collection_force_threshold: 0.3,
         fs: Arc::new(fs.clone()),
         ..Options::default()
     }
