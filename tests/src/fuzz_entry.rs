@@ -43,9 +43,10 @@ pub fn table_open_and_iterate(data: &[u8]) {
 }
 
 /// Opens `data` as blob file 7, walks its records and reads each record's value, and decodes
-/// `data` as a blob reference: errors are fine, panics are not.
+/// `data` as a blob reference and as a blob index: errors are fine, panics are not.
 pub fn blob_file_decode(data: &[u8]) {
     let _ = siftdb_sstable::blob::BlobReference::decode(data);
+    let _ = siftdb_sstable::blob::BlobIndex::decode(data);
     let file = Box::new(Bytes(data.to_vec()));
     let Ok(reader) = siftdb_sstable::blob::BlobFileReader::open(file, 7, "fuzz.blob") else {
         return;
@@ -223,6 +224,9 @@ fn envelope(magic: [u8; 4], seed: u64, payload: &[u8]) -> Vec<u8> {
 fn fresh_db(fs: &FaultFs) -> Option<()> {
     let db = Db::open("/db", options(fs)).ok()?;
     db.put(b"k1", b"v1").ok()?;
+    // A value kept in a blob file: the manifest records the blob file and the table's
+    // reference into it.
+    db.put(b"k2", [b'b'; 32]).ok()?;
     db.flush().ok()?;
     Some(())
 }
@@ -230,6 +234,8 @@ fn fresh_db(fs: &FaultFs) -> Option<()> {
 fn options(fs: &FaultFs) -> Options {
     Options {
         fs: Arc::new(fs.clone()),
+        enable_blob_files: true,
+        min_blob_size: 16,
         ..Options::default()
     }
 }

@@ -164,7 +164,9 @@ fn a_flipped_bit_in_a_blob_is_corruption_naming_the_file_and_offset() {
     assert!(errors >= 1, "the damaged value was read as good");
     // A scan stops at the damaged value with the same error.
     let scanned: Vec<_> = db.iter().collect();
-    assert!(scanned.iter().any(|r| r.as_ref().is_err_and(|e| e.is_corruption())));
+    assert!(scanned
+        .iter()
+        .any(|r| r.as_ref().is_err_and(|e| e.is_corruption())));
     assert!(scanned
         .iter()
         .filter_map(|r| r.as_ref().ok())

@@ -32,6 +32,12 @@ fn options() -> Options {
         // inside rollovers (new manifest, CURRENT switch, old one deleted) and table reopens.
         max_manifest_file_size: 4 << 10,
         max_open_files: 8,
+        // Every value in blob files (small ones), relocated by compactions: kills land while
+        // blob files are written, synced, collected and deleted too.
+        enable_blob_files: true,
+        min_blob_size: 0,
+        blob_file_size: 64 << 10,
+        enable_blob_garbage_collection: true,
         ..Options::default()
     }
 }
