@@ -68,7 +68,17 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn options(clock: &Arc<ManualClock>) -> Options {
+    options_with_blobs(clock, false)
+}
+
+/// [`options`], with values of 40 bytes and more in blob files (their expiry in the tables'
+/// blob indexes) when `blobs`.
+fn options_with_blobs(clock: &Arc<ManualClock>, blobs: bool) -> Options {
     Options {
+        enable_blob_files: blobs,
+        min_blob_size: 40,
+        blob_file_size: 1024,
+        enable_blob_garbage_collection: blobs,
         write_buffer_size: 2048,
         block_size: 256,
         target_file_size_base: 2048,
@@ -90,11 +100,12 @@ fn visible(model: &Model, now: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
         .collect()
 }
 
-fn run(ops: &[Op]) {
+fn run(ops: &[Op], blobs: bool) {
     let dir = siftdb_tests::temp_dir();
     let clock = Arc::new(ManualClock(AtomicU64::new(1_700_000_000_000)));
     let now = || clock.0.load(Ordering::SeqCst);
-    let mut db = Db::open(dir.path(), options(&clock)).expect("open");
+    let options = || options_with_blobs(&clock, blobs);
+    let mut db = Db::open(dir.path(), options()).expect("open");
     let mut model = Model::new();
     let mut snapshots: Vec<(siftdb::Snapshot, Model)> = Vec::new();
     for op in ops {
@@ -163,7 +174,7 @@ fn run(ops: &[Op]) {
             Op::Reopen => {
                 snapshots.clear();
                 db.close().expect("close");
-                db = Db::open(dir.path(), options(&clock)).expect("reopen");
+                db = Db::open(dir.path(), options()).expect("reopen");
             }
         }
     }
@@ -230,6 +241,13 @@ proptest! {
 
     #[test]
     fn expiring_values_match_the_model(ops in proptest::collection::vec(op(), 1..120)) {
-        run(&ops);
+        run(&ops, false);
+    }
+
+    #[test]
+    fn expiring_values_in_blob_files_match_the_model(
+        ops in proptest::collection::vec(op(), 1..120)
+    ) {
+        run(&ops, true);
     }
 }
