@@ -563,6 +563,36 @@ pub struct Args {
     /// value is this fraction of random bytes repeated to fill it.
     #[arg(long = "compression_ratio", default_value_t = 0.5)]
     pub compression_ratio: f64,
+    /// Key-value separation (db_bench's name): values of at least `--min_blob_size` bytes in
+    /// blob files (RocksDB's integrated BlobDB; fjall's KV separation).
+    #[arg(long = "enable_blob_files", num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", action = ArgAction::Set,
+          value_parser = BoolishValueParser::new())]
+    pub enable_blob_files: bool,
+    /// Values of at least this many bytes go to blob files (db_bench's name).
+    #[arg(long = "min_blob_size", default_value_t = 0)]
+    pub min_blob_size: usize,
+    /// Blob file size in bytes (db_bench's name) [default: 256 MiB, RocksDB's].
+    #[arg(long = "blob_file_size", default_value_t = 256 << 20)]
+    pub blob_file_size: u64,
+    /// Codec of blob values: none, lz4 or zstd (db_bench's `blob_compression_type`).
+    #[arg(long = "blob_compression_type", value_parser = parse_compression, default_value = "none")]
+    pub blob_compression_type: siftdb::Compression,
+    /// Compactions relocate the live values of the oldest blob files (db_bench's name).
+    #[arg(long = "enable_blob_garbage_collection", num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", action = ArgAction::Set,
+          value_parser = BoolishValueParser::new())]
+    pub enable_blob_garbage_collection: bool,
+    /// The oldest share of blob files garbage collection relocates (db_bench's name).
+    #[arg(long = "blob_garbage_collection_age_cutoff", default_value_t = 0.25)]
+    pub blob_garbage_collection_age_cutoff: f64,
+    /// Garbage share of those files that forces compactions for them (db_bench's name; 1:
+    /// never).
+    #[arg(
+        long = "blob_garbage_collection_force_threshold",
+        default_value_t = 1.0
+    )]
+    pub blob_garbage_collection_force_threshold: f64,
     /// Open every engine as a pessimistic transaction database (RocksDB's `TransactionDB`;
     /// siftdb's `TransactionMode::Pessimistic`): randomtransaction locks its keys.
     #[arg(long = "transaction_db", num_args = 0..=1, default_value = "false",
@@ -784,6 +814,8 @@ pub struct Config {
     pub compression: Vec<siftdb::Compression>,
     /// How compressible values are (fraction of random bytes).
     pub compression_ratio: f64,
+    /// Key-value separation, as every engine gets it.
+    pub blob: BlobShape,
     /// Partitioned index and filters: every table, none, or the engine's default.
     pub partition_index_and_filters: Option<bool>,
     /// Transactions (`--transaction_db`, `--optimistic_transaction_db`; `None`: neither).
@@ -884,6 +916,15 @@ impl Config {
                 None => siftdb::Options::default().compression_per_level,
             },
             compression_ratio: args.compression_ratio,
+            blob: BlobShape {
+                enabled: args.enable_blob_files,
+                min_blob_size: args.min_blob_size,
+                blob_file_size: args.blob_file_size,
+                compression: args.blob_compression_type,
+                gc: args.enable_blob_garbage_collection,
+                gc_age_cutoff: args.blob_garbage_collection_age_cutoff,
+                gc_force_threshold: args.blob_garbage_collection_force_threshold,
+            },
             partition_index_and_filters: args.partition_index_and_filters,
             transactions: TransactionConfig::from_args(args),
             sync: args.sync,
@@ -933,6 +974,25 @@ impl Config {
     }
 }
 
+/// Key-value separation as every engine gets it (`--enable_blob_files` and friends).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BlobShape {
+    /// Values in blob files (`--enable_blob_files`).
+    pub enabled: bool,
+    /// Smallest value kept apart (`--min_blob_size`).
+    pub min_blob_size: usize,
+    /// Blob file size (`--blob_file_size`).
+    pub blob_file_size: u64,
+    /// Codec of blob values (`--blob_compression_type`).
+    pub compression: siftdb::Compression,
+    /// Garbage collection (`--enable_blob_garbage_collection`).
+    pub gc: bool,
+    /// Oldest share of blob files collected (`--blob_garbage_collection_age_cutoff`).
+    pub gc_age_cutoff: f64,
+    /// Garbage share forcing a collection (`--blob_garbage_collection_force_threshold`).
+    pub gc_force_threshold: f64,
+}
+
 /// Refuses flags no run can use: zero counts, fractions out of range, sizes above the engine's
 /// limits, and flags that need another.
 fn check_flags(args: &Args) -> Result<()> {
@@ -952,6 +1012,19 @@ fn check_flags(args: &Args) -> Result<()> {
         return Err(Error::new(
             "--transaction_db and --optimistic_transaction_db exclude each other: pick one",
         ));
+    }
+    let blob_shares = [
+        args.blob_garbage_collection_age_cutoff,
+        args.blob_garbage_collection_force_threshold,
+    ];
+    if blob_shares.iter().any(|s| !(0.0..=1.0).contains(s)) {
+        return Err(Error::new(
+            "--blob_garbage_collection_age_cutoff and --blob_garbage_collection_force_threshold \
+             must be between 0 and 1",
+        ));
+    }
+    if args.blob_file_size == 0 {
+        return Err(Error::new("--blob_file_size must be at least 1"));
     }
     if args.transaction_sets == 0 {
         return Err(Error::new("--transaction_sets must be at least 1"));

@@ -644,6 +644,18 @@ fn writes_text(s: &Stats, result: &PhaseResult) -> String {
         s.stall_micros as f64 / 1000.0,
         stall_causes_text(s)
     );
+    if s.blob_bytes_written > 0 || s.blob_files > 0 {
+        let _ = writeln!(
+            out,
+            "  blob files   : {} written ({} of it relocated by garbage collection); {} live \
+             files hold {}, {} of it garbage",
+            human_bytes(s.blob_bytes_written),
+            human_bytes(s.blob_bytes_relocated),
+            s.blob_files,
+            human_bytes(s.blob_file_bytes),
+            human_bytes(s.blob_garbage_bytes)
+        );
+    }
     if s.table_bytes_uncompressed > 0 {
         let _ = writeln!(
             out,
@@ -978,6 +990,10 @@ fn stats_json(s: &Stats, point_reads_only: bool, map: &mut Map<String, Value>) {
     put("bytes_written_user", json!(s.bytes_written_user));
     put("wal_bytes", json!(s.wal_bytes));
     put("flush_bytes", json!(s.flush_bytes));
+    put("blob_bytes_written", json!(s.blob_bytes_written));
+    put("blob_bytes_relocated", json!(s.blob_bytes_relocated));
+    put("blob_file_bytes", json!(s.blob_file_bytes));
+    put("blob_garbage_bytes", json!(s.blob_garbage_bytes));
     put(
         "compaction_bytes_written",
         json!(s.compaction_bytes_written),

@@ -16,13 +16,14 @@ use super::args::{
 use super::text::human_bytes;
 
 /// The settings, in the order the table lists them.
-pub const ROWS: [&str; 12] = [
+pub const ROWS: [&str; 13] = [
     "filters",
     "block cache",
     "prefix filter",
     "memtable",
     "tree shape",
     "compression",
+    "blob files",
     "table reads",
     "sync (--sync)",
     "L0 slowdown",
@@ -43,6 +44,20 @@ pub fn transactions_text(
         Some(txn) if txn.pessimistic => pessimistic(txn.lock_timeout.as_millis()),
         Some(_) => optimistic(),
     }
+}
+
+/// The "blob files" row as every engine was given it (`gc` names the engine's collection).
+pub fn blob_text(config: &Config, gc: &str) -> String {
+    let b = &config.blob;
+    if !b.enabled {
+        return "off (values in the tables)".to_string();
+    }
+    format!(
+        "values >= {} B in files of {}, {}; {gc}",
+        b.min_blob_size,
+        human_bytes(b.blob_file_size),
+        b.compression.name()
+    )
 }
 
 /// One engine's values, by row name.
@@ -116,6 +131,13 @@ pub fn siftdb_options(config: &Config) -> Options {
             siftdb::ReadMode::Pread
         },
         compression_per_level: config.compression.clone(),
+        enable_blob_files: config.blob.enabled,
+        min_blob_size: config.blob.min_blob_size,
+        blob_file_size: config.blob.blob_file_size,
+        blob_compression_type: config.blob.compression,
+        enable_blob_garbage_collection: config.blob.gc,
+        blob_garbage_collection_age_cutoff: config.blob.gc_age_cutoff,
+        blob_garbage_collection_force_threshold: config.blob.gc_force_threshold,
         // mergerandom's counters (`db_bench`'s uint64add); RocksDB gets the same operator.
         merge_operator: Some(std::sync::Arc::new(siftdb::merge::U64Add)),
         partition_above: match config.partition_index_and_filters {

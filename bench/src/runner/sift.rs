@@ -208,6 +208,10 @@ pub fn siftdb_rows(config: &Config) -> SettingRows {
         ),
         ("compression", compression_text(&config.compression)),
         (
+            "blob files",
+            super::settings::blob_text(config, &blob_gc_text(config)),
+        ),
+        (
             "table reads",
             if config.mmap_read { "mmap" } else { "pread" }.to_string(),
         ),
@@ -524,6 +528,19 @@ impl Engine for SiftEngine {
     fn close(&self) -> Result<()> {
         Ok(self.db.close()?)
     }
+}
+
+/// siftdb's blob garbage collection as the settings table shows it.
+fn blob_gc_text(config: &Config) -> String {
+    let b = &config.blob;
+    if !b.gc {
+        return "no garbage collection".to_string();
+    }
+    format!(
+        "compactions relocate the oldest {:.0} % of blob files, forced at {:.0} % garbage",
+        b.gc_age_cutoff * 100.0,
+        b.gc_force_threshold * 100.0
+    )
 }
 
 #[cfg(test)]

@@ -157,6 +157,8 @@ pub fn stats_delta(after: &Stats, before: &Stats) -> Stats {
     delta.write_groups = d(after.write_groups, before.write_groups);
     delta.flushes = d(after.flushes, before.flushes);
     delta.flush_bytes = d(after.flush_bytes, before.flush_bytes);
+    delta.blob_bytes_written = d(after.blob_bytes_written, before.blob_bytes_written);
+    delta.blob_bytes_relocated = d(after.blob_bytes_relocated, before.blob_bytes_relocated);
     delta.compactions = d(after.compactions, before.compactions);
     delta.compaction_bytes_read = d(after.compaction_bytes_read, before.compaction_bytes_read);
     delta.compaction_bytes_written = d(

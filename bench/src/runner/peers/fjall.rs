@@ -202,10 +202,30 @@ fn open_keyspace(
                 BloomConstructionPolicy::BitsPerKey(bits),
             )))
             .data_block_compression_policy(fjall::config::CompressionPolicy::new(policy.clone()))
-            .index_block_compression_policy(fjall::config::CompressionPolicy::new(policy));
+            .index_block_compression_policy(fjall::config::CompressionPolicy::new(policy))
+            .with_kv_separation(kv_separation(config));
         with_compaction_strategy(options, sift, l0_trigger)
     })
     .map_err(fjall_error)
+}
+
+/// fjall's key-value separation with the run's blob settings: its separation threshold is
+/// `--min_blob_size`, its age cutoff the collection's (0 without collection: no file is
+/// rewritten), and its staleness threshold 0, so that compactions rewrite every file within
+/// the cutoff as RocksDB's and siftdb's collection do. fjall has no force threshold.
+fn kv_separation(config: &Config) -> Option<fjall::KvSeparationOptions> {
+    let b = &config.blob;
+    b.enabled.then(|| {
+        fjall::KvSeparationOptions::default()
+            .compression(match b.compression {
+                siftdb::Compression::None => CompressionType::None,
+                _ => CompressionType::Lz4,
+            })
+            .file_target_size(b.blob_file_size)
+            .separation_threshold(u32::try_from(b.min_blob_size).unwrap_or(u32::MAX))
+            .staleness_threshold(0.0)
+            .age_cutoff(if b.gc { b.gc_age_cutoff as f32 } else { 0.0 })
+    })
 }
 
 /// `options` with siftdb's compaction style as fjall has it: leveled, or FIFO with the same
@@ -358,6 +378,21 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, given: &Given) -> Sett
             ),
         ),
         ("compression", format!("{compression} (index blocks too)")),
+        (
+            "blob files",
+            settings::blob_text(
+                config,
+                &if config.blob.gc {
+                    format!(
+                        "compactions rewrite the oldest {:.0} % of blob files (staleness \
+                         threshold 0; fjall has no force threshold)",
+                        config.blob.gc_age_cutoff * 100.0
+                    )
+                } else {
+                    "age cutoff 0: no blob file rewritten".to_string()
+                },
+            ),
+        ),
         ("table reads", "pread (fjall has no mmap)".to_string()),
         (
             "sync (--sync)",

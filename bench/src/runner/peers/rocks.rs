@@ -313,6 +313,7 @@ fn db_options(config: &Config, sift: &siftdb::Options, table: &BlockBasedOptions
     options.create_if_missing(!config.use_existing_db);
     options.set_block_based_table_factory(table);
     set_compression(&mut options, config);
+    set_blob_files(&mut options, config);
     options.set_prefix_extractor(SliceTransform::create_fixed_prefix(config.prefix_size));
     options.set_optimize_filters_for_hits(config.optimize_filters_for_hits);
     options.set_memtable_prefix_bloom_ratio(config.memtable_bloom_size_ratio);
@@ -412,6 +413,22 @@ fn set_compression(options: &mut Options, config: &Config) {
         .collect();
     options.set_compression_type(last);
     options.set_compression_per_level(&per_level);
+}
+
+/// Integrated BlobDB with the run's blob settings (`--enable_blob_files` and friends).
+fn set_blob_files(options: &mut Options, config: &Config) {
+    let b = &config.blob;
+    options.set_enable_blob_files(b.enabled);
+    options.set_min_blob_size(b.min_blob_size as u64);
+    options.set_blob_file_size(b.blob_file_size);
+    options.set_blob_compression_type(match b.compression {
+        siftdb::Compression::None => DBCompressionType::None,
+        siftdb::Compression::Zstd => DBCompressionType::Zstd,
+        _ => DBCompressionType::Lz4,
+    });
+    options.set_enable_blob_gc(b.gc);
+    options.set_blob_gc_age_cutoff(b.gc_age_cutoff);
+    options.set_blob_gc_force_threshold(b.gc_force_threshold);
 }
 
 /// Opens the database in `dir` with `options`: a plain one, or the transaction database
@@ -516,6 +533,20 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, mapped: &Mapped) -> Se
             format!("{}; dynamic level bytes off", settings::tree_shape(config)),
         ),
         ("compression", format!("{compression} (index blocks too)")),
+        (
+            "blob files",
+            settings::blob_text(
+                config,
+                &if config.blob.gc {
+                    format!(
+                        "blob GC age cutoff {}, force threshold {}",
+                        config.blob.gc_age_cutoff, config.blob.gc_force_threshold
+                    )
+                } else {
+                    "no blob GC".to_string()
+                },
+            ),
+        ),
         (
             "table reads",
             if config.mmap_read {
