@@ -141,8 +141,9 @@ impl<V> Shard<V> {
     }
 
     /// Whether the admission policy lets an unpinned entry in (see `admission.rs`): data
-    /// blocks of low priority are asked, with the entry they would evict first; everything
-    /// else enters.
+    /// blocks and blob values of low priority are asked, with the entry they would evict
+    /// first; everything else enters. (A blob value read once, as most are under random
+    /// reads of large values, would otherwise push its size of data blocks out.)
     fn admits(
         &mut self,
         key: &BlockKey,
@@ -150,7 +151,8 @@ impl<V> Shard<V> {
         kind: BlockKind,
         priority: Priority,
     ) -> bool {
-        if kind != BlockKind::Data || priority != Priority::Low {
+        let asked = matches!(kind, BlockKind::Data | BlockKind::Blob);
+        if !asked || priority != Priority::Low {
             return true;
         }
         let full = self.usage + charge > self.capacity;
@@ -531,6 +533,36 @@ mod tests {
         shard.unpin(&key(1), new_id, &mut garbage);
         assert_eq!(shard.pinned_usage, 0);
         assert!(resident(&shard, 1));
+        shard.check_invariants();
+    }
+
+    #[test]
+    fn a_full_shard_admits_a_blob_value_on_its_second_sighting_like_a_data_block() {
+        let mut shard = Shard::new(4 * 4096, 0, Admission::SecondSighting);
+        let mut garbage = Vec::new();
+        let mut put = |shard: &mut Shard<u64>, offset: u64, kind: BlockKind| {
+            shard.insert(
+                key(offset),
+                Arc::new(offset),
+                4096,
+                kind,
+                Priority::Low,
+                &mut garbage,
+            );
+        };
+        for offset in 0..4 {
+            put(&mut shard, offset, BlockKind::Data);
+        }
+        // Full: a blob value seen once stays out, and the data blocks stay in.
+        put(&mut shard, 100, BlockKind::Blob);
+        assert!(!resident(&shard, 100));
+        assert!((0..4).all(|o| resident(&shard, o)));
+        // Seen again: in.
+        put(&mut shard, 100, BlockKind::Blob);
+        assert!(resident(&shard, 100));
+        // Index blocks are never asked.
+        put(&mut shard, 200, BlockKind::Index);
+        assert!(resident(&shard, 200));
         shard.check_invariants();
     }
 

@@ -43,7 +43,9 @@ impl BlobFile {
     }
 
     /// The value at `index`'s reference: from the block cache, or read (one positioned read,
-    /// checked) and cached when `fill_cache`.
+    /// checked) and cached when `fill_cache`. A read that does not fill the cache (a
+    /// compaction's, or a user's with `fill_cache = false`) only peeks: it counts no lookup
+    /// and promotes nothing.
     fn read(
         &self,
         index: &BlobIndex,
@@ -52,7 +54,12 @@ impl BlobFile {
     ) -> Result<Arc<Vec<u8>>> {
         let reference = &index.reference;
         let key = BlockKey::new(self.meta.number, reference.offset);
-        if let Some(entry) = cache.get(&key, BlockKind::Blob) {
+        let cached = if fill_cache {
+            cache.get(&key, BlockKind::Blob)
+        } else {
+            cache.peek(&key)
+        };
+        if let Some(entry) = cached {
             if let CachedBlock::Blob(value) = entry.as_ref() {
                 return Ok(Arc::clone(value));
             }

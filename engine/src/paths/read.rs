@@ -420,6 +420,10 @@ struct Probe<'k> {
 /// The answers of a `multi_get` so far, in the caller's order (`None`: still looking).
 type Answers = Vec<Option<Result<Option<Vec<u8>>>>>;
 
+/// Keys of a `multi_get` whose value is in a blob file: (position in the caller's keys, the
+/// stored blob index). Read together once every key is found, in blob file order.
+type PendingBlobs = Vec<(usize, Vec<u8>)>;
+
 impl Engine {
     /// Looks up every key of `keys` in `tree` at one point in time (one view, one sequence
     /// number); the answers come back in the order of `keys`.
@@ -443,6 +447,7 @@ impl Engine {
             .gets
             .fetch_add(keys.len() as u64, Relaxed);
         let mut answers: Answers = keys.iter().map(|_| None).collect();
+        let mut blobs = PendingBlobs::new();
         let verdicts = self.index_verdicts(tree, &view, keys);
         let mut probes = Vec::with_capacity(keys.len());
         let mut value = Vec::new();
@@ -450,7 +455,8 @@ impl Engine {
             value.clear();
             match self.get_from_memtables(&view, key, seq, &mut value) {
                 Some(got) => {
-                    answers[index] = Some(self.answer(tree, &view, key, seq, got, &mut value));
+                    let answer = self.answer(tree, &view, key, seq, got, &mut value);
+                    answers[index] = Some(answer.map(|a| a.take_or_defer(index, &mut blobs)));
                 }
                 None if verdict == IndexVerdict::Absent => answers[index] = Some(Ok(None)),
                 None => {
@@ -482,7 +488,7 @@ impl Engine {
                 })
                 .map(|p| (file, p))
                 .collect();
-            self.probe_tables(tree, &view, 0, &batch, seq, &mut answers);
+            self.probe_tables(tree, &view, 0, &batch, seq, (&mut answers, &mut blobs));
         }
         for level in 1..version.num_levels() {
             // The probes are sorted: each key's table is at or after the previous key's.
@@ -495,7 +501,7 @@ impl Engine {
                     file.filter(|f| !f.ruled_out_by(p.skip_gen)).map(|f| (f, p))
                 })
                 .collect();
-            self.probe_tables(tree, &view, level, &batch, seq, &mut answers);
+            self.probe_tables(tree, &view, level, &batch, seq, (&mut answers, &mut blobs));
         }
         for p in &probes {
             if answers[p.index].is_none() {
@@ -504,7 +510,43 @@ impl Engine {
                     .count_miss_of(tree, view.index_covers_all);
             }
         }
+        self.read_blobs(&view, keys, blobs, &mut answers);
         answers.into_iter().map(|a| a.unwrap_or(Ok(None))).collect()
+    }
+
+    /// Reads the values of `multi_get`'s keys kept in blob files, sorted by blob file and
+    /// offset (so values of one file are read in file order, and one value's repeats once
+    /// from the cache), into `answers`.
+    fn read_blobs(
+        &self,
+        view: &ReadView,
+        keys: &[&[u8]],
+        blobs: PendingBlobs,
+        answers: &mut Answers,
+    ) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let now = crate::base::ttl::millis(self.shared.options().clock.now());
+        let mut indexes = Vec::with_capacity(blobs.len());
+        for (at, stored) in blobs {
+            match crate::core::blob_file::decode_index(keys[at], &stored) {
+                Ok(index) => indexes.push((at, index)),
+                Err(e) => answers[at] = Some(Err(e)),
+            }
+        }
+        indexes.sort_by_key(|(_, index)| (index.reference.file_number, index.reference.offset));
+        for (at, index) in indexes {
+            if index.expiry.is_some_and(|expiry| now >= expiry) {
+                answers[at] = Some(Ok(None));
+                continue;
+            }
+            let files = view.version.blob_files();
+            let read =
+                crate::core::blob_file::fetch(files, self.shared.cache(), true, keys[at], &index);
+            if read.is_ok() {
+                self.shared.counters().gets_found.fetch_add(1, Relaxed);
+            }
+            answers[at] = Some(read.map(|value| Some(value.as_ref().clone())));
+        }
     }
 
     /// Each key's per-table filter hash and the filter index's verdict on it. The index lines
@@ -547,7 +589,7 @@ impl Engine {
         level: usize,
         batch: &[(&Arc<TableFile>, &Probe)],
         seq: u64,
-        answers: &mut Answers,
+        (answers, blobs): (&mut Answers, &mut PendingBlobs),
     ) {
         // Keys of one table are next to each other (sorted): a table whose filter is one block
         // is prepared once and its filter reused for the others (`PreparedGet::for_hash`).
@@ -600,14 +642,16 @@ impl Engine {
                 Ok(Lookup::NotFound) if covered.is_none() => continue,
                 Ok(got) => {
                     let got = hidden_by(covered, got, trace.sequence);
-                    Some(self.answer(tree, view, probe.key, seq, got, &mut value))
+                    let answer = self.answer(tree, view, probe.key, seq, got, &mut value);
+                    Some(answer.map(|a| a.take_or_defer(probe.index, blobs)))
                 }
                 Err(e) => Some(Err(e.into())),
             };
         }
     }
 
-    /// A `multi_get` key's answer from the lookup result `got` (the value in `value`).
+    /// A `multi_get` key's answer from the lookup result `got` (the value in `value`); a value
+    /// kept in a blob file is left for [`Engine::read_blobs`].
     fn answer(
         &self,
         tree: &Tree,
@@ -616,13 +660,36 @@ impl Engine {
         seq: u64,
         got: Lookup,
         value: &mut Vec<u8>,
-    ) -> Result<Option<Vec<u8>>> {
+    ) -> Result<Answer> {
         use std::sync::atomic::Ordering::Relaxed;
+        if got == Lookup::FoundBlob {
+            return Ok(Answer::InBlob(std::mem::take(value)));
+        }
         let found = self.resolve(tree, view, key, seq, got, true, value)?;
         if found {
             self.shared.counters().gets_found.fetch_add(1, Relaxed);
         }
-        Ok(found.then(|| std::mem::take(value)))
+        Ok(Answer::Now(found.then(|| std::mem::take(value))))
+    }
+}
+
+/// A `multi_get` key's answer: known now, or to be read from a blob file (its stored index).
+enum Answer {
+    Now(Option<Vec<u8>>),
+    InBlob(Vec<u8>),
+}
+
+impl Answer {
+    /// The answer now; a blob value goes to `blobs` (key `at`), and a placeholder stands in
+    /// until it is read, so that no deeper level is probed for the key.
+    fn take_or_defer(self, at: usize, blobs: &mut PendingBlobs) -> Option<Vec<u8>> {
+        match self {
+            Answer::Now(value) => value,
+            Answer::InBlob(stored) => {
+                blobs.push((at, stored));
+                None
+            }
+        }
     }
 }
 
