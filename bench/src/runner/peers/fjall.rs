@@ -78,9 +78,13 @@ macro_rules! configured {
             Ok(n) => builder.max_cached_files(Some(n.max(10))),
             Err(_) => builder,
         };
+        // The journal uncompressed, as siftdb's and RocksDB's WALs are: fjall compresses
+        // entries of 4 KiB and more with LZ4 by default, which halves its log writes of large
+        // compressible values where the others write them whole.
         builder
             .cache_size(sift.block_cache_capacity as u64)
             .worker_threads(1 + sift.compaction_threads())
+            .journal_compression(CompressionType::None)
     }};
 }
 
@@ -315,7 +319,8 @@ fn settings_line(config: &Config, sift: &siftdb::Options, given: &Given) -> Stri
          {compression} (index blocks too); fjall's own index and filter partitioning \
          (--partition_index_and_filters not mapped); {} worker threads; multiread \
          workloads: a loop of gets per batch (fjall 3.1 has no multi-get: not a batched \
-         call); reads with pread{mmap_note}; --sync: fdatasync of the journal (SyncData); \
+         call); reads with pread{mmap_note}; journal uncompressed (fjall's default compresses entries of \
+         4 KiB and more); --sync: fdatasync of the journal (SyncData); \
          {open_files}",
         human_bytes(sift.block_cache_capacity as u64),
         human_bytes(write_buffer),
