@@ -870,6 +870,12 @@ fn a_format_7_database_opens_with_every_kind_of_entry_and_upgrades() {
     opens_with_every_kind_of_entry_and_upgrades("format-v7", 7);
 }
 
+/// The same writes by the last build of format 8 (before blob files).
+#[test]
+fn a_format_8_database_opens_with_every_kind_of_entry_and_upgrades() {
+    opens_with_every_kind_of_entry_and_upgrades("format-v8", 8);
+}
+
 /// Opens fixture `name` (of database format `format`, written by the generator in
 /// `format-v6/README.md`), checks every pair it holds, upgrades it, writes, compacts and
 /// reopens it.
