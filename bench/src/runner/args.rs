@@ -916,15 +916,7 @@ impl Config {
                 None => siftdb::Options::default().compression_per_level,
             },
             compression_ratio: args.compression_ratio,
-            blob: BlobShape {
-                enabled: args.enable_blob_files,
-                min_blob_size: args.min_blob_size,
-                blob_file_size: args.blob_file_size,
-                compression: args.blob_compression_type,
-                gc: args.enable_blob_garbage_collection,
-                gc_age_cutoff: args.blob_garbage_collection_age_cutoff,
-                gc_force_threshold: args.blob_garbage_collection_force_threshold,
-            },
+            blob: BlobShape::from_args(args),
             partition_index_and_filters: args.partition_index_and_filters,
             transactions: TransactionConfig::from_args(args),
             sync: args.sync,
@@ -991,6 +983,21 @@ pub struct BlobShape {
     pub gc_age_cutoff: f64,
     /// Garbage share forcing a collection (`--blob_garbage_collection_force_threshold`).
     pub gc_force_threshold: f64,
+}
+
+impl BlobShape {
+    /// The blob settings `args` give.
+    fn from_args(args: &Args) -> BlobShape {
+        BlobShape {
+            enabled: args.enable_blob_files,
+            min_blob_size: args.min_blob_size,
+            blob_file_size: args.blob_file_size,
+            compression: args.blob_compression_type,
+            gc: args.enable_blob_garbage_collection,
+            gc_age_cutoff: args.blob_garbage_collection_age_cutoff,
+            gc_force_threshold: args.blob_garbage_collection_force_threshold,
+        }
+    }
 }
 
 /// Refuses flags no run can use: zero counts, fractions out of range, sizes above the engine's

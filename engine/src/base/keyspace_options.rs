@@ -246,7 +246,7 @@ pub(crate) fn options_text(o: &KeyspaceOptions) -> String {
     let codecs = |v: &[Compression]| v.iter().map(|c| c.name()).collect::<Vec<_>>().join(",");
     let u = &o.compaction_options_universal;
     let fifo = &o.compaction_options_fifo;
-    let fields: [(&str, String); 39] = [
+    let fields: [(&str, String); 32] = [
         ("write_buffer_size", o.write_buffer_size.to_string()),
         (
             "max_write_buffer_number",
@@ -331,6 +331,17 @@ pub(crate) fn options_text(o: &KeyspaceOptions) -> String {
                 .map_or_else(|| "none".to_string(), |n| n.to_string()),
         ),
         ("metadata_block_size", o.metadata_block_size.to_string()),
+    ];
+    fields
+        .iter()
+        .chain(&blob_fields(o))
+        .map(|(k, v)| format!("{k}={v}\n"))
+        .collect()
+}
+
+/// The blob file fields of [`options_text`].
+fn blob_fields(o: &KeyspaceOptions) -> [(&'static str, String); 7] {
+    [
         ("enable_blob_files", o.enable_blob_files.to_string()),
         ("min_blob_size", o.min_blob_size.to_string()),
         ("blob_file_size", o.blob_file_size.to_string()),
@@ -350,8 +361,7 @@ pub(crate) fn options_text(o: &KeyspaceOptions) -> String {
             "blob_garbage_collection_force_threshold",
             o.blob_garbage_collection_force_threshold.to_string(),
         ),
-    ];
-    fields.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
+    ]
 }
 
 /// Parses the text form; `Err` names the first line it cannot read.

@@ -264,33 +264,8 @@ impl VersionEdit {
                         },
                     ));
                 }
-                14 => {
-                    let l = level(&mut pos)?;
-                    let number = get_varint(bytes, &mut pos)?;
-                    let n = get_varint(bytes, &mut pos)?;
-                    let mut refs = Vec::new();
-                    for _ in 0..n {
-                        // Each reference takes at least 3 bytes: a count past the edit's end is
-                        // damage, not an allocation.
-                        refs.push(BlobRefs {
-                            file: get_varint(bytes, &mut pos)?,
-                            count: get_varint(bytes, &mut pos)?,
-                            bytes: get_varint(bytes, &mut pos)?,
-                        });
-                    }
-                    let (_, meta) = e
-                        .added
-                        .iter_mut()
-                        .rev()
-                        .find(|(al, m)| *al == l && m.number == number)?;
-                    meta.blob_refs = refs;
-                }
-                15 => e.blob_files.push(BlobMeta {
-                    number: get_varint(bytes, &mut pos)?,
-                    records: get_varint(bytes, &mut pos)?,
-                    stored_bytes: get_varint(bytes, &mut pos)?,
-                    file_size: get_varint(bytes, &mut pos)?,
-                }),
+                14 => decode_blob_refs(bytes, &mut pos, &mut e, level)?,
+                15 => e.blob_files.push(decode_blob_meta(bytes, &mut pos)?),
                 5 => {
                     let l = level(&mut pos)?;
                     e.deleted.push((l, get_varint(bytes, &mut pos)?));
@@ -340,6 +315,45 @@ impl VersionEdit {
         }
         Some(e)
     }
+}
+
+/// Field 14: a table's references into blob files, set on the table the edit adds.
+fn decode_blob_refs(
+    bytes: &[u8],
+    pos: &mut usize,
+    e: &mut VersionEdit,
+    level: impl Fn(&mut usize) -> Option<usize>,
+) -> Option<()> {
+    let l = level(pos)?;
+    let number = get_varint(bytes, pos)?;
+    let n = get_varint(bytes, pos)?;
+    let mut refs = Vec::new();
+    for _ in 0..n {
+        // Each reference takes at least 3 bytes: a count past the edit's end is damage, not an
+        // allocation (the loop stops at the first missing varint).
+        refs.push(BlobRefs {
+            file: get_varint(bytes, pos)?,
+            count: get_varint(bytes, pos)?,
+            bytes: get_varint(bytes, pos)?,
+        });
+    }
+    let (_, meta) = e
+        .added
+        .iter_mut()
+        .rev()
+        .find(|(al, m)| *al == l && m.number == number)?;
+    meta.blob_refs = refs;
+    Some(())
+}
+
+/// Field 15: a blob file added.
+fn decode_blob_meta(bytes: &[u8], pos: &mut usize) -> Option<BlobMeta> {
+    Some(BlobMeta {
+        number: get_varint(bytes, pos)?,
+        records: get_varint(bytes, pos)?,
+        stored_bytes: get_varint(bytes, pos)?,
+        file_size: get_varint(bytes, pos)?,
+    })
 }
 
 #[cfg(test)]

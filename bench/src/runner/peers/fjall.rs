@@ -232,6 +232,20 @@ fn kv_separation(config: &Config) -> Option<fjall::KvSeparationOptions> {
     })
 }
 
+/// The "blob files" row: fjall's KV separation as the run set it.
+fn blob_row(config: &Config) -> String {
+    let gc = if config.blob.gc {
+        format!(
+            "compactions rewrite the oldest {:.0} % of blob files (staleness threshold 0; fjall \
+             has no force threshold)",
+            config.blob.gc_age_cutoff * 100.0
+        )
+    } else {
+        "age cutoff 0: no blob file rewritten".to_string()
+    };
+    settings::blob_text(config, &gc)
+}
+
 /// `options` with siftdb's compaction style as fjall has it: leveled, or FIFO with the same
 /// limit and TTL. fjall 3 has no size-tiered strategy, so universal runs leveled (printed).
 fn with_compaction_strategy(
@@ -383,21 +397,7 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, given: &Given) -> Sett
             ),
         ),
         ("compression", format!("{compression} (index blocks too)")),
-        (
-            "blob files",
-            settings::blob_text(
-                config,
-                &if config.blob.gc {
-                    format!(
-                        "compactions rewrite the oldest {:.0} % of blob files (staleness \
-                         threshold 0; fjall has no force threshold)",
-                        config.blob.gc_age_cutoff * 100.0
-                    )
-                } else {
-                    "age cutoff 0: no blob file rewritten".to_string()
-                },
-            ),
-        ),
+        ("blob files", blob_row(config)),
         ("table reads", "pread (fjall has no mmap)".to_string()),
         (
             "sync (--sync)",

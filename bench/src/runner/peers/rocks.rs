@@ -431,6 +431,19 @@ fn set_blob_files(options: &mut Options, config: &Config) {
     options.set_blob_gc_force_threshold(b.gc_force_threshold);
 }
 
+/// The "blob files" row: RocksDB's integrated BlobDB as the run set it.
+fn blob_row(config: &Config) -> String {
+    let gc = if config.blob.gc {
+        format!(
+            "blob GC age cutoff {}, force threshold {}",
+            config.blob.gc_age_cutoff, config.blob.gc_force_threshold
+        )
+    } else {
+        "no blob GC".to_string()
+    };
+    settings::blob_text(config, &gc)
+}
+
 /// Opens the database in `dir` with `options`: a plain one, or the transaction database
 /// `transactions` asks for.
 fn open_db(
@@ -533,20 +546,7 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, mapped: &Mapped) -> Se
             format!("{}; dynamic level bytes off", settings::tree_shape(config)),
         ),
         ("compression", format!("{compression} (index blocks too)")),
-        (
-            "blob files",
-            settings::blob_text(
-                config,
-                &if config.blob.gc {
-                    format!(
-                        "blob GC age cutoff {}, force threshold {}",
-                        config.blob.gc_age_cutoff, config.blob.gc_force_threshold
-                    )
-                } else {
-                    "no blob GC".to_string()
-                },
-            ),
-        ),
+        ("blob files", blob_row(config)),
         (
             "table reads",
             if config.mmap_read {
