@@ -10,27 +10,27 @@ use siftdb_compaction::picker::{self, LevelFile, Pick, Running};
 use crate::base::options::Options;
 use crate::core::version::Version;
 
-/// The blob files whose live values compactions relocate: of the oldest (lowest numbered)
-/// `age_cutoff` share of the version's, counted in whole files rounded down as RocksDB does,
-/// those holding any garbage. Unlike RocksDB, a file whose every value is live is left where it
-/// is: relocating it would free nothing (a fill would otherwise rewrite a quarter of its values
-/// at every compaction). Empty when garbage collection is off.
+/// The blob files whose live values compactions relocate: of those holding any garbage, the
+/// oldest (lowest numbered) `age_cutoff` share, counted in whole files rounded down. RocksDB
+/// counts its cutoff over every blob file and relocates files without garbage too; here a file
+/// whose every value is live is never relocated (it would free nothing: a fill would rewrite a
+/// quarter of its values at every compaction), and the cutoff counts the files that would free
+/// something, as fjall's staleness filter does, so that a tree of mostly live young files does
+/// not make every compaction move the live half of every old one. Empty when garbage
+/// collection is off.
 pub(crate) fn files_to_collect(version: &Version, options: &Options) -> BTreeSet<u64> {
     if !options.enable_blob_garbage_collection {
         return BTreeSet::new();
     }
-    let files = version.blob_files();
-    let cutoff = (files.len() as f64 * options.blob_garbage_collection_age_cutoff) as usize;
-    if cutoff == 0 {
-        return BTreeSet::new();
-    }
     let live = version.blob_live_bytes();
-    files
+    let with_garbage: Vec<u64> = version
+        .blob_files()
         .values()
-        .take(cutoff)
         .filter(|b| live.get(&b.meta.number).copied().unwrap_or(0) < b.meta.stored_bytes)
         .map(|b| b.meta.number)
-        .collect()
+        .collect();
+    let cutoff = (with_garbage.len() as f64 * options.blob_garbage_collection_age_cutoff) as usize;
+    with_garbage.into_iter().take(cutoff).collect()
 }
 
 /// The share of garbage in `files`: their stored bytes no table references, over their stored
