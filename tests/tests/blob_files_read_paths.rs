@@ -175,3 +175,25 @@ fn a_flipped_bit_in_a_blob_is_corruption_naming_the_file_and_offset() {
             *v == value(i, 0)
         }));
 }
+
+#[test]
+fn a_missing_blob_file_is_corruption_at_open_naming_it() {
+    let dir = siftdb_tests::temp_dir();
+    {
+        let db = Db::open(dir.path(), options()).unwrap();
+        for i in 0..200 {
+            db.put(key(i), value(i, 0)).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let blob = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension() == Some("blob".as_ref()))
+        .unwrap();
+    std::fs::remove_file(&blob).unwrap();
+    let e = Db::open(dir.path(), options()).unwrap_err();
+    let name = blob.file_name().unwrap().to_string_lossy().to_string();
+    assert!(e.is_corruption(), "{e}");
+    assert!(e.to_string().contains(&name), "{e}");
+}

@@ -12,11 +12,15 @@ fn options(fs: &FaultFs) -> Options {
 }
 
 /// The same tree with compactions split into up to three key ranges merged on threads of their
-/// own, and table writes paced by a rate limiter: a failed call lands in any range.
+/// own, and table writes paced by a rate limiter: a failed call lands in any range. Its values
+/// live in blob files: failed calls land in blob files' creation, writes, syncs, opens, reads
+/// and deletions too.
 fn split_options(fs: &FaultFs) -> Options {
     Options {
         max_subcompactions: 3,
         rate_limiter: Some(std::sync::Arc::new(siftdb::RateLimiter::new(64 << 20))),
+        enable_blob_files: true,
+        min_blob_size: 16,
         ..siftdb_tests::small_tree_options(fs)
     }
 }

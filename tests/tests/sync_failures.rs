@@ -11,7 +11,12 @@ use siftdb::{Db, Error, Options, WriteBatch, WriteOptions};
 use siftdb_tests::FaultFs;
 
 fn options(fs: &FaultFs) -> Options {
-    siftdb_tests::small_tree_options(fs)
+    // Every value in blob files: their syncs (before the flush's manifest edit) fail too.
+    Options {
+        enable_blob_files: true,
+        min_blob_size: 16,
+        ..siftdb_tests::small_tree_options(fs)
+    }
 }
 
 fn key(i: u32) -> Vec<u8> {
@@ -76,6 +81,8 @@ fn kind(path: &Path) -> &'static str {
         "manifest"
     } else if name.ends_with(".sst") {
         "table"
+    } else if name.ends_with(".blob") {
+        "blob file"
     } else if name.starts_with("CURRENT") {
         "CURRENT"
     } else if name.starts_with("OPTIONS") {
@@ -140,6 +147,10 @@ fn a_failed_sync_stops_writes_and_loses_no_synced_write() {
             );
         }
     }
+    assert!(
+        by_kind.contains_key("blob file"),
+        "no blob file sync failed: {by_kind:?}"
+    );
     let kinds: Vec<String> = by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
     println!(
         "failed syncs injected: {} ({}; of {total} in a clean run), lost synced writes: 0",
