@@ -81,28 +81,6 @@ impl BlobFile {
 /// The blob files of one keyspace's version, by number.
 pub(crate) type BlobFiles = std::collections::BTreeMap<u64, Arc<BlobFile>>;
 
-/// Resolves the blob index `stored` (a table's value of kind `BlobIndex`) of `key` into
-/// `value`, judging an expiring one by `now` (milliseconds): `Ok(false)` if it has expired. A
-/// damaged index or a blob file the version does not hold is corruption naming the key.
-pub(crate) fn resolve(
-    blobs: &BlobFiles,
-    cache: &TableCache,
-    fill_cache: bool,
-    key: &[u8],
-    stored: &[u8],
-    now: u64,
-    value: &mut Vec<u8>,
-) -> Result<bool> {
-    let index = decode_index(key, stored)?;
-    if index.expiry.is_some_and(|expiry| now >= expiry) {
-        return Ok(false);
-    }
-    let bytes = fetch(blobs, cache, fill_cache, key, &index)?;
-    value.clear();
-    value.extend_from_slice(&bytes);
-    Ok(true)
-}
-
 /// The value `index` points to.
 pub(crate) fn fetch(
     blobs: &BlobFiles,

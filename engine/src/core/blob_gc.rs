@@ -3,7 +3,7 @@
 //! enough garbage (`blob_garbage_collection_force_threshold`), the compaction to run for them
 //! when nothing else needs one (RocksDB's integrated BlobDB garbage collection).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use siftdb_compaction::picker::{self, LevelFile, Pick, Running};
 
@@ -22,7 +22,11 @@ pub(crate) fn files_to_collect(version: &Version, options: &Options) -> BTreeSet
     if !options.enable_blob_garbage_collection {
         return BTreeSet::new();
     }
-    let live = version.blob_live_bytes();
+    collectable(version, options, &version.blob_live_bytes())
+}
+
+/// [`files_to_collect`] given each blob file's referenced bytes (`Version::blob_live_bytes`).
+fn collectable(version: &Version, options: &Options, live: &BTreeMap<u64, u64>) -> BTreeSet<u64> {
     let with_garbage: Vec<u64> = version
         .blob_files()
         .values()
@@ -35,8 +39,7 @@ pub(crate) fn files_to_collect(version: &Version, options: &Options) -> BTreeSet
 
 /// The share of garbage in `files`: their stored bytes no table references, over their stored
 /// bytes.
-pub(crate) fn garbage_ratio(version: &Version, files: &BTreeSet<u64>) -> f64 {
-    let live = version.blob_live_bytes();
+fn garbage_ratio(version: &Version, files: &BTreeSet<u64>, live: &BTreeMap<u64, u64>) -> f64 {
     let (total, referenced) = files
         .iter()
         .filter_map(|n| version.blob_files().get(n))
@@ -63,11 +66,15 @@ pub(crate) fn forced_pick(
     if options.blob_garbage_collection_force_threshold >= 1.0 {
         return None;
     }
-    let files = files_to_collect(version, options);
+    if !options.enable_blob_garbage_collection {
+        return None;
+    }
+    let live = version.blob_live_bytes();
+    let files = collectable(version, options, &live);
     if files.is_empty() {
         return None;
     }
-    let ratio = garbage_ratio(version, &files);
+    let ratio = garbage_ratio(version, &files, &live);
     if ratio == 0.0 || ratio < options.blob_garbage_collection_force_threshold {
         return None;
     }

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use siftdb_sstable::blob::BlobIndex;
 use siftdb_sstable::{FilterOutcome, GetTrace, Lookup, PreparedGet};
 
 use crate::base::error::Result;
@@ -164,18 +165,32 @@ impl Engine {
         stored: &[u8],
         fill_cache: bool,
     ) -> Result<Option<Vec<u8>>> {
-        let now = crate::base::ttl::millis(self.shared.options().clock.now());
-        let mut value = Vec::new();
-        let live = crate::core::blob_file::resolve(
-            view.version.blob_files(),
-            self.shared.cache(),
-            fill_cache,
-            key,
-            stored,
-            now,
-            &mut value,
-        )?;
-        Ok(live.then_some(value))
+        let index = crate::core::blob_file::decode_index(key, stored)?;
+        self.read_indexed_blob(view, key, &index, fill_cache)
+    }
+
+    /// The value `index` (of `key`) points to, `None` if it has expired (the clock is read only
+    /// for an expiring value). The value is moved out of its read when the cache did not keep
+    /// it, copied otherwise.
+    fn read_indexed_blob(
+        &self,
+        view: &ReadView,
+        key: &[u8],
+        index: &BlobIndex,
+        fill_cache: bool,
+    ) -> Result<Option<Vec<u8>>> {
+        if let Some(expiry) = index.expiry {
+            let now = crate::base::ttl::millis(self.shared.options().clock.now());
+            if now >= expiry {
+                return Ok(None);
+            }
+        }
+        let files = view.version.blob_files();
+        let value =
+            crate::core::blob_file::fetch(files, self.shared.cache(), fill_cache, key, index)?;
+        Ok(Some(
+            Arc::try_unwrap(value).unwrap_or_else(|v| v.as_ref().clone()),
+        ))
     }
 
     /// Whether a lookup's answer is a live value (then in `value`): a value, or an expiring
@@ -525,7 +540,6 @@ impl Engine {
         answers: &mut Answers,
     ) {
         use std::sync::atomic::Ordering::Relaxed;
-        let now = crate::base::ttl::millis(self.shared.options().clock.now());
         let mut indexes = Vec::with_capacity(blobs.len());
         for (at, stored) in blobs {
             match crate::core::blob_file::decode_index(keys[at], &stored) {
@@ -535,17 +549,11 @@ impl Engine {
         }
         indexes.sort_by_key(|(_, index)| (index.reference.file_number, index.reference.offset));
         for (at, index) in indexes {
-            if index.expiry.is_some_and(|expiry| now >= expiry) {
-                answers[at] = Some(Ok(None));
-                continue;
-            }
-            let files = view.version.blob_files();
-            let read =
-                crate::core::blob_file::fetch(files, self.shared.cache(), true, keys[at], &index);
-            if read.is_ok() {
+            let read = self.read_indexed_blob(view, keys[at], &index, true);
+            if matches!(read, Ok(Some(_))) {
                 self.shared.counters().gets_found.fetch_add(1, Relaxed);
             }
-            answers[at] = Some(read.map(|value| Some(value.as_ref().clone())));
+            answers[at] = Some(read);
         }
     }
 

@@ -225,14 +225,17 @@ impl Iterator for DbIterator {
         if self.back.last_yielded().is_some_and(|back| key >= back) {
             return self.stop(None);
         }
-        let item = cursor
-            .try_value()
-            .map(|value| (key.to_vec(), value.to_vec()));
-        if item.is_err() {
-            self.done = true;
-        }
+        let item = current_entry(cursor);
+        // A value that could not be read from its blob file ends the iteration.
+        self.done = item.is_err();
         Some(item)
     }
+}
+
+/// The cursor's key and value, copied (or the error reading the value from its blob file).
+fn current_entry(cursor: &RawIterator) -> crate::Result<(Vec<u8>, Vec<u8>)> {
+    let value = cursor.try_value()?;
+    Ok((cursor.key().to_vec(), value.to_vec()))
 }
 
 impl DoubleEndedIterator for DbIterator {
@@ -260,12 +263,9 @@ impl DoubleEndedIterator for DbIterator {
         if self.front.last_yielded().is_some_and(|front| key <= front) {
             return self.stop(None);
         }
-        let item = cursor
-            .try_value()
-            .map(|value| (key.to_vec(), value.to_vec()));
-        if item.is_err() {
-            self.done = true;
-        }
+        let item = current_entry(cursor);
+        // A value that could not be read from its blob file ends the iteration.
+        self.done = item.is_err();
         Some(item)
     }
 }
