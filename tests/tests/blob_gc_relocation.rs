@@ -138,3 +138,45 @@ fn a_force_threshold_schedules_compactions_for_garbage_no_other_compaction_needs
     db.wait_for_compaction().unwrap();
     assert_eq!(db.stats().compactions, 0);
 }
+
+/// Fills `n` keys, overwrites every tenth, and compacts everything, with `min_garbage_ratio`.
+fn overwrite_a_tenth(min_garbage_ratio: f64) -> Stats {
+    let n = 3_000;
+    let dir = siftdb_tests::temp_dir();
+    let options = Options {
+        blob_garbage_collection_min_garbage_ratio: min_garbage_ratio,
+        ..options(true)
+    };
+    let db = Db::open(dir.path(), options).unwrap();
+    for i in scrambled(n, 0) {
+        db.put(key(i), value(i, 0)).unwrap();
+    }
+    for i in scrambled(n, 1).filter(|i| i % 10 == 0) {
+        db.put(key(i), value(i, 1)).unwrap();
+    }
+    db.compact_range(None::<&[u8]>, None::<&[u8]>).unwrap();
+    db.wait_for_compaction().unwrap();
+    for i in 0..n {
+        let round = u64::from(i % 10 == 0);
+        assert_eq!(db.get(key(i)).unwrap(), Some(value(i, round)), "key {i}");
+    }
+    db.stats()
+}
+
+#[test]
+fn files_under_the_minimum_garbage_ratio_are_not_relocated() {
+    // Every file of the fill holds a tenth of garbage: under a minimum of a half, none is
+    // collected, however old.
+    let kept = overwrite_a_tenth(0.5);
+    assert_eq!(kept.blob_bytes_relocated, 0, "{kept:?}");
+    assert!(kept.blob_garbage_bytes > 0, "{kept:?}");
+    // At a minimum of 0 (RocksDB's rule), the same files are relocated and their garbage goes.
+    let collected = overwrite_a_tenth(0.0);
+    assert!(collected.blob_bytes_relocated > 0, "{collected:?}");
+    assert!(
+        collected.blob_garbage_bytes < kept.blob_garbage_bytes,
+        "{} garbage left, {} without collection",
+        collected.blob_garbage_bytes,
+        kept.blob_garbage_bytes
+    );
+}

@@ -476,9 +476,9 @@ fn options(variant: Variant, style: CompactionStyle) -> Options {
     // show here as a missing value.
     // Leveled trees keep values in blob files (issue 37): with `Append`, values of 50 bytes
     // and more (most of them; shorter ones stay inline), with garbage collection relocating
-    // the older half of the blob files and forced at a third of garbage; with `U64Add`, every
-    // value (merges then stack on bases read from blob files). Tiny blob files, so a flush
-    // writes several.
+    // the older half of the blob files a tenth garbage or more, and forced at a third of
+    // garbage; with `U64Add`, every value (merges then stack on bases read from blob files).
+    // Tiny blob files, so a flush writes several.
     if style == CompactionStyle::Level {
         o.enable_blob_files = true;
         o.blob_file_size = 1024;
@@ -487,6 +487,7 @@ fn options(variant: Variant, style: CompactionStyle) -> Options {
                 o.min_blob_size = 50;
                 o.enable_blob_garbage_collection = true;
                 o.blob_garbage_collection_age_cutoff = 0.5;
+                o.blob_garbage_collection_min_garbage_ratio = 0.1;
                 o.blob_garbage_collection_force_threshold = 0.3;
                 o.blob_compression_type = siftdb::Compression::Lz4;
             }

@@ -467,6 +467,10 @@ pub struct Args {
     /// Memtable bytes before a flush [default: the engine's, 64 MiB].
     #[arg(long = "write_buffer_size")]
     pub write_buffer_size: Option<usize>,
+    /// Memtables of a keyspace, the one being written and those waiting for their flush,
+    /// before writes stall (RocksDB's `max_write_buffer_number`) [default: the engine's, 2].
+    #[arg(long = "max_write_buffer_number", value_parser = clap::value_parser!(u32).range(2..))]
+    pub max_write_buffer_number: Option<u32>,
     /// Memtable bytes of all keyspaces together (RocksDB's `db_write_buffer_size`) [default:
     /// 0, no shared budget].
     #[arg(long = "db_write_buffer_size", default_value_t = 0)]
@@ -586,6 +590,14 @@ pub struct Args {
     /// The oldest share of blob files garbage collection relocates (db_bench's name).
     #[arg(long = "blob_garbage_collection_age_cutoff", default_value_t = 0.25)]
     pub blob_garbage_collection_age_cutoff: f64,
+    /// A blob file is collected only once this share of it is garbage (siftdb's
+    /// `blob_garbage_collection_min_garbage_ratio`, fjall's staleness threshold; RocksDB has
+    /// none: it is printed as a difference).
+    #[arg(
+        long = "blob_garbage_collection_min_garbage_ratio",
+        default_value_t = 0.25
+    )]
+    pub blob_garbage_collection_min_garbage_ratio: f64,
     /// Garbage share of those files that forces compactions for them (db_bench's name; 1:
     /// never).
     #[arg(
@@ -799,6 +811,8 @@ pub struct Config {
     pub cache_size: Option<usize>,
     /// Memtable bytes (`None`: the engine's default).
     pub write_buffer_size: Option<usize>,
+    /// Memtables per keyspace before writes stall (`None`: the engine's default).
+    pub max_write_buffer_number: Option<u32>,
     /// Memtable bytes of all keyspaces together (0: no shared budget).
     pub db_write_buffer_size: usize,
     /// Writers stall on the shared memtable budget.
@@ -884,6 +898,7 @@ impl Config {
             memtable_whole_key_filtering: args.memtable_whole_key_filtering,
             cache_size: args.cache_size,
             write_buffer_size: args.write_buffer_size,
+            max_write_buffer_number: args.max_write_buffer_number,
             db_write_buffer_size: args.db_write_buffer_size,
             allow_stall: args.allow_stall,
             open_files: args.open_files,
@@ -981,6 +996,9 @@ pub struct BlobShape {
     pub gc: bool,
     /// Oldest share of blob files collected (`--blob_garbage_collection_age_cutoff`).
     pub gc_age_cutoff: f64,
+    /// Garbage share below which a file is not collected
+    /// (`--blob_garbage_collection_min_garbage_ratio`).
+    pub gc_min_garbage_ratio: f64,
     /// Garbage share forcing a collection (`--blob_garbage_collection_force_threshold`).
     pub gc_force_threshold: f64,
 }
@@ -995,6 +1013,7 @@ impl BlobShape {
             compression: args.blob_compression_type,
             gc: args.enable_blob_garbage_collection,
             gc_age_cutoff: args.blob_garbage_collection_age_cutoff,
+            gc_min_garbage_ratio: args.blob_garbage_collection_min_garbage_ratio,
             gc_force_threshold: args.blob_garbage_collection_force_threshold,
         }
     }
@@ -1022,12 +1041,13 @@ fn check_flags(args: &Args) -> Result<()> {
     }
     let blob_shares = [
         args.blob_garbage_collection_age_cutoff,
+        args.blob_garbage_collection_min_garbage_ratio,
         args.blob_garbage_collection_force_threshold,
     ];
     if blob_shares.iter().any(|s| !(0.0..=1.0).contains(s)) {
         return Err(Error::new(
-            "--blob_garbage_collection_age_cutoff and --blob_garbage_collection_force_threshold \
-             must be between 0 and 1",
+            "--blob_garbage_collection_age_cutoff, --blob_garbage_collection_min_garbage_ratio \
+             and --blob_garbage_collection_force_threshold must be between 0 and 1",
         ));
     }
     if args.blob_file_size == 0 {

@@ -19,6 +19,7 @@
 //! and JSON) and [`plot`]. This module opens the engines ([`open_engine`]) and runs them.
 
 pub mod args;
+pub mod disk_io;
 pub mod engine;
 pub mod error;
 pub mod keys;
@@ -242,10 +243,12 @@ fn run_engine(config: &Config, name: &str) -> Result<EngineOutcome> {
     })
 }
 
-/// Runs `benchmark`, the `phase`-th workload, with the resident set measured around it.
+/// Runs `benchmark`, the `phase`-th workload, with the resident set and the process's storage
+/// I/O measured around it.
 fn run_phase(bench: &Workbench<'_>, benchmark: Benchmark, phase: usize) -> Result<PhaseResult> {
     let resettable = memory::reset_peak();
     let start = memory::read();
+    let io_start = disk_io::read();
     let mut result = bench
         .run(benchmark, phase as u64)
         .map_err(|e| e.context(benchmark.name()))?;
@@ -256,6 +259,7 @@ fn run_phase(bench: &Workbench<'_>, benchmark: Benchmark, phase: usize) -> Resul
         }),
         _ => None,
     };
+    result.disk_io = io_start.zip(disk_io::read()).map(|(s, e)| s.until(e));
     Ok(result)
 }
 

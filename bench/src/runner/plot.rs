@@ -492,6 +492,7 @@ mod tests {
             checkpoint: None,
             sustained: None,
             rss: None,
+            disk_io: None,
         };
         let runs = ["siftdb", "rocksdb"].map(|engine| EngineRun {
             engine: engine.to_string(),

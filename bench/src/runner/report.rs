@@ -221,10 +221,16 @@ pub fn ratio_table(runs: &[(String, Throughputs)]) -> String {
         let _ = write!(out, " {:>12} {:>12}", name, format!("siftdb/{name}"));
     }
     out.push('\n');
-    for (label, sift_ops) in sift {
-        let _ = write!(out, "{label:<18} {sift_ops:>12.0}");
+    for (i, (label, sift_ops)) in sift.iter().enumerate() {
+        let nth = occurrence(sift, i);
+        let shown = if nth == 0 {
+            label.clone()
+        } else {
+            format!("{label}#{}", nth + 1)
+        };
+        let _ = write!(out, "{shown:<18} {sift_ops:>12.0}");
         for (_, list) in &peers {
-            match ops_of(list, label) {
+            match ops_of(list, label, nth) {
                 Some(peer) if peer > 0.0 => {
                     let _ = write!(out, " {:>12.0} {:>11.2}x", peer, sift_ops / peer);
                 }
@@ -238,8 +244,18 @@ pub fn ratio_table(runs: &[(String, Throughputs)]) -> String {
     out
 }
 
-fn ops_of(list: &[(String, f64)], label: &str) -> Option<f64> {
-    list.iter().find(|(l, _)| l == label).map(|(_, v)| *v)
+/// How many times the label of `list[i]` came before it (a workload run twice, such as a
+/// second `overwrite`, is compared with the peer's second run of it, not its first).
+fn occurrence(list: &[(String, f64)], i: usize) -> usize {
+    list[..i].iter().filter(|(l, _)| *l == list[i].0).count()
+}
+
+/// The ops/sec of the `nth` (from 0) workload named `label` in `list`.
+fn ops_of(list: &[(String, f64)], label: &str, nth: usize) -> Option<f64> {
+    list.iter()
+        .filter(|(l, _)| l == label)
+        .nth(nth)
+        .map(|(_, v)| *v)
 }
 
 /// The ratio table as one JSON object (`{"ratios": {"rocksdb": {"readmissing": 1.7, ...}}}`).
@@ -248,10 +264,15 @@ pub fn ratio_json(runs: &[(String, Throughputs)]) -> Option<Value> {
     let mut ratios = Map::new();
     for (name, list) in runs.iter().filter(|(name, _)| name != "siftdb") {
         let mut per = Map::new();
-        for (label, sift_ops) in sift {
-            if let Some(peer) = ops_of(list, label).filter(|&p| p > 0.0) {
-                per.entry(label.clone())
-                    .or_insert_with(|| json!(sift_ops / peer));
+        for (i, (label, sift_ops)) in sift.iter().enumerate() {
+            let nth = occurrence(sift, i);
+            if let Some(peer) = ops_of(list, label, nth).filter(|&p| p > 0.0) {
+                let key = if nth == 0 {
+                    label.clone()
+                } else {
+                    format!("{label}#{}", nth + 1)
+                };
+                per.insert(key, json!(sift_ops / peer));
             }
         }
         ratios.insert(name.clone(), Value::Object(per));
@@ -365,6 +386,15 @@ pub fn text(result: &PhaseResult, config: &Config) -> String {
             "  memory       : peak RSS {} ({} at the start)",
             human_bytes(rss.peak),
             human_bytes(rss.current)
+        );
+    }
+    if let Some(io) = result.disk_io.filter(|io| io.read > 0 || io.written > 0) {
+        let _ = writeln!(
+            out,
+            "  disk         : wrote {}, read {} (the process's storage I/O over the workload and \
+             its flush)",
+            human_bytes(io.written),
+            human_bytes(io.read)
         );
     }
     out
@@ -1111,6 +1141,10 @@ pub fn json(result: &PhaseResult, config: &Config, engine: &str) -> Value {
         map.insert("rss_start_bytes".into(), json!(rss.current));
         map.insert("peak_rss_bytes".into(), json!(rss.peak));
     }
+    if let Some(io) = result.disk_io {
+        map.insert("disk_bytes_written".into(), json!(io.written));
+        map.insert("disk_bytes_read".into(), json!(io.read));
+    }
     Value::Object(map)
 }
 
@@ -1177,6 +1211,24 @@ fn measured_json(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_workload_run_twice_is_compared_run_by_run() {
+        let run = |ops: &[f64]| -> Throughputs {
+            ops.iter().map(|&o| ("overwrite".to_string(), o)).collect()
+        };
+        let runs = vec![
+            ("siftdb".to_string(), run(&[100.0, 60.0])),
+            ("fjall".to_string(), run(&[50.0, 30.0])),
+        ];
+        let table = ratio_table(&runs);
+        assert!(table.contains("overwrite   "), "{table}");
+        assert!(table.contains("overwrite#2"), "{table}");
+        assert_eq!(table.matches("2.00x").count(), 2, "{table}");
+        let json = ratio_json(&runs).unwrap_or_default();
+        assert_eq!(json["ratios"]["fjall"]["overwrite"], json!(2.0));
+        assert_eq!(json["ratios"]["fjall"]["overwrite#2"], json!(2.0));
+    }
 
     #[test]
     fn keyspaces_read_as_text() {

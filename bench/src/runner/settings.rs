@@ -101,6 +101,9 @@ pub fn siftdb_options(config: &Config) -> Options {
         write_buffer_size: config
             .write_buffer_size
             .unwrap_or(defaults.write_buffer_size),
+        max_write_buffer_number: config
+            .max_write_buffer_number
+            .map_or(defaults.max_write_buffer_number, |n| n as usize),
         db_write_buffer_size: config.db_write_buffer_size,
         allow_stall: config.allow_stall,
         max_open_files: config.open_files.unwrap_or(defaults.max_open_files),
@@ -137,6 +140,7 @@ pub fn siftdb_options(config: &Config) -> Options {
         blob_compression_type: config.blob.compression,
         enable_blob_garbage_collection: config.blob.gc,
         blob_garbage_collection_age_cutoff: config.blob.gc_age_cutoff,
+        blob_garbage_collection_min_garbage_ratio: config.blob.gc_min_garbage_ratio,
         blob_garbage_collection_force_threshold: config.blob.gc_force_threshold,
         // mergerandom's counters (`db_bench`'s uint64add); RocksDB gets the same operator.
         merge_operator: Some(std::sync::Arc::new(siftdb::merge::U64Add)),

@@ -537,8 +537,10 @@ fn blob_gc_text(config: &Config) -> String {
         return "no garbage collection".to_string();
     }
     format!(
-        "compactions relocate the oldest {:.0} % of blob files, forced at {:.0} % garbage",
+        "compactions relocate the oldest {:.0} % of the blob files at least {:.0} % garbage, \
+         forced at {:.0} % garbage",
         b.gc_age_cutoff * 100.0,
+        b.gc_min_garbage_ratio * 100.0,
         b.gc_force_threshold * 100.0
     )
 }

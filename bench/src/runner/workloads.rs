@@ -59,6 +59,9 @@ pub struct PhaseResult {
     /// The process's resident set at the workload's start and its peak during it (Linux);
     /// set by the caller of [`Workbench::run`], which owns the process-wide measurement.
     pub rss: Option<super::memory::Rss>,
+    /// The process's storage I/O over the workload and its untimed flush (Linux); set by the
+    /// caller of [`Workbench::run`], as `rss` is.
+    pub disk_io: Option<super::disk_io::DiskIo>,
 }
 
 /// What the `checkpoint` workload found besides its timing.
@@ -96,6 +99,7 @@ impl PhaseResult {
             checkpoint: None,
             sustained: None,
             rss: None,
+            disk_io: None,
         }
     }
 }

@@ -116,6 +116,8 @@ pub struct KeyspaceOptions {
     pub enable_blob_garbage_collection: bool,
     /// See [`Options::blob_garbage_collection_age_cutoff`].
     pub blob_garbage_collection_age_cutoff: f64,
+    /// See [`Options::blob_garbage_collection_min_garbage_ratio`].
+    pub blob_garbage_collection_min_garbage_ratio: f64,
     /// See [`Options::blob_garbage_collection_force_threshold`].
     pub blob_garbage_collection_force_threshold: f64,
 }
@@ -170,6 +172,7 @@ impl From<&Options> for KeyspaceOptions {
             blob_compression_type: o.blob_compression_type,
             enable_blob_garbage_collection: o.enable_blob_garbage_collection,
             blob_garbage_collection_age_cutoff: o.blob_garbage_collection_age_cutoff,
+            blob_garbage_collection_min_garbage_ratio: o.blob_garbage_collection_min_garbage_ratio,
             blob_garbage_collection_force_threshold: o.blob_garbage_collection_force_threshold,
         }
     }
@@ -213,6 +216,8 @@ impl KeyspaceOptions {
             blob_compression_type: self.blob_compression_type,
             enable_blob_garbage_collection: self.enable_blob_garbage_collection,
             blob_garbage_collection_age_cutoff: self.blob_garbage_collection_age_cutoff,
+            blob_garbage_collection_min_garbage_ratio: self
+                .blob_garbage_collection_min_garbage_ratio,
             blob_garbage_collection_force_threshold: self.blob_garbage_collection_force_threshold,
             keyspaces: Vec::new(),
             ..db.clone()
@@ -340,7 +345,7 @@ pub(crate) fn options_text(o: &KeyspaceOptions) -> String {
 }
 
 /// The blob file fields of [`options_text`].
-fn blob_fields(o: &KeyspaceOptions) -> [(&'static str, String); 7] {
+fn blob_fields(o: &KeyspaceOptions) -> [(&'static str, String); 8] {
     [
         ("enable_blob_files", o.enable_blob_files.to_string()),
         ("min_blob_size", o.min_blob_size.to_string()),
@@ -356,6 +361,10 @@ fn blob_fields(o: &KeyspaceOptions) -> [(&'static str, String); 7] {
         (
             "blob_garbage_collection_age_cutoff",
             o.blob_garbage_collection_age_cutoff.to_string(),
+        ),
+        (
+            "blob_garbage_collection_min_garbage_ratio",
+            o.blob_garbage_collection_min_garbage_ratio.to_string(),
         ),
         (
             "blob_garbage_collection_force_threshold",
@@ -439,6 +448,9 @@ fn set_field(o: &mut KeyspaceOptions, key: &str, value: &str) -> Option<()> {
         "blob_compression_type" => o.blob_compression_type = Compression::from_name(value)?,
         "enable_blob_garbage_collection" => o.enable_blob_garbage_collection = num(value)?,
         "blob_garbage_collection_age_cutoff" => o.blob_garbage_collection_age_cutoff = num(value)?,
+        "blob_garbage_collection_min_garbage_ratio" => {
+            o.blob_garbage_collection_min_garbage_ratio = num(value)?
+        }
         "blob_garbage_collection_force_threshold" => {
             o.blob_garbage_collection_force_threshold = num(value)?
         }

@@ -217,6 +217,12 @@ pub struct Options {
     /// The share of blob files, oldest first, whose values compactions relocate when garbage
     /// collection is on (RocksDB's `blob_garbage_collection_age_cutoff`, 0 to 1).
     pub blob_garbage_collection_age_cutoff: f64,
+    /// A blob file is collected only once at least this share of its bytes is garbage
+    /// (fjall's `staleness_threshold`; RocksDB has no such bound and collects every file within
+    /// the age cutoff). Relocating a file moves its live bytes to free all of it: at 0.25, at
+    /// most three bytes move for four freed; at 0, a file with one overwritten value has all
+    /// its others moved. 0 to 1; the age cutoff counts only the files at or above it.
+    pub blob_garbage_collection_min_garbage_ratio: f64,
     /// Among those oldest files, once the ones a compaction could rewrite hold at least this
     /// share of garbage, a compaction is scheduled for them (RocksDB's
     /// `blob_garbage_collection_force_threshold`, 0 to 1; 1: never forced).
@@ -373,6 +379,7 @@ impl Default for Options {
             blob_compression_type: Compression::None,
             enable_blob_garbage_collection: false,
             blob_garbage_collection_age_cutoff: 0.25,
+            blob_garbage_collection_min_garbage_ratio: 0.25,
             blob_garbage_collection_force_threshold: 1.0,
             fs: Arc::new(RealFs),
             keyspaces: Vec::new(),
@@ -525,6 +532,10 @@ impl Options {
             (
                 "blob_garbage_collection_age_cutoff",
                 self.blob_garbage_collection_age_cutoff,
+            ),
+            (
+                "blob_garbage_collection_min_garbage_ratio",
+                self.blob_garbage_collection_min_garbage_ratio,
             ),
             (
                 "blob_garbage_collection_force_threshold",

@@ -10,14 +10,15 @@ use siftdb_compaction::picker::{self, LevelFile, Pick, Running};
 use crate::base::options::Options;
 use crate::core::version::Version;
 
-/// The blob files whose live values compactions relocate: of those holding any garbage, the
-/// oldest (lowest numbered) `age_cutoff` share, counted in whole files rounded down. RocksDB
-/// counts its cutoff over every blob file and relocates files without garbage too; here a file
-/// whose every value is live is never relocated (it would free nothing: a fill would rewrite a
-/// quarter of its values at every compaction), and the cutoff counts the files that would free
-/// something, as fjall's staleness filter does, so that a tree of mostly live young files does
-/// not make every compaction move the live half of every old one. Empty when garbage
-/// collection is off.
+/// The blob files whose live values compactions relocate: of those holding garbage, at least
+/// `min_garbage_ratio` of their bytes, the oldest (lowest numbered) `age_cutoff` share, counted
+/// in whole files rounded down. RocksDB counts its cutoff over every blob file and relocates
+/// files without garbage too; here a file is relocated only when that frees enough for what it
+/// moves (fjall's staleness threshold: an overwrite of random keys leaves a little garbage in
+/// every old file, and relocating all of them at the first overwritten value moved twice the
+/// bytes written), and the cutoff counts only such files, so that a tree of mostly live young
+/// files does not make every compaction move the live half of every old one. Empty when
+/// garbage collection is off.
 pub(crate) fn files_to_collect(version: &Version, options: &Options) -> BTreeSet<u64> {
     if !options.enable_blob_garbage_collection {
         return BTreeSet::new();
@@ -27,10 +28,15 @@ pub(crate) fn files_to_collect(version: &Version, options: &Options) -> BTreeSet
 
 /// [`files_to_collect`] given each blob file's referenced bytes (`Version::blob_live_bytes`).
 fn collectable(version: &Version, options: &Options, live: &BTreeMap<u64, u64>) -> BTreeSet<u64> {
+    let min_ratio = options.blob_garbage_collection_min_garbage_ratio;
     let with_garbage: Vec<u64> = version
         .blob_files()
         .values()
-        .filter(|b| live.get(&b.meta.number).copied().unwrap_or(0) < b.meta.stored_bytes)
+        .filter(|b| {
+            let stored = b.meta.stored_bytes;
+            let garbage = stored.saturating_sub(live.get(&b.meta.number).copied().unwrap_or(0));
+            garbage > 0 && garbage as f64 >= min_ratio * stored as f64
+        })
         .map(|b| b.meta.number)
         .collect();
     let cutoff = (with_garbage.len() as f64 * options.blob_garbage_collection_age_cutoff) as usize;

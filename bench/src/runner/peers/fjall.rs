@@ -12,7 +12,11 @@
 //!   filter to skip tables with.
 //! - one block cache of `--cache_size` (fjall keeps filter and index blocks in it, L0 filter and
 //!   L0/L1 index blocks pinned by default: left as is); no compression; 4 KiB blocks.
-//! - memtable `max_memtable_size` = siftdb's write buffer size; leveled compaction with siftdb's
+//! - memtable `max_memtable_size` = siftdb's write buffer size; fjall keeps up to four sealed
+//!   memtables waiting for their flush besides the one written (five in all, not settable:
+//!   its `max_write_buffer_size` is unused in 3.1), where siftdb and RocksDB keep
+//!   `max_write_buffer_number` in all (2 by default; `--max_write_buffer_number=5` evens it);
+//!   leveled compaction with siftdb's
 //!   L0 trigger, target file size and multiplier. fjall derives L1's size from them
 //!   (`target_size × l0_threshold`) and has no separate `max_bytes_for_level_base`.
 //! - worker threads: one plus siftdb's compaction threads (`Options::compaction_threads`;
@@ -215,8 +219,9 @@ fn open_keyspace(
 
 /// fjall's key-value separation with the run's blob settings: its separation threshold is
 /// `--min_blob_size`, its age cutoff the collection's (0 without collection: no file is
-/// rewritten), and its staleness threshold 0, so that compactions rewrite every file within
-/// the cutoff as RocksDB's and siftdb's collection do. fjall has no force threshold.
+/// rewritten), and its staleness threshold `--blob_garbage_collection_min_garbage_ratio`, as
+/// siftdb's. fjall has no force threshold, and rewrites a file only when no table outside the
+/// compaction references it (the settings row says so).
 fn kv_separation(config: &Config) -> Option<fjall::KvSeparationOptions> {
     let b = &config.blob;
     b.enabled.then(|| {
@@ -227,7 +232,7 @@ fn kv_separation(config: &Config) -> Option<fjall::KvSeparationOptions> {
             })
             .file_target_size(b.blob_file_size)
             .separation_threshold(u32::try_from(b.min_blob_size).unwrap_or(u32::MAX))
-            .staleness_threshold(0.0)
+            .staleness_threshold(b.gc_min_garbage_ratio as f32)
             .age_cutoff(if b.gc { b.gc_age_cutoff as f32 } else { 0.0 })
     })
 }
@@ -236,9 +241,11 @@ fn kv_separation(config: &Config) -> Option<fjall::KvSeparationOptions> {
 fn blob_row(config: &Config) -> String {
     let gc = if config.blob.gc {
         format!(
-            "compactions rewrite the oldest {:.0} % of blob files (staleness threshold 0; fjall \
-             has no force threshold)",
-            config.blob.gc_age_cutoff * 100.0
+            "compactions rewrite the oldest {:.0} % of the blob files they reference that are at \
+             least {:.0} % garbage (staleness threshold), if no other table references them; \
+             fjall has no force threshold",
+            config.blob.gc_age_cutoff * 100.0,
+            config.blob.gc_min_garbage_ratio * 100.0
         )
     } else {
         "age cutoff 0: no blob file rewritten".to_string()
@@ -377,7 +384,8 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, given: &Given) -> Sett
         (
             "memtable",
             format!(
-                "{} (max_memtable_size){}",
+                "{} (max_memtable_size) x5: fjall's own, writes halt at 4 sealed memtables \
+                 (not settable){}",
                 human_bytes(write_buffer),
                 if config.memtable_bloom_size_ratio > 0.0 {
                     "; fjall has no memtable bloom"

@@ -435,7 +435,8 @@ fn set_blob_files(options: &mut Options, config: &Config) {
 fn blob_row(config: &Config) -> String {
     let gc = if config.blob.gc {
         format!(
-            "blob GC age cutoff {}, force threshold {}",
+            "blob GC age cutoff {}, force threshold {}; every file within the cutoff is \
+             relocated, whatever its garbage (RocksDB has no minimum garbage ratio)",
             config.blob.gc_age_cutoff, config.blob.gc_force_threshold
         )
     } else {
