@@ -467,6 +467,14 @@ pub struct Args {
     /// Memtable bytes before a flush [default: the engine's, 64 MiB].
     #[arg(long = "write_buffer_size")]
     pub write_buffer_size: Option<usize>,
+    /// Every this many bytes of a table or blob file written, its writeback is started
+    /// (db_bench's `bytes_per_sync`; 0: left to the OS) [default: the engine's, 1 MiB].
+    #[arg(long = "bytes_per_sync")]
+    pub bytes_per_sync: Option<u64>,
+    /// As `--bytes_per_sync`, for the WAL (db_bench's `wal_bytes_per_sync`) [default: the
+    /// engine's, 1 MiB].
+    #[arg(long = "wal_bytes_per_sync")]
+    pub wal_bytes_per_sync: Option<u64>,
     /// Memtables of a keyspace, the one being written and those waiting for their flush,
     /// before writes stall (RocksDB's `max_write_buffer_number`) [default: the engine's, 2].
     #[arg(long = "max_write_buffer_number", value_parser = clap::value_parser!(u32).range(2..))]
@@ -595,7 +603,7 @@ pub struct Args {
     /// none: it is printed as a difference).
     #[arg(
         long = "blob_garbage_collection_min_garbage_ratio",
-        default_value_t = 0.25
+        default_value_t = 0.5
     )]
     pub blob_garbage_collection_min_garbage_ratio: f64,
     /// Garbage share of those files that forces compactions for them (db_bench's name; 1:
@@ -811,6 +819,11 @@ pub struct Config {
     pub cache_size: Option<usize>,
     /// Memtable bytes (`None`: the engine's default).
     pub write_buffer_size: Option<usize>,
+    /// Writeback started every so many bytes of tables and blob files (`None`: the engine's
+    /// default).
+    pub bytes_per_sync: Option<u64>,
+    /// Writeback started every so many WAL bytes (`None`: the engine's default).
+    pub wal_bytes_per_sync: Option<u64>,
     /// Memtables per keyspace before writes stall (`None`: the engine's default).
     pub max_write_buffer_number: Option<u32>,
     /// Memtable bytes of all keyspaces together (0: no shared budget).
@@ -899,6 +912,8 @@ impl Config {
             cache_size: args.cache_size,
             write_buffer_size: args.write_buffer_size,
             max_write_buffer_number: args.max_write_buffer_number,
+            bytes_per_sync: args.bytes_per_sync,
+            wal_bytes_per_sync: args.wal_bytes_per_sync,
             db_write_buffer_size: args.db_write_buffer_size,
             allow_stall: args.allow_stall,
             open_files: args.open_files,

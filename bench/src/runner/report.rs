@@ -660,7 +660,7 @@ fn writes_text(s: &Stats, result: &PhaseResult) -> String {
     let mut out = format!(
         "  writes       : {} keys, {} user -> WAL {}, flushed {} in {} flushes, compacted {} in {} \
          (+{} tables moved down unchanged, {} with their filters thinned); write amplification \
-         {:.2}; stall {:.1} ms{}\n",
+         {:.2} ({:.2} without the WAL); stall {:.1} ms{}\n",
         s.keys_written,
         human_bytes(s.bytes_written_user),
         human_bytes(s.wal_bytes),
@@ -671,6 +671,7 @@ fn writes_text(s: &Stats, result: &PhaseResult) -> String {
         s.trivial_moves,
         s.filters_thinned_by_moves,
         s.write_amplification(),
+        s.write_amplification_without_wal(),
         s.stall_micros as f64 / 1000.0,
         stall_causes_text(s)
     );
@@ -1043,6 +1044,10 @@ fn stats_json(s: &Stats, point_reads_only: bool, map: &mut Map<String, Value>) {
     put("compression_ratio", json!(s.compression_ratio()));
     put("compaction_blocks_read", json!(s.compaction_blocks_read));
     put("write_amplification", json!(s.write_amplification()));
+    put(
+        "write_amplification_without_wal",
+        json!(s.write_amplification_without_wal()),
+    );
     put("stall_micros", json!(s.stall_micros));
     put("stall_micros_l0_files", json!(s.stall_micros_l0_files));
     put("stall_micros_memtables", json!(s.stall_micros_memtables));

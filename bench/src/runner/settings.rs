@@ -101,6 +101,10 @@ pub fn siftdb_options(config: &Config) -> Options {
         write_buffer_size: config
             .write_buffer_size
             .unwrap_or(defaults.write_buffer_size),
+        bytes_per_sync: config.bytes_per_sync.unwrap_or(defaults.bytes_per_sync),
+        wal_bytes_per_sync: config
+            .wal_bytes_per_sync
+            .unwrap_or(defaults.wal_bytes_per_sync),
         max_write_buffer_number: config
             .max_write_buffer_number
             .map_or(defaults.max_write_buffer_number, |n| n as usize),
@@ -305,6 +309,22 @@ pub fn tree_shape(config: &Config) -> String {
         human_bytes(o.target_file_size_base),
         human_bytes(o.max_bytes_for_level_base),
         o.max_bytes_for_level_multiplier
+    )
+}
+
+/// The "writeback" row of an engine given siftdb's `bytes_per_sync` and `wal_bytes_per_sync`.
+pub fn writeback_text(sift: &siftdb::Options) -> String {
+    let every = |bytes: u64| {
+        if bytes == 0 {
+            "left to the OS".to_string()
+        } else {
+            format!("started every {}", human_bytes(bytes))
+        }
+    };
+    format!(
+        "tables and blob files: {}; WAL: {}",
+        every(sift.bytes_per_sync),
+        every(sift.wal_bytes_per_sync)
     )
 }
 

@@ -216,6 +216,7 @@ pub fn siftdb_rows(config: &Config) -> SettingRows {
             if config.mmap_read { "mmap" } else { "pread" }.to_string(),
         ),
         ("sync (--sync)", sync_text(config, "fdatasync of the WAL")),
+        ("writeback", super::settings::writeback_text(&o)),
         (
             "L0 slowdown",
             format!("none: stop at {} L0 files", o.level0_stop_writes_trigger),

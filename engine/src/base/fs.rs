@@ -15,6 +15,16 @@ use siftdb_sstable::{open_random_access, RandomAccessFile, ReadMode};
 pub trait WritableFile: Write + Send + Debug {
     /// Makes everything written so far durable (`fdatasync`).
     fn sync(&mut self) -> io::Result<()>;
+
+    /// Asks the OS to start writing to storage what has been written so far, without waiting
+    /// for it and without promising anything (RocksDB's `RangeSync`, behind `bytes_per_sync`):
+    /// the next [`sync`](WritableFile::sync) then has little left to write, and the disk works
+    /// steadily instead of in one burst per sync. Durability stays with `sync`. The default
+    /// does nothing; a buffering implementation hands its buffer to the OS first, and an error
+    /// of that is an error of the write.
+    fn start_writeback(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A held lock on a file; released on drop.
@@ -65,11 +75,17 @@ pub struct RealFs;
 #[derive(Debug)]
 struct RealWritable {
     inner: BufWriter<File>,
+    /// Bytes handed to the OS (or buffered) so far.
+    written: u64,
+    /// Bytes whose writeback was started already.
+    writeback_started: u64,
 }
 
 impl Write for RealWritable {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.inner.write(buf)
+        let n = self.inner.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
     }
     fn flush(&mut self) -> io::Result<()> {
         self.inner.flush()
@@ -79,9 +95,43 @@ impl Write for RealWritable {
 impl WritableFile for RealWritable {
     fn sync(&mut self) -> io::Result<()> {
         self.inner.flush()?;
-        self.inner.get_ref().sync_data()
+        self.inner.get_ref().sync_data()?;
+        self.writeback_started = self.written;
+        Ok(())
+    }
+
+    fn start_writeback(&mut self) -> io::Result<()> {
+        self.inner.flush()?;
+        let (from, to) = (self.writeback_started, self.written);
+        if to > from {
+            start_writeback_of(self.inner.get_ref(), from, to - from);
+            self.writeback_started = to;
+        }
+        Ok(())
     }
 }
+
+/// Starts the writeback of `len` bytes of `file` from `offset` (`sync_file_range` with
+/// `SYNC_FILE_RANGE_WRITE`: it queues the dirty pages for writing and returns). Its result is
+/// ignored: it only hints, the data is made durable (and a writeback error reported) by the
+/// `fdatasync` of [`WritableFile::sync`], which waits for every page, these included.
+#[cfg(target_os = "linux")]
+fn start_writeback_of(file: &File, offset: u64, len: u64) {
+    use std::os::fd::AsRawFd;
+    let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+        return;
+    };
+    // SAFETY: `sync_file_range` reads no memory of this process: it takes a file descriptor,
+    // which `file` keeps open for the duration of the call, and two integers; an offset or
+    // length beyond the file's end is allowed (the range is clipped by the kernel).
+    unsafe {
+        libc::sync_file_range(file.as_raw_fd(), offset, len, libc::SYNC_FILE_RANGE_WRITE);
+    }
+}
+
+/// Elsewhere writeback is left to the OS (and to [`WritableFile::sync`]).
+#[cfg(not(target_os = "linux"))]
+fn start_writeback_of(_file: &File, _offset: u64, _len: u64) {}
 
 #[derive(Debug)]
 struct RealLock {
@@ -103,6 +153,8 @@ impl FileSystem for RealFs {
             .open(path)?;
         Ok(Box::new(RealWritable {
             inner: BufWriter::with_capacity(64 << 10, file),
+            written: 0,
+            writeback_started: 0,
         }))
     }
 

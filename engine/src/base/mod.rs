@@ -19,3 +19,4 @@ pub(crate) mod sync_point;
 pub(crate) mod ttl;
 pub(crate) mod version_edit;
 pub(crate) mod wal;
+pub(crate) mod writeback;

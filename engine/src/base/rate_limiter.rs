@@ -260,6 +260,10 @@ impl WritableFile for PacedFile {
     fn sync(&mut self) -> io::Result<()> {
         self.inner.sync()
     }
+
+    fn start_writeback(&mut self) -> io::Result<()> {
+        self.inner.start_writeback()
+    }
 }
 
 #[cfg(test)]

@@ -121,6 +121,36 @@ impl Shared {
         &self.fs
     }
 
+    /// Creates a table or blob file a flush or compaction writes: paced by the rate limiter at
+    /// `priority`, its writeback started every `bytes_per_sync` bytes.
+    pub(crate) fn create_output(
+        &self,
+        path: &std::path::Path,
+        priority: crate::base::rate_limiter::IoPriority,
+    ) -> std::io::Result<Box<dyn crate::base::fs::WritableFile>> {
+        let options = self.options();
+        let file = crate::base::writeback::every(self.fs.create(path)?, options.bytes_per_sync);
+        Ok(crate::base::rate_limiter::paced(
+            file,
+            options.rate_limiter.as_ref(),
+            priority,
+        ))
+    }
+
+    /// Creates a WAL, its writeback started every `wal_bytes_per_sync` bytes.
+    pub(crate) fn create_wal(
+        &self,
+        number: u64,
+    ) -> std::io::Result<Box<dyn crate::base::fs::WritableFile>> {
+        let file = self
+            .fs
+            .create(&crate::base::fs::names::wal(&self.dir, number))?;
+        Ok(crate::base::writeback::every(
+            file,
+            self.options().wal_bytes_per_sync,
+        ))
+    }
+
     pub(crate) fn cache(&self) -> &Arc<TableCache> {
         &self.cache
     }

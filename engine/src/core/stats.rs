@@ -308,6 +308,18 @@ impl Stats {
             / self.bytes_written_user as f64
     }
 
+    /// Write amplification without the WAL: bytes flushes and compactions wrote to tables and
+    /// blob files / user bytes. RocksDB's compaction statistics count their `W-Amp` so: the WAL
+    /// is written once per user byte whatever shape the tree has, so this is what the tree's
+    /// shape (levels, compaction style, blob files) changes.
+    pub fn write_amplification_without_wal(&self) -> f64 {
+        if self.bytes_written_user == 0 {
+            return 0.0;
+        }
+        (self.flush_bytes + self.compaction_bytes_written + self.blob_bytes_written) as f64
+            / self.bytes_written_user as f64
+    }
+
     /// Table bytes written / what they would have taken uncompressed (1.0 when nothing was
     /// compressed or nothing written).
     pub fn compression_ratio(&self) -> f64 {

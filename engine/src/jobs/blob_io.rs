@@ -131,11 +131,9 @@ impl<'a> BlobSink<'a> {
         let number = self.db.versions().new_output();
         self.numbers.push(number);
         let path = names::blob(self.db.dir(), number);
-        let file = crate::base::rate_limiter::paced(
-            self.db.fs().create(&path)?,
-            self.db.options().rate_limiter.as_ref(),
-            crate::base::rate_limiter::IoPriority::High,
-        );
+        let file = self
+            .db
+            .create_output(&path, crate::base::rate_limiter::IoPriority::High)?;
         let name = path.display().to_string();
         let writer = BlobFileWriter::new(file, name, number, self.keyspace, self.compression)?;
         Ok(OpenBlob {

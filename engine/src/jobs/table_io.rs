@@ -87,11 +87,7 @@ fn write_table_and_blobs(
     mut blobs: Option<&mut BlobSink<'_>>,
 ) -> Result<(siftdb_sstable::TableMeta, Vec<BlobRefs>)> {
     let path = names::table(db.dir(), number);
-    let mut file = crate::base::rate_limiter::paced(
-        db.fs().create(&path)?,
-        db.options().rate_limiter.as_ref(),
-        crate::base::rate_limiter::IoPriority::High,
-    );
+    let mut file = db.create_output(&path, crate::base::rate_limiter::IoPriority::High)?;
     let build = options.table_build_options(plan.build_level, plan.filter);
     let mut builder = TableBuilder::new(&mut file, build);
     let mut refs = BlobRefCounter::default();

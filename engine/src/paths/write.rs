@@ -15,7 +15,6 @@ use siftdb_sstable::MAX_SEQUENCE;
 
 use crate::base::batch::{self, WriteBatch};
 use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
-use crate::base::fs::names;
 use crate::base::wal::writer::LogWriter;
 use crate::core::memtable::Memtable;
 use crate::core::state::{DbState, StateGuard};
@@ -481,11 +480,7 @@ impl Engine {
         old_number: u64,
         old: Option<LogWriter>,
     ) -> std::result::Result<LogWriter, (Error, Option<LogWriter>)> {
-        let file = match self
-            .shared
-            .fs()
-            .create(&names::wal(self.shared.dir(), number))
-        {
+        let file = match self.shared.create_wal(number) {
             Ok(file) => file,
             Err(e) => return Err((e.into(), old)),
         };

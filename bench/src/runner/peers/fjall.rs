@@ -411,6 +411,10 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, given: &Given) -> Sett
             "sync (--sync)",
             settings::sync_text(config, "fdatasync of the journal (SyncData)"),
         ),
+        (
+            "writeback",
+            "left to the OS (fjall has no bytes_per_sync: not mapped)".to_string(),
+        ),
         ("L0 slowdown", "fjall's own write stalls".to_string()),
         ("statistics", "metrics feature counters".to_string()),
         (

@@ -325,6 +325,8 @@ fn db_options(config: &Config, sift: &siftdb::Options, table: &BlockBasedOptions
         usize::try_from(sift.max_manifest_file_size).unwrap_or(usize::MAX),
     );
     options.set_max_write_buffer_number(sift.max_write_buffer_number as i32);
+    options.set_bytes_per_sync(sift.bytes_per_sync);
+    options.set_wal_bytes_per_sync(sift.wal_bytes_per_sync);
     options
         .set_level_zero_file_num_compaction_trigger(sift.level0_file_num_compaction_trigger as i32);
     options.set_level_zero_stop_writes_trigger(sift.level0_stop_writes_trigger as i32);
@@ -560,6 +562,13 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, mapped: &Mapped) -> Se
         (
             "sync (--sync)",
             settings::sync_text(config, "fdatasync of the WAL"),
+        ),
+        (
+            "writeback",
+            format!(
+                "{} (bytes_per_sync, wal_bytes_per_sync)",
+                settings::writeback_text(sift)
+            ),
         ),
         (
             "L0 slowdown",

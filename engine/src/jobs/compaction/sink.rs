@@ -246,17 +246,14 @@ impl<'a> TableSink<'a> {
         self.numbers.push(number);
         let file = self
             .db
-            .fs()
-            .create(&names::table(self.db.dir(), number))
+            .create_output(
+                &names::table(self.db.dir(), number),
+                crate::base::rate_limiter::IoPriority::Low,
+            )
             .map_err(|source| SstError::Io {
                 file: format!("{number:06}.sst"),
                 source,
             })?;
-        let file = crate::base::rate_limiter::paced(
-            file,
-            self.db.options().rate_limiter.as_ref(),
-            crate::base::rate_limiter::IoPriority::Low,
-        );
         self.current = Some((number, TableBuilder::new(file, self.options.clone())));
         Ok(())
     }

@@ -430,7 +430,7 @@ fn commit(
     }
     db.versions().set_last_sequence(recovered.last_sequence);
     // New WAL first, then the manifest that makes the old WALs obsolete.
-    let wal_file = db.fs().create(&names::wal(db.dir(), wal_number))?;
+    let wal_file = db.create_wal(wal_number)?;
     db.fs().sync_dir(db.dir())?;
     let first_sequence = recovered.last_sequence + 1;
     let snapshot =
