@@ -354,6 +354,20 @@ fn settings_line(config: &Config, sift: &siftdb::Options, given: &Given) -> Stri
 }
 
 /// The settings table's rows ([`super::super::settings::ROWS`]).
+/// The "memtable" row: fjall's memtable size, and the four sealed memtables it keeps.
+fn memtable_row(config: &Config, write_buffer: u64) -> String {
+    format!(
+        "{} (max_memtable_size) x5: fjall's own, writes halt at 4 sealed memtables (not \
+         settable){}",
+        human_bytes(write_buffer),
+        if config.memtable_bloom_size_ratio > 0.0 {
+            "; fjall has no memtable bloom"
+        } else {
+            ""
+        }
+    )
+}
+
 fn settings_rows(config: &Config, sift: &siftdb::Options, given: &Given) -> SettingRows {
     let Given {
         bits,
@@ -381,19 +395,7 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, given: &Given) -> Sett
             ),
         ),
         ("prefix filter", "none (no prefix extractor)".to_string()),
-        (
-            "memtable",
-            format!(
-                "{} (max_memtable_size) x5: fjall's own, writes halt at 4 sealed memtables \
-                 (not settable){}",
-                human_bytes(write_buffer),
-                if config.memtable_bloom_size_ratio > 0.0 {
-                    "; fjall has no memtable bloom"
-                } else {
-                    ""
-                }
-            ),
-        ),
+        ("memtable", memtable_row(config, write_buffer)),
         (
             "tree shape",
             format!(
