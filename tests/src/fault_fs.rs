@@ -48,6 +48,8 @@ struct State {
     fail_sync_in: Option<u64>,
     calls: u64,
     syncs: u64,
+    /// Writebacks started (`WritableFile::start_writeback`).
+    writebacks: u64,
     /// The file whose sync [`FaultFs::fail_sync_in`] failed, by its name then.
     failed_sync: Option<PathBuf>,
     /// Bytes all files may hold together; a write past it fails with `StorageFull` and writes
@@ -191,6 +193,11 @@ impl FaultFs {
     /// File syncs made so far.
     pub fn syncs(&self) -> u64 {
         self.lock_state().syncs
+    }
+
+    /// Writebacks started so far (`bytes_per_sync`, `wal_bytes_per_sync`).
+    pub fn writebacks(&self) -> u64 {
+        self.lock_state().writebacks
     }
 
     /// Power loss: every later call fails until [`FaultFs::restart`].
@@ -361,6 +368,15 @@ impl Write for FaultWritable {
 }
 
 impl WritableFile for FaultWritable {
+    /// A call like any other: it can fail, panic or cut the power as the Nth. The hint itself
+    /// changes nothing here, since any unsynced bytes may already survive a power loss
+    /// (`restart_scrambled`) or be lost.
+    fn start_writeback(&mut self) -> io::Result<()> {
+        let mut s = self.fs.enter()?;
+        s.writebacks += 1;
+        Ok(())
+    }
+
     fn sync(&mut self) -> io::Result<()> {
         let mut s = self.fs.enter()?;
         s.syncs += 1;

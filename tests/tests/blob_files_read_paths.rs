@@ -126,6 +126,15 @@ fn overwrites_compactions_and_reopens_keep_the_newest_values_and_drop_dead_blob_
     }
 }
 
+/// One of the blob files in `dir`.
+fn a_blob_file(dir: &std::path::Path) -> std::path::PathBuf {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension() == Some("blob".as_ref()))
+        .unwrap()
+}
+
 #[test]
 fn a_flipped_bit_in_a_blob_is_corruption_naming_the_file_and_offset() {
     let dir = siftdb_tests::temp_dir();
@@ -137,11 +146,7 @@ fn a_flipped_bit_in_a_blob_is_corruption_naming_the_file_and_offset() {
         }
         db.flush().unwrap();
     }
-    let blob = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension() == Some("blob".as_ref()))
-        .unwrap();
+    let blob = a_blob_file(dir.path());
     let mut bytes = std::fs::read(&blob).unwrap();
     let at = bytes.len() / 2;
     bytes[at] ^= 0x10;
@@ -186,11 +191,7 @@ fn a_missing_blob_file_is_corruption_at_open_naming_it() {
         }
         db.flush().unwrap();
     }
-    let blob = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension() == Some("blob".as_ref()))
-        .unwrap();
+    let blob = a_blob_file(dir.path());
     std::fs::remove_file(&blob).unwrap();
     let e = Db::open(dir.path(), options()).unwrap_err();
     let name = blob.file_name().unwrap().to_string_lossy().to_string();

@@ -150,6 +150,10 @@ fn options_in(fs: &FaultFs, style: siftdb::CompactionStyle) -> Options {
         enable_blob_garbage_collection: !universal,
         blob_garbage_collection_age_cutoff: 0.5,
         blob_garbage_collection_force_threshold: 0.3,
+        // Writeback started every 512 bytes of every file: power is lost between those starts
+        // and the syncs after them.
+        bytes_per_sync: 512,
+        wal_bytes_per_sync: 512,
         fs: Arc::new(fs.clone()),
         ..Options::default()
     }

@@ -14,13 +14,16 @@ fn options(fs: &FaultFs) -> Options {
 /// The same tree with compactions split into up to three key ranges merged on threads of their
 /// own, and table writes paced by a rate limiter: a failed call lands in any range. Its values
 /// live in blob files: failed calls land in blob files' creation, writes, syncs, opens, reads
-/// and deletions too.
+/// and deletions too. Writeback is started every 2 KiB of tables, blob files and WALs, so
+/// failed calls land in those starts as well.
 fn split_options(fs: &FaultFs) -> Options {
     Options {
         max_subcompactions: 3,
         rate_limiter: Some(std::sync::Arc::new(siftdb::RateLimiter::new(64 << 20))),
         enable_blob_files: true,
         min_blob_size: 16,
+        bytes_per_sync: 2048,
+        wal_bytes_per_sync: 2048,
         ..siftdb_tests::small_tree_options(fs)
     }
 }
@@ -72,6 +75,12 @@ fn every_failed_call_with(options: fn(&FaultFs) -> Options, splits: bool) {
         ranges > 0,
         splits,
         "{ranges} key ranges merged by split compactions"
+    );
+    assert_eq!(
+        clean.writebacks() > 0,
+        splits,
+        "{} writebacks started",
+        clean.writebacks()
     );
     let total = clean.calls();
     let step = siftdb_tests::env_count("SIFTDB_IO_FAULT_STEP", 1).max(1);
