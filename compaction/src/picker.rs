@@ -9,6 +9,13 @@
 //! `kMinOverlappingRatio`: the least bytes rewritten per byte moved down), or round robin by key
 //! ([`CompactionPri::RoundRobin`]: the first file after the previous compaction's end key, which
 //! spreads rewrites evenly over the key space).
+//!
+//! When L0 is small beside the part of L1 it overlaps (less than `1 / multiplier` of it, and at
+//! most `intra_l0_max_bytes`), its files are merged into one L0 table instead (RocksDB's
+//! intra-L0 compaction): merging a few small tables into all of L1 would rewrite L1 for a
+//! sliver of new data, which is the common case once large values live in blob files and the
+//! tables hold only keys and blob references. L0 then grows by flushes until it is worth
+//! merging down.
 
 /// What the picker needs to know about a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +66,8 @@ pub struct PickerConfig {
     pub multiplier: f64,
     /// Which file of a level goes first.
     pub compaction_pri: CompactionPri,
+    /// The most bytes an intra-L0 compaction merges (0: never merge L0 into itself).
+    pub intra_l0_max_bytes: u64,
 }
 
 impl PickerConfig {
@@ -136,6 +145,33 @@ pub(crate) fn key_range<'a>(
         });
     }
     range
+}
+
+/// The pick of L0's compaction: all of L0 at once (its files overlap), into L1, or into one
+/// L0 table when that is the cheaper way to bring the file count down (see the module
+/// documentation).
+fn pick_l0(levels: &[Vec<LevelFile>], config: &PickerConfig) -> Option<Pick> {
+    let inputs: Vec<u64> = levels.first()?.iter().map(|f| f.number).collect();
+    let mut pick = pick_files(levels, 0, inputs)?;
+    let bytes = |level: usize, numbers: &[u64]| -> u64 {
+        levels.get(level).map_or(0, |files| {
+            files
+                .iter()
+                .filter(|f| numbers.contains(&f.number))
+                .map(|f| f.size)
+                .sum()
+        })
+    };
+    let l0_bytes = bytes(0, &pick.inputs);
+    let l1_bytes = bytes(1, &pick.next_inputs);
+    let intra = pick.inputs.len() >= 2
+        && l0_bytes <= config.intra_l0_max_bytes
+        && (l0_bytes as f64) * config.multiplier < l1_bytes as f64;
+    if intra {
+        pick.next_inputs.clear();
+        pick.output_level = 0;
+    }
+    Some(pick)
 }
 
 /// Builds the pick of compacting `inputs` (numbers in `levels[level]`) into `level + 1`.
@@ -245,8 +281,7 @@ pub fn pick_besides(
             if levels[0].iter().any(|f| busy(f.number)) {
                 continue;
             }
-            let inputs = levels[0].iter().map(|f| f.number).collect();
-            match pick_files(levels, 0, inputs) {
+            match pick_l0(levels, config) {
                 Some(p) if fits(&p) => return Some(p),
                 _ => continue,
             }
@@ -282,7 +317,7 @@ pub fn pick_besides(
 /// none of them writes into its output level a key range its outputs would overlap.
 pub fn fits_beside(p: &Pick, levels: &[Vec<LevelFile>], running: &[Running]) -> bool {
     let busy = |n: u64| running.iter().any(|r| r.inputs.contains(&n));
-    let output_level = p.level + 1;
+    let output_level = p.output_level;
     let mine = Running::of(p, levels, output_level);
     !mine.inputs.iter().any(|&n| busy(n))
         && !running.iter().any(|r| {
@@ -352,6 +387,7 @@ mod tests {
         base_level_bytes: 1000,
         multiplier: 10.0,
         compaction_pri: CompactionPri::RoundRobin,
+        intra_l0_max_bytes: 0,
     };
 
     #[test]
@@ -419,6 +455,49 @@ mod tests {
         assert_eq!(p.level, 0);
         assert_eq!(p.inputs, vec![1, 2, 3, 4]);
         assert_eq!(p.next_inputs, vec![10, 11]);
+    }
+
+    #[test]
+    fn picker_merges_a_small_l0_into_itself_until_it_is_worth_moving_down() {
+        let l0 = |sizes: &[u64]| -> Vec<LevelFile> {
+            (1..)
+                .zip(sizes)
+                .map(|(n, &size)| file(n, size, "b", "y"))
+                .collect()
+        };
+        // L1 under its target throughout: only L0 is due.
+        let config = PickerConfig {
+            intra_l0_max_bytes: 500,
+            base_level_bytes: 100_000,
+            ..CONFIG
+        };
+        let l1 = vec![file(10, 2000, "a", "m"), file(11, 2000, "n", "z")];
+        // 40 bytes of L0 over 4000 of L1: merged into one L0 table.
+        let levels = vec![l0(&[10, 10, 10, 10]), l1.clone(), vec![]];
+        let p = pick(&levels, &config, &[]).unwrap();
+        assert_eq!((p.level, p.output_level), (0, 0));
+        assert_eq!((p.inputs, p.next_inputs), (vec![1, 2, 3, 4], vec![]));
+        // 430 bytes: more than a tenth of L1, so down into it.
+        let levels = vec![l0(&[400, 10, 10, 10]), l1.clone(), vec![]];
+        let p = pick(&levels, &config, &[]).unwrap();
+        assert_eq!((p.output_level, p.next_inputs), (1, vec![10, 11]));
+        // Past the most an intra-L0 compaction merges, even beside a larger L1.
+        let big_l1 = vec![file(10, 20_000, "a", "m"), file(11, 20_000, "n", "z")];
+        let levels = vec![l0(&[600, 10, 10, 10]), big_l1, vec![]];
+        assert_eq!(pick(&levels, &config, &[]).unwrap().output_level, 1);
+        // Off, and with one L0 file (a trigger of 1), never.
+        let off = PickerConfig {
+            intra_l0_max_bytes: 0,
+            ..config
+        };
+        let levels = vec![l0(&[10, 10, 10, 10]), l1.clone(), vec![]];
+        assert_eq!(pick(&levels, &off, &[]).unwrap().output_level, 1);
+        let one = PickerConfig {
+            l0_trigger: 1,
+            ..config
+        };
+        let levels = vec![l0(&[10]), l1, vec![]];
+        assert_eq!(pick(&levels, &one, &[]).unwrap().output_level, 1);
     }
 
     #[test]

@@ -611,6 +611,8 @@ impl Options {
             base_level_bytes: self.max_bytes_for_level_base,
             multiplier: self.max_bytes_for_level_multiplier,
             compaction_pri: self.compaction_pri,
+            // One target table's worth: an L0 table larger than that is better merged down.
+            intra_l0_max_bytes: self.target_file_size_base,
         }
     }
 

@@ -61,6 +61,9 @@ pub(crate) use sync_point;
 pub const READ_SEQUENCE_AND_VIEW: &str = "read:sequence_and_view";
 /// A snapshot has chosen its sequence number (and, since the fix, registered it).
 pub const SNAPSHOT_SEQUENCE_CHOSEN: &str = "snapshot:sequence_chosen";
+/// A flush has written its table and not yet recorded it: its file number is taken, so
+/// a compaction that runs meanwhile numbers its outputs after a table holding newer data.
+pub const FLUSH_TABLE_WRITTEN: &str = "flush:table_written";
 /// A checkpoint has chosen its point (writes run again) and is about to link and copy files.
 pub const CHECKPOINT_POINT_CHOSEN: &str = "checkpoint:point_chosen";
 /// A memtable switch has created the new WAL and not yet closed the old one: the state lock is

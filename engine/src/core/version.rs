@@ -352,7 +352,12 @@ impl Version {
         }
         for (level, files) in levels.iter_mut().enumerate() {
             if level == 0 {
-                files.sort_by_key(|f| std::cmp::Reverse(f.meta.number));
+                // Newest data first. By sequence, not file number: an intra-L0 compaction's
+                // output takes a number newer than tables flushed while it ran, yet holds
+                // older data than they do.
+                files.sort_by_key(|f| {
+                    std::cmp::Reverse((f.table.properties().max_sequence, f.meta.number))
+                });
             } else {
                 files.sort_by(|a, b| a.meta.smallest.cmp(&b.meta.smallest));
             }

@@ -133,6 +133,7 @@ fn flush_memtable(db: &Arc<Shared>, tree: &Tree, mem: &Arc<Memtable>) -> Result<
             index_flushed(db, tree, mem, file);
         }
     }
+    crate::base::sync_point::sync_point!(db, crate::base::sync_point::FLUSH_TABLE_WRITTEN);
     let blobs = flushed
         .as_ref()
         .map(|f| f.blobs.clone())

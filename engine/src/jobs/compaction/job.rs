@@ -796,11 +796,14 @@ impl<'a> CompactionJob<'a> {
     }
 
     /// The tables of the level below the output, by largest key and size, at which an output is
-    /// cut early so that no output overlaps too much of it (leveled compaction only: universal
-    /// runs merge whole, so such cuts would only make more, smaller tables).
+    /// cut early so that no output overlaps too much of it (leveled compaction into L1 or
+    /// deeper only: universal runs merge whole, so such cuts would only make more, smaller
+    /// tables).
     fn grandparents(&self) -> Vec<(Vec<u8>, u64)> {
-        if self.tree.options.compaction_style
-            != crate::base::compaction_style::CompactionStyle::Level
+        // An intra-L0 compaction writes one table: more would only add L0 files.
+        if self.output_level == 0
+            || self.tree.options.compaction_style
+                != crate::base::compaction_style::CompactionStyle::Level
         {
             return Vec::new();
         }
