@@ -43,6 +43,7 @@ pub use crate::api::batch_index::{BatchAndDbIterator, WriteBatchWithIndex};
 pub use crate::api::db::Db;
 pub use crate::api::keyspace::Keyspace;
 pub use crate::api::snapshot::Snapshot;
+pub use crate::api::sst_file_writer::{ExternalFileInfo, SstFileWriter};
 pub use crate::api::transaction::{Transaction, TransactionMode, TransactionOptions};
 pub use crate::base::batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use crate::base::compaction_filter::{CompactionDecision, CompactionFilter};
@@ -52,6 +53,7 @@ pub use crate::base::compaction_style::{
 pub use crate::base::error::{
     BackgroundError, BackgroundJob, CompactionFilterError, Corruption, Error, Result,
 };
+pub use crate::base::ingest_options::IngestOptions;
 pub use crate::base::keyspace_options::{KeyspaceOptions, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN};
 pub use crate::base::merge::MergeOperator;
 pub use crate::base::options::{

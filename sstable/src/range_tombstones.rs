@@ -259,6 +259,18 @@ impl FragmentedRangeTombstones {
         }))
     }
 
+    /// The same fragments, each covered by one tombstone at `sequence` in place of the
+    /// sequences it lists: the tombstones of a table read at a global sequence number (all
+    /// written at 0, so one per fragment and the count is kept).
+    pub(crate) fn at_sequence(&self, sequence: u64) -> FragmentedRangeTombstones {
+        let mut out = FragmentedRangeTombstones::default();
+        let sequence = [sequence.min(MAX_SEQUENCE)];
+        for (start, end, _) in self.fragments() {
+            out.push(start, end, &sequence);
+        }
+        out
+    }
+
     /// The pieces overlapping `[lower, upper)` clipped to it (`None` = unbounded on that side).
     /// Used to split a compaction's tombstones between output files.
     pub fn clipped(&self, lower: Option<&[u8]>, upper: Option<&[u8]>) -> FragmentedRangeTombstones {

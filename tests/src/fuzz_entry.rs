@@ -14,11 +14,21 @@ use siftdb_sstable::{compare_internal, Table, TableCache, TableReadOptions};
 
 use crate::FaultFs;
 
-/// Opens `data` as a table and iterates it, plus a few point lookups.
+/// Opens `data` as a table and iterates it, plus a few point lookups; then again as an
+/// ingested table read at a global seqno.
 pub fn table_open_and_iterate(data: &[u8]) {
+    walk_table(data, None);
+    walk_table(data, Some(7));
+}
+
+fn walk_table(data: &[u8], global_seqno: Option<u64>) {
     let file = Box::new(Bytes(data.to_vec()));
     let cache = Arc::new(TableCache::new(siftdb_cache::CacheOptions::new(1 << 20)));
-    let Ok(table) = Table::open(file, 1, "fuzz.sst", cache, TableReadOptions::default()) else {
+    let read = TableReadOptions {
+        global_seqno,
+        ..TableReadOptions::default()
+    };
+    let Ok(table) = Table::open(file, 1, "fuzz.sst", cache, read) else {
         return;
     };
     let table = Arc::new(table);
@@ -299,6 +309,15 @@ fn db_with_keyspaces(fs: &FaultFs) -> Option<(std::path::PathBuf, std::path::Pat
     let hour = std::time::Duration::from_secs(3600);
     db.put_with_ttl(b"k3", b"v3", hour).ok()?;
     ks.put_with_ttl(b"k4", b"v4", hour).ok()?;
+    // An ingested file over a key in the memtable: a global seqno (manifest field 16) taken by
+    // a sequence marker in the WAL.
+    let external = Path::new("/external.sst");
+    let mut writer = siftdb::SstFileWriter::create(external, &options(fs)).ok()?;
+    writer.put(b"k1", b"ingested").ok()?;
+    writer.finish().ok()?;
+    db.ingest_external_file(&[external], &siftdb::IngestOptions::default())
+        .ok()?;
+    db.put(b"k5", b"after").ok()?;
     db.close().ok()?;
     let paths = fs.paths();
     let wal = paths

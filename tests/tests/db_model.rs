@@ -11,7 +11,9 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use siftdb::{merge, CompactionStyle, Db, Error, Options, WriteBatch};
+use siftdb::{
+    merge, CompactionStyle, Db, Error, IngestOptions, Options, SstFileWriter, WriteBatch,
+};
 
 /// Which merge operator the database runs with (and how the model merges).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +46,8 @@ enum Op {
     /// A batch of puts, deletes, range deletes and merges, applied in order (all or nothing: a
     /// range with `start > end` refuses the whole batch).
     Batch(Vec<Entry>),
+    /// The entries as one external file, ingested (`SstFileWriter`, `ingest_external_file`).
+    Ingest(Vec<Entry>),
     Get(Vec<u8>),
     /// `multi_get` of these keys (repeats allowed), checked against the model and single gets.
     MultiGet(Vec<Vec<u8>>),
@@ -214,6 +218,7 @@ fn op(variant: Variant) -> impl Strategy<Value = Op> {
         2 => (range_key(), range_key()).prop_map(|(a, b)| Op::DeleteRange(a, b)),
         6 => (key(), operand(variant)).prop_map(|(k, o)| Op::Merge(k, o)),
         2 => proptest::collection::vec(entry(variant), 0..6).prop_map(Op::Batch),
+        2 => proptest::collection::vec(entry(variant), 0..12).prop_map(Op::Ingest),
         5 => key().prop_map(Op::Get),
         2 => proptest::collection::vec(key(), 0..16).prop_map(Op::MultiGet),
         1 => Just(Op::Iter),
@@ -593,8 +598,54 @@ fn model_batch(variant: Variant, model: &mut Model, entries: &[Entry]) -> bool {
     true
 }
 
+/// Ingests `entries` as one external file: its range deletions and, per key, the last point
+/// entry (a file holds a key once), all at one sequence number. The model applies the range
+/// deletions first (at one sequence they hide only older data, not the file's own entries),
+/// then the points.
+fn ingest(
+    variant: Variant,
+    style: CompactionStyle,
+    db: &Db,
+    model: &mut Model,
+    path: &std::path::Path,
+    entries: &[Entry],
+) {
+    let mut points: BTreeMap<Vec<u8>, Entry> = BTreeMap::new();
+    let mut ranges = Vec::new();
+    for e in entries {
+        match e {
+            Entry::DeleteRange(a, b) if a < b => ranges.push(e.clone()),
+            Entry::DeleteRange(..) => {}
+            Entry::Put(k, _) | Entry::Delete(k) | Entry::Merge(k, _) => {
+                points.insert(k.clone(), e.clone());
+            }
+        }
+    }
+    let mut w = SstFileWriter::create(path, &options(variant, style)).unwrap();
+    for e in ranges.iter().chain(points.values()) {
+        match e {
+            Entry::Put(k, v) => w.put(k, v),
+            Entry::Delete(k) => w.delete(k),
+            Entry::Merge(k, o) => w.merge(k, o),
+            Entry::DeleteRange(a, b) => w.delete_range(a, b),
+        }
+        .unwrap();
+    }
+    if points.is_empty() && ranges.is_empty() {
+        assert!(matches!(w.finish(), Err(Error::InvalidArgument(_))));
+        return;
+    }
+    w.finish().unwrap();
+    db.ingest_external_file(&[path], &IngestOptions::default())
+        .unwrap();
+    let ordered: Vec<Entry> = ranges.into_iter().chain(points.into_values()).collect();
+    assert!(model_batch(variant, model, &ordered));
+}
+
 fn run(variant: Variant, style: CompactionStyle, ops: &[Op]) {
     let dir = siftdb_tests::temp_dir();
+    let external = siftdb_tests::temp_dir();
+    let mut ingested = 0usize;
     let mut db = Db::open(dir.path(), options(variant, style)).unwrap();
     let mut model: Model = BTreeMap::new();
     let mut snapshots: Vec<(siftdb::Snapshot, Model)> = Vec::new();
@@ -654,6 +705,11 @@ fn run(variant: Variant, style: CompactionStyle, ops: &[Op]) {
                         "a batch with a reversed range: {got:?}"
                     );
                 }
+            }
+            Op::Ingest(entries) => {
+                ingested += 1;
+                let path = external.path().join(format!("ingest-{ingested}.sst"));
+                ingest(variant, style, &db, &mut model, &path, entries);
             }
             Op::Get(k) => assert_eq!(db.get(k).unwrap(), model.get(k).cloned(), "get {k:?}"),
             Op::MultiGet(keys) => {

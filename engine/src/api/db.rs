@@ -580,6 +580,42 @@ impl Db {
         self.engine.flush(self.engine.default_tree())
     }
 
+    /// Ingests table files built by [`SstFileWriter`](crate::SstFileWriter) (RocksDB's
+    /// `IngestExternalFile`): the files join the tree by one manifest edit, each at the deepest
+    /// level where nothing at or above it overlaps it, and their entries read as one write
+    /// newer than every write before (a snapshot taken before does not see them). The files
+    /// are copied, or with [`IngestOptions::move_files`](crate::IngestOptions) hard-linked and
+    /// removed. Refused with [`Error::InvalidArgument`] when the files overlap each other, are
+    /// not external files (entries with sequence numbers) or hold merge operands without a
+    /// merge operator; a damaged file is refused with the error that found it. Writes stall
+    /// while the files are placed (and while a memtable holding keys of their range flushes);
+    /// background compactions wait. See `docs/ARCHITECTURE.md`.
+    ///
+    /// ```
+    /// use siftdb::{Db, IngestOptions, Options, SstFileWriter};
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path().join("db"), Options::default())?;
+    /// db.put(b"k2", b"old")?;
+    /// let path = dir.path().join("batch.sst");
+    /// let mut writer = SstFileWriter::create(&path, &Options::default())?;
+    /// writer.put(b"k1", b"one")?;
+    /// writer.put(b"k2", b"two")?;
+    /// writer.finish()?;
+    /// db.ingest_external_file(&[&path], &IngestOptions::default())?;
+    /// assert_eq!(db.get(b"k2")?.as_deref(), Some(&b"two"[..]));
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn ingest_external_file<P: AsRef<Path>>(
+        &self,
+        paths: &[P],
+        opts: &crate::IngestOptions,
+    ) -> Result<()> {
+        let paths: Vec<std::path::PathBuf> =
+            paths.iter().map(|p| p.as_ref().to_path_buf()).collect();
+        self.engine
+            .ingest_external_files(self.engine.default_tree(), &paths, opts)
+    }
+
     /// Compacts the key range `[start, end]` (`None` = open end) down to the bottom level,
     /// reclaiming the space of overwritten and deleted keys; `compact_range(None, None)` rewrites
     /// the whole database. Flushes the memtable first. Waits until done.

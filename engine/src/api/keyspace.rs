@@ -191,6 +191,20 @@ impl Keyspace {
         self.engine().compact_range(&self.tree, start, end)
     }
 
+    /// Ingests table files built by [`SstFileWriter`](crate::SstFileWriter) into this keyspace
+    /// (see [`Db::ingest_external_file`]).
+    pub fn ingest_external_file<P: AsRef<std::path::Path>>(
+        &self,
+        paths: &[P],
+        opts: &crate::IngestOptions,
+    ) -> Result<()> {
+        self.tree.check_live()?;
+        let paths: Vec<std::path::PathBuf> =
+            paths.iter().map(|p| p.as_ref().to_path_buf()).collect();
+        self.engine()
+            .ingest_external_files(&self.tree, &paths, opts)
+    }
+
     /// Every level of this keyspace's tree (see [`Db::level_info`]); empty once dropped.
     pub fn level_info(&self) -> Vec<LevelInfo> {
         if self.tree.check_live().is_err() {

@@ -5,4 +5,5 @@ pub(crate) mod batch_index;
 pub(crate) mod db;
 pub(crate) mod keyspace;
 pub(crate) mod snapshot;
+pub(crate) mod sst_file_writer;
 pub(crate) mod transaction;

@@ -357,6 +357,33 @@ pub(crate) struct BatchOp<'a> {
     pub value: &'a [u8],
 }
 
+/// The tag of a sequence marker: a WAL record that holds no operation but consumes sequence
+/// numbers (an ingestion's global seqno), so the logs' records still form one unbroken run of
+/// sequence numbers, which recovery checks.
+const SEQUENCE_MARKER: u8 = 0xff;
+
+/// The WAL record saying `count` sequence numbers from `sequence` on were taken by something
+/// that wrote no batch (an ingested file's global seqno).
+pub(crate) fn encode_sequence_marker(sequence: u64, count: u64) -> Vec<u8> {
+    let mut rep = Vec::with_capacity(HEADER + 11);
+    rep.extend_from_slice(&sequence.to_le_bytes());
+    rep.extend_from_slice(&0u32.to_le_bytes());
+    rep.push(SEQUENCE_MARKER);
+    put_varint(&mut rep, count);
+    rep
+}
+
+/// A sequence marker's first sequence and count (`None`: not a marker).
+pub(crate) fn decode_sequence_marker(rep: &[u8]) -> Option<(u64, u64)> {
+    let sequence = read_u64(rep, 0)?;
+    if read_u32(rep, 8)? != 0 || *rep.get(HEADER)? != SEQUENCE_MARKER {
+        return None;
+    }
+    let mut pos = HEADER + 1;
+    let count = get_varint(rep, &mut pos)?;
+    (pos == rep.len() && count > 0).then_some((sequence, count))
+}
+
 /// A decoded batch: first sequence and operations.
 pub(crate) fn decode(rep: &[u8]) -> Option<(u64, Vec<BatchOp<'_>>)> {
     let sequence = read_u64(rep, 0)?;
@@ -402,6 +429,19 @@ pub(crate) fn decode(rep: &[u8]) -> Option<(u64, Vec<BatchOp<'_>>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sequence_marker_round_trips_and_is_no_batch() {
+        let rep = encode_sequence_marker(77, 1);
+        assert_eq!(decode_sequence_marker(&rep), Some((77, 1)));
+        assert_eq!(decode(&rep), None, "a marker is not a batch");
+        let mut batch = WriteBatch::new();
+        assert_eq!(decode_sequence_marker(batch.encode(5)), None);
+        for len in 0..rep.len() {
+            assert_eq!(decode_sequence_marker(&rep[..len]), None);
+        }
+        assert_eq!(decode_sequence_marker(&encode_sequence_marker(3, 0)), None);
+    }
 
     #[test]
     fn batch_round_trips() {

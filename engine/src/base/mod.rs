@@ -7,6 +7,7 @@ pub(crate) mod compaction_filter;
 pub(crate) mod compaction_style;
 pub(crate) mod error;
 pub mod fs;
+pub(crate) mod ingest_options;
 pub(crate) mod keyspace_options;
 pub mod merge;
 pub(crate) mod options;

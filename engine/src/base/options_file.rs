@@ -24,11 +24,12 @@ use crate::base::options::Options;
 /// merge operator's name in `OPTIONS`); 6 records where WALs start (manifest field 12); 7 writes
 /// a sync mark after each sync of a log (fragment type 5, WAL and manifest); 8 records the
 /// bits a moved table's ribbon filter is read thinned to (manifest field 13); 9 adds blob
-/// files (`NNNNNN.blob`, manifest fields 14 and 15, tables holding blob indexes: value kind 5).
-/// Older databases open and are upgraded
+/// files (`NNNNNN.blob`, manifest fields 14 and 15, tables holding blob indexes: value kind 5);
+/// 10 adds ingested tables (manifest field 16: a table's global seqno) and sequence markers in
+/// the WAL. Older databases open and are upgraded
 /// (their tables are read as they are and rewritten by compactions; everything they hold is
 /// the "default" keyspace).
-pub const FORMAT_VERSION: u32 = 9;
+pub const FORMAT_VERSION: u32 = 10;
 
 /// What `OPTIONS` records: the settings that shape on-disk data.
 #[derive(Debug, Clone, PartialEq, Eq)]

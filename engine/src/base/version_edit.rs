@@ -66,6 +66,11 @@ pub struct FileMeta {
     pub filter_cap_millibits: Option<u32>,
     /// The blob files the table's blob indexes point into, ascending by file number.
     pub blob_refs: Vec<BlobRefs>,
+    /// The sequence number every entry of an ingested table is read at (RocksDB's global
+    /// seqno): the file was written outside the database with every entry at sequence 0, and
+    /// ingestion gave the whole file one number, newer than every write before it. `None`:
+    /// the entries carry their own.
+    pub global_seqno: Option<u64>,
 }
 
 /// A table's references into one blob file: what keeps the blob file alive, and (against the
@@ -212,6 +217,12 @@ impl VersionEdit {
                     put_varint(&mut out, r.bytes);
                 }
             }
+            if let Some(seqno) = f.global_seqno {
+                put_varint(&mut out, 16);
+                put_varint(&mut out, *level as u64);
+                put_varint(&mut out, f.number);
+                put_varint(&mut out, seqno);
+            }
         }
         for b in &self.blob_files {
             put_varint(&mut out, 15);
@@ -261,8 +272,16 @@ impl VersionEdit {
                             filter_level: l,
                             filter_cap_millibits: None,
                             blob_refs: Vec::new(),
+                            global_seqno: None,
                         },
                     ));
+                }
+                16 => {
+                    let l = level(&mut pos)?;
+                    let number = get_varint(bytes, &mut pos)?;
+                    let seqno = get_varint(bytes, &mut pos)?;
+                    let meta = added_meta(&mut e, l, number)?;
+                    meta.global_seqno = Some(seqno);
                 }
                 14 => decode_blob_refs(bytes, &mut pos, &mut e, level)?,
                 15 => e.blob_files.push(decode_blob_meta(bytes, &mut pos)?),
@@ -274,22 +293,14 @@ impl VersionEdit {
                     let l = level(&mut pos)?;
                     let number = get_varint(bytes, &mut pos)?;
                     let filter_level = level(&mut pos)?;
-                    let (_, meta) = e
-                        .added
-                        .iter_mut()
-                        .rev()
-                        .find(|(al, m)| *al == l && m.number == number)?;
+                    let meta = added_meta(&mut e, l, number)?;
                     meta.filter_level = filter_level;
                 }
                 13 => {
                     let l = level(&mut pos)?;
                     let number = get_varint(bytes, &mut pos)?;
                     let cap = u32::try_from(get_varint(bytes, &mut pos)?).ok()?;
-                    let (_, meta) = e
-                        .added
-                        .iter_mut()
-                        .rev()
-                        .find(|(al, m)| *al == l && m.number == number)?;
+                    let meta = added_meta(&mut e, l, number)?;
                     meta.filter_cap_millibits = Some(cap);
                 }
                 7 => e.keyspace = u32::try_from(get_varint(bytes, &mut pos)?).ok()?,
@@ -317,6 +328,16 @@ impl VersionEdit {
     }
 }
 
+/// The table edit `e` adds at level `l` as number `number` (the fields that follow a 4 name it
+/// so); `None` when there is none: the edit is malformed.
+fn added_meta(e: &mut VersionEdit, l: usize, number: u64) -> Option<&mut FileMeta> {
+    e.added
+        .iter_mut()
+        .rev()
+        .find(|(al, m)| *al == l && m.number == number)
+        .map(|(_, m)| m)
+}
+
 /// Field 14: a table's references into blob files, set on the table the edit adds.
 fn decode_blob_refs(
     bytes: &[u8],
@@ -337,12 +358,7 @@ fn decode_blob_refs(
             bytes: get_varint(bytes, pos)?,
         });
     }
-    let (_, meta) = e
-        .added
-        .iter_mut()
-        .rev()
-        .find(|(al, m)| *al == l && m.number == number)?;
-    meta.blob_refs = refs;
+    added_meta(e, l, number)?.blob_refs = refs;
     Some(())
 }
 
@@ -390,6 +406,7 @@ mod tests {
                             bytes: 100,
                         },
                     ],
+                    global_seqno: Some(42),
                 },
             )],
             deleted: vec![(0, 4)],
@@ -452,6 +469,7 @@ mod tests {
             filter_level: 0,
             filter_cap_millibits: None,
             blob_refs: Vec::new(),
+            global_seqno: None,
         };
         let moved = VersionEdit {
             added: vec![(3, meta.clone())],

@@ -33,7 +33,7 @@ pub(crate) const DISABLED: &str = "disabled";
 pub(crate) const BOTTOM_FOR_HITS: &str = "optimize_filters_for_hits";
 
 impl TableFilter {
-    fn omitted(why: &'static str) -> TableFilter {
+    pub(crate) fn omitted(why: &'static str) -> TableFilter {
         TableFilter {
             spec: None,
             omitted: why,

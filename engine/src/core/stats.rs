@@ -48,6 +48,9 @@ pub(crate) struct EngineCounters {
     pub checkpoints: AtomicU64,
     pub checkpoint_files_linked: AtomicU64,
     pub checkpoint_bytes_copied: AtomicU64,
+    pub files_ingested: AtomicU64,
+    pub ingested_bytes_linked: AtomicU64,
+    pub ingested_bytes_copied: AtomicU64,
     pub recovery_dropped_wal_fragments: AtomicU64,
     pub recovery_dropped_wal_bytes: AtomicU64,
     pub recovery_dropped_wals: AtomicU64,
@@ -226,6 +229,12 @@ pub struct Stats {
     /// Bytes checkpoints copied: WALs, and tables where a hard link was not possible (another
     /// file system).
     pub checkpoint_bytes_copied: u64,
+    /// External table files ingested (`Db::ingest_external_file`).
+    pub files_ingested: u64,
+    /// Bytes of ingested files hard-linked into the database (`IngestOptions::move_files`).
+    pub ingested_bytes_linked: u64,
+    /// Bytes of ingested files copied into the database.
+    pub ingested_bytes_copied: u64,
     /// Valid WAL fragments that the last open found after damage in a WAL and dropped,
     /// because no sync mark proved the damaged bytes synced: non-zero means a power loss wrote
     /// back a later page of unsynced writes but lost an earlier one (see `docs/RELIABILITY.md`).
@@ -417,6 +426,9 @@ impl EngineCounters {
             checkpoints: self.checkpoints.load(Relaxed),
             checkpoint_files_linked: self.checkpoint_files_linked.load(Relaxed),
             checkpoint_bytes_copied: self.checkpoint_bytes_copied.load(Relaxed),
+            files_ingested: self.files_ingested.load(Relaxed),
+            ingested_bytes_linked: self.ingested_bytes_linked.load(Relaxed),
+            ingested_bytes_copied: self.ingested_bytes_copied.load(Relaxed),
             recovery_dropped_wal_fragments: self.recovery_dropped_wal_fragments.load(Relaxed),
             recovery_dropped_wal_bytes: self.recovery_dropped_wal_bytes.load(Relaxed),
             recovery_dropped_wals: self.recovery_dropped_wals.load(Relaxed),

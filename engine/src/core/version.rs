@@ -79,6 +79,14 @@ impl TableFile {
             .fetch_max(gen, std::sync::atomic::Ordering::Release);
     }
 
+    /// The largest sequence number of the table's entries: an ingested table's global seqno,
+    /// else what its properties record.
+    pub fn max_sequence(&self) -> u64 {
+        self.meta
+            .global_seqno
+            .unwrap_or(self.table.properties().max_sequence)
+    }
+
     /// Smallest user key.
     pub fn smallest_user_key(&self) -> &[u8] {
         self.meta.smallest.user_key()
@@ -355,9 +363,7 @@ impl Version {
                 // Newest data first. By sequence, not file number: an intra-L0 compaction's
                 // output takes a number newer than tables flushed while it ran, yet holds
                 // older data than they do.
-                files.sort_by_key(|f| {
-                    std::cmp::Reverse((f.table.properties().max_sequence, f.meta.number))
-                });
+                files.sort_by_key(|f| std::cmp::Reverse((f.max_sequence(), f.meta.number)));
             } else {
                 files.sort_by(|a, b| a.meta.smallest.cmp(&b.meta.smallest));
             }

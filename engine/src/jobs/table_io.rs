@@ -138,6 +138,7 @@ fn open_flushed(
         filter_level: plan.level,
         filter_cap_millibits: None,
         blob_refs,
+        global_seqno: None,
     };
     open_table(db, options, 0, &file_meta)
 }
@@ -165,6 +166,7 @@ pub(crate) fn open_table(
         stats: Some(Arc::clone(&db.counters().reads)),
         false_positive_memo: db.memo().cloned(),
         filter_bits_cap: meta.filter_bits_cap(),
+        global_seqno: meta.global_seqno,
     };
     let name = path.display().to_string();
     let table = Table::open(file, meta.number, name, Arc::clone(db.cache()), read)?;

@@ -3,6 +3,7 @@
 
 pub(crate) mod conflict;
 pub(crate) mod engine;
+pub(crate) mod ingest;
 pub(crate) mod iterator;
 pub(crate) mod keyspaces;
 pub(crate) mod manual_compaction;

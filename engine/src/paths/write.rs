@@ -509,22 +509,34 @@ pub(crate) fn flush_and_wait(engine: &Engine, tree: &Tree) -> Result<()> {
     let db = engine.shared();
     db.check_open()?;
     db.check_writable()?;
-    let target = engine.writes.exclusive(|| -> Result<Option<u64>> {
-        let mut state = db.state().lock();
-        state.check_background()?;
-        let t = state
-            .trees
-            .get(&tree.id)
-            .ok_or_else(|| tree.dropped_error())?;
-        if !t.mem.is_empty() {
-            engine.switch_memtables(&mut state, &[tree.id])?;
-        }
-        Ok(state
-            .trees
-            .get(&tree.id)
-            .and_then(|t| t.imm.last())
-            .map(|m| m.wal_number()))
-    })?;
+    let target = engine.writes.exclusive(|| freeze_for_flush(engine, tree))?;
+    wait_flushed(engine, tree, target)
+}
+
+/// Freezes `tree`'s memtable if it holds anything; returns the WAL number of the newest frozen
+/// memtable (`None`: none to wait for). The caller holds the write path.
+pub(crate) fn freeze_for_flush(engine: &Engine, tree: &Tree) -> Result<Option<u64>> {
+    let mut state = engine.shared().state().lock();
+    state.check_background()?;
+    let t = state
+        .trees
+        .get(&tree.id)
+        .ok_or_else(|| tree.dropped_error())?;
+    if !t.mem.is_empty() {
+        engine.switch_memtables(&mut state, &[tree.id])?;
+    }
+    Ok(state
+        .trees
+        .get(&tree.id)
+        .and_then(|t| t.imm.last())
+        .map(|m| m.wal_number()))
+}
+
+/// Waits until `tree`'s frozen memtables up to the one of WAL `target` are in tables (flushing
+/// them here in a stepped database). It needs no lock of the write path, so a caller holding
+/// it may wait (an ingestion stalls writes while the memtable it overlaps flushes).
+pub(crate) fn wait_flushed(engine: &Engine, tree: &Tree, target: Option<u64>) -> Result<()> {
+    let db = engine.shared();
     let Some(target) = target else { return Ok(()) };
     let mut state = db.state().lock();
     loop {
@@ -549,6 +561,69 @@ pub(crate) fn flush_and_wait(engine: &Engine, tree: &Tree) -> Result<()> {
         db.state()
             .wait_changed_for(&mut state, Duration::from_millis(200));
     }
+}
+
+impl Engine {
+    /// Takes the `count` sequence numbers after the last one for something that writes no
+    /// batch (an ingestion's global seqno), recording them in the WAL as a sequence marker,
+    /// synced, so recovery finds the run of sequence numbers unbroken. Returns the first. The
+    /// caller holds the write path; the numbers become visible when it publishes them.
+    pub(crate) fn take_sequences_holding_writes(&self, count: u64) -> Result<u64> {
+        let db = &self.shared;
+        let (mut wal, first) = {
+            let mut state = db.state().lock();
+            state.check_background()?;
+            let last = db.versions().last_sequence();
+            if last + count > MAX_SEQUENCE {
+                return Err(Error::InvalidArgument(
+                    "sequence numbers exhausted".to_string(),
+                ));
+            }
+            let wal = state.wal.take().ok_or_else(|| {
+                Error::Background(BackgroundError::described(
+                    BackgroundJob::WalWrite,
+                    "WAL unavailable after an earlier failure",
+                ))
+            })?;
+            db.versions().set_last_sequence(last + count);
+            (wal, last + 1)
+        };
+        let appended = {
+            let _on_panic = db.state().fail_on_panic(
+                BackgroundJob::WalWrite,
+                "a sequence marker panicked while appending (the file system)",
+            );
+            append_marker(db, &mut wal, first, count)
+        };
+        let mut state = db.state().lock();
+        state.wal = Some(wal);
+        if let Err(e) = appended {
+            state.set_background_error(|| BackgroundError::new(BackgroundJob::WalWrite, &e));
+            state.wal = None;
+            db.state().changed().notify_all();
+            return Err(e);
+        }
+        Ok(first)
+    }
+}
+
+/// Appends and syncs the sequence marker of `count` numbers from `first` (older logs synced
+/// first, as for a synced write: its sync mark vouches for them).
+fn append_marker(
+    db: &crate::core::shared::Shared,
+    wal: &mut LogWriter,
+    first: u64,
+    count: u64,
+) -> Result<()> {
+    let before = wal.size();
+    wal.add_record(&batch::encode_sequence_marker(first, count))?;
+    wal.flush()?;
+    db.closed_wals().sync_all()?;
+    wal.sync()?;
+    db.counters()
+        .wal_bytes
+        .fetch_add(wal.size() - before, Ordering::Relaxed);
+    Ok(())
 }
 
 /// Why a write waits (`Stats::stall_micros_*`).

@@ -227,6 +227,10 @@ impl Table {
         if prepared.beyond {
             return Ok(Lookup::NotFound);
         }
+        if self.global_seqno.is_some_and(|g| snapshot < g) {
+            // Every entry of the table carries the global seqno: none is visible.
+            return Ok(Lookup::NotFound);
+        }
         let mut memo_key = None;
         if let Some((filter, access, hash)) = prepared.filter {
             trace.filter_block = access;
@@ -250,7 +254,7 @@ impl Table {
             // Absent at `snapshot`; absent at every sequence number only if the snapshot sees
             // all of the table's entries (a newer version of the key would sort before the
             // lookup target and be skipped). Only then is it true for the table's whole life.
-            if snapshot >= self.properties.max_sequence {
+            if snapshot >= self.max_sequence() {
                 memo.remember_absent(self.id, hash, user_key);
                 trace.memo = MemoOutcome::Inserted;
             }
@@ -268,7 +272,14 @@ impl Table {
         trace: &mut GetTrace,
         value: &mut Vec<u8>,
     ) -> Result<Lookup> {
-        let target = InternalKey::for_lookup(user_key, snapshot);
+        // At a global seqno the caller has ruled out snapshots below it, so every stored entry
+        // of the key (all of sequence 0) is visible: seek to the first.
+        let seek_sequence = if self.global_seqno.is_some() {
+            0
+        } else {
+            snapshot
+        };
+        let target = InternalKey::for_lookup(user_key, seek_sequence);
         let Some((handle, access)) = self.data_handle(target.encoded(), fill_cache)? else {
             return Ok(Lookup::NotFound);
         };
@@ -289,31 +300,18 @@ impl Table {
             return Ok(Lookup::NotFound);
         }
         trace.key_found = true;
-        trace.sequence = parsed.sequence;
-        Ok(match parsed.kind {
-            ValueKind::Put => {
-                value.clear();
-                value.extend_from_slice(it.value());
-                Lookup::Found
-            }
-            ValueKind::ExpiringPut => {
-                value.clear();
-                value.extend_from_slice(it.value());
-                Lookup::FoundExpiring
-            }
-            ValueKind::Merge => {
-                value.clear();
-                value.extend_from_slice(it.value());
-                Lookup::Merge
-            }
-            ValueKind::BlobIndex => {
-                value.clear();
-                value.extend_from_slice(it.value());
-                Lookup::FoundBlob
-            }
+        trace.sequence = self.global_seqno.unwrap_or(parsed.sequence);
+        let found = match parsed.kind {
+            ValueKind::Put => Lookup::Found,
+            ValueKind::ExpiringPut => Lookup::FoundExpiring,
+            ValueKind::Merge => Lookup::Merge,
+            ValueKind::BlobIndex => Lookup::FoundBlob,
             // Range tombstones are never point entries; one in a data block is damage.
-            ValueKind::Delete | ValueKind::RangeDelete => Lookup::Deleted,
-        })
+            ValueKind::Delete | ValueKind::RangeDelete => return Ok(Lookup::Deleted),
+        };
+        value.clear();
+        value.extend_from_slice(it.value());
+        Ok(found)
     }
 
     /// The data block that may hold `target` (the first entry ≥ it), through the index (and, if

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use siftdb_cache::BlockKind;
 
 use super::blocks::Readahead;
+use super::global_seqno::{patch_key_into, stored_order_target};
 use super::{Table, TableIterOptions};
 use crate::block::{Block, BlockIter};
 use crate::error::SstError;
@@ -29,6 +30,9 @@ impl Table {
             data: None,
             error: None,
             readahead: None,
+            global_seqno: self.global_seqno,
+            patched_key: Vec::new(),
+            target: Vec::new(),
         }
     }
 }
@@ -52,6 +56,14 @@ pub struct TableIter {
     error: Option<SstError>,
     /// The bytes read ahead (with `readahead_bytes` and without `fill_cache`).
     readahead: Option<Readahead>,
+    /// The table's global seqno ([`Table::global_seqno`], `None` at 0): every key the cursor
+    /// yields carries it.
+    global_seqno: Option<u64>,
+    /// With a global seqno: the current key, patched to it (the data block's key buffer is the
+    /// base of the next key's shared prefix, so it is not patched in place).
+    patched_key: Vec<u8>,
+    /// With a global seqno: the last seek target, translated to the stored keys' order.
+    target: Vec<u8>,
 }
 
 impl std::fmt::Debug for TableIter {
@@ -79,8 +91,11 @@ impl TableIter {
         self.error.is_none() && self.data.as_ref().is_some_and(BlockIter::valid)
     }
 
-    /// Current internal key.
+    /// Current internal key (at the table's global seqno if it has one).
     pub fn key(&self) -> &[u8] {
+        if self.global_seqno.is_some() {
+            return &self.patched_key;
+        }
         self.data.as_ref().map_or(&[], |d| d.key())
     }
 
@@ -99,6 +114,7 @@ impl TableIter {
         let error = self.error.take();
         if error.is_some() {
             self.data = None;
+            self.patched_key.clear();
         }
         error
     }
@@ -230,8 +246,32 @@ impl TableIter {
         }
     }
 
-    /// Positions the index cursor with `how`, then the data block it names with `position`.
+    /// With a global seqno: patches the current key into `patched_key` (emptied when the
+    /// cursor is on no entry). Called after every move, so `key()` only reads.
+    fn patch_key(&mut self) {
+        let Some(g) = self.global_seqno else {
+            return;
+        };
+        match self.data.as_ref().filter(|d| d.valid()) {
+            Some(d) if self.error.is_none() => patch_key_into(d.key(), g, &mut self.patched_key),
+            _ => self.patched_key.clear(),
+        }
+    }
+
+    /// Positions the index cursor with `how`, then the data block it names with `position`,
+    /// and patches the key it lands on.
     fn position(&mut self, how: Move<'_>, position: impl FnOnce(&mut BlockIter), forward: bool) {
+        self.position_raw(how, position, forward);
+        self.patch_key();
+    }
+
+    /// [`TableIter::position`] without patching the key.
+    fn position_raw(
+        &mut self,
+        how: Move<'_>,
+        position: impl FnOnce(&mut BlockIter),
+        forward: bool,
+    ) {
         self.error = None;
         if !self.open_index() {
             return;
@@ -258,16 +298,32 @@ impl TableIter {
         self.position(Move::Last, BlockIter::seek_to_last, false);
     }
 
-    /// Moves to the first entry whose internal key is ≥ `target` (an encoded internal key).
+    /// Moves to the first entry whose internal key is ≥ `target` (an encoded internal key);
+    /// at a global seqno, the first whose key carrying it is.
     pub fn seek(&mut self, target: &[u8]) {
+        let Some(g) = self.global_seqno else {
+            self.position(
+                Move::Seek(target),
+                |d| d.seek(target, compare_internal),
+                true,
+            );
+            return;
+        };
+        // The blocks hold the keys as stored: seek to the target that lands there as `target`
+        // lands among the patched keys (the buffer is reused across seeks).
+        let mut buf = std::mem::take(&mut self.target);
+        let stored = stored_order_target(target, g, &mut buf);
         self.position(
-            Move::Seek(target),
-            |d| d.seek(target, compare_internal),
+            Move::Seek(stored),
+            |d| d.seek(stored, compare_internal),
             true,
         );
+        self.target = buf;
     }
 
-    /// Moves to the last entry whose internal key is ≤ `target` (an encoded internal key).
+    /// Moves to the last entry whose internal key is ≤ `target` (an encoded internal key);
+    /// at a global seqno, the last whose key carrying it is (the patched key is what is
+    /// compared with `target`).
     pub fn seek_for_prev(&mut self, target: &[u8]) {
         self.seek(target);
         if self.error.is_some() {
@@ -286,6 +342,7 @@ impl TableIter {
             d.next();
         }
         self.skip_exhausted_blocks(true);
+        self.patch_key();
     }
 
     /// Moves to the previous entry (invalid before the first).
@@ -294,6 +351,7 @@ impl TableIter {
             d.prev();
         }
         self.skip_exhausted_blocks(false);
+        self.patch_key();
     }
 }
 

@@ -12,6 +12,7 @@
 
 mod blocks;
 mod get;
+mod global_seqno;
 mod iter;
 mod partitions;
 
@@ -78,6 +79,11 @@ pub struct TableReadOptions {
     /// opening reads into the cache is the thinned one (set after opening, the filter would be
     /// read twice: as built, then thinned).
     pub filter_bits_cap: Option<f64>,
+    /// The sequence number every entry of the table is read at (RocksDB's global seqno of an
+    /// ingested file, recorded by the engine, not in the file); `None`: as written. The table
+    /// must then hold only sequence 0 ([`Table::open`] refuses it otherwise); its keys, point
+    /// lookups and range tombstones all carry this number instead.
+    pub global_seqno: Option<u64>,
 }
 
 /// Result of a point lookup in one table.
@@ -280,6 +286,9 @@ pub struct Table {
     /// The most bits per key a ribbon whole-key filter (or each partition) is read with, as
     /// `f64` bits ([`NO_FILTER_CAP`]: as built); see [`Table::set_filter_bits_cap`].
     filter_bits_cap: AtomicU64,
+    /// The global seqno the entries are patched to; `None` also at a global seqno of 0, where
+    /// the entries read as written.
+    global_seqno: Option<u64>,
 }
 
 /// [`Table::filter_bits_cap`] of a table whose filters are read as built.
@@ -309,7 +318,9 @@ impl Table {
     /// Opens a table: reads and verifies the footer and properties, reads and decodes the range
     /// tombstone block if there is one, and loads the index and filter blocks through the cache
     /// (pinned if the options say so, and always the top levels of a partitioned table). Any
-    /// damage is a typed error naming the file and offset.
+    /// damage is a typed error naming the file and offset. With
+    /// [`TableReadOptions::global_seqno`], a table holding a sequence number other than 0 is
+    /// refused as corruption.
     pub fn open(
         file: Box<dyn RandomAccessFile>,
         table_id: u64,
@@ -332,6 +343,7 @@ impl Table {
             range_tombstones: None,
             held: ArcSwapOption::empty(),
             filter_bits_cap: AtomicU64::new(NO_FILTER_CAP),
+            global_seqno: None,
         };
         table.set_filter_bits_cap(table.options.filter_bits_cap);
         let props_raw = table.read_block_contents(footer.properties, BlockKind::Properties)?;
@@ -343,6 +355,7 @@ impl Table {
         if let Some(handle) = table.properties.range_del_handle {
             table.range_tombstones = Some(Arc::new(table.read_range_tombstones(handle)?));
         }
+        table.apply_global_seqno()?;
         table.prefix_filter_usable = !footer.prefix_filter.is_absent()
             && table
                 .options
@@ -374,12 +387,14 @@ impl Table {
         &self.name
     }
 
-    /// The table's properties.
+    /// The table's properties, as written in the file: a table read at a global seqno keeps
+    /// sequence 0 here (see [`Table::max_sequence`] and [`Table::global_seqno`]).
     pub fn properties(&self) -> &TableProperties {
         &self.properties
     }
 
-    /// The table's range tombstones, `None` when it has none (every table of format 1 or 2).
+    /// The table's range tombstones, `None` when it has none (every table of format 1 or 2);
+    /// at the table's global seqno if it has one.
     /// Held for the table's life: a lookup reaching the table checks them with
     /// [`FragmentedRangeTombstones::max_covering`], no I/O.
     pub fn range_tombstones(&self) -> Option<&Arc<FragmentedRangeTombstones>> {

@@ -231,6 +231,7 @@ impl<'a> TableSink<'a> {
             filter_level: self.output_level,
             filter_cap_millibits: None,
             blob_refs: self.blob_refs.take(),
+            global_seqno: None,
         });
         Ok(())
     }

@@ -268,6 +268,9 @@ impl WalReplay<'_> {
 
     /// Replays one record; returns whether it continued the log (records are missing if not).
     fn record(&mut self, number: u64, record: &[u8]) -> Result<bool> {
+        if let Some((seq, count)) = batch::decode_sequence_marker(record) {
+            return self.sequence_marker(number, seq, count);
+        }
         let (seq, ops) = batch::decode(record).ok_or_else(|| {
             Error::corruption(format!("WAL {number:06}.log holds an undecodable batch"))
         })?;
@@ -278,30 +281,7 @@ impl WalReplay<'_> {
         // the first record may only not leave a gap after the manifest's last sequence, which
         // cannot see records lost at the start of a keyspace's log once another keyspace has
         // flushed past them.
-        let continues = match self.expected_next {
-            Some(next) => seq == next,
-            None => seq <= self.manifest.last_sequence + 1,
-        };
-        if !continues && self.lost_unsynced_end(number, seq)? {
-            tracing::warn!(
-                "siftdb: WAL {number:06}.log starts at sequence {seq}, after records an older \
-                 log lost unsynced in a power loss; it and later logs dropped"
-            );
-            // Dropped whole, as the later logs are (`replay_wals` counts those).
-            self.db
-                .counters()
-                .recovery_dropped_wals
-                .fetch_add(1, Relaxed);
-            return Ok(false);
-        }
-        if !continues {
-            let msg = format!(
-                "WAL {number:06}.log: sequence {seq} does not continue the log (records are missing)"
-            );
-            if self.db.options().paranoid_checks {
-                return Err(Error::corruption(msg));
-            }
-            tracing::warn!("siftdb: {msg}; recovering up to it");
+        if !self.continues(number, seq)? {
             return Ok(false);
         }
         self.expected_next = Some(seq + ops.len() as u64);
@@ -332,6 +312,52 @@ impl WalReplay<'_> {
             s += 1;
         }
         self.recovered.last_sequence = self.recovered.last_sequence.max(s.saturating_sub(1));
+        Ok(true)
+    }
+
+    /// Whether record `seq` of log `number` continues the run of sequence numbers; `false` ends
+    /// the replay there (a log lost unsynced before it, or — without `paranoid_checks` —
+    /// records missing), and missing records that were synced are corruption.
+    fn continues(&mut self, number: u64, seq: u64) -> Result<bool> {
+        let continues = match self.expected_next {
+            Some(next) => seq == next,
+            None => seq <= self.manifest.last_sequence + 1,
+        };
+        if continues {
+            return Ok(true);
+        }
+        if self.lost_unsynced_end(number, seq)? {
+            tracing::warn!(
+                "siftdb: WAL {number:06}.log starts at sequence {seq}, after records an older \
+                 log lost unsynced in a power loss; it and later logs dropped"
+            );
+            // Dropped whole, as the later logs are (`replay_wals` counts those).
+            self.db
+                .counters()
+                .recovery_dropped_wals
+                .fetch_add(1, Relaxed);
+            return Ok(false);
+        }
+        let msg = format!(
+            "WAL {number:06}.log: sequence {seq} does not continue the log (records are missing)"
+        );
+        if self.db.options().paranoid_checks {
+            return Err(Error::corruption(msg));
+        }
+        tracing::warn!("siftdb: {msg}; recovering up to it");
+        Ok(false)
+    }
+
+    /// Replays a sequence marker (the global seqno an ingestion took): nothing goes into the
+    /// memtables (the ingested table is in the manifest), but the numbers are in the run.
+    fn sequence_marker(&mut self, number: u64, seq: u64, count: u64) -> Result<bool> {
+        if !self.continues(number, seq)? {
+            return Ok(false);
+        }
+        self.expected_next = Some(seq + count);
+        self.records_in_log += 1;
+        let last = seq + count - 1;
+        self.recovered.last_sequence = self.recovered.last_sequence.max(last);
         Ok(true)
     }
 

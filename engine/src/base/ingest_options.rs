@@ -1,0 +1,40 @@
+//! How [`Db::ingest_external_file`](crate::Db::ingest_external_file) takes files in
+//! (RocksDB's `IngestExternalFileOptions`, its names and defaults except where noted).
+
+/// Options of one ingestion. More fields may come; build it with `..IngestOptions::default()`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IngestOptions {
+    /// Hard-link the files into the database and remove the originals once ingested, instead
+    /// of copying them (default `false`).
+    pub move_files: bool,
+    /// With `move_files`, copy a file that cannot be linked (another file system) instead of
+    /// failing (default `true`).
+    pub failed_move_fall_back_to_copy: bool,
+    /// Snapshots taken before the ingestion keep their view: the files get a sequence number
+    /// newer than every snapshot even when they overlap nothing (default `true`).
+    pub snapshot_consistency: bool,
+    /// Allow giving the files a sequence number newer than existing writes (needed when they
+    /// overlap data already in the database, or under `snapshot_consistency` with snapshots);
+    /// without it such an ingestion is refused (default `true`).
+    pub allow_global_seqno: bool,
+    /// Flush the memtable when it holds keys in the files' range, stalling writes meanwhile;
+    /// without it such an ingestion is refused (default `true`).
+    pub allow_blocking_flush: bool,
+    /// Read every block of every file, checking its checksum and that its keys are in order
+    /// and distinct, before anything is ingested (default `true`; RocksDB's default is `false`:
+    /// a damaged file is refused instead of failing reads later).
+    pub verify_checksums_before_ingest: bool,
+}
+
+impl Default for IngestOptions {
+    fn default() -> Self {
+        IngestOptions {
+            move_files: false,
+            failed_move_fall_back_to_copy: true,
+            snapshot_consistency: true,
+            allow_global_seqno: true,
+            allow_blocking_flush: true,
+            verify_checksums_before_ingest: true,
+        }
+    }
+}

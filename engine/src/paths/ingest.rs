@@ -1,0 +1,454 @@
+//! External file ingestion (RocksDB's `IngestExternalFile`): table files built by
+//! [`SstFileWriter`](crate::SstFileWriter) join a keyspace's tree by one manifest edit.
+//!
+//! The steps, and why in this order:
+//! 1. *Stage*, with no lock held: each file is linked or copied into the database under a new
+//!    table number (a pending output, so no cleanup deletes it), opened and checked — written
+//!    at sequence 0, every block's checksum, keys in order and distinct — and the set is
+//!    checked not to overlap itself.
+//! 2. *Place*, with compactions held off (`Compactions::exclusive`, as `compact_range` runs)
+//!    and the write path held: a memtable holding keys in a file's range is flushed first (its
+//!    writes are older and must end up below the file); each file goes to the deepest level
+//!    where nothing at or above it overlaps it. If anything in the tree overlaps a file, or a
+//!    snapshot exists (`snapshot_consistency`), the files get one sequence number newer than
+//!    every write (their *global seqno*, taken with a WAL marker so recovery's run of sequence
+//!    numbers stays unbroken); otherwise they keep sequence 0 and cost nothing to read.
+//! 3. *Install*: the tables are opened at their global seqno and one edit adds them all; only
+//!    then is the sequence number published, so no read sees it before the files.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use siftdb_sstable::{InternalKey, Table, TableIterOptions, TableReadOptions, MAX_SEQUENCE};
+
+use crate::base::error::{Error, Result};
+use crate::base::fs::names;
+use crate::base::ingest_options::IngestOptions;
+use crate::base::version_edit::{FileMeta, VersionEdit};
+use crate::core::memtable::MemtableIter;
+use crate::core::shared::Shared;
+use crate::core::tree::Tree;
+use crate::core::version::Version;
+use crate::paths::engine::Engine;
+
+/// One external file taken into the database directory, not yet in the tree.
+struct Staged {
+    number: u64,
+    source: PathBuf,
+    file_size: u64,
+    entries: u64,
+    distinct_keys: u64,
+    /// The table's smallest and largest internal keys, as written (sequence 0).
+    smallest: InternalKey,
+    largest: InternalKey,
+    /// The level it goes to, once placed.
+    level: usize,
+}
+
+impl Staged {
+    fn user_range(&self) -> (&[u8], &[u8]) {
+        (self.smallest.user_key(), self.largest.user_key())
+    }
+
+    /// Whether `[smallest, largest]` (user keys) overlaps this file's range. A range
+    /// deletion's end is exclusive: a file ending in one does not hold its end key.
+    fn overlaps(&self, smallest: &[u8], largest: &[u8]) -> bool {
+        let (s, l) = self.user_range();
+        let below_end = if self.largest.is_range_end_sentinel() {
+            smallest < l
+        } else {
+            smallest <= l
+        };
+        below_end && s <= largest
+    }
+
+    /// Whether the range deletion `[start, end)` overlaps this file's range.
+    fn overlaps_deletion(&self, start: &[u8], end: &[u8]) -> bool {
+        let (s, l) = self.user_range();
+        let start_in = if self.largest.is_range_end_sentinel() {
+            start < l
+        } else {
+            start <= l
+        };
+        start_in && end > s
+    }
+
+    /// Its manifest record at `seqno` (`None`: as written).
+    fn meta(&self, seqno: Option<u64>) -> FileMeta {
+        let at = |key: &InternalKey| match seqno {
+            Some(g) if !key.is_range_end_sentinel() => {
+                InternalKey::new(key.user_key(), g, key.parsed().kind)
+            }
+            _ => key.clone(),
+        };
+        FileMeta {
+            number: self.number,
+            file_size: self.file_size,
+            smallest: at(&self.smallest),
+            largest: at(&self.largest),
+            entries: self.entries,
+            distinct_keys: self.distinct_keys,
+            filter_level: crate::core::filter_plan::BOTTOM,
+            filter_cap_millibits: None,
+            blob_refs: Vec::new(),
+            global_seqno: seqno,
+        }
+    }
+}
+
+/// The staged files of one ingestion: given back (numbers released, copies deleted) unless it
+/// is installed.
+struct StagedSet<'a> {
+    db: &'a Shared,
+    files: Vec<Staged>,
+    installed: bool,
+}
+
+impl Drop for StagedSet<'_> {
+    fn drop(&mut self) {
+        if self.installed {
+            return;
+        }
+        let numbers: Vec<u64> = self.files.iter().map(|f| f.number).collect();
+        for number in &numbers {
+            // Best effort: an orphan left behind is deleted by the next cleanup anyway.
+            let _ = self.db.fs().remove(&names::table(self.db.dir(), *number));
+        }
+        self.db.versions().release_outputs(&numbers);
+    }
+}
+
+impl Engine {
+    /// Ingests the files at `paths` into `tree` (see `Db::ingest_external_file`).
+    pub(crate) fn ingest_external_files(
+        &self,
+        tree: &Arc<Tree>,
+        paths: &[PathBuf],
+        opts: &IngestOptions,
+    ) -> Result<()> {
+        ingest_external_files(self, tree, paths, opts)
+    }
+}
+
+/// Ingests the files at `paths` into `tree` (see the module documentation).
+fn ingest_external_files(
+    engine: &Engine,
+    tree: &Arc<Tree>,
+    paths: &[PathBuf],
+    opts: &IngestOptions,
+) -> Result<()> {
+    let db = engine.shared();
+    db.check_open()?;
+    db.check_writable()?;
+    tree.check_live()?;
+    if paths.is_empty() {
+        return Ok(());
+    }
+    let mut set = StagedSet {
+        db,
+        files: Vec::new(),
+        installed: false,
+    };
+    for path in paths {
+        let number = db.versions().new_output();
+        let staged = stage(db, tree, path, number, opts);
+        match staged {
+            Ok(file) => set.files.push(file),
+            Err(e) => {
+                let _ = db.fs().remove(&names::table(db.dir(), number));
+                db.versions().release_outputs(&[number]);
+                return Err(e);
+            }
+        }
+    }
+    check_disjoint(&mut set.files)?;
+    db.fs().sync_dir(db.dir())?;
+    let _compactions = engine.compactions().exclusive();
+    engine
+        .writes
+        .exclusive(|| place_and_install(engine, tree, &mut set.files, opts))?;
+    set.installed = true;
+    db.counters()
+        .files_ingested
+        .fetch_add(set.files.len() as u64, Relaxed);
+    if opts.move_files {
+        for f in &set.files {
+            // The file is in the database now; a source that cannot be removed is only a
+            // leftover of the caller's.
+            if let Err(e) = db.fs().remove(&f.source) {
+                tracing::warn!(
+                    "siftdb: ingested {} but could not remove it: {e}",
+                    f.source.display()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Takes the file at `source` into the database as table `number` and checks it.
+fn stage(
+    db: &Shared,
+    tree: &Tree,
+    source: &Path,
+    number: u64,
+    opts: &IngestOptions,
+) -> Result<Staged> {
+    let target = names::table(db.dir(), number);
+    take_file(db, source, &target, opts)?;
+    let table = open_staged(db, tree, &target, number)?;
+    let props = table.properties();
+    let name = source.display();
+    if props.max_sequence != 0 {
+        return Err(Error::InvalidArgument(format!(
+            "{name} is not an external file: its entries carry sequence numbers up to {} \
+             (SstFileWriter writes them all at 0)",
+            props.max_sequence
+        )));
+    }
+    if props.merge_operands > 0 && tree.options.merge_operator.is_none() {
+        return Err(Error::InvalidArgument(format!(
+            "{name} holds merge operands and keyspace {} has no merge operator",
+            tree.name
+        )));
+    }
+    if opts.verify_checksums_before_ingest {
+        verify(&table, source)?;
+    }
+    let key = |encoded: &[u8]| {
+        InternalKey::from_encoded(encoded.to_vec())
+            .ok_or_else(|| Error::InvalidArgument(format!("{name} holds no keys")))
+    };
+    Ok(Staged {
+        number,
+        source: source.to_path_buf(),
+        file_size: table.file_size(),
+        entries: props.entries,
+        distinct_keys: props.distinct_keys,
+        smallest: key(&props.smallest_key)?,
+        largest: key(&props.largest_key)?,
+        level: 0,
+    })
+}
+
+/// Links (`move_files`) or copies `source` to `target`, synced.
+fn take_file(db: &Shared, source: &Path, target: &Path, opts: &IngestOptions) -> Result<()> {
+    if opts.move_files {
+        match db.fs().hard_link(source, target) {
+            Ok(()) => {
+                let len = std::fs::metadata(target).map_or(0, |m| m.len());
+                db.counters().ingested_bytes_linked.fetch_add(len, Relaxed);
+                return Ok(());
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Error::Io(e)),
+            Err(e) if !opts.failed_move_fall_back_to_copy => return Err(Error::Io(e)),
+            Err(_) => {}
+        }
+    }
+    let copied = copy_file(db, source, target)?;
+    db.counters()
+        .ingested_bytes_copied
+        .fetch_add(copied, Relaxed);
+    Ok(())
+}
+
+/// Copies `source` to `target` in chunks (a file of any size in bounded memory), synced.
+fn copy_file(db: &Shared, source: &Path, target: &Path) -> Result<u64> {
+    const CHUNK: usize = 1 << 20;
+    let mut input = db.fs().open_sequential(source)?;
+    let mut output = db.fs().create(target)?;
+    let mut buf = vec![0u8; CHUNK];
+    let mut copied = 0u64;
+    loop {
+        let n = std::io::Read::read(&mut input, &mut buf)?;
+        if n == 0 {
+            break;
+        }
+        std::io::Write::write_all(&mut output, &buf[..n])?;
+        copied += n as u64;
+    }
+    output.sync()?;
+    Ok(copied)
+}
+
+/// Opens a staged file to inspect it: as written (no global seqno), through the block cache
+/// under its table number.
+fn open_staged(db: &Shared, tree: &Tree, path: &Path, number: u64) -> Result<Arc<Table>> {
+    let file = db.files().open_table_file(path.to_path_buf())?;
+    let read = TableReadOptions {
+        key_hasher: db.options().filter_hasher,
+        prefix_extractor: tree.options.prefix_extractor.clone(),
+        ..TableReadOptions::default()
+    };
+    let name = path.display().to_string();
+    Ok(Arc::new(Table::open(
+        file,
+        number,
+        name,
+        Arc::clone(db.cache()),
+        read,
+    )?))
+}
+
+/// Reads every entry of `table` (each block's checksum checked on the way) and checks that its
+/// user keys are strictly increasing: a global seqno gives every entry of the file one
+/// sequence number, which two versions of a key could not share.
+fn verify(table: &Arc<Table>, source: &Path) -> Result<()> {
+    let mut it = table.iter_with(TableIterOptions {
+        fill_cache: false,
+        read_once: true,
+        ..TableIterOptions::default()
+    });
+    it.seek_to_first();
+    let mut last: Option<Vec<u8>> = None;
+    while it.valid() {
+        let user = siftdb_sstable::user_key_of(it.key());
+        if last.as_deref().is_some_and(|l| user <= l) {
+            return Err(Error::InvalidArgument(format!(
+                "{}: user keys out of order or repeated at {:?}",
+                source.display(),
+                String::from_utf8_lossy(user)
+            )));
+        }
+        last = Some(user.to_vec());
+        it.next();
+    }
+    match it.take_error() {
+        Some(e) => Err(Error::from(e)),
+        None => Ok(()),
+    }
+}
+
+/// Sorts `files` by key and refuses a set whose ranges overlap.
+fn check_disjoint(files: &mut [Staged]) -> Result<()> {
+    files.sort_by(|a, b| a.smallest.user_key().cmp(b.smallest.user_key()));
+    for pair in files.windows(2) {
+        let (s, l) = pair[1].user_range();
+        if pair[0].overlaps(s, l) {
+            return Err(Error::InvalidArgument(format!(
+                "external files {} and {} overlap",
+                pair[0].source.display(),
+                pair[1].source.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Step 2 and 3 of the module documentation; the caller holds compactions off and the write
+/// path.
+fn place_and_install(
+    engine: &Engine,
+    tree: &Arc<Tree>,
+    files: &mut [Staged],
+    opts: &IngestOptions,
+) -> Result<()> {
+    let db = engine.shared();
+    if memtables_overlap(engine, tree, files)? {
+        if !opts.allow_blocking_flush {
+            return Err(Error::InvalidArgument(
+                "the memtable holds keys in the ingested range and allow_blocking_flush is off"
+                    .to_string(),
+            ));
+        }
+        let target = crate::paths::write::freeze_for_flush(engine, tree)?;
+        crate::paths::write::wait_flushed(engine, tree, target)?;
+    }
+    let version = db.versions().current(tree);
+    let mut overlaps_tree = false;
+    for f in files.iter_mut() {
+        let (level, overlapped) = place(&version, tree, f);
+        f.level = level;
+        overlaps_tree |= overlapped;
+    }
+    let snapshots = opts.snapshot_consistency && !db.snapshots().sequences().is_empty();
+    let seqno = if overlaps_tree || snapshots {
+        if !opts.allow_global_seqno {
+            return Err(Error::InvalidArgument(
+                "the files need a sequence number newer than existing data and \
+                 allow_global_seqno is off"
+                    .to_string(),
+            ));
+        }
+        Some(engine.take_sequences_holding_writes(1)?)
+    } else {
+        None
+    };
+    install(db, tree, files, seqno)
+}
+
+/// Whether a memtable of `tree` holds a key or range deletion in any file's range.
+fn memtables_overlap(engine: &Engine, tree: &Tree, files: &[Staged]) -> Result<bool> {
+    let mems = {
+        let state = engine.shared().state().lock();
+        let t = state
+            .trees
+            .get(&tree.id)
+            .ok_or_else(|| tree.dropped_error())?;
+        let mut mems = vec![Arc::clone(&t.mem)];
+        mems.extend(t.imm.iter().cloned());
+        mems
+    };
+    Ok(mems.iter().any(|mem| {
+        let deletions = mem.range_tombstones();
+        files.iter().any(|f| {
+            let mut it = MemtableIter::new(Arc::clone(mem));
+            it.seek(InternalKey::for_lookup(f.smallest.user_key(), MAX_SEQUENCE).encoded());
+            let point = it.valid() && {
+                let user = siftdb_sstable::user_key_of(it.key());
+                f.overlaps(user, user)
+            };
+            point
+                || deletions.as_ref().is_some_and(|t| {
+                    t.tombstones()
+                        .any(|r| f.overlaps_deletion(&r.start, &r.end))
+                })
+        })
+    }))
+}
+
+/// The level for `file`: the deepest where no table at or above it overlaps it (L0 when L0
+/// does; FIFO keeps every table in L0), and whether anything in the tree overlaps it.
+fn place(version: &Version, tree: &Tree, file: &Staged) -> (usize, bool) {
+    let overlapping = |level: usize| {
+        version
+            .level(level)
+            .iter()
+            .any(|t| file.overlaps(t.smallest_user_key(), t.largest_user_key()))
+    };
+    let fifo =
+        tree.options.compaction_style == crate::base::compaction_style::CompactionStyle::Fifo;
+    let mut chosen = 0;
+    for level in 0..version.num_levels() {
+        if overlapping(level) {
+            return (chosen, true);
+        }
+        if !fifo {
+            chosen = level;
+        }
+    }
+    (chosen, false)
+}
+
+/// Opens the staged tables at `seqno` and adds them to the tree by one edit, then publishes
+/// `seqno`.
+fn install(db: &Shared, tree: &Tree, files: &[Staged], seqno: Option<u64>) -> Result<()> {
+    let mut edit = VersionEdit::default();
+    let mut tables = Vec::with_capacity(files.len());
+    for f in files {
+        let meta = f.meta(seqno);
+        tables.push(crate::jobs::table_io::open_table(
+            db,
+            &tree.options,
+            f.level,
+            &meta,
+        )?);
+        edit.added.push((f.level, meta));
+    }
+    db.versions().log_and_apply(tree, edit, &tables, |_| {})?;
+    if let Some(seqno) = seqno {
+        db.versions().publish_sequence(seqno);
+    }
+    Ok(())
+}
