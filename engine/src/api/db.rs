@@ -616,6 +616,36 @@ impl Db {
             .ingest_external_files(self.engine.default_tree(), &paths, opts)
     }
 
+    /// Deletes the tables below L0 whose keys all lie in `[start, end]` (RocksDB's
+    /// `DeleteFilesInRange`), by one manifest edit: no tombstone is written, no byte
+    /// compacted, and the space comes back at once. Returns how many tables went. L0 tables and
+    /// tables reaching out of the range stay, so keys of the range may remain; and where a
+    /// deleted table hid older versions of its keys in a deeper table that stays, those are
+    /// visible again (snapshots included). Follow with [`Db::delete_range`] over the range to
+    /// remove everything, as RocksDB advises.
+    ///
+    /// ```
+    /// use siftdb::{Db, Options};
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// for i in 0..1000u32 {
+    ///     db.put(format!("shard7/{i:04}"), b"v")?;
+    /// }
+    /// db.compact_range(None, None)?; // out of L0
+    /// db.delete_files_in_range(b"shard7/", b"shard7/\xff")?;
+    /// db.delete_range(b"shard7/", b"shard8/")?; // whatever is left
+    /// assert_eq!(db.get(b"shard7/0042")?, None);
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn delete_files_in_range(
+        &self,
+        start: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) -> Result<usize> {
+        self.engine
+            .delete_files_in_range(self.engine.default_tree(), start.as_ref(), end.as_ref())
+    }
+
     /// Compacts the key range `[start, end]` (`None` = open end) down to the bottom level,
     /// reclaiming the space of overwritten and deleted keys; `compact_range(None, None)` rewrites
     /// the whole database. Flushes the memtable first. Waits until done.

@@ -205,6 +205,18 @@ impl Keyspace {
             .ingest_external_files(&self.tree, &paths, opts)
     }
 
+    /// Deletes this keyspace's tables below L0 whose keys all lie in `[start, end]` (see
+    /// [`Db::delete_files_in_range`]); returns how many.
+    pub fn delete_files_in_range(
+        &self,
+        start: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) -> Result<usize> {
+        self.tree.check_live()?;
+        self.engine()
+            .delete_files_in_range(&self.tree, start.as_ref(), end.as_ref())
+    }
+
     /// Every level of this keyspace's tree (see [`Db::level_info`]); empty once dropped.
     pub fn level_info(&self) -> Vec<LevelInfo> {
         if self.tree.check_live().is_err() {

@@ -49,6 +49,7 @@ pub(crate) struct EngineCounters {
     pub checkpoint_files_linked: AtomicU64,
     pub checkpoint_bytes_copied: AtomicU64,
     pub files_ingested: AtomicU64,
+    pub files_deleted_in_range: AtomicU64,
     pub ingested_bytes_linked: AtomicU64,
     pub ingested_bytes_copied: AtomicU64,
     pub recovery_dropped_wal_fragments: AtomicU64,
@@ -231,6 +232,8 @@ pub struct Stats {
     pub checkpoint_bytes_copied: u64,
     /// External table files ingested (`Db::ingest_external_file`).
     pub files_ingested: u64,
+    /// Tables `Db::delete_files_in_range` deleted.
+    pub files_deleted_in_range: u64,
     /// Bytes of ingested files hard-linked into the database (`IngestOptions::move_files`).
     pub ingested_bytes_linked: u64,
     /// Bytes of ingested files copied into the database.
@@ -427,6 +430,7 @@ impl EngineCounters {
             checkpoint_files_linked: self.checkpoint_files_linked.load(Relaxed),
             checkpoint_bytes_copied: self.checkpoint_bytes_copied.load(Relaxed),
             files_ingested: self.files_ingested.load(Relaxed),
+            files_deleted_in_range: self.files_deleted_in_range.load(Relaxed),
             ingested_bytes_linked: self.ingested_bytes_linked.load(Relaxed),
             ingested_bytes_copied: self.ingested_bytes_copied.load(Relaxed),
             recovery_dropped_wal_fragments: self.recovery_dropped_wal_fragments.load(Relaxed),

@@ -2,6 +2,7 @@
 //! commit, memtable and WAL switches) and recovery at open. They name `jobs`, `core` and `base`.
 
 pub(crate) mod conflict;
+pub(crate) mod delete_files;
 pub(crate) mod engine;
 pub(crate) mod ingest;
 pub(crate) mod iterator;

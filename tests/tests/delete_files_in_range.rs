@@ -1,0 +1,97 @@
+//! `delete_files_in_range`: tables below L0 wholly inside the range leave by one edit; nothing
+//! outside the range changes; L0 and tables reaching out of the range stay; a `delete_range`
+//! after it removes the rest; the files are gone from the disk and the state survives reopen.
+
+use std::collections::BTreeMap;
+
+use siftdb::{Db, Options};
+
+fn options() -> Options {
+    Options {
+        write_buffer_size: 64 << 10,
+        target_file_size_base: 16 << 10,
+        max_bytes_for_level_base: 256 << 10,
+        compression: siftdb::Compression::None,
+        compression_per_level: Vec::new(),
+        ..Options::default()
+    }
+}
+
+fn key(shard: char, i: usize) -> Vec<u8> {
+    format!("{shard}/{i:05}").into_bytes()
+}
+
+fn tables_on_disk(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "sst")
+        })
+        .count()
+}
+
+fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, what: &str) {
+    let scanned: BTreeMap<Vec<u8>, Vec<u8>> = db.iter().map(|r| r.unwrap()).collect();
+    assert_eq!(&scanned, model, "{what}");
+}
+
+#[test]
+fn whole_tables_in_the_range_go_and_nothing_else_changes() {
+    let dir = siftdb_tests::temp_dir();
+    let db = Db::open(dir.path(), options()).unwrap();
+    let mut model = BTreeMap::new();
+    for shard in ['a', 'b', 'c'] {
+        for i in 0..3000 {
+            let v = format!("{shard}-{i}-").repeat(4).into_bytes();
+            db.put(key(shard, i), &v).unwrap();
+            model.insert(key(shard, i), v);
+        }
+    }
+    db.compact_range(None, None).unwrap();
+    // A few b/ keys in L0 as well: they stay.
+    for i in (0..3000).step_by(500) {
+        db.put(key('b', i), b"in L0").unwrap();
+        model.insert(key('b', i), b"in L0".to_vec());
+    }
+    db.flush().unwrap();
+    let before = tables_on_disk(dir.path());
+    let deleted = db.delete_files_in_range(b"b/", b"b/\xff").unwrap();
+    assert!(deleted > 3, "deleted {deleted} tables");
+    assert_eq!(db.stats().files_deleted_in_range, deleted as u64);
+    assert_eq!(tables_on_disk(dir.path()), before - deleted);
+    // Outside the range: untouched. Inside: what L0 and the edge tables hold, nothing else.
+    let scanned: BTreeMap<Vec<u8>, Vec<u8>> = db.iter().map(|r| r.unwrap()).collect();
+    for (k, v) in &model {
+        if !k.starts_with(b"b/") {
+            assert_eq!(scanned.get(k), Some(v), "{k:?} outside the range");
+        }
+    }
+    let left: Vec<&Vec<u8>> = scanned.keys().filter(|k| k.starts_with(b"b/")).collect();
+    assert!(left.len() < 3000 / 2, "{} b/ keys left", left.len());
+    for k in &left {
+        assert_eq!(
+            scanned.get(*k),
+            model.get(*k),
+            "{k:?} left with another value"
+        );
+    }
+    for i in (0..3000).step_by(500) {
+        assert_eq!(db.get(key('b', i)).unwrap().as_deref(), Some(&b"in L0"[..]));
+    }
+    // A range delete removes the rest.
+    db.delete_range(b"b/", b"c/").unwrap();
+    model.retain(|k, _| !k.starts_with(b"b/"));
+    check(&db, &model, "after delete_range");
+    db.close().unwrap();
+    drop(db);
+    let db = Db::open(dir.path(), options()).unwrap();
+    check(&db, &model, "after reopen");
+    // An empty or reversed range deletes nothing.
+    assert_eq!(db.delete_files_in_range(b"x", b"y").unwrap(), 0);
+    assert_eq!(db.delete_files_in_range(b"c/", b"a/").unwrap(), 0);
+    check(&db, &model, "after empty calls");
+}
