@@ -16,6 +16,10 @@ pub enum Benchmark {
     FillSeq,
     /// Write `--num` keys in a random order (each key exactly once).
     FillRandom,
+    /// Load `--num` keys in key order through external table files, ingested at the end
+    /// (siftdb's `SstFileWriter` and `ingest_external_file`, RocksDB's the same; fjall's
+    /// ingestion API): files cut at `target_file_size_base`, moved in.
+    BulkLoad,
     /// Overwrite `--num` random keys (with repeats, as `db_bench`).
     Overwrite,
     /// Read `--reads` random keys of the written range.
@@ -107,9 +111,10 @@ pub enum Benchmark {
 
 impl Benchmark {
     /// Every workload, in documentation order.
-    pub const ALL: [Benchmark; 32] = [
+    pub const ALL: [Benchmark; 33] = [
         Benchmark::FillSeq,
         Benchmark::FillRandom,
+        Benchmark::BulkLoad,
         Benchmark::Overwrite,
         Benchmark::ReadRandom,
         Benchmark::ReadMissing,
@@ -147,6 +152,7 @@ impl Benchmark {
         match self {
             Benchmark::FillSeq => "fillseq",
             Benchmark::FillRandom => "fillrandom",
+            Benchmark::BulkLoad => "bulkload",
             Benchmark::Overwrite => "overwrite",
             Benchmark::ReadRandom => "readrandom",
             Benchmark::ReadMissing => "readmissing",
@@ -199,6 +205,7 @@ impl Benchmark {
             self,
             Benchmark::FillSeq
                 | Benchmark::FillRandom
+                | Benchmark::BulkLoad
                 | Benchmark::Overwrite
                 | Benchmark::DeleteRandom
                 | Benchmark::DeleteRange
@@ -252,7 +259,10 @@ impl Benchmark {
 
     /// Whether the workload creates the data set (`fillseq`, `fillrandom`).
     pub fn is_fill(self) -> bool {
-        matches!(self, Benchmark::FillSeq | Benchmark::FillRandom)
+        matches!(
+            self,
+            Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::BulkLoad
+        )
     }
 }
 

@@ -22,6 +22,15 @@ pub enum BatchOp<'a> {
     Delete(usize, &'a [u8]),
 }
 
+/// A bulk load of one keyspace in progress ([`Engine::bulk_loader`]): keys in increasing
+/// order, then [`BulkLoader::finish`], which makes them visible.
+pub trait BulkLoader {
+    /// Adds `key` with `value` (above every key added before).
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()>;
+    /// Finishes the last file and ingests every file into the keyspace.
+    fn finish(self: Box<Self>) -> Result<()>;
+}
+
 /// What one seek read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SeekOutcome {
@@ -80,6 +89,22 @@ pub trait Engine: Send + Sync {
     fn delete_range(&self, ks: usize, start: &[u8], end: &[u8]) -> Result<()> {
         let _ = (ks, start, end);
         Err(Error::new(format!("{} has no range deletes", self.name())))
+    }
+    /// Whether the engine loads sorted keys through external files ([`Engine::bulk_loader`]).
+    fn can_bulk_load(&self) -> bool {
+        false
+    }
+    /// Starts a bulk load of keyspace `ks` through external table files of about `file_bytes`
+    /// each, staged in `staging` (a fresh directory on the database's file system); `None`
+    /// when the engine has no such path.
+    fn bulk_loader<'a>(
+        &'a self,
+        ks: usize,
+        staging: &Path,
+        file_bytes: u64,
+    ) -> Result<Option<Box<dyn BulkLoader + 'a>>> {
+        let _ = (ks, staging, file_bytes);
+        Ok(None)
     }
     /// Whether the engine has merge operators ([`Engine::merge`]).
     fn can_merge(&self) -> bool {

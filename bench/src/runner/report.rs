@@ -312,7 +312,7 @@ fn writes_mb_per_sec(result: &PhaseResult, config: &Config) -> Option<f64> {
     let secs = m.wall.as_secs_f64();
     let writes = matches!(
         result.benchmark,
-        Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::Overwrite
+        Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::BulkLoad | Benchmark::Overwrite
     );
     (writes && secs > 0.0).then(|| {
         (m.totals.ops * (config.key_size + config.value_size) as u64) as f64 / secs / 1048576.0
@@ -405,7 +405,7 @@ pub fn text(result: &PhaseResult, config: &Config) -> String {
 fn summary(result: &PhaseResult, m: &Measured, config: &Config) -> String {
     let t = &m.totals;
     match result.benchmark {
-        Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::Overwrite => format!(
+        Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::BulkLoad | Benchmark::Overwrite => format!(
             " {:>6.1} MB/s ({} ops)",
             writes_mb_per_sec(result, config).unwrap_or(0.0),
             t.ops

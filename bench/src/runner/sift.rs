@@ -9,7 +9,9 @@ use siftdb::{
 };
 
 use super::args::{AllocationArg, Config, TransactionConfig};
-use super::engine::{bumped, keyspace_name, BatchOp, Engine, SeekOutcome, WritePressure};
+use super::engine::{
+    bumped, keyspace_name, BatchOp, BulkLoader, Engine, SeekOutcome, WritePressure,
+};
 use super::error::{Error, Result};
 use super::settings::{
     hits_text, memtable_bloom_text, siftdb_options, sync_text, tree_shape, SettingRows,
@@ -332,6 +334,26 @@ impl Engine for SiftEngine {
         siftdb_rows(config)
     }
 
+    fn can_bulk_load(&self) -> bool {
+        true
+    }
+
+    fn bulk_loader<'a>(
+        &'a self,
+        ks: usize,
+        staging: &Path,
+        file_bytes: u64,
+    ) -> Result<Option<Box<dyn BulkLoader + 'a>>> {
+        Ok(Some(Box::new(SiftLoader {
+            keyspace: self.keyspace(ks)?,
+            options: &self.options,
+            prefix: staging.join(format!("ks{ks}-")),
+            file_bytes,
+            writer: None,
+            files: Vec::new(),
+        })))
+    }
+
     fn put(&self, ks: usize, key: &[u8], value: &[u8]) -> Result<()> {
         let mut batch = WriteBatch::new();
         self.add_put(&mut batch, ks, key, value)?;
@@ -544,6 +566,60 @@ fn blob_gc_text(config: &Config) -> String {
         b.gc_min_garbage_ratio * 100.0,
         b.gc_force_threshold * 100.0
     )
+}
+
+/// A bulk load of one siftdb keyspace: `SstFileWriter` files of about `file_bytes`, then one
+/// `ingest_external_file` of them all, moved in.
+struct SiftLoader<'a> {
+    keyspace: &'a Keyspace,
+    options: &'a Options,
+    /// Staged files are named `<prefix><n>.sst`.
+    prefix: std::path::PathBuf,
+    file_bytes: u64,
+    writer: Option<siftdb::SstFileWriter>,
+    files: Vec<std::path::PathBuf>,
+}
+
+impl SiftLoader<'_> {
+    /// Finishes the file being written, if any.
+    fn finish_file(&mut self) -> Result<()> {
+        if let Some(mut writer) = self.writer.take() {
+            writer.finish()?;
+        }
+        Ok(())
+    }
+}
+
+impl BulkLoader for SiftLoader<'_> {
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        if self.writer.is_none() {
+            let mut path = self.prefix.clone().into_os_string();
+            path.push(format!("{}.sst", self.files.len()));
+            let path = std::path::PathBuf::from(path);
+            self.writer = Some(siftdb::SstFileWriter::create(&path, self.options)?);
+            self.files.push(path);
+        }
+        if let Some(writer) = self.writer.as_mut() {
+            writer.put(key, value)?;
+            if writer.file_size() >= self.file_bytes {
+                self.finish_file()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(mut self: Box<Self>) -> Result<()> {
+        self.finish_file()?;
+        // As RocksDB's loader: files moved in, not read through before ingestion (RocksDB's
+        // `verify_checksums_before_ingest` defaults to off, and the crate cannot set it).
+        let opts = siftdb::IngestOptions {
+            move_files: true,
+            verify_checksums_before_ingest: false,
+            ..siftdb::IngestOptions::default()
+        };
+        self.keyspace.ingest_external_file(&self.files, &opts)?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use super::keys::{KeyFormat, KeyModel, Permutation, Rng, ValueSource, Variant};
 use super::measure::{drive, Measured, Outcome, ThreadCtx};
 use super::progress::Progress;
 
+mod bulk_load;
 mod floor;
 mod sustained;
 mod transactions;
@@ -429,6 +430,7 @@ impl<'a> Workbench<'a> {
         let supported = match benchmark {
             Benchmark::DeleteRange => self.engine.can_delete_range(),
             Benchmark::MergeRandom => self.engine.can_merge(),
+            Benchmark::BulkLoad => self.engine.can_bulk_load(),
             _ => true,
         };
         if benchmark == Benchmark::MissFloor
@@ -463,6 +465,7 @@ impl<'a> Workbench<'a> {
     ) -> Result<Measured> {
         Ok(match benchmark {
             Benchmark::FillSeq => self.fill(benchmark, stream, |_, i| i)?,
+            Benchmark::BulkLoad => self.bulk_load(stream)?,
             Benchmark::FillRandom => {
                 let order = Permutation::new(self.config.num, self.config.seed ^ STREAM_FILL);
                 self.fill(benchmark, stream, |_, i| order.get(i))?
@@ -1118,18 +1121,21 @@ fn add_delta(sum: &mut (u64, u64), now: (u64, u64), before: (u64, u64)) {
 /// directory may be another file system, where every table would be copied). Not inside the
 /// database directory, which belongs to the engine.
 fn checkpoint_parent(db_dir: &Path) -> Result<tempfile::TempDir> {
+    sibling_dir(db_dir, "siftdb-bench-checkpoint-")
+}
+
+/// A fresh directory named `prefix...` beside the database in `db_dir` (on its file system),
+/// removed when dropped.
+fn sibling_dir(db_dir: &Path, prefix: &str) -> Result<tempfile::TempDir> {
     let parent = db_dir
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     tempfile::Builder::new()
-        .prefix("siftdb-bench-checkpoint-")
+        .prefix(prefix)
         .tempdir_in(parent)
         .map_err(|e| {
-            Error::from(e).context(format!(
-                "cannot create a checkpoint directory in {}",
-                parent.display()
-            ))
+            Error::from(e).context(format!("cannot create a directory in {}", parent.display()))
         })
 }
 
@@ -1272,6 +1278,49 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(beside, ["db"]);
+    }
+
+    /// bulkload into three keyspaces, files cut small: every key readable, the staging directory
+    /// gone, and a later overwrite reads back newer than the loaded values.
+    #[test]
+    fn bulkload_loads_every_key_through_ingested_files() {
+        use clap::Parser;
+        let args = crate::runner::Args::try_parse_from([
+            "siftdb-bench",
+            "--num=5000",
+            "--keyspaces=3",
+            "--target_file_size_base=16384",
+            "--json",
+        ])
+        .unwrap();
+        let config = Config::from_args(&args).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("db");
+        let engine = crate::runner::SiftEngine::open(&db, &config).unwrap();
+        let bench = Workbench::new(&config, &engine, &db).unwrap();
+        let benchmarks = [
+            Benchmark::BulkLoad,
+            Benchmark::ReadRandom,
+            Benchmark::ReadSeq,
+            Benchmark::Overwrite,
+            Benchmark::ReadRandom,
+        ];
+        for (phase, benchmark) in benchmarks.into_iter().enumerate() {
+            let result = bench.run(benchmark, phase as u64).unwrap();
+            let t = result.measured.unwrap().totals;
+            assert_eq!(t.found, t.expected, "{}", benchmark.name());
+            if benchmark == Benchmark::ReadRandom {
+                assert_eq!(t.found, 5000);
+            }
+        }
+        let stats = engine.stats().unwrap();
+        assert!(stats.files_ingested >= 6, "{} files", stats.files_ingested);
+        engine.close().unwrap();
+        let beside: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(beside, ["db"], "the staging directory is gone");
     }
 
     /// YCSB's six workloads on two threads and two keyspaces, after deletes: every record a

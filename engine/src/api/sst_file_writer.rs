@@ -58,7 +58,10 @@ pub struct ExternalFileInfo {
 pub struct SstFileWriter {
     path: PathBuf,
     builder: Option<TableBuilder<Box<dyn WritableFile>>>,
-    last_key: Option<Vec<u8>>,
+    /// The last user key added (meaningful once `entries > 0`).
+    last_key: Vec<u8>,
+    /// The internal key being added (reused: no allocation per entry).
+    key_buf: Vec<u8>,
     range_deletions: Vec<RangeTombstone>,
     entries: u64,
     fs: std::sync::Arc<dyn crate::base::fs::FileSystem>,
@@ -88,7 +91,8 @@ impl SstFileWriter {
         Ok(SstFileWriter {
             path,
             builder: Some(TableBuilder::new(file, build)),
-            last_key: None,
+            last_key: Vec::new(),
+            key_buf: Vec::new(),
             range_deletions: Vec::new(),
             entries: 0,
             fs: std::sync::Arc::clone(&options.fs),
@@ -184,19 +188,24 @@ impl SstFileWriter {
                 value.len()
             )));
         }
-        if self.last_key.as_deref().is_some_and(|last| key <= last) {
+        if self.entries > 0 && key <= self.last_key.as_slice() {
             return Err(Error::InvalidArgument(format!(
                 "keys must be added in strictly increasing order: {:?} after {:?}",
                 String::from_utf8_lossy(key),
-                String::from_utf8_lossy(self.last_key.as_deref().unwrap_or_default())
+                String::from_utf8_lossy(&self.last_key)
             )));
         }
         let builder = self
             .builder
             .as_mut()
             .ok_or_else(|| Error::InvalidArgument("the file is finished".to_string()))?;
-        builder.add(InternalKey::new(key, 0, kind).encoded(), value)?;
-        self.last_key = Some(key.to_vec());
+        self.key_buf.clear();
+        self.key_buf.extend_from_slice(key);
+        self.key_buf
+            .extend_from_slice(&siftdb_sstable::pack_trailer(0, kind).to_le_bytes());
+        builder.add(&self.key_buf, value)?;
+        self.last_key.clear();
+        self.last_key.extend_from_slice(key);
         self.entries += 1;
         Ok(())
     }

@@ -49,7 +49,7 @@ use siftdb::{LevelFilterStats, Stats};
 use siftdb_cache::BlockKind;
 
 use super::super::args::{Config, TransactionConfig};
-use super::super::engine::{bumped, BatchOp, Engine, SeekOutcome, WritePressure};
+use super::super::engine::{bumped, BatchOp, BulkLoader, Engine, SeekOutcome, WritePressure};
 use super::super::error::{Error, Result};
 use super::super::settings::{self, siftdb_options, SettingRows};
 use super::super::text::{compression_text, human_bytes, peer_db_write_buffer_text};
@@ -513,6 +513,25 @@ impl Engine for FjallEngine {
         self.persist()
     }
 
+    fn can_bulk_load(&self) -> bool {
+        true
+    }
+
+    fn bulk_loader<'a>(
+        &'a self,
+        _ks: usize,
+        _staging: &Path,
+        _file_bytes: u64,
+    ) -> Result<Option<Box<dyn BulkLoader + 'a>>> {
+        // fjall writes the tables of an ingestion itself (64 MiB each), into the tree.
+        let ingestion = self.keyspace.start_ingestion().map_err(fjall_error)?;
+        Ok(Some(Box::new(FjallLoader {
+            ingestion,
+            write: |i, key, value| i.write(key, value),
+            finish: |i| i.finish(),
+        })))
+    }
+
     fn get(&self, _ks: usize, key: &[u8], buf: &mut Vec<u8>) -> Result<bool> {
         match self.keyspace.get(key).map_err(fjall_error)? {
             Some(value) => {
@@ -684,5 +703,24 @@ impl Engine for FjallEngine {
 
     fn close(&self) -> Result<()> {
         self.db.persist(PersistMode::SyncAll).map_err(fjall_error)
+    }
+}
+
+/// A bulk load into fjall: its ingestion API (sorted keys written straight into tables). The
+/// crate does not export its ingestion type, so the loader is generic over it and calls it
+/// through the two functions given.
+struct FjallLoader<I> {
+    ingestion: I,
+    write: fn(&mut I, &[u8], &[u8]) -> fjall::Result<()>,
+    finish: fn(I) -> fjall::Result<()>,
+}
+
+impl<I> BulkLoader for FjallLoader<I> {
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        (self.write)(&mut self.ingestion, key, value).map_err(fjall_error)
+    }
+
+    fn finish(self: Box<Self>) -> Result<()> {
+        (self.finish)(self.ingestion).map_err(fjall_error)
     }
 }

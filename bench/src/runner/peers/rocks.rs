@@ -56,7 +56,7 @@ use siftdb::{LevelFilterStats, Stats};
 use siftdb_cache::BlockKind;
 
 use super::super::args::{CompactionPriArg, Config, FilterPolicyArg, TransactionConfig};
-use super::super::engine::{bumped, BatchOp, Engine, SeekOutcome, WritePressure};
+use super::super::engine::{bumped, BatchOp, BulkLoader, Engine, SeekOutcome, WritePressure};
 use super::super::error::{Error, Result};
 use super::super::settings::{self, siftdb_options, SettingRows};
 use super::super::text::{
@@ -636,6 +636,26 @@ impl Engine for RocksEngine {
         with_db!(&self.db, db => db.put_opt(key, value, &self.write_options)).map_err(rocks_error)
     }
 
+    fn can_bulk_load(&self) -> bool {
+        // The crate's `TransactionDB` has no ingestion.
+        !matches!(self.db, Handle::Pessimistic(_))
+    }
+
+    fn bulk_loader<'a>(
+        &'a self,
+        _ks: usize,
+        staging: &Path,
+        file_bytes: u64,
+    ) -> Result<Option<Box<dyn BulkLoader + 'a>>> {
+        Ok(Some(Box::new(RocksLoader {
+            engine: self,
+            staging: staging.to_path_buf(),
+            file_bytes,
+            writer: None,
+            files: Vec::new(),
+        })))
+    }
+
     fn get(&self, _ks: usize, key: &[u8], buf: &mut Vec<u8>) -> Result<bool> {
         match with_db!(&self.db, db => db.get_pinned(key)).map_err(rocks_error)? {
             Some(value) => {
@@ -1006,4 +1026,55 @@ fn u64_add(
         sum = sum.wrapping_add(read(operand)?);
     }
     Some(sum.to_le_bytes().to_vec())
+}
+
+/// A bulk load into RocksDB: `SstFileWriter` files of about `file_bytes` (with the options the
+/// database was opened with), then one `IngestExternalFile` of them all, moved in.
+struct RocksLoader<'a> {
+    engine: &'a RocksEngine,
+    staging: std::path::PathBuf,
+    file_bytes: u64,
+    writer: Option<rocksdb::SstFileWriter<'a>>,
+    files: Vec<std::path::PathBuf>,
+}
+
+impl RocksLoader<'_> {
+    fn finish_file(&mut self) -> Result<()> {
+        if let Some(mut writer) = self.writer.take() {
+            writer.finish().map_err(rocks_error)?;
+        }
+        Ok(())
+    }
+}
+
+impl BulkLoader for RocksLoader<'_> {
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        if self.writer.is_none() {
+            let path = self.staging.join(format!("{}.sst", self.files.len()));
+            let writer = rocksdb::SstFileWriter::create(&self.engine.options);
+            writer.open(&path).map_err(rocks_error)?;
+            self.writer = Some(writer);
+            self.files.push(path);
+        }
+        if let Some(writer) = self.writer.as_mut() {
+            writer.put(key, value).map_err(rocks_error)?;
+            if writer.file_size() >= self.file_bytes {
+                self.finish_file()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(mut self: Box<Self>) -> Result<()> {
+        self.finish_file()?;
+        let mut opts = rocksdb::IngestExternalFileOptions::default();
+        opts.set_move_files(true);
+        let files = std::mem::take(&mut self.files);
+        match &self.engine.db {
+            Handle::Plain(db) => db.ingest_external_file_opts(&opts, files),
+            Handle::Optimistic(db) => db.ingest_external_file_opts(&opts, files),
+            Handle::Pessimistic(_) => return Err(Error::new("no ingestion in a TransactionDB")),
+        }
+        .map_err(rocks_error)
+    }
 }
