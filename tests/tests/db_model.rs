@@ -46,8 +46,9 @@ enum Op {
     /// A batch of puts, deletes, range deletes and merges, applied in order (all or nothing: a
     /// range with `start > end` refuses the whole batch).
     Batch(Vec<Entry>),
-    /// The entries as one external file, ingested (`SstFileWriter`, `ingest_external_file`).
-    Ingest(Vec<Entry>),
+    /// The entries as one external file, ingested (`SstFileWriter`, `ingest_external_file`);
+    /// with a range, replacing it (`IngestOptions::excise`: the file keeps what lies inside).
+    Ingest(Vec<Entry>, Option<(Vec<u8>, Vec<u8>)>),
     Get(Vec<u8>),
     /// `multi_get` of these keys (repeats allowed), checked against the model and single gets.
     MultiGet(Vec<Vec<u8>>),
@@ -218,7 +219,11 @@ fn op(variant: Variant) -> impl Strategy<Value = Op> {
         2 => (range_key(), range_key()).prop_map(|(a, b)| Op::DeleteRange(a, b)),
         6 => (key(), operand(variant)).prop_map(|(k, o)| Op::Merge(k, o)),
         2 => proptest::collection::vec(entry(variant), 0..6).prop_map(Op::Batch),
-        2 => proptest::collection::vec(entry(variant), 0..12).prop_map(Op::Ingest),
+        2 => (
+            proptest::collection::vec(entry(variant), 0..12),
+            proptest::option::weighted(0.3, (range_key(), range_key())),
+        )
+            .prop_map(|(e, x)| Op::Ingest(e, x)),
         5 => key().prop_map(Op::Get),
         2 => proptest::collection::vec(key(), 0..16).prop_map(Op::MultiGet),
         1 => Just(Op::Iter),
@@ -602,24 +607,54 @@ fn model_batch(variant: Variant, model: &mut Model, entries: &[Entry]) -> bool {
 /// entry (a file holds a key once), all at one sequence number. The model applies the range
 /// deletions first (at one sequence they hide only older data, not the file's own entries),
 /// then the points.
+/// An `Op::Ingest`: where its file goes, its entries, and the range it replaces.
+struct ExternalFile<'a> {
+    path: &'a std::path::Path,
+    entries: &'a [Entry],
+    excise: Option<&'a (Vec<u8>, Vec<u8>)>,
+}
+
+/// The file's entries: per key the last point entry and the range deletions, all within the
+/// excise range if there is one (range deletions clipped to it).
+fn file_entries(file: &ExternalFile<'_>) -> (BTreeMap<Vec<u8>, Entry>, Vec<Entry>) {
+    let inside = |k: &[u8]| {
+        file.excise
+            .is_none_or(|(a, b)| a.as_slice() <= k && k < b.as_slice())
+    };
+    let mut points: BTreeMap<Vec<u8>, Entry> = BTreeMap::new();
+    let mut ranges = Vec::new();
+    for e in file.entries {
+        match e {
+            Entry::DeleteRange(a, b) => {
+                let (mut a, mut b) = (a.clone(), b.clone());
+                if let Some((lo, hi)) = file.excise {
+                    a = a.max(lo.clone());
+                    b = b.min(hi.clone());
+                }
+                if a < b {
+                    ranges.push(Entry::DeleteRange(a, b));
+                }
+            }
+            Entry::Put(k, _) | Entry::Delete(k) | Entry::Merge(k, _) if inside(k) => {
+                points.insert(k.clone(), e.clone());
+            }
+            _ => {}
+        }
+    }
+    (points, ranges)
+}
+
 fn ingest(
     variant: Variant,
     style: CompactionStyle,
     db: &Db,
     model: &mut Model,
-    path: &std::path::Path,
-    entries: &[Entry],
+    file: ExternalFile<'_>,
 ) {
-    let mut points: BTreeMap<Vec<u8>, Entry> = BTreeMap::new();
-    let mut ranges = Vec::new();
-    for e in entries {
-        match e {
-            Entry::DeleteRange(a, b) if a < b => ranges.push(e.clone()),
-            Entry::DeleteRange(..) => {}
-            Entry::Put(k, _) | Entry::Delete(k) | Entry::Merge(k, _) => {
-                points.insert(k.clone(), e.clone());
-            }
-        }
+    let (points, ranges) = file_entries(&file);
+    let path = file.path;
+    if let Some((a, b)) = file.excise {
+        return ingest_excise(variant, style, db, model, &file, (a, b), (points, ranges));
     }
     let mut w = SstFileWriter::create(path, &options(variant, style)).unwrap();
     for e in ranges.iter().chain(points.values()) {
@@ -638,6 +673,51 @@ fn ingest(
     w.finish().unwrap();
     db.ingest_external_file(&[path], &IngestOptions::default())
         .unwrap();
+    let ordered: Vec<Entry> = ranges.into_iter().chain(points.into_values()).collect();
+    assert!(model_batch(variant, model, &ordered));
+}
+
+/// `ingest` of a file replacing `[a, b)`: refused for an empty range; else the model loses
+/// the range and takes the file (empty: an atomic range delete).
+fn ingest_excise(
+    variant: Variant,
+    style: CompactionStyle,
+    db: &Db,
+    model: &mut Model,
+    file: &ExternalFile<'_>,
+    (a, b): (&Vec<u8>, &Vec<u8>),
+    (points, ranges): (BTreeMap<Vec<u8>, Entry>, Vec<Entry>),
+) {
+    let opts = IngestOptions {
+        excise: Some(a.clone()..b.clone()),
+        ..IngestOptions::default()
+    };
+    let paths: Vec<&std::path::Path> = if points.is_empty() && ranges.is_empty() {
+        Vec::new()
+    } else {
+        let mut w = SstFileWriter::create(file.path, &options(variant, style)).unwrap();
+        for e in ranges.iter().chain(points.values()) {
+            match e {
+                Entry::Put(k, v) => w.put(k, v),
+                Entry::Delete(k) => w.delete(k),
+                Entry::Merge(k, o) => w.merge(k, o),
+                Entry::DeleteRange(s, e) => w.delete_range(s, e),
+            }
+            .unwrap();
+        }
+        w.finish().unwrap();
+        vec![file.path]
+    };
+    let got = db.ingest_external_file(&paths, &opts);
+    if a >= b {
+        assert!(
+            matches!(got, Err(Error::InvalidArgument(_))),
+            "excise {a:?}..{b:?}: {got:?}"
+        );
+        return;
+    }
+    got.unwrap();
+    model_delete_range(model, a, b);
     let ordered: Vec<Entry> = ranges.into_iter().chain(points.into_values()).collect();
     assert!(model_batch(variant, model, &ordered));
 }
@@ -706,10 +786,15 @@ fn run(variant: Variant, style: CompactionStyle, ops: &[Op]) {
                     );
                 }
             }
-            Op::Ingest(entries) => {
+            Op::Ingest(entries, excise) => {
                 ingested += 1;
                 let path = external.path().join(format!("ingest-{ingested}.sst"));
-                ingest(variant, style, &db, &mut model, &path, entries);
+                let file = ExternalFile {
+                    path: &path,
+                    entries,
+                    excise: excise.as_ref(),
+                };
+                ingest(variant, style, &db, &mut model, file);
             }
             Op::Get(k) => assert_eq!(db.get(k).unwrap(), model.get(k).cloned(), "get {k:?}"),
             Op::MultiGet(keys) => {

@@ -284,3 +284,131 @@ fn range_deletions_of_an_external_file_hide_older_data_not_its_own() {
     db.compact_range(None, None).unwrap();
     check(&db, &model, "after compaction");
 }
+
+fn shard_key(shard: char, i: usize) -> Vec<u8> {
+    format!("{shard}/{i:05}").into_bytes()
+}
+
+#[test]
+fn excise_replaces_a_range_atomically_in_every_compaction_style() {
+    for style in [
+        siftdb::CompactionStyle::Level,
+        siftdb::CompactionStyle::Universal,
+        siftdb::CompactionStyle::Fifo,
+    ] {
+        let dir = siftdb_tests::temp_dir();
+        let path = dir.path().join("db");
+        let options = Options {
+            write_buffer_size: 64 << 10,
+            target_file_size_base: 16 << 10,
+            compaction_style: style,
+            ..Options::default()
+        };
+        let db = Db::open(&path, options.clone()).unwrap();
+        let mut model = Model::new();
+        for shard in ['a', 'b', 'c'] {
+            for i in 0..1500 {
+                db.put(shard_key(shard, i), b"old").unwrap();
+                model.insert(shard_key(shard, i), b"old".to_vec());
+            }
+        }
+        db.compact_range(None, None).unwrap();
+        // Some of the range only in the memtable.
+        for i in (0..1500).step_by(100) {
+            db.put(shard_key('b', i), b"memtable").unwrap();
+            model.insert(shard_key('b', i), b"memtable".to_vec());
+        }
+        let before = model.clone();
+        let snapshot = db.snapshot();
+        let file = dir.path().join("b.sst");
+        let mut w = SstFileWriter::create(&file, &options).unwrap();
+        for i in (0..3000).step_by(3) {
+            w.put(shard_key('b', i), b"new").unwrap();
+        }
+        w.finish().unwrap();
+        let opts = IngestOptions {
+            excise: Some(b"b/".to_vec()..b"c/".to_vec()),
+            ..IngestOptions::default()
+        };
+        db.ingest_external_file(&[&file], &opts).unwrap();
+        model.retain(|k, _| !k.starts_with(b"b/"));
+        for i in (0..3000).step_by(3) {
+            model.insert(shard_key('b', i), b"new".to_vec());
+        }
+        let what = format!("{style:?}");
+        check(&db, &model, &what);
+        for (k, v) in before.iter().step_by(37) {
+            assert_eq!(
+                snapshot.get(k).unwrap().as_ref(),
+                Some(v),
+                "{what}: snapshot"
+            );
+        }
+        drop(snapshot);
+        db.close().unwrap();
+        drop(db);
+        let db = Db::open(&path, options.clone()).unwrap();
+        check(&db, &model, &format!("{what}, reopened"));
+        db.compact_range(None, None).unwrap();
+        check(&db, &model, &format!("{what}, compacted"));
+        // With no file, an excise is an atomic range delete; without a snapshot, the tables
+        // wholly inside the range go at once.
+        let inside_a = |db: &Db| -> usize {
+            let table = db.property("siftdb.sstables").unwrap();
+            table
+                .lines()
+                .filter(|l| l.starts_with('L'))
+                .filter_map(|l| l.rsplit(' ').next())
+                .filter(|range| {
+                    range
+                        .split_once("..")
+                        .is_some_and(|(s, e)| s.starts_with("a/") && e.starts_with("a/"))
+                })
+                .count()
+        };
+        let tables_in_a = inside_a(&db);
+        if style == siftdb::CompactionStyle::Level {
+            assert!(tables_in_a > 0, "{what}: no table lies inside a/");
+        }
+        let opts = IngestOptions {
+            excise: Some(b"a/".to_vec()..b"b/".to_vec()),
+            ..IngestOptions::default()
+        };
+        db.ingest_external_file::<&Path>(&[], &opts).unwrap();
+        model.retain(|k, _| !k.starts_with(b"a/"));
+        check(&db, &model, &format!("{what}, a/ excised"));
+        assert_eq!(
+            inside_a(&db),
+            0,
+            "{what}: of {tables_in_a} tables inside a/, some stayed"
+        );
+    }
+}
+
+#[test]
+fn excise_refuses_files_outside_its_range() {
+    let dir = siftdb_tests::temp_dir();
+    let db = Db::open(dir.path().join("db"), Options::default()).unwrap();
+    db.put(b"b/1", b"kept").unwrap();
+    let puts: Vec<(Vec<u8>, Vec<u8>)> = (0..10)
+        .map(|i| (shard_key('b', i), b"v".to_vec()))
+        .collect();
+    let file = external(&dir.path().join("f.sst"), &puts, &[]);
+    for range in [
+        b"c/".to_vec()..b"d/".to_vec(),
+        b"b/00005".to_vec()..b"c/".to_vec(),
+        b"c/".to_vec()..b"a/".to_vec(),
+    ] {
+        let opts = IngestOptions {
+            excise: Some(range.clone()),
+            ..IngestOptions::default()
+        };
+        let got = db.ingest_external_file(&[&file], &opts);
+        assert!(
+            matches!(got, Err(Error::InvalidArgument(_))),
+            "{range:?}: {got:?}"
+        );
+    }
+    assert_eq!(db.get(b"b/1").unwrap().as_deref(), Some(&b"kept"[..]));
+    assert_eq!(db.get(shard_key('b', 3)).unwrap(), None);
+}

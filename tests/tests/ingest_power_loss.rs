@@ -45,31 +45,56 @@ fn setup(fs: &FaultFs, dir: &Path) -> std::path::PathBuf {
     file
 }
 
-/// Whether the file's keys are in the database (all or none of them, else it fails).
-fn check(db: &Db, what: &str) -> bool {
-    for i in 0..200 {
-        assert_eq!(
-            db.get(key(i)).unwrap().as_deref(),
-            Some(&b"old"[..]),
-            "{what}: {i}"
-        );
+/// Whether the file's keys are in the database (all or none of them, else it fails). With
+/// an excise from `EXCISED` on, the old keys from there to the file's first go with it.
+fn check(db: &Db, excise: bool, what: &str) -> bool {
+    let kept_below = if excise { EXCISED } else { 200 };
+    for i in 0..kept_below {
+        let got = db.get(key(i)).unwrap();
+        assert_eq!(got.as_deref(), Some(&b"old"[..]), "{what}: {i}");
     }
     let ingested = db.get(key(599)).unwrap().is_some();
-    for i in 200..600 {
-        let want: Option<&[u8]> = match (ingested, i < 400) {
+    for i in kept_below..600 {
+        let want: Option<&[u8]> = match (ingested, i) {
+            (true, i) if i < 200 => None,
             (true, _) => Some(b"new"),
-            (false, true) => Some(b"old"),
-            (false, false) => None,
+            (false, i) if i < 400 => Some(b"old"),
+            (false, _) => None,
         };
         assert_eq!(db.get(key(i)).unwrap().as_deref(), want, "{what}: key {i}");
     }
-    let scanned = db.iter().count();
-    assert_eq!(scanned, if ingested { 600 } else { 400 }, "{what}: scan");
+    let want = match (ingested, excise) {
+        (false, _) => 400,
+        (true, false) => 600,
+        (true, true) => EXCISED + 400,
+    };
+    assert_eq!(db.iter().count(), want, "{what}: scan");
     ingested
+}
+
+/// Where the excise variant's range starts: its old keys from here to 200 go with the file.
+const EXCISED: usize = 150;
+
+fn ingest_options(excise: bool) -> IngestOptions {
+    IngestOptions {
+        excise: excise.then(|| key(EXCISED)..key(600)),
+        ..IngestOptions::default()
+    }
 }
 
 #[test]
 fn power_loss_at_every_step_of_an_ingestion_keeps_it_whole_or_absent() {
+    power_loss_at_every_step(false);
+}
+
+/// The same for a range replace (`IngestOptions::excise`): the range's old keys go with the
+/// file's arrival, never before it and never without it.
+#[test]
+fn power_loss_at_every_step_of_a_range_replace_keeps_it_whole_or_absent() {
+    power_loss_at_every_step(true);
+}
+
+fn power_loss_at_every_step(excise: bool) {
     let mut k = 0u64;
     let (mut kept, mut lost) = (0, 0);
     loop {
@@ -79,7 +104,7 @@ fn power_loss_at_every_step_of_an_ingestion_keeps_it_whole_or_absent() {
         let db = Db::open(dir, options(&fs)).expect("open");
         let before = fs.calls();
         fs.crash_call_in(k);
-        let result = db.ingest_external_file(&[&file], &IngestOptions::default());
+        let result = db.ingest_external_file(&[&file], &ingest_options(excise));
         // The cut never came: the ingestion (and whatever ran beside it) made at most k calls.
         let ran_through = result.is_ok() && fs.calls() - before <= k;
         fs.crash();
@@ -91,7 +116,7 @@ fn power_loss_at_every_step_of_an_ingestion_keeps_it_whole_or_absent() {
         }
         let db = Db::open(dir, options(&fs)).expect("open after the power loss");
         let what = format!("power cut at call {k}");
-        let ingested = check(&db, &what);
+        let ingested = check(&db, excise, &what);
         if result.is_ok() {
             assert!(ingested, "{what}: an acknowledged ingestion was lost");
         }
@@ -102,20 +127,22 @@ fn power_loss_at_every_step_of_an_ingestion_keeps_it_whole_or_absent() {
         }
         // The database works on: the ingestion can be retried.
         if !ingested {
-            db.ingest_external_file(&[&file], &IngestOptions::default())
+            db.ingest_external_file(&[&file], &ingest_options(excise))
                 .expect("ingest again");
-            assert!(check(&db, &format!("{what}, retried")));
+            assert!(check(&db, excise, &format!("{what}, retried")));
         }
         db.close().expect("close");
         drop(db);
         let db = Db::open(dir, options(&fs)).expect("reopen");
-        assert!(check(&db, &format!("{what}, reopened")));
+        assert!(check(&db, excise, &format!("{what}, reopened")));
         if ran_through {
             break;
         }
         k += 1;
         assert!(k < 500, "the ingestion never ran through");
     }
-    println!("ingestion power-loss points: {k} ({kept} kept it, {lost} lost it)");
+    println!(
+        "ingestion power-loss points (excise: {excise}): {k} ({kept} kept it, {lost} lost it)"
+    );
     assert!(kept > 0 && lost > 0);
 }

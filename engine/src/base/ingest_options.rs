@@ -24,6 +24,13 @@ pub struct IngestOptions {
     /// and distinct, before anything is ingested (default `true`; RocksDB's default is `false`:
     /// a damaged file is refused instead of failing reads later).
     pub verify_checksums_before_ingest: bool,
+    /// Replace this key range (Pebble's `IngestAndExcise`): every key in `start..end` that is
+    /// not in the files disappears in the same atomic step in which the files appear, the
+    /// memtable's and every level's (tables wholly inside the range are deleted at once unless
+    /// a snapshot reads them; the rest is hidden by a range deletion). Every file must lie
+    /// inside the range; with no file it is an atomic range delete. `None` (default): an
+    /// ordinary ingestion.
+    pub excise: Option<std::ops::Range<Vec<u8>>>,
 }
 
 impl Default for IngestOptions {
@@ -35,6 +42,7 @@ impl Default for IngestOptions {
             allow_global_seqno: true,
             allow_blocking_flush: true,
             verify_checksums_before_ingest: true,
+            excise: None,
         }
     }
 }

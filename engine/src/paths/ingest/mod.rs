@@ -16,6 +16,8 @@
 //! 3. *Install*: the tables are opened at their global seqno and one edit adds them all; only
 //!    then is the sequence number published, so no read sees it before the files.
 
+mod excise;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -44,6 +46,8 @@ struct Staged {
     largest: InternalKey,
     /// The level it goes to, once placed.
     level: usize,
+    /// The table of an excise's range deletion, written here (not a caller's file).
+    tombstone: bool,
 }
 
 impl Staged {
@@ -142,7 +146,7 @@ fn ingest_external_files(
     db.check_open()?;
     db.check_writable()?;
     tree.check_live()?;
-    if paths.is_empty() {
+    if paths.is_empty() && opts.excise.is_none() {
         return Ok(());
     }
     let mut set = StagedSet {
@@ -163,17 +167,30 @@ fn ingest_external_files(
         }
     }
     check_disjoint(&mut set.files)?;
+    if let Some(range) = &opts.excise {
+        excise::check_inside(&set.files, range)?;
+        let number = db.versions().new_output();
+        match excise::stage_tombstone(db, tree, range, number) {
+            Ok(file) => set.files.push(file),
+            Err(e) => {
+                let _ = db.fs().remove(&names::table(db.dir(), number));
+                db.versions().release_outputs(&[number]);
+                return Err(e);
+            }
+        }
+    }
     db.fs().sync_dir(db.dir())?;
     let _compactions = engine.compactions().exclusive();
     engine
         .writes
         .exclusive(|| place_and_install(engine, tree, &mut set.files, opts))?;
     set.installed = true;
+    let callers = || set.files.iter().filter(|f| !f.tombstone);
     db.counters()
         .files_ingested
-        .fetch_add(set.files.len() as u64, Relaxed);
+        .fetch_add(callers().count() as u64, Relaxed);
     if opts.move_files {
-        for f in &set.files {
+        for f in callers() {
             // The file is in the database now; a source that cannot be removed is only a
             // leftover of the caller's.
             if let Err(e) = db.fs().remove(&f.source) {
@@ -216,9 +233,15 @@ fn stage(
     if opts.verify_checksums_before_ingest {
         verify(&table, source)?;
     }
+    staged_from(&table, source, number)
+}
+
+/// What the ingestion needs to know of staged table `number` (copied from `source`).
+fn staged_from(table: &Table, source: &Path, number: u64) -> Result<Staged> {
+    let props = table.properties();
     let key = |encoded: &[u8]| {
         InternalKey::from_encoded(encoded.to_vec())
-            .ok_or_else(|| Error::InvalidArgument(format!("{name} holds no keys")))
+            .ok_or_else(|| Error::InvalidArgument(format!("{} holds no keys", source.display())))
     };
     Ok(Staged {
         number,
@@ -229,6 +252,7 @@ fn stage(
         smallest: key(&props.smallest_key)?,
         largest: key(&props.largest_key)?,
         level: 0,
+        tombstone: false,
     })
 }
 
@@ -356,14 +380,35 @@ fn place_and_install(
         crate::paths::write::wait_flushed(engine, tree, target)?;
     }
     let version = db.versions().current(tree);
+    let snapshots = opts.snapshot_consistency && !db.snapshots().sequences().is_empty();
+    // Tables the excise range covers whole leave in the same edit (not under a snapshot,
+    // which must keep reading them); the range deletion covers the rest.
+    let excised = match &opts.excise {
+        Some(range) if db.snapshots().sequences().is_empty() => {
+            excise::covered_tables(&version, range)
+        }
+        _ => Vec::new(),
+    };
     let mut overlaps_tree = false;
+    // The excise's range deletion first: the files must lie above it (or, in L0, sort before
+    // it by sequence), since a lookup stops at the first table whose deletion covers its key.
+    files.sort_by_key(|f| !f.tombstone);
+    let mut highest = usize::MAX;
     for f in files.iter_mut() {
-        let (level, overlapped) = place(&version, tree, f);
-        f.level = level;
+        let (level, overlapped) = place(&version, tree, f, &excised);
+        f.level = if f.tombstone {
+            highest = level.saturating_sub(1);
+            level
+        } else {
+            level.min(highest)
+        };
         overlaps_tree |= overlapped;
     }
-    let snapshots = opts.snapshot_consistency && !db.snapshots().sequences().is_empty();
-    let seqno = if overlaps_tree || snapshots {
+    // With an excise, two numbers: the range deletion's, and the files' just after it, so the
+    // deletion never hides the files' own keys.
+    let numbers = if opts.excise.is_some() { 2 } else { 1 };
+    // An excise always takes them: its deletion must sort after the files it makes room for.
+    let first = if overlaps_tree || snapshots || opts.excise.is_some() {
         if !opts.allow_global_seqno {
             return Err(Error::InvalidArgument(
                 "the files need a sequence number newer than existing data and \
@@ -371,11 +416,16 @@ fn place_and_install(
                     .to_string(),
             ));
         }
-        Some(engine.take_sequences_holding_writes(1)?)
+        Some(engine.take_sequences_holding_writes(numbers)?)
     } else {
         None
     };
-    install(db, tree, files, seqno)
+    let seqno_of = |f: &Staged| first.map(|g| if f.tombstone { g } else { g + numbers - 1 });
+    install(db, tree, files, seqno_of, &excised)?;
+    if let Some(g) = first {
+        db.versions().publish_sequence(g + numbers - 1);
+    }
+    Ok(())
 }
 
 /// Whether a memtable of `tree` holds a key or range deletion in any file's range.
@@ -410,12 +460,12 @@ fn memtables_overlap(engine: &Engine, tree: &Tree, files: &[Staged]) -> Result<b
 
 /// The level for `file`: the deepest where no table at or above it overlaps it (L0 when L0
 /// does; FIFO keeps every table in L0), and whether anything in the tree overlaps it.
-fn place(version: &Version, tree: &Tree, file: &Staged) -> (usize, bool) {
+fn place(version: &Version, tree: &Tree, file: &Staged, excised: &[(usize, u64)]) -> (usize, bool) {
     let overlapping = |level: usize| {
-        version
-            .level(level)
-            .iter()
-            .any(|t| file.overlaps(t.smallest_user_key(), t.largest_user_key()))
+        version.level(level).iter().any(|t| {
+            !excised.contains(&(level, t.meta.number))
+                && file.overlaps(t.smallest_user_key(), t.largest_user_key())
+        })
     };
     let fifo =
         tree.options.compaction_style == crate::base::compaction_style::CompactionStyle::Fifo;
@@ -431,13 +481,22 @@ fn place(version: &Version, tree: &Tree, file: &Staged) -> (usize, bool) {
     (chosen, false)
 }
 
-/// Opens the staged tables at `seqno` and adds them to the tree by one edit, then publishes
-/// `seqno`.
-fn install(db: &Shared, tree: &Tree, files: &[Staged], seqno: Option<u64>) -> Result<()> {
-    let mut edit = VersionEdit::default();
+/// Opens the staged tables, each at its `seqno_of`, and adds them to the tree by one edit that
+/// also deletes the `excised` tables (level, number). The caller publishes the sequence.
+fn install(
+    db: &Shared,
+    tree: &Tree,
+    files: &[Staged],
+    seqno_of: impl Fn(&Staged) -> Option<u64>,
+    excised: &[(usize, u64)],
+) -> Result<()> {
+    let mut edit = VersionEdit {
+        deleted: excised.to_vec(),
+        ..VersionEdit::default()
+    };
     let mut tables = Vec::with_capacity(files.len());
     for f in files {
-        let meta = f.meta(seqno);
+        let meta = f.meta(seqno_of(f));
         tables.push(crate::jobs::table_io::open_table(
             db,
             &tree.options,
@@ -447,8 +506,11 @@ fn install(db: &Shared, tree: &Tree, files: &[Staged], seqno: Option<u64>) -> Re
         edit.added.push((f.level, meta));
     }
     db.versions().log_and_apply(tree, edit, &tables, |_| {})?;
-    if let Some(seqno) = seqno {
-        db.versions().publish_sequence(seqno);
+    for (_, number) in excised {
+        db.cache().erase_table(*number);
+    }
+    if !excised.is_empty() {
+        crate::jobs::obsolete::delete_obsolete_files(db);
     }
     Ok(())
 }
