@@ -10,8 +10,8 @@
 //! - The state machine applies [`Command`]s (put, delete, batch) to a state keyspace, with its
 //!   last applied log id in the same write batch.
 //! - A snapshot is the state keyspace read at one siftdb snapshot and written to a file, which
-//!   openraft streams to followers; installing one fills a fresh state keyspace and switches to it
-//!   with one synced batch.
+//!   openraft streams to followers; installing one writes its entries into table files, which a
+//!   fresh state keyspace ingests, and switches to it with one synced batch.
 //!
 //! ```
 //! use siftdb_raft::{Command, TypeConfig};

@@ -6,7 +6,10 @@
 //! 1. the received file is synced, checked whole (CRC, metadata) while it is copied, and the
 //!    copy is published as `current.snap`;
 //! 2. the current file fills a fresh state keyspace, and one synced batch switches to it (with
-//!    the applied log id and membership); the old keyspace is dropped.
+//!    the applied log id and membership); the old keyspace is dropped. The fill writes no
+//!    batch: the entries (in key order, each key once, as a snapshot holds them) go into table
+//!    files (`SstFileWriter`, in `snapshot/installing-tables/`), which the empty keyspace
+//!    ingests whole at its bottom level — no WAL, no memtable, no flush or compaction after.
 //!
 //! The snapshot's bytes are thus read twice (to publish, then to fill): the fill must not start
 //! before the file it could be redone from is durable.
@@ -30,8 +33,11 @@ use crate::snapshot_file::{self, Meta, SnapshotReader};
 use crate::store::{applied_log_id, read_meta, Shared};
 use crate::{Error, NodeId};
 
-/// A batch being filled while a snapshot is installed is written once it holds this much.
-const INSTALL_BATCH_BYTES: usize = 4 << 20;
+/// A table file being filled while a snapshot is installed is finished once it holds this much.
+const INSTALL_FILE_BYTES: u64 = 64 << 20;
+
+/// Where an install stages its table files, inside the snapshot directory.
+const STAGED_TABLES: &str = "installing-tables";
 
 /// Installs the snapshot streamed into `file` (whose metadata must be `expected`).
 pub(crate) fn install(shared: &Shared, file: File, expected: &Meta) -> Result<(), Error> {
@@ -143,23 +149,63 @@ fn switch(shared: &Shared, generation: u64, fresh: Keyspace, meta: &Meta) -> Res
     Ok(())
 }
 
-/// Writes every entry of `reader` into `state` (the CRC is checked when the end is reached).
+/// Writes every entry of `reader` into the empty keyspace `state` through table files it
+/// ingests (the CRC is checked when the end is reached, before anything is ingested).
 fn fill<R: Read>(
     shared: &Shared,
     state: &Keyspace,
     reader: &mut SnapshotReader<R>,
 ) -> Result<(), Error> {
-    let mut batch = WriteBatch::new();
+    remove_staged_tables(&shared.snapshot_dir)?;
+    let staging = shared.snapshot_dir.join(STAGED_TABLES);
+    std::fs::create_dir_all(&staging)?;
+    let filled = stage_tables(shared, reader, &staging).and_then(|files| {
+        let opts = siftdb::IngestOptions {
+            move_files: true,
+            ..siftdb::IngestOptions::default()
+        };
+        Ok(state.ingest_external_file(&files, &opts)?)
+    });
+    remove_staged_tables(&shared.snapshot_dir)?;
+    filled
+}
+
+/// Writes the entries of `reader` into table files of about [`INSTALL_FILE_BYTES`] in
+/// `staging`; returns their paths.
+fn stage_tables<R: Read>(
+    shared: &Shared,
+    reader: &mut SnapshotReader<R>,
+    staging: &Path,
+) -> Result<Vec<PathBuf>, Error> {
+    let mut files = Vec::new();
+    let mut writer: Option<siftdb::SstFileWriter> = None;
     while let Some((key, value)) = reader.next_entry()? {
-        batch.put_in(state, &key, &value);
-        if batch.size_bytes() >= INSTALL_BATCH_BYTES {
-            shared.db.write(std::mem::take(&mut batch))?;
+        let current = match writer.as_mut() {
+            Some(w) => w,
+            None => {
+                let path = staging.join(format!("{}.sst", files.len()));
+                files.push(path.clone());
+                writer.insert(siftdb::SstFileWriter::create(&path, &shared.options)?)
+            }
+        };
+        current.put(&key, &value)?;
+        if current.file_size() >= INSTALL_FILE_BYTES {
+            current.finish()?;
+            writer = None;
         }
     }
-    if !batch.is_empty() {
-        shared.db.write(batch)?;
+    if let Some(mut w) = writer {
+        w.finish()?;
     }
-    Ok(())
+    Ok(files)
+}
+
+/// Removes the table files an install staged (left by one a crash interrupted).
+pub(crate) fn remove_staged_tables(snapshot_dir: &Path) -> Result<(), Error> {
+    match std::fs::remove_dir_all(snapshot_dir.join(STAGED_TABLES)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+        _ => Ok(()),
+    }
 }
 
 /// At open: finishes an install a crash interrupted (see the module's documentation).

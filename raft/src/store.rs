@@ -29,6 +29,9 @@ pub(crate) struct Shared {
     pub snapshot_dir: PathBuf,
     /// Held while the current snapshot file is replaced.
     pub snapshot_file: Mutex<()>,
+    /// The options the database was opened with: a snapshot install writes its table files
+    /// with them.
+    pub options: siftdb::Options,
 }
 
 impl Shared {
@@ -49,7 +52,7 @@ pub fn open(
     let dir = dir.as_ref();
     let snapshot_dir = dir.join("snapshot");
     std::fs::create_dir_all(&snapshot_dir)?;
-    let db = Db::open(dir.join("db"), options)?;
+    let db = Db::open(dir.join("db"), options.clone())?;
     let log = db.keyspace(keys::LOG)?;
     let meta = db.keyspace(keys::META)?;
     let state = live_state(&db, &meta)?;
@@ -60,9 +63,11 @@ pub fn open(
         state: RwLock::new(state),
         snapshot_dir,
         snapshot_file: Mutex::new(()),
+        options,
     });
     crate::snapshot_install::finish_interrupted(&shared)?;
     crate::snapshot_file::remove_partial_files(&shared.snapshot_dir)?;
+    crate::snapshot_install::remove_staged_tables(&shared.snapshot_dir)?;
     Ok((
         LogStore::new(Arc::clone(&shared)),
         StateMachine::new(shared),

@@ -1,0 +1,93 @@
+//! How long a follower takes to install a snapshot of `--keys` keys (16-byte keys, 100-byte
+//! values): a leader applies them, builds its snapshot file, and a second store installs that
+//! file through openraft's `install_snapshot`, three times (the median printed). The install
+//! is what a node that fell behind pays before it can apply again.
+//!
+//! ```text
+//! cargo bench -p siftdb-raft --bench snapshot_install [-- --keys 1000000 --rounds 3]
+//! ```
+
+use std::time::{Duration, Instant};
+
+use openraft::storage::{RaftSnapshotBuilder, RaftStateMachine};
+use openraft::{EntryPayload, LogId};
+use siftdb_raft::{Command, TypeConfig};
+
+type Entry = openraft::Entry<TypeConfig>;
+
+fn arg(name: &str, default: u64) -> u64 {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn log_id(index: u64) -> LogId<u64> {
+    LogId::new(openraft::CommittedLeaderId::new(1, 1), index)
+}
+
+fn main() {
+    let keys = arg("--keys", 1_000_000);
+    let rounds = arg("--rounds", 3);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let leader = tempfile::tempdir().expect("tempdir");
+    let value = "v".repeat(100);
+    let snapshot = runtime.block_on(async {
+        let (_log, mut sm) =
+            siftdb_raft::open(leader.path(), siftdb::Options::default()).expect("open leader");
+        let per_entry = 1000;
+        let entries = keys.div_ceil(per_entry);
+        let batch = (0..entries).map(|e| {
+            let puts = (e * per_entry..((e + 1) * per_entry).min(keys))
+                .map(|k| Command::put(format!("key{k:013}"), value.clone()))
+                .collect();
+            Entry {
+                log_id: log_id(e + 1),
+                payload: EntryPayload::Normal(Command::Batch(puts)),
+            }
+        });
+        sm.apply(batch).await.expect("apply");
+        sm.get_snapshot_builder()
+            .await
+            .build_snapshot()
+            .await
+            .expect("snapshot")
+    });
+    let file = leader.path().join("snapshot").join("current.snap");
+    let bytes = std::fs::metadata(&file).map_or(0, |m| m.len());
+    let mut times: Vec<Duration> = Vec::new();
+    for _ in 0..rounds {
+        let follower = tempfile::tempdir().expect("tempdir");
+        let took = runtime.block_on(async {
+            let (_log, mut sm) = siftdb_raft::open(follower.path(), siftdb::Options::default())
+                .expect("open follower");
+            let data = Box::new(tokio::fs::File::open(&file).await.expect("snapshot file"));
+            let start = Instant::now();
+            sm.install_snapshot(&snapshot.meta, data)
+                .await
+                .expect("install");
+            let took = start.elapsed();
+            assert_eq!(
+                sm.reader()
+                    .get(format!("key{:013}", keys - 1).as_bytes())
+                    .expect("get"),
+                Some(value.clone().into_bytes())
+            );
+            took
+        });
+        times.push(took);
+    }
+    times.sort();
+    let median = times[times.len() / 2];
+    println!(
+        "snapshot install: {keys} keys ({:.1} MiB file), median of {rounds}: {:.3} s ({:.0} keys/s)",
+        bytes as f64 / 1048576.0,
+        median.as_secs_f64(),
+        keys as f64 / median.as_secs_f64()
+    );
+}
