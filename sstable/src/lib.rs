@@ -20,6 +20,7 @@ pub mod blob;
 pub mod block;
 mod builder;
 pub mod coding;
+mod compress_pool;
 mod compression;
 mod error;
 mod file;

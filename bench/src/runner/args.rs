@@ -485,6 +485,11 @@ pub struct Args {
     /// engine's, 1 MiB].
     #[arg(long = "wal_bytes_per_sync")]
     pub wal_bytes_per_sync: Option<u64>,
+    /// Threads compressing a table's data blocks beside the one building it (db_bench's
+    /// `compression_parallel_threads`, RocksDB's `CompressionOptions::parallel_threads`) [default:
+    /// 1, none beside it].
+    #[arg(long = "compression_parallel_threads", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub compression_parallel_threads: Option<u32>,
     /// Memtables of a keyspace, the one being written and those waiting for their flush,
     /// before writes stall (RocksDB's `max_write_buffer_number`) [default: the engine's, 2].
     #[arg(long = "max_write_buffer_number", value_parser = clap::value_parser!(u32).range(2..))]
@@ -834,6 +839,9 @@ pub struct Config {
     pub bytes_per_sync: Option<u64>,
     /// Writeback started every so many WAL bytes (`None`: the engine's default).
     pub wal_bytes_per_sync: Option<u64>,
+    /// Threads compressing data blocks beside the table builder's (`None`: the engine's
+    /// default, 1).
+    pub compression_parallel_threads: Option<u32>,
     /// Memtables per keyspace before writes stall (`None`: the engine's default).
     pub max_write_buffer_number: Option<u32>,
     /// Memtable bytes of all keyspaces together (0: no shared budget).
@@ -924,6 +932,7 @@ impl Config {
             max_write_buffer_number: args.max_write_buffer_number,
             bytes_per_sync: args.bytes_per_sync,
             wal_bytes_per_sync: args.wal_bytes_per_sync,
+            compression_parallel_threads: args.compression_parallel_threads,
             db_write_buffer_size: args.db_write_buffer_size,
             allow_stall: args.allow_stall,
             open_files: args.open_files,

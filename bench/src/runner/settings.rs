@@ -102,6 +102,9 @@ pub fn siftdb_options(config: &Config) -> Options {
             .write_buffer_size
             .unwrap_or(defaults.write_buffer_size),
         bytes_per_sync: config.bytes_per_sync.unwrap_or(defaults.bytes_per_sync),
+        compression_parallel_threads: config
+            .compression_parallel_threads
+            .map_or(defaults.compression_parallel_threads, |n| n as usize),
         wal_bytes_per_sync: config
             .wal_bytes_per_sync
             .unwrap_or(defaults.wal_bytes_per_sync),
@@ -310,6 +313,16 @@ pub fn tree_shape(config: &Config) -> String {
         human_bytes(o.max_bytes_for_level_base),
         o.max_bytes_for_level_multiplier
     )
+}
+
+/// The threads an engine compresses with beside its table builder, as the "compression" row
+/// ends (empty at 1: no parallel compression).
+pub fn compression_threads_text(threads: usize) -> String {
+    if threads > 1 {
+        format!("; data blocks compressed by {threads} threads beside the table builder")
+    } else {
+        String::new()
+    }
 }
 
 /// The "writeback" row of an engine given siftdb's `bytes_per_sync` and `wal_bytes_per_sync`.

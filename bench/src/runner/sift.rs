@@ -208,7 +208,11 @@ pub fn siftdb_rows(config: &Config) -> SettingRows {
                 human_bytes(o.max_manifest_file_size)
             ),
         ),
-        ("compression", compression_text(&config.compression)),
+        (
+            "compression",
+            compression_text(&config.compression)
+                + &super::settings::compression_threads_text(o.compression_parallel_threads),
+        ),
         (
             "blob files",
             super::settings::blob_text(config, &blob_gc_text(config)),

@@ -188,6 +188,13 @@ pub struct Options {
     pub compression_per_level: Vec<Compression>,
     /// Compress index blocks too (RocksDB's `enable_index_compression`). Filter blocks never are.
     pub compress_index: bool,
+    /// Threads compressing a table's data blocks beside the thread that builds it (RocksDB's
+    /// `CompressionOptions::parallel_threads`): flushes, compactions and `SstFileWriter` hand
+    /// each block to one of that many workers and go on with the next keys; the tables'
+    /// blocks are the same. 1 (the default) compresses where the block is cut. Worth it where
+    /// compression is most of a table build's time (a bulk load of LZ4 or Zstandard tables)
+    /// and a core is free. See `docs/TUNING.md`.
+    pub compression_parallel_threads: usize,
     /// A table whose index or whole-key filter would be larger than this (bytes) gets both
     /// partitioned (RocksDB's partitioned index + `partition_filters`): small top levels the
     /// table holds, and partitions of about `metadata_block_size` that go through the block
@@ -296,6 +303,9 @@ pub struct Options {
     pub wal_bytes_per_sync: u64,
 }
 
+/// The most threads [`Options::compression_parallel_threads`] may ask for.
+const MAX_COMPRESSION_THREADS: usize = 64;
+
 /// The default of [`Options::false_positive_memo_bytes`]: 256 KiB, about 2,500 remembered false
 /// positives of 24-byte keys.
 pub const DEFAULT_FALSE_POSITIVE_MEMO_BYTES: usize = 256 << 10;
@@ -319,6 +329,10 @@ impl std::fmt::Debug for Options {
                 &self.memtable_whole_key_filtering,
             )
             .field("bloom_before_level", &self.bloom_before_level)
+            .field(
+                "compression_parallel_threads",
+                &self.compression_parallel_threads,
+            )
             .field("filter_allocation", &self.filter_allocation)
             .field(
                 "prefix_extractor",
@@ -388,6 +402,7 @@ impl Default for Options {
             compression: Compression::Lz4,
             compression_per_level: vec![Compression::None, Compression::None, Compression::Lz4],
             compress_index: true,
+            compression_parallel_threads: 1,
             partition_above: Some(siftdb_sstable::DEFAULT_PARTITION_ABOVE),
             metadata_block_size: 4096,
             enable_blob_files: false,
@@ -472,6 +487,9 @@ impl Options {
         }
         if self.max_manifest_file_size == 0 {
             return invalid("max_manifest_file_size", "must be at least 1 byte");
+        }
+        if !(1..=MAX_COMPRESSION_THREADS).contains(&self.compression_parallel_threads) {
+            return invalid("compression_parallel_threads", "must be from 1 to 64");
         }
         if self.write_buffer_size == 0 {
             return invalid("write_buffer_size", "must be at least 1 byte");
@@ -640,6 +658,7 @@ impl Options {
             prefix_extractor: self.prefix_extractor.clone(),
             compression: self.compression_for_level(level),
             compress_index: self.compress_index,
+            compression_threads: self.compression_parallel_threads,
             partition_above: self.partition_above,
             metadata_block_size: self.metadata_block_size,
             // L0 tables are pinned: a pinned whole filter answers without choosing a partition

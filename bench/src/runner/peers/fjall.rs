@@ -406,7 +406,17 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, given: &Given) -> Sett
                 sift.max_bytes_for_level_multiplier
             ),
         ),
-        ("compression", format!("{compression} (index blocks too)")),
+        (
+            "compression",
+            format!(
+                "{compression} (index blocks too){}",
+                if sift.compression_parallel_threads > 1 {
+                    "; blocks compressed where they are cut (fjall has no parallel compression: not mapped)"
+                } else {
+                    ""
+                }
+            ),
+        ),
         ("blob files", blob_row(config)),
         ("table reads", "pread (fjall has no mmap)".to_string()),
         (

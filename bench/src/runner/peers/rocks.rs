@@ -326,6 +326,9 @@ fn db_options(config: &Config, sift: &siftdb::Options, table: &BlockBasedOptions
     );
     options.set_max_write_buffer_number(sift.max_write_buffer_number as i32);
     options.set_bytes_per_sync(sift.bytes_per_sync);
+    if sift.compression_parallel_threads > 1 {
+        options.set_compression_options_parallel_threads(sift.compression_parallel_threads as i32);
+    }
     options.set_wal_bytes_per_sync(sift.wal_bytes_per_sync);
     options
         .set_level_zero_file_num_compaction_trigger(sift.level0_file_num_compaction_trigger as i32);
@@ -548,7 +551,13 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, mapped: &Mapped) -> Se
             "tree shape",
             format!("{}; dynamic level bytes off", settings::tree_shape(config)),
         ),
-        ("compression", format!("{compression} (index blocks too)")),
+        (
+            "compression",
+            format!(
+                "{compression} (index blocks too){}",
+                settings::compression_threads_text(sift.compression_parallel_threads)
+            ),
+        ),
         ("blob files", blob_row(config)),
         (
             "table reads",
