@@ -50,7 +50,10 @@ fn tables_compressed_on_worker_threads_read_back() {
     let bytes_three = fill(three.path(), 3);
     assert!(bytes_one > 0);
     let ratio = bytes_three as f64 / bytes_one as f64;
-    assert!((0.9..1.1).contains(&ratio), "{bytes_three} bytes against {bytes_one}");
+    assert!(
+        (0.9..1.1).contains(&ratio),
+        "{bytes_three} bytes against {bytes_one}"
+    );
 }
 
 #[test]
