@@ -973,12 +973,7 @@ impl Config {
             statistics: args.statistics,
             flush_after_write: args.flush_after_write,
             seed: args.seed,
-            sustained: Sustained {
-                seconds: args.sustained_seconds,
-                trials: args.sustained_trials,
-                max_l0_files: args.sustained_max_l0_files,
-                max_pending_bytes: args.sustained_max_pending_bytes,
-            },
+            sustained: Sustained::from_args(args),
             db: args.db.clone(),
             keep: args.keep,
             use_existing_db: args.use_existing_db,
@@ -1291,6 +1286,18 @@ pub struct Sustained {
     pub max_l0_files: Option<u64>,
     /// Bytes compaction may owe.
     pub max_pending_bytes: u64,
+}
+
+impl Sustained {
+    /// The `--sustained_*` flags.
+    fn from_args(args: &Args) -> Sustained {
+        Sustained {
+            seconds: args.sustained_seconds,
+            trials: args.sustained_trials,
+            max_l0_files: args.sustained_max_l0_files,
+            max_pending_bytes: args.sustained_max_pending_bytes,
+        }
+    }
 }
 
 /// Overrides of the engine's tree-shape options (db_bench names).

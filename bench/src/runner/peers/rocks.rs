@@ -521,6 +521,14 @@ fn settings_line(config: &Config, sift: &siftdb::Options, mapped: &Mapped) -> St
 }
 
 /// The settings table's rows ([`super::super::settings::ROWS`]).
+/// The "compression" row: the codecs, and the threads beside the table builder.
+fn compression_row(compression: &str, sift: &siftdb::Options) -> String {
+    format!(
+        "{compression} (index blocks too){}",
+        settings::compression_threads_text(sift.compression_parallel_threads)
+    )
+}
+
 fn settings_rows(config: &Config, sift: &siftdb::Options, mapped: &Mapped) -> SettingRows {
     let Mapped {
         filter,
@@ -551,13 +559,7 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, mapped: &Mapped) -> Se
             "tree shape",
             format!("{}; dynamic level bytes off", settings::tree_shape(config)),
         ),
-        (
-            "compression",
-            format!(
-                "{compression} (index blocks too){}",
-                settings::compression_threads_text(sift.compression_parallel_threads)
-            ),
-        ),
+        ("compression", compression_row(compression, sift)),
         ("blob files", blob_row(config)),
         (
             "table reads",
