@@ -701,7 +701,9 @@ impl Db {
 
     /// A named property (`siftdb.levels`, `siftdb.sstables`, `siftdb.stats`, `siftdb.keyspaces`,
     /// `siftdb.num-files-at-level<N>`, `siftdb.estimate-num-keys`,
-    /// `siftdb.cur-size-all-mem-tables`, `siftdb.num-immutable-mem-table`,
+    /// `siftdb.cur-size-all-mem-tables`, `siftdb.total-size-all-mem-tables` (every keyspace's
+    /// memtables together, at one instant: what `Options::db_write_buffer_size` bounds),
+    /// `siftdb.num-immutable-mem-table`,
     /// `siftdb.estimate-pending-compaction-bytes`: the bytes compaction owes the tree in its
     /// style, as RocksDB's property of that name), or `None` if
     /// unknown. The tree properties are the

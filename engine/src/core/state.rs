@@ -45,6 +45,20 @@ impl DbState {
         }
     }
 
+    /// Bytes of every keyspace's memtables together: (active, frozen). Read under the state
+    /// lock, so it is one instant's figure (the memory budget and the database-wide property
+    /// rely on that).
+    pub(crate) fn memtable_bytes(&self) -> (usize, usize) {
+        let active = self.trees.values().map(|t| t.mem.approximate_size()).sum();
+        let frozen = self
+            .trees
+            .values()
+            .flat_map(|t| &t.imm)
+            .map(|m| m.approximate_size())
+            .sum();
+        (active, frozen)
+    }
+
     /// The oldest WAL any keyspace still needs: every older one can be deleted.
     pub(crate) fn min_live_wal(&self) -> u64 {
         self.trees

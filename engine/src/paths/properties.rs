@@ -6,8 +6,8 @@ use crate::core::level_info::{level_reports, LevelInfo};
 use crate::core::tree::Tree;
 use crate::paths::engine::Engine;
 
-/// Property `name` of `tree` (or of the whole database, for `siftdb.stats` and
-/// `siftdb.keyspaces`).
+/// Property `name` of `tree` (or of the whole database, for `siftdb.stats`,
+/// `siftdb.keyspaces` and `siftdb.total-size-all-mem-tables`).
 pub(crate) fn property(db: &Engine, tree: &Tree, name: &str) -> Option<String> {
     let view = tree.read_view();
     match name {
@@ -19,6 +19,10 @@ pub(crate) fn property(db: &Engine, tree: &Tree, name: &str) -> Option<String> {
         "siftdb.stats" => Some(format!("{:#?}", db.stats())),
         "siftdb.sstables" => Some(sstables_table(tree, &view.version)),
         "siftdb.keyspaces" => Some(keyspaces_table(db)),
+        "siftdb.total-size-all-mem-tables" => {
+            let (active, frozen) = db.shared().state().lock().memtable_bytes();
+            Some((active + frozen).to_string())
+        }
         "siftdb.estimate-num-keys" => {
             let mem: usize = std::iter::once(&view.mem)
                 .chain(&view.imm)

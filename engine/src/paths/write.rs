@@ -313,7 +313,7 @@ impl Engine {
         if budget == 0 || !options.allow_stall || self.shared.stepped() {
             return false;
         }
-        let (active, frozen) = memtable_bytes(state);
+        let (active, frozen) = state.memtable_bytes();
         frozen > 0 && active + frozen >= budget
     }
 
@@ -330,7 +330,7 @@ impl Engine {
         // (memtables being flushed free their memory soon, and switching more for them would
         // only make tiny tables), against 7/8 of the budget — or against half of it once all
         // memtables together reach the budget.
-        let (mut active, frozen) = memtable_bytes(state);
+        let (mut active, frozen) = state.memtable_bytes();
         let limit = if active + frozen >= budget {
             budget / 2
         } else {
@@ -645,18 +645,6 @@ enum Room {
     Switch(Vec<u32>),
     /// Wait for flushes or compactions, for this reason.
     Stall(StallCause),
-}
-
-/// Bytes of every keyspace's memtables: the active ones, and the frozen ones waiting for flush.
-fn memtable_bytes(state: &DbState) -> (usize, usize) {
-    let active = state.trees.values().map(|t| t.mem.approximate_size()).sum();
-    let frozen = state
-        .trees
-        .values()
-        .flat_map(|t| &t.imm)
-        .map(|m| m.approximate_size())
-        .sum();
-    (active, frozen)
 }
 
 /// What the memtables of keyspaces `ids` need; with `may_stall` false (stepped mode) a full
