@@ -25,6 +25,10 @@ mod core;
 mod jobs;
 mod paths;
 
+/// Incremental backups: [`BackupEngine`](backup::BackupEngine).
+pub mod backup {
+    pub use crate::api::backup::{BackupEngine, BackupEngineOptions, BackupInfo};
+}
 pub use crate::base::fs;
 pub use crate::base::merge;
 #[cfg(feature = "test-hooks")]

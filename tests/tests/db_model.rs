@@ -11,6 +11,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use proptest::prelude::*;
+use siftdb::backup::BackupEngine;
 use siftdb::{
     merge, CompactionStyle, Db, Error, IngestOptions, Options, SstFileWriter, WriteBatch,
 };
@@ -49,6 +50,11 @@ enum Op {
     /// The entries as one external file, ingested (`SstFileWriter`, `ingest_external_file`);
     /// with a range, replacing it (`IngestOptions::excise`: the file keeps what lies inside).
     Ingest(Vec<Entry>, Option<(Vec<u8>, Vec<u8>)>),
+    /// `BackupEngine::create_new_backup` (keeping the newest three backups).
+    Backup,
+    /// Backup `i` (of those kept, oldest first) verified, restored into a fresh directory and
+    /// opened: it holds what the model held when the backup was made.
+    Restore(usize),
     Get(Vec<u8>),
     /// `multi_get` of these keys (repeats allowed), checked against the model and single gets.
     MultiGet(Vec<Vec<u8>>),
@@ -224,6 +230,8 @@ fn op(variant: Variant) -> impl Strategy<Value = Op> {
             proptest::option::weighted(0.3, (range_key(), range_key())),
         )
             .prop_map(|(e, x)| Op::Ingest(e, x)),
+        1 => Just(Op::Backup),
+        1 => (0usize..3).prop_map(Op::Restore),
         5 => key().prop_map(Op::Get),
         2 => proptest::collection::vec(key(), 0..16).prop_map(Op::MultiGet),
         1 => Just(Op::Iter),
@@ -722,10 +730,64 @@ fn ingest_excise(
     assert!(model_batch(variant, model, &ordered));
 }
 
+/// The model's backups: a backup directory, and per backup kept the model at its point.
+struct Backups {
+    dir: tempfile::TempDir,
+    engine: BackupEngine,
+    models: Vec<(u32, Model)>,
+}
+
+impl Backups {
+    fn new() -> Backups {
+        let dir = siftdb_tests::temp_dir();
+        let engine = BackupEngine::open(dir.path().join("backups")).unwrap();
+        Backups {
+            dir,
+            engine,
+            models: Vec::new(),
+        }
+    }
+
+    fn create(&mut self, db: &Db, model: &Model) {
+        let id = self.engine.create_new_backup(db).unwrap();
+        self.models.push((id, model.clone()));
+        self.engine.purge_old_backups(3).unwrap();
+        if self.models.len() > 3 {
+            self.models.remove(0);
+        }
+        let kept: Vec<u32> = self
+            .engine
+            .get_backup_info()
+            .iter()
+            .map(|b| b.backup_id)
+            .collect();
+        assert_eq!(
+            kept,
+            self.models.iter().map(|(id, _)| *id).collect::<Vec<_>>()
+        );
+    }
+
+    fn restore(&mut self, i: usize, variant: Variant, style: CompactionStyle) {
+        let Some((id, model)) = self.models.get(i) else {
+            return;
+        };
+        self.engine.verify_backup(*id).unwrap();
+        let target = self.dir.path().join(format!("restored-{id}-{i}"));
+        self.engine.restore_db_from_backup(*id, &target).unwrap();
+        let restored = Db::open(&target, options(variant, style)).unwrap();
+        let got: Vec<_> = restored.iter().map(|r| r.unwrap()).collect();
+        let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        assert_eq!(got, want, "backup {id} restored");
+        drop(restored);
+        std::fs::remove_dir_all(&target).unwrap();
+    }
+}
+
 fn run(variant: Variant, style: CompactionStyle, ops: &[Op]) {
     let dir = siftdb_tests::temp_dir();
     let external = siftdb_tests::temp_dir();
     let mut ingested = 0usize;
+    let mut backups = Backups::new();
     let mut db = Db::open(dir.path(), options(variant, style)).unwrap();
     let mut model: Model = BTreeMap::new();
     let mut snapshots: Vec<(siftdb::Snapshot, Model)> = Vec::new();
@@ -796,6 +858,8 @@ fn run(variant: Variant, style: CompactionStyle, ops: &[Op]) {
                 };
                 ingest(variant, style, &db, &mut model, file);
             }
+            Op::Backup => backups.create(&db, &model),
+            Op::Restore(i) => backups.restore(*i, variant, style),
             Op::Get(k) => assert_eq!(db.get(k).unwrap(), model.get(k).cloned(), "get {k:?}"),
             Op::MultiGet(keys) => {
                 let got: Vec<Option<Vec<u8>>> =

@@ -1,6 +1,7 @@
 //! The public handles: [`Db`](db::Db), [`Keyspace`](keyspace::Keyspace),
 //! [`Snapshot`](snapshot::Snapshot) and [`Transaction`](transaction::Transaction). Nothing below this layer names them.
 
+pub(crate) mod backup;
 pub(crate) mod batch_index;
 pub(crate) mod db;
 pub(crate) mod keyspace;

@@ -81,6 +81,9 @@ pub enum Error {
     /// the lock; roll it back (releasing its locks) and run it again.
     #[error("deadlock: waiting for the lock would close a cycle of waiting transactions")]
     Deadlock,
+    /// The backup directory holds no backup of that id (`siftdb::backup::BackupEngine`).
+    #[error("backup {0} does not exist")]
+    BackupNotFound(u32),
 }
 
 /// The job whose failure stopped writes (see [`BackgroundError`]).
@@ -267,6 +270,16 @@ impl Corruption {
         }
     }
 
+    /// Damage to the whole of `file` (a checksum over the file, a missing file).
+    pub(crate) fn in_file(file: impl Into<String>, reason: impl Into<String>) -> Corruption {
+        Corruption {
+            file: Some(file.into()),
+            offset: None,
+            reason: reason.into(),
+            source: None,
+        }
+    }
+
     /// The damaged file (its path or name), if known.
     pub fn file(&self) -> Option<&str> {
         self.file.as_deref()
@@ -362,6 +375,7 @@ impl Error {
             Error::Conflict => Error::Conflict,
             Error::LockTimeout => Error::LockTimeout,
             Error::Deadlock => Error::Deadlock,
+            Error::BackupNotFound(id) => Error::BackupNotFound(*id),
         }
     }
 }

@@ -60,23 +60,40 @@ impl Drop for DeletionsPaused<'_> {
 
 /// Writes the checkpoint of `db` into `target` (see the module documentation).
 pub(crate) fn checkpoint(db: &Shared, writes: &WriteQueue, target: &Path) -> Result<()> {
+    checkpoint_with(db, writes, target, &mut |source| {
+        link_or_copy(db, source, target)
+    })?;
+    Ok(())
+}
+
+/// A checkpoint whose immutable files (tables and blob files) go where `place` puts them,
+/// each named by its path in the database (`place` runs while deletions are paused, so the
+/// file is there); the rest (WALs, `OPTIONS`, manifest, `CURRENT`) is written into `target`.
+/// A backup keeps the immutable files apart, shared between backups (RocksDB's custom
+/// checkpoint). Returns the checkpoint's sequence number.
+pub(crate) fn checkpoint_with(
+    db: &Shared,
+    writes: &WriteQueue,
+    target: &Path,
+    place: &mut dyn FnMut(&Path) -> Result<()>,
+) -> Result<u64> {
     prepare_target(db, target)?;
     let _paused = DeletionsPaused::new(db);
     let point = writes.exclusive(|| choose_point(db))?;
     crate::base::sync_point::sync_point!(db, crate::base::sync_point::CHECKPOINT_POINT_CHOSEN);
     for (_, version, _) in &point.trees {
         for number in version.blob_files().keys() {
-            link_or_copy(db, &names::blob(db.dir(), *number), target)?;
+            place(&names::blob(db.dir(), *number))?;
         }
         for (_, f) in version.all() {
-            link_or_copy(db, &names::table(db.dir(), f.meta.number), target)?;
+            place(&names::table(db.dir(), f.meta.number))?;
         }
     }
     copy_wals(db, &point, target)?;
     write_options_file(db.fs().as_ref(), target, &RecordedOptions::of(db.options()))?;
     write_manifest(db, &point, target)?;
     db.counters().checkpoints.fetch_add(1, Ordering::Relaxed);
-    Ok(())
+    Ok(point.sequence)
 }
 
 /// `target` must be new or an empty directory; it is created with its parents.

@@ -214,4 +214,16 @@ impl Engine {
         self.check_writable()?;
         crate::jobs::checkpoint::checkpoint(&self.shared, &self.writes, dir)
     }
+
+    /// A checkpoint into `dir` whose tables and blob files go where `place` puts them (see
+    /// `jobs::checkpoint::checkpoint_with`); returns its sequence number.
+    pub(crate) fn checkpoint_with(
+        &self,
+        dir: &std::path::Path,
+        place: &mut dyn FnMut(&std::path::Path) -> Result<()>,
+    ) -> Result<u64> {
+        self.check_open()?;
+        self.check_writable()?;
+        crate::jobs::checkpoint::checkpoint_with(&self.shared, &self.writes, dir, place)
+    }
 }
