@@ -47,6 +47,7 @@ pub use crate::api::batch_index::{BatchAndDbIterator, WriteBatchWithIndex};
 pub use crate::api::db::Db;
 pub use crate::api::keyspace::Keyspace;
 pub use crate::api::snapshot::Snapshot;
+pub use crate::api::sst_file_reader::{SstEntry, SstEntryKind, SstFileIter, SstFileReader};
 pub use crate::api::sst_file_writer::{ExternalFileInfo, SstFileWriter};
 pub use crate::api::transaction::{Transaction, TransactionMode, TransactionOptions};
 pub use crate::base::batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};

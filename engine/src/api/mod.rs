@@ -6,5 +6,6 @@ pub(crate) mod batch_index;
 pub(crate) mod db;
 pub(crate) mod keyspace;
 pub(crate) mod snapshot;
+pub(crate) mod sst_file_reader;
 pub(crate) mod sst_file_writer;
 pub(crate) mod transaction;
