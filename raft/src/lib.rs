@@ -47,6 +47,7 @@ mod snapshot_file;
 mod snapshot_install;
 mod state_machine;
 mod store;
+mod table_sink;
 mod types;
 
 pub use error::Error;

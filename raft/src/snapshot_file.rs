@@ -2,12 +2,16 @@
 //! checked end to end by a CRC.
 //!
 //! ```text
-//! file    := magic "SIFTRSNP" | u32 version (1) | u32 meta_len | meta | entry* | end
+//! file    := magic "SIFTRSNP" | u32 version (1 or 2) | u32 meta_len | meta | record* | end
 //! meta    := SnapshotMeta, postcard-encoded (last log id, last membership, snapshot id)
+//! record  := entry | table (version 2)
 //! entry   := u32 key_len | u32 value_len | key | value
-//! end     := u32 0xFFFF_FFFF | u64 entries | u32 crc32 of every byte before it
+//! table   := u32 0xFFFF_FFFE | u64 len | len bytes: a table file (SstFileWriter's)
+//! end     := u32 0xFFFF_FFFF | u64 records | u32 crc32 of every byte before it
 //! ```
-//! Integers are little-endian. A node keeps one current snapshot, `current.snap`, replaced by
+//! Integers are little-endian. Version 2 (written since siftdb-raft carried its state as table
+//! files) holds tables, in key order and not overlapping: the follower ingests them as they
+//! are, instead of rebuilding tables from entries. Version 1 files (entries only) still read. A node keeps one current snapshot, `current.snap`, replaced by
 //! rename; files being built or received end in `.part` and are removed when the store opens.
 
 use std::fs::File;
@@ -27,8 +31,12 @@ pub(crate) const CURRENT: &str = "current.snap";
 /// How the names of files snapshots are received into begin (see [`part_path`]).
 pub(crate) const RECEIVING: &str = "receiving";
 const MAGIC: &[u8; 8] = b"SIFTRSNP";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
+/// The oldest version this build reads.
+const FIRST_VERSION: u32 = 1;
 const END: u32 = u32::MAX;
+/// Marks a table record (version 2).
+const TABLE: u32 = u32::MAX - 1;
 /// Bounds on what one entry may claim (siftdb's own limits), so that damaged lengths fail
 /// cleanly instead of asking for gigabytes.
 const MAX_KEY: usize = siftdb::MAX_KEY_SIZE;
@@ -44,6 +52,11 @@ pub(crate) struct SnapshotWriter<W: Write> {
 impl<W: Write> SnapshotWriter<W> {
     /// Starts a file with `meta`.
     pub(crate) fn new(out: W, meta: &Meta) -> Result<Self, Error> {
+        Self::with_version(out, meta, VERSION)
+    }
+
+    /// Starts a file of format `version` (tests write version 1 files, as older builds did).
+    fn with_version(out: W, meta: &Meta, version: u32) -> Result<Self, Error> {
         let meta = encode("snapshot meta", meta)?;
         let mut writer = SnapshotWriter {
             out,
@@ -51,13 +64,41 @@ impl<W: Write> SnapshotWriter<W> {
             entries: 0,
         };
         writer.put(MAGIC)?;
-        writer.put(&VERSION.to_le_bytes())?;
+        writer.put(&version.to_le_bytes())?;
         writer.put(&len_u32(meta.len())?.to_le_bytes())?;
         writer.put(&meta)?;
         Ok(writer)
     }
 
-    /// Appends one key-value pair.
+    /// Appends the table file at `path` (on `fs`, the database's file system) whole, as one
+    /// record.
+    pub(crate) fn table(
+        &mut self,
+        fs: &dyn siftdb::fs::FileSystem,
+        path: &Path,
+    ) -> Result<(), Error> {
+        let file = fs
+            .open_random(path, siftdb::ReadMode::Pread)
+            .map_err(siftdb::Error::Io)?;
+        let len = file.size();
+        self.put(&TABLE.to_le_bytes())?;
+        self.put(&len.to_le_bytes())?;
+        let mut offset = 0;
+        while offset < len {
+            let want = usize::try_from(len - offset).map_or(1 << 20, |l| l.min(1 << 20));
+            let chunk = file.read_at(offset, want).map_err(siftdb::Error::Io)?;
+            if chunk.is_empty() {
+                return Err(Error::corrupt("snapshot table", "shorter than its length"));
+            }
+            self.put(&chunk)?;
+            offset += chunk.len() as u64;
+        }
+        self.entries += 1;
+        Ok(())
+    }
+
+    /// Appends one key-value pair (version 1's records; this build writes tables).
+    #[cfg(test)]
     pub(crate) fn entry(&mut self, key: &[u8], value: &[u8]) -> Result<(), Error> {
         self.put(&len_u32(key.len())?.to_le_bytes())?;
         self.put(&len_u32(value.len())?.to_le_bytes())?;
@@ -87,15 +128,24 @@ impl<W: Write> SnapshotWriter<W> {
 fn len_u32(len: usize) -> Result<u32, Error> {
     u32::try_from(len)
         .ok()
-        .filter(|l| *l != END)
+        .filter(|l| *l < TABLE)
         .ok_or_else(|| Error::corrupt("snapshot entry", format!("{len} bytes is too long")))
 }
 
-/// Reads a snapshot file entry by entry; the CRC is checked when the end record is reached.
+/// One record of a snapshot file.
+pub(crate) enum Record {
+    Entry(KeyValue),
+    /// A table file of this many bytes: read it with [`SnapshotReader::copy_table`] before the
+    /// next record.
+    Table(u64),
+}
+
+/// Reads a snapshot file record by record; the CRC is checked when the end record is reached.
 pub(crate) struct SnapshotReader<R: Read> {
     input: R,
     crc: crc32fast::Hasher,
     entries: u64,
+    version: u32,
     done: bool,
 }
 
@@ -106,6 +156,7 @@ impl<R: Read> SnapshotReader<R> {
             input,
             crc: crc32fast::Hasher::new(),
             entries: 0,
+            version: 0,
             done: false,
         };
         let magic = reader.take(MAGIC.len())?;
@@ -116,7 +167,8 @@ impl<R: Read> SnapshotReader<R> {
             ));
         }
         let version = reader.u32()?;
-        if version != VERSION {
+        reader.version = version;
+        if !(FIRST_VERSION..=VERSION).contains(&version) {
             return Err(Error::corrupt(
                 "snapshot",
                 format!("unknown version {version}"),
@@ -130,14 +182,20 @@ impl<R: Read> SnapshotReader<R> {
         Ok((reader, meta))
     }
 
-    /// The next entry, or `None` after the end record (whose count and CRC must match).
-    pub(crate) fn next_entry(&mut self) -> Result<Option<KeyValue>, Error> {
+    /// The next record, or `None` after the end record (whose count and CRC must match).
+    pub(crate) fn next_record(&mut self) -> Result<Option<Record>, Error> {
         if self.done {
             return Ok(None);
         }
         let key_len = self.u32()?;
         if key_len == END {
             return self.end().map(|()| None);
+        }
+        if key_len == TABLE && self.version >= 2 {
+            let mut len = [0u8; 8];
+            self.fill(&mut len)?;
+            self.entries += 1;
+            return Ok(Some(Record::Table(u64::from_le_bytes(len))));
         }
         let value_len = self.u32()? as usize;
         let key_len = key_len as usize;
@@ -150,7 +208,34 @@ impl<R: Read> SnapshotReader<R> {
         let key = self.take(key_len)?;
         let value = self.take(value_len)?;
         self.entries += 1;
-        Ok(Some((key, value)))
+        Ok(Some(Record::Entry((key, value))))
+    }
+
+    /// Copies the `len` bytes of the table record just read into `out`.
+    pub(crate) fn copy_table(&mut self, len: u64, out: &mut dyn Write) -> Result<(), Error> {
+        let mut buf = vec![0u8; 1 << 16];
+        let mut left = len;
+        while left > 0 {
+            let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+            let n = self.input.read(&mut buf[..want])?;
+            if n == 0 {
+                return Err(truncated(io::ErrorKind::UnexpectedEof.into()));
+            }
+            self.crc.update(&buf[..n]);
+            out.write_all(&buf[..n])?;
+            left -= n as u64;
+        }
+        Ok(())
+    }
+
+    /// Reads every record to the end (tables into nothing): checks the file whole.
+    pub(crate) fn check_to_end(&mut self) -> Result<(), Error> {
+        while let Some(record) = self.next_record()? {
+            if let Record::Table(len) = record {
+                self.copy_table(len, &mut io::sink())?;
+            }
+        }
+        Ok(())
     }
 
     fn end(&mut self) -> Result<(), Error> {
@@ -207,7 +292,8 @@ fn truncated(e: io::Error) -> Error {
 
 /// Reads a whole snapshot file (as a node's `snapshot/current.snap` holds it, or as openraft
 /// streams it): its metadata and its key-value pairs in key order. Damaged or truncated bytes
-/// are [`Error::Corrupt`]; nothing is trusted before the end record's checksum matches.
+/// are [`Error::Corrupt`]; nothing is trusted before the end record's checksum matches. The
+/// table files of a version 2 file are read through a temporary directory.
 ///
 /// ```
 /// # fn main() -> Result<(), siftdb_raft::Error> {
@@ -218,9 +304,38 @@ fn truncated(e: io::Error) -> Error {
 /// ```
 pub fn read_snapshot(input: impl Read) -> Result<(Meta, Vec<KeyValue>), Error> {
     let (mut reader, meta) = SnapshotReader::new(input)?;
+    let mut scratch = None;
     let mut entries = Vec::new();
-    while let Some(entry) = reader.next_entry()? {
-        entries.push(entry);
+    let mut tables = Vec::new();
+    while let Some(record) = reader.next_record()? {
+        match record {
+            Record::Entry(entry) => entries.push(entry),
+            Record::Table(len) => {
+                let dir = match &scratch {
+                    Some(dir) => dir,
+                    None => scratch.insert(tempfile::tempdir()?),
+                };
+                let path = dir.path().join(format!("{}.sst", tables.len()));
+                let mut out = BufWriter::new(File::create(&path)?);
+                reader.copy_table(len, &mut out)?;
+                out.flush()?;
+                tables.push(path);
+            }
+        }
+    }
+    // Only now, the checksum matched: the tables are what the leader wrote.
+    for path in tables {
+        let table = siftdb::SstFileReader::open(&path, &siftdb::Options::default())?;
+        for entry in table.iter() {
+            let entry = entry?;
+            if entry.kind != siftdb::SstEntryKind::Put {
+                return Err(Error::corrupt(
+                    "snapshot table",
+                    "holds an entry that is not a put",
+                ));
+            }
+            entries.push((entry.key, entry.value));
+        }
     }
     Ok((meta, entries))
 }
@@ -275,12 +390,16 @@ pub(crate) fn publish(dir: &Path, part: &Path, meta: &Meta) -> Result<bool, Erro
     Ok(true)
 }
 
-/// Removes the `.part` files an interrupted build or receive left.
+/// Removes the `.part` files (and directories) an interrupted build or receive left.
 pub(crate) fn remove_partial_files(dir: &Path) -> Result<(), Error> {
     for entry in std::fs::read_dir(dir)? {
         let path = entry?.path();
         if path.extension().is_some_and(|e| e == "part") {
-            std::fs::remove_file(&path)?;
+            if path.is_dir() {
+                std::fs::remove_dir_all(&path)?; // the tables of a snapshot being built
+            } else {
+                std::fs::remove_file(&path)?;
+            }
         }
     }
     Ok(())
@@ -305,6 +424,61 @@ mod tests {
             w.entry(k, v).unwrap();
         }
         w.finish().unwrap()
+    }
+
+    /// A version 2 file carrying `keys` as two table files.
+    fn table_file(keys: usize) -> Vec<u8> {
+        let dir = tempfile::tempdir().unwrap();
+        let options = siftdb::Options::default();
+        let mut sink = crate::table_sink::TableSink::new(dir.path(), &options);
+        for i in 0..keys {
+            if i == keys / 2 {
+                sink.finish_file().unwrap();
+            }
+            sink.put(format!("key{i:04}").as_bytes(), b"value").unwrap();
+        }
+        let mut w = SnapshotWriter::new(Vec::new(), &meta()).unwrap();
+        for table in sink.finish().unwrap() {
+            w.table(&siftdb::fs::RealFs, &table).unwrap();
+        }
+        w.finish().unwrap()
+    }
+
+    #[test]
+    fn a_file_of_tables_round_trips() {
+        let (m, entries) = read_all(&table_file(100)).unwrap();
+        assert_eq!(m, meta());
+        assert_eq!(entries.len(), 100);
+        assert_eq!(entries[99], (b"key0099".to_vec(), b"value".to_vec()));
+    }
+
+    #[test]
+    fn a_version_1_file_still_reads() {
+        let mut w = SnapshotWriter::with_version(Vec::new(), &meta(), 1).unwrap();
+        w.entry(b"a", b"1").unwrap();
+        let bytes = w.finish().unwrap();
+        assert_eq!(
+            read_all(&bytes).unwrap().1,
+            vec![(b"a".to_vec(), b"1".to_vec())]
+        );
+        // A table record is not version 1's.
+        let tables = table_file(4);
+        let mut v1 = tables.clone();
+        v1[8..12].copy_from_slice(&1u32.to_le_bytes());
+        assert!(read_all(&v1).is_err());
+    }
+
+    #[test]
+    fn every_bit_flip_in_a_file_of_tables_is_refused() {
+        let bytes = table_file(10);
+        for i in (0..bytes.len() * 8).step_by(5) {
+            let mut damaged = bytes.clone();
+            damaged[i / 8] ^= 1 << (i % 8);
+            assert!(read_all(&damaged).is_err(), "flip of bit {i} not seen");
+        }
+        for len in (0..bytes.len()).step_by(3) {
+            assert!(read_all(&bytes[..len]).is_err(), "truncation to {len}");
+        }
     }
 
     fn read_all(bytes: &[u8]) -> Result<(Meta, Vec<KeyValue>), Error> {

@@ -6,10 +6,12 @@
 //! 1. the received file is synced, checked whole (CRC, metadata) while it is copied, and the
 //!    copy is published as `current.snap`;
 //! 2. the current file fills a fresh state keyspace, and one synced batch switches to it (with
-//!    the applied log id and membership); the old keyspace is dropped. The fill writes no
-//!    batch: the entries (in key order, each key once, as a snapshot holds them) go into table
-//!    files (`SstFileWriter`, in `snapshot/installing-tables/`), which the empty keyspace
-//!    ingests whole at its bottom level — no WAL, no memtable, no flush or compaction after.
+//!    the applied log id and membership); the old keyspace is dropped: the whole state is
+//!    replaced in one step, as a range replace over every key would. The fill writes no
+//!    batch: the snapshot carries the leader's state as table files (`SstFileWriter`'s, in key
+//!    order), copied out into `snapshot/installing-tables/` and ingested whole at the empty
+//!    keyspace's bottom level — no WAL, no memtable, no table rebuilt, no flush or compaction
+//!    after. (A version 1 file carries entries instead; they are written into tables there.)
 //!
 //! The snapshot's bytes are thus read twice (to publish, then to fill): the fill must not start
 //! before the file it could be redone from is durable.
@@ -29,12 +31,10 @@ use siftdb::{Keyspace, WriteBatch};
 
 use crate::codec::encode;
 use crate::keys;
-use crate::snapshot_file::{self, Meta, SnapshotReader};
+use crate::snapshot_file::{self, Meta, Record, SnapshotReader};
 use crate::store::{applied_log_id, read_meta, Shared};
+use crate::table_sink::TableSink;
 use crate::{Error, NodeId};
-
-/// A table file being filled while a snapshot is installed is finished once it holds this much.
-const INSTALL_FILE_BYTES: u64 = 64 << 20;
 
 /// Where an install stages its table files, inside the snapshot directory.
 const STAGED_TABLES: &str = "installing-tables";
@@ -89,7 +89,7 @@ fn copy_checked(file: File, part: &Path, expected: Option<&Meta>) -> Result<Meta
             ),
         ));
     }
-    while reader.next_entry()?.is_some() {}
+    reader.check_to_end()?;
     copy.flush()?;
     Ok(meta)
 }
@@ -149,7 +149,7 @@ fn switch(shared: &Shared, generation: u64, fresh: Keyspace, meta: &Meta) -> Res
     Ok(())
 }
 
-/// Writes every entry of `reader` into the empty keyspace `state` through table files it
+/// Writes every record of `reader` into the empty keyspace `state` through table files it
 /// ingests (the CRC is checked when the end is reached, before anything is ingested).
 fn fill<R: Read>(
     shared: &Shared,
@@ -162,6 +162,9 @@ fn fill<R: Read>(
     let filled = stage_tables(shared, reader, &staging).and_then(|files| {
         let opts = siftdb::IngestOptions {
             move_files: true,
+            // The snapshot's CRC has just checked every byte of the tables; their blocks'
+            // own checksums are checked again whenever they are read.
+            verify_checksums_before_ingest: false,
             ..siftdb::IngestOptions::default()
         };
         Ok(state.ingest_external_file(&files, &opts)?)
@@ -170,34 +173,31 @@ fn fill<R: Read>(
     filled
 }
 
-/// Writes the entries of `reader` into table files of about [`INSTALL_FILE_BYTES`] in
-/// `staging`; returns their paths.
+/// Stages the records of `reader` as table files in `staging`: a table record is copied out
+/// as it is (version 2); entries (version 1) are written into tables. Returns their paths.
 fn stage_tables<R: Read>(
     shared: &Shared,
     reader: &mut SnapshotReader<R>,
     staging: &Path,
 ) -> Result<Vec<PathBuf>, Error> {
-    let mut files = Vec::new();
-    let mut writer: Option<siftdb::SstFileWriter> = None;
-    while let Some((key, value)) = reader.next_entry()? {
-        let current = match writer.as_mut() {
-            Some(w) => w,
-            None => {
-                let path = staging.join(format!("{}.sst", files.len()));
-                files.push(path.clone());
-                writer.insert(siftdb::SstFileWriter::create(&path, &shared.options)?)
+    let mut sink = TableSink::new(staging, &shared.options);
+    while let Some(record) = reader.next_record()? {
+        match record {
+            Record::Entry((key, value)) => sink.put(&key, &value)?,
+            Record::Table(len) => {
+                sink.finish_file()?;
+                // Through the database's file system, which ingests it.
+                let fs = shared.options.fs.as_ref();
+                let mut out = fs.create(&sink.next_path()).map_err(siftdb::Error::Io)?;
+                reader.copy_table(
+                    len,
+                    &mut std::io::BufWriter::with_capacity(1 << 20, &mut out),
+                )?;
+                out.sync().map_err(siftdb::Error::Io)?;
             }
-        };
-        current.put(&key, &value)?;
-        if current.file_size() >= INSTALL_FILE_BYTES {
-            current.finish()?;
-            writer = None;
         }
     }
-    if let Some(mut w) = writer {
-        w.finish()?;
-    }
-    Ok(files)
+    sink.finish()
 }
 
 /// Removes the table files an install staged (left by one a crash interrupted).

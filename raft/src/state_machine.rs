@@ -17,6 +17,7 @@ use crate::keys;
 use crate::snapshot_file::{self, Meta, SnapshotWriter};
 use crate::snapshot_install;
 use crate::store::{applied_log_id, blocking, read_meta, Shared};
+use crate::table_sink::TableSink;
 use crate::{Command, Error, KeyValue, NodeId, Response, TypeConfig};
 
 type Entry = openraft::Entry<TypeConfig>;
@@ -258,17 +259,16 @@ fn build(shared: &Shared) -> Result<(Meta, std::fs::File), Error> {
         last_membership,
         snapshot_id: snapshot_id(applied),
     };
+    let tables = snapshot_file::part_path(&shared.snapshot_dir, "building-tables");
+    std::fs::create_dir(&tables)?;
     let part = snapshot_file::part_path(&shared.snapshot_dir, "building");
-    let mut writer = SnapshotWriter::new(snapshot_file::create(&part)?, &meta)?;
-    for item in snapshot.iter_in(&state.1) {
-        let (key, value) = item?;
-        writer.entry(&key, &value)?;
-    }
-    writer
-        .finish()?
-        .into_inner()
-        .map_err(|e| Error::Io(e.into_error()))?;
+    let written = write_snapshot_file(shared, &snapshot, &state.1, &meta, (&tables, &part));
     drop(state);
+    std::fs::remove_dir_all(&tables)?;
+    for table in written? {
+        // Written through the database's file system (which need not be the real one).
+        let _ = shared.options.fs.remove(&table);
+    }
     // Opened before the rename: if a newer snapshot wins meanwhile, this one is still readable.
     let file = std::fs::File::open(&part)?;
     let _guard = shared.snapshot_file.lock();
@@ -276,6 +276,33 @@ fn build(shared: &Shared) -> Result<(Meta, std::fs::File), Error> {
         std::fs::remove_file(&part)?;
     }
     Ok((meta, file))
+}
+
+/// Writes the state keyspace `state` as `snapshot` sees it into table files in `tables`, then
+/// the snapshot file at `part` carrying them (version 2: the follower ingests the tables as
+/// they are). Returns the table files.
+fn write_snapshot_file(
+    shared: &Shared,
+    snapshot: &siftdb::Snapshot,
+    state: &siftdb::Keyspace,
+    meta: &Meta,
+    (tables, part): (&std::path::Path, &std::path::Path),
+) -> Result<Vec<std::path::PathBuf>, Error> {
+    let mut sink = TableSink::new(tables, &shared.options);
+    for item in snapshot.iter_in(state) {
+        let (key, value) = item?;
+        sink.put(&key, &value)?;
+    }
+    let files = sink.finish()?;
+    let mut writer = SnapshotWriter::new(snapshot_file::create(part)?, meta)?;
+    for table in &files {
+        writer.table(shared.options.fs.as_ref(), table)?;
+    }
+    writer
+        .finish()?
+        .into_inner()
+        .map_err(|e| Error::Io(e.into_error()))?;
+    Ok(files)
 }
 
 /// A snapshot id unique on this node: the last applied log id and a time stamp.
