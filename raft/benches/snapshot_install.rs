@@ -1,10 +1,11 @@
 //! How long a follower takes to install a snapshot of `--keys` keys (16-byte keys, 100-byte
-//! values): a leader applies them, builds its snapshot file, and a second store installs that
+//! values, all alike or, with `--random_values 1`, random hex digits: half-compressible): a
+//! leader applies them, builds its snapshot file, and a second store installs that
 //! file through openraft's `install_snapshot`, three times (the median printed). The install
 //! is what a node that fell behind pays before it can apply again.
 //!
 //! ```text
-//! cargo bench -p siftdb-raft --bench snapshot_install [-- --keys 1000000 --rounds 3]
+//! cargo bench -p siftdb-raft --bench snapshot_install [-- --keys 1000000 --rounds 3 --random_values 1]
 //! ```
 
 use std::time::{Duration, Instant};
@@ -36,7 +37,22 @@ fn main() {
         .build()
         .expect("runtime");
     let leader = tempfile::tempdir().expect("tempdir");
-    let value = "v".repeat(100);
+    let random = arg("--random_values", 0) == 1;
+    let value_of = |k: u64| -> String {
+        if !random {
+            return "v".repeat(100);
+        }
+        // xorshift from the key: deterministic, different per key.
+        let mut x = k.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..100)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                char::from_digit((x % 16) as u32, 16).unwrap_or('0')
+            })
+            .collect()
+    };
     let snapshot = runtime.block_on(async {
         let (_log, mut sm) =
             siftdb_raft::open(leader.path(), siftdb::Options::default()).expect("open leader");
@@ -44,7 +60,7 @@ fn main() {
         let entries = keys.div_ceil(per_entry);
         let batch = (0..entries).map(|e| {
             let puts = (e * per_entry..((e + 1) * per_entry).min(keys))
-                .map(|k| Command::put(format!("key{k:013}"), value.clone()))
+                .map(|k| Command::put(format!("key{k:013}"), value_of(k)))
                 .collect();
             Entry {
                 log_id: log_id(e + 1),
@@ -76,7 +92,7 @@ fn main() {
                 sm.reader()
                     .get(format!("key{:013}", keys - 1).as_bytes())
                     .expect("get"),
-                Some(value.clone().into_bytes())
+                Some(value_of(keys - 1).into_bytes())
             );
             took
         });
