@@ -5,9 +5,12 @@
 //! the bytes written are those a single thread would write. While a worker compresses, the
 //! building thread goes on with the next keys, their filter hashes and the next block.
 //!
-//! Block `n` goes to worker `n % workers`, and results are taken from the workers in the same
-//! turn: each worker answers in the order it was asked, so no reordering is needed.
+//! Blocks travel in batches of [`BATCH`]: handing each 4 KiB block over alone cost a thread
+//! wake-up or two per block, as much as compressing it. Batch `n` goes to worker
+//! `n % workers`, and results are taken from the workers in the same turn: each worker answers
+//! in the order it was asked, so no reordering is needed.
 
+use std::collections::VecDeque;
 use std::sync::mpsc::{channel, Receiver, Sender};
 
 use crate::compression::Compression;
@@ -27,16 +30,26 @@ pub(crate) struct Compressed {
     pub raw_len: usize,
 }
 
+/// Blocks handed to a worker at once.
+const BATCH: usize = 16;
+
 struct Worker {
-    jobs: Sender<Job>,
-    done: Receiver<Compressed>,
+    jobs: Sender<Vec<Job>>,
+    done: Receiver<Vec<Compressed>>,
 }
 
 /// The workers of one table builder. Dropping it closes their queues: they finish what they
 /// hold and exit.
 pub(crate) struct CompressPool {
     workers: Vec<Worker>,
-    /// Blocks handed out and blocks taken back.
+    /// Blocks submitted and not yet handed to a worker (fewer than a batch).
+    pending: Vec<Job>,
+    /// Batches handed out and batches received back.
+    batches_sent: u64,
+    batches_taken: u64,
+    /// Blocks of the last batch received, not yet taken.
+    ready: VecDeque<Compressed>,
+    /// Blocks submitted and blocks taken back.
     sent: u64,
     taken: u64,
     /// Bytes of the blocks handed out and not yet taken back.
@@ -48,23 +61,11 @@ impl CompressPool {
     pub(crate) fn new(threads: usize) -> CompressPool {
         let workers = (0..threads.max(1))
             .map(|_| {
-                let (jobs, inbox) = channel::<Job>();
-                let (outbox, done) = channel::<Compressed>();
+                let (jobs, inbox) = channel::<Vec<Job>>();
+                let (outbox, done) = channel::<Vec<Compressed>>();
                 std::thread::spawn(move || {
-                    for job in inbox {
-                        let raw_len = job.contents.len();
-                        let compressed = match job.codec.compress(&job.contents) {
-                            Some(stored) => Compressed {
-                                stored,
-                                codec: job.codec,
-                                raw_len,
-                            },
-                            None => Compressed {
-                                stored: job.contents,
-                                codec: Compression::None,
-                                raw_len,
-                            },
-                        };
+                    for batch in inbox {
+                        let compressed = batch.into_iter().map(compress).collect();
                         if outbox.send(compressed).is_err() {
                             return; // the builder went away
                         }
@@ -75,6 +76,10 @@ impl CompressPool {
             .collect();
         CompressPool {
             workers,
+            pending: Vec::with_capacity(BATCH),
+            batches_sent: 0,
+            batches_taken: 0,
+            ready: VecDeque::new(),
             sent: 0,
             taken: 0,
             raw_in_flight: 0,
@@ -92,20 +97,35 @@ impl CompressPool {
     }
 
     /// How many blocks may be in flight before [`CompressPool::submit`]'s caller must take one
-    /// back: a few per worker, so none waits for work and memory stays bounded.
+    /// back: two batches per worker, so none waits for work and memory stays bounded.
     pub(crate) fn capacity(&self) -> u64 {
-        4 * self.workers.len() as u64
+        (2 * BATCH * self.workers.len()) as u64
     }
 
-    /// Hands block `contents` out to be compressed with `codec`.
+    /// Hands block `contents` out to be compressed with `codec` (with the next blocks, as one
+    /// batch).
     pub(crate) fn submit(&mut self, contents: Vec<u8>, codec: Compression) -> Result<()> {
-        let worker = self.worker(self.sent);
         self.raw_in_flight += contents.len() as u64;
+        self.pending.push(Job { contents, codec });
+        self.sent += 1;
+        if self.pending.len() >= BATCH {
+            self.send_pending()?;
+        }
+        Ok(())
+    }
+
+    /// Hands the pending blocks to the worker whose turn it is.
+    fn send_pending(&mut self) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let batch = std::mem::replace(&mut self.pending, Vec::with_capacity(BATCH));
+        let worker = self.worker(self.batches_sent);
         self.workers[worker]
             .jobs
-            .send(Job { contents, codec })
+            .send(batch)
             .map_err(|_| stopped())?;
-        self.sent += 1;
+        self.batches_sent += 1;
         Ok(())
     }
 
@@ -114,15 +134,40 @@ impl CompressPool {
         if self.in_flight() == 0 {
             return Ok(None);
         }
-        let worker = self.worker(self.taken);
-        let compressed = self.workers[worker].done.recv().map_err(|_| stopped())?;
+        if self.ready.is_empty() {
+            if self.batches_taken == self.batches_sent {
+                self.send_pending()?; // the oldest block is in the batch not yet sent
+            }
+            let worker = self.worker(self.batches_taken);
+            let batch = self.workers[worker].done.recv().map_err(|_| stopped())?;
+            self.batches_taken += 1;
+            self.ready.extend(batch);
+        }
+        let compressed = self.ready.pop_front().ok_or_else(stopped)?;
         self.taken += 1;
         self.raw_in_flight -= compressed.raw_len as u64;
         Ok(Some(compressed))
     }
 
-    fn worker(&self, block: u64) -> usize {
-        (block % self.workers.len() as u64) as usize
+    fn worker(&self, batch: u64) -> usize {
+        (batch % self.workers.len() as u64) as usize
+    }
+}
+
+/// One block compressed, or kept as it is when compressing does not pay.
+fn compress(job: Job) -> Compressed {
+    let raw_len = job.contents.len();
+    match job.codec.compress(&job.contents) {
+        Some(stored) => Compressed {
+            stored,
+            codec: job.codec,
+            raw_len,
+        },
+        None => Compressed {
+            stored: job.contents,
+            codec: Compression::None,
+            raw_len,
+        },
     }
 }
 

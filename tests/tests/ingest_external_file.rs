@@ -412,3 +412,29 @@ fn excise_refuses_files_outside_its_range() {
     assert_eq!(db.get(b"b/1").unwrap().as_deref(), Some(&b"kept"[..]));
     assert_eq!(db.get(shard_key('b', 3)).unwrap(), None);
 }
+
+/// `SstFileWriter` starts the writeback of its file every `bytes_per_sync` bytes (as a flush
+/// does), so the sync at `finish` waits for the last stretch only; with 0, never.
+#[test]
+fn sst_file_writer_starts_writeback_every_bytes_per_sync() {
+    let writebacks = |bytes_per_sync: u64| {
+        let fs = siftdb_tests::FaultFs::new();
+        let options = Options {
+            bytes_per_sync,
+            fs: std::sync::Arc::new(fs.clone()),
+            ..Options::default()
+        };
+        let mut w = SstFileWriter::create("/load.sst", &options).expect("create");
+        for i in 0..20_000 {
+            w.put(key(i), [b'v'; 100]).expect("put");
+        }
+        let info = w.finish().expect("finish");
+        (fs.writebacks(), info.file_size)
+    };
+    let (started, size) = writebacks(64 << 10);
+    assert!(
+        started >= size / (64 << 10) / 2,
+        "{started} writebacks for {size} bytes"
+    );
+    assert_eq!(writebacks(0).0, 0);
+}

@@ -85,7 +85,9 @@ impl SstFileWriter {
     pub fn create(path: impl AsRef<Path>, options: &Options) -> Result<SstFileWriter> {
         options.validate()?;
         let path = path.as_ref().to_path_buf();
-        let file = options.fs.create(&path)?;
+        // Writeback started every `bytes_per_sync` bytes, as for a flush's table: the sync at
+        // `finish` then waits for the last stretch only, not the whole file.
+        let file = crate::base::writeback::every(options.fs.create(&path)?, options.bytes_per_sync);
         let bottom = crate::base::options::MAX_LEVELS - 1;
         let build = options.table_build_options(bottom, external_filter(options, bottom));
         Ok(SstFileWriter {
