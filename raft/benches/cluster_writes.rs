@@ -11,6 +11,8 @@
 //! `openraft-memstore` itself cannot be used here: it implements the v1 storage API, which the
 //! `storage-v2` feature this crate needs switches off (the two are exclusive in openraft 0.9).
 
+mod args;
+use args::arg;
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::ops::RangeBounds;
@@ -335,19 +337,10 @@ fn percentile(sorted: &[u64], p: f64) -> f64 {
     sorted.get(i).copied().unwrap_or(0) as f64 / 1000.0
 }
 
-fn arg(name: &str, default: u32) -> u32 {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let writes = arg("--writes", 2000);
-    let rounds = arg("--rounds", 3);
+    let writes: u32 = arg("--writes", 2000);
+    let rounds: u32 = arg("--rounds", 3);
     let clients = 2;
     println!(
         "three nodes in one process, {clients} clients, {writes} commands each (batch 1) or {} (batch 64), 100-byte values, median of {rounds} rounds",

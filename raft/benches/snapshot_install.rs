@@ -8,6 +8,8 @@
 //! cargo bench -p siftdb-raft --bench snapshot_install [-- --keys 1000000 --rounds 3 --random_values 1]
 //! ```
 
+mod args;
+use args::arg;
 use std::time::{Duration, Instant};
 
 use openraft::storage::{RaftSnapshotBuilder, RaftStateMachine};
@@ -16,28 +18,19 @@ use siftdb_raft::{Command, TypeConfig};
 
 type Entry = openraft::Entry<TypeConfig>;
 
-fn arg(name: &str, default: u64) -> u64 {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 fn log_id(index: u64) -> LogId<u64> {
     LogId::new(openraft::CommittedLeaderId::new(1, 1), index)
 }
 
 fn main() {
-    let keys = arg("--keys", 1_000_000);
-    let rounds = arg("--rounds", 3);
+    let keys: u64 = arg("--keys", 1_000_000);
+    let rounds: u64 = arg("--rounds", 3);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime");
     let leader = tempfile::tempdir().expect("tempdir");
-    let random = arg("--random_values", 0) == 1;
+    let random = arg::<u32>("--random_values", 0) == 1;
     let value_of = |k: u64| -> String {
         if !random {
             return "v".repeat(100);

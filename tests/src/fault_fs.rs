@@ -567,6 +567,18 @@ impl FileSystem for FaultFs {
         Ok(())
     }
 
+    /// A second name for the file `from` names: the same bytes (synced or not) under both; the
+    /// new name is durable only after its directory is synced, as a real link's is.
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut s = self.enter()?;
+        if s.names.contains_key(to) {
+            return Err(io::ErrorKind::AlreadyExists.into());
+        }
+        let id = *s.names.get(from).ok_or_else(not_found)?;
+        s.names.insert(to.to_path_buf(), id);
+        Ok(())
+    }
+
     fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
         let mut s = self.enter()?;
         if !s.locks.insert(path.to_path_buf()) {

@@ -75,26 +75,34 @@ fn check(db: &Db, excise: bool, what: &str) -> bool {
 /// Where the excise variant's range starts: its old keys from here to 200 go with the file.
 const EXCISED: usize = 150;
 
-fn ingest_options(excise: bool) -> IngestOptions {
+fn ingest_options(excise: bool, moved: bool) -> IngestOptions {
     IngestOptions {
         excise: excise.then(|| key(EXCISED)..key(600)),
+        move_files: moved,
         ..IngestOptions::default()
     }
 }
 
 #[test]
 fn power_loss_at_every_step_of_an_ingestion_keeps_it_whole_or_absent() {
-    power_loss_at_every_step(false);
+    power_loss_at_every_step(false, false);
+}
+
+/// The same with the file moved in (`IngestOptions::move_files`: hard-linked into the
+/// database, the original removed): the link is durable before the manifest names it.
+#[test]
+fn power_loss_at_every_step_of_a_moved_ingestion_keeps_it_whole_or_absent() {
+    power_loss_at_every_step(false, true);
 }
 
 /// The same for a range replace (`IngestOptions::excise`): the range's old keys go with the
 /// file's arrival, never before it and never without it.
 #[test]
 fn power_loss_at_every_step_of_a_range_replace_keeps_it_whole_or_absent() {
-    power_loss_at_every_step(true);
+    power_loss_at_every_step(true, false);
 }
 
-fn power_loss_at_every_step(excise: bool) {
+fn power_loss_at_every_step(excise: bool, moved: bool) {
     let mut k = 0u64;
     let (mut kept, mut lost) = (0, 0);
     loop {
@@ -104,9 +112,13 @@ fn power_loss_at_every_step(excise: bool) {
         let db = Db::open(dir, options(&fs)).expect("open");
         let before = fs.calls();
         fs.crash_call_in(k);
-        let result = db.ingest_external_file(&[&file], &ingest_options(excise));
+        let result = db.ingest_external_file(&[&file], &ingest_options(excise, moved));
         // The cut never came: the ingestion (and whatever ran beside it) made at most k calls.
         let ran_through = result.is_ok() && fs.calls() - before <= k;
+        if moved && result.is_ok() {
+            let stats = db.stats();
+            assert!(stats.ingested_bytes_linked > 0 && stats.ingested_bytes_copied == 0);
+        }
         fs.crash();
         drop(db);
         if k % 2 == 1 {
@@ -127,7 +139,7 @@ fn power_loss_at_every_step(excise: bool) {
         }
         // The database works on: the ingestion can be retried.
         if !ingested {
-            db.ingest_external_file(&[&file], &ingest_options(excise))
+            db.ingest_external_file(&[&file], &ingest_options(excise, moved))
                 .expect("ingest again");
             assert!(check(&db, excise, &format!("{what}, retried")));
         }
@@ -142,7 +154,7 @@ fn power_loss_at_every_step(excise: bool) {
         assert!(k < 500, "the ingestion never ran through");
     }
     println!(
-        "ingestion power-loss points (excise: {excise}): {k} ({kept} kept it, {lost} lost it)"
+        "ingestion power-loss points (excise: {excise}, moved: {moved}): {k} ({kept} kept it, {lost} lost it)"
     );
     assert!(kept > 0 && lost > 0);
 }

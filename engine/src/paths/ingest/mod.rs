@@ -55,27 +55,25 @@ impl Staged {
         (self.smallest.user_key(), self.largest.user_key())
     }
 
-    /// Whether `[smallest, largest]` (user keys) overlaps this file's range. A range
-    /// deletion's end is exclusive: a file ending in one does not hold its end key.
-    fn overlaps(&self, smallest: &[u8], largest: &[u8]) -> bool {
-        let (s, l) = self.user_range();
-        let below_end = if self.largest.is_range_end_sentinel() {
-            smallest < l
+    /// Whether `key` is at or before this file's last key. A range deletion's end is
+    /// exclusive: a file ending in one does not hold its end key.
+    fn reaches(&self, key: &[u8]) -> bool {
+        let last = self.largest.user_key();
+        if self.largest.is_range_end_sentinel() {
+            key < last
         } else {
-            smallest <= l
-        };
-        below_end && s <= largest
+            key <= last
+        }
+    }
+
+    /// Whether `[smallest, largest]` (user keys) overlaps this file's range.
+    fn overlaps(&self, smallest: &[u8], largest: &[u8]) -> bool {
+        self.reaches(smallest) && self.smallest.user_key() <= largest
     }
 
     /// Whether the range deletion `[start, end)` overlaps this file's range.
     fn overlaps_deletion(&self, start: &[u8], end: &[u8]) -> bool {
-        let (s, l) = self.user_range();
-        let start_in = if self.largest.is_range_end_sentinel() {
-            start < l
-        } else {
-            start <= l
-        };
-        start_in && end > s
+        self.reaches(start) && end > self.smallest.user_key()
     }
 
     /// Its manifest record at `seqno` (`None`: as written).
@@ -261,7 +259,11 @@ fn take_file(db: &Shared, source: &Path, target: &Path, opts: &IngestOptions) ->
     if opts.move_files {
         match db.fs().hard_link(source, target) {
             Ok(()) => {
-                let len = std::fs::metadata(target).map_or(0, |m| m.len());
+                // Through the database's file system, which need not be the real one.
+                let len = db
+                    .fs()
+                    .open_random(target, siftdb_sstable::ReadMode::Pread)
+                    .map_or(0, |f| f.size());
                 db.counters().ingested_bytes_linked.fetch_add(len, Relaxed);
                 return Ok(());
             }
