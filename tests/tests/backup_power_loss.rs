@@ -78,6 +78,15 @@ fn check_restores(fs: &FaultFs, backups: &BackupEngine, id: u32, keys: usize, wh
     );
 }
 
+/// The ids of the backups there, oldest first.
+fn ids(backups: &BackupEngine) -> Vec<u32> {
+    backups
+        .get_backup_info()
+        .iter()
+        .map(|b| b.backup_id)
+        .collect()
+}
+
 /// Restarts after a power cut at call `k`: torn tails or scrambled pages, alternately.
 fn restart(fs: &FaultFs, k: u64) {
     fs.crash();
@@ -135,11 +144,7 @@ fn power_loss_at_every_step_of_a_backup_keeps_earlier_backups_whole() {
         },
         |fs, ok, what| {
             let mut backups = engine(fs);
-            let ids: Vec<u32> = backups
-                .get_backup_info()
-                .iter()
-                .map(|b| b.backup_id)
-                .collect();
+            let ids = ids(&backups);
             assert!(ids == [1] || ids == [1, 2], "{what}: backups {ids:?}");
             if ok {
                 assert_eq!(ids, [1, 2], "{what}: an acknowledged backup was lost");
@@ -169,11 +174,7 @@ fn power_loss_at_every_step_of_a_purge_keeps_the_backups_it_keeps_whole() {
         },
         |fs, ok, what| {
             let mut backups = engine(fs);
-            let ids: Vec<u32> = backups
-                .get_backup_info()
-                .iter()
-                .map(|b| b.backup_id)
-                .collect();
+            let ids = ids(&backups);
             // Oldest first: what remains is a suffix of 1, 2, 3.
             assert!(
                 [vec![1, 2, 3], vec![2, 3], vec![3]].contains(&ids),

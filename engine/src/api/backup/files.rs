@@ -19,21 +19,7 @@ pub(crate) struct Sum {
 
 /// The length and CRC-32 of the file at `path`, read once from start to end.
 pub(crate) fn sum_of(fs: &dyn FileSystem, path: &Path) -> Result<Sum> {
-    let mut input = fs.open_sequential(path)?;
-    let mut hasher = crc32fast::Hasher::new();
-    let mut size = 0u64;
-    let mut buf = vec![0u8; CHUNK];
-    loop {
-        let n = read_some(&mut *input, &mut buf)?;
-        if n == 0 {
-            return Ok(Sum {
-                size,
-                crc: hasher.finalize(),
-            });
-        }
-        hasher.update(&buf[..n]);
-        size += n as u64;
-    }
+    pump(&mut *fs.open_sequential(path)?, &mut std::io::sink())
 }
 
 /// Copies `from` (read through `from_fs`) to `to` (created or truncated through `to_fs`),
@@ -46,23 +32,8 @@ pub(crate) fn copy_summed(
 ) -> Result<Sum> {
     let mut input = from_fs.open_sequential(from)?;
     let mut output = to_fs.create(to)?;
-    let mut hasher = crc32fast::Hasher::new();
-    let mut size = 0u64;
-    let mut buf = vec![0u8; CHUNK];
-    loop {
-        let n = read_some(&mut *input, &mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-        output.write_all(&buf[..n])?;
-        size += n as u64;
-    }
+    let sum = pump(&mut *input, &mut output)?;
     output.sync()?;
-    let sum = Sum {
-        size,
-        crc: hasher.finalize(),
-    };
     match expected {
         Some(e) if e != sum => {
             drop(output);
@@ -70,6 +41,25 @@ pub(crate) fn copy_summed(
             Err(mismatch(from, e, sum))
         }
         _ => Ok(sum),
+    }
+}
+
+/// Streams `input` to its end into `output`, summing what passes.
+fn pump(input: &mut dyn Read, output: &mut dyn Write) -> Result<Sum> {
+    let mut hasher = crc32fast::Hasher::new();
+    let mut size = 0u64;
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        let n = read_some(input, &mut buf)?;
+        if n == 0 {
+            return Ok(Sum {
+                size,
+                crc: hasher.finalize(),
+            });
+        }
+        hasher.update(&buf[..n]);
+        output.write_all(&buf[..n])?;
+        size += n as u64;
     }
 }
 
