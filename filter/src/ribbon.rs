@@ -384,6 +384,10 @@ impl Geometry {
 /// number of buckets (the scatter fan-out of the sort) stays small.
 const BUCKET_SHIFT: u32 = 11;
 
+/// Filters of at most this many slots (≈ 160 KiB of coefficients and results: L2 resident)
+/// are banded in their keys' order: sorting them would buy no locality and costs two passes.
+const UNSORTED_SLOTS: usize = 4 << BUCKET_SHIFT;
+
 /// [`band`] on the best instruction set this CPU has ([`crate::kernel`]).
 fn band_kernel(hashes: &[u64], geo: Geometry, seed: u32, scratch: &mut Scratch) -> bool {
     #[cfg(target_arch = "x86_64")]
@@ -428,30 +432,18 @@ fn band(hashes: &[u64], geo: Geometry, seed: u32, scratch: &mut Scratch) -> bool
     let num_starts = geo.num_starts();
     let num_slots = geo.num_slots();
 
-    // Counting sort of the remixed values by start bucket.
-    let num_buckets = ((num_starts - 1) >> BUCKET_SHIFT) as usize + 1;
     let Scratch {
         sorted,
         offsets,
         coeffs,
         results,
     } = scratch;
-    offsets.clear();
-    offsets.resize(num_buckets + 1, 0);
-    for &h in hashes {
-        let a = remix(h, salt);
-        offsets[(start_of(a, num_starts) >> BUCKET_SHIFT) as usize + 1] += 1;
-    }
-    for i in 1..offsets.len() {
-        offsets[i] += offsets[i - 1];
-    }
-    sorted.clear();
-    sorted.resize(hashes.len(), 0);
-    for &h in hashes {
-        let a = remix(h, salt);
-        let bucket = (start_of(a, num_starts) >> BUCKET_SHIFT) as usize;
-        sorted[offsets[bucket]] = a;
-        offsets[bucket] += 1;
+    if num_slots <= UNSORTED_SLOTS {
+        // The whole band stays in cache: band in the keys' order, without sorting.
+        sorted.clear();
+        sorted.extend(hashes.iter().map(|&h| remix(h, salt)));
+    } else {
+        bucket_by_start(hashes, salt, num_starts, sorted, offsets);
     }
 
     coeffs.clear();
@@ -498,6 +490,35 @@ fn band(hashes: &[u64], geo: Geometry, seed: u32, scratch: &mut Scratch) -> bool
         }
     }
     true
+}
+
+/// Counting sort of the remixed values of `hashes` by start bucket, into `sorted`.
+#[inline(always)]
+fn bucket_by_start(
+    hashes: &[u64],
+    salt: u64,
+    num_starts: u64,
+    sorted: &mut Vec<u64>,
+    offsets: &mut Vec<usize>,
+) {
+    let num_buckets = ((num_starts - 1) >> BUCKET_SHIFT) as usize + 1;
+    offsets.clear();
+    offsets.resize(num_buckets + 1, 0);
+    for &h in hashes {
+        let a = remix(h, salt);
+        offsets[(start_of(a, num_starts) >> BUCKET_SHIFT) as usize + 1] += 1;
+    }
+    for i in 1..offsets.len() {
+        offsets[i] += offsets[i - 1];
+    }
+    sorted.clear();
+    sorted.resize(hashes.len(), 0);
+    for &h in hashes {
+        let a = remix(h, salt);
+        let bucket = (start_of(a, num_starts) >> BUCKET_SHIFT) as usize;
+        sorted[offsets[bucket]] = a;
+        offsets[bucket] += 1;
+    }
 }
 
 /// Back-substitution from the banded pivot rows into interleaved solution words.

@@ -86,7 +86,10 @@ impl BlockBuilder {
 
     /// Finishes the block and resets the builder for the next one.
     pub fn finish(&mut self) -> Vec<u8> {
-        let mut out = std::mem::take(&mut self.buf);
+        // The next block will likely be about this size: start it with that much room rather
+        // than growing it from nothing by doubling (a copy per doubling, for every block).
+        let room = self.buf.len() + 4 * (self.restarts.len() + 1);
+        let mut out = std::mem::replace(&mut self.buf, Vec::with_capacity(room));
         for r in &self.restarts {
             out.extend_from_slice(&r.to_le_bytes());
         }

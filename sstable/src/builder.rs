@@ -10,6 +10,7 @@ use crate::compression::Compression;
 use crate::error::{Result, SstError};
 use crate::format::{block_trailer, BlockHandle, Footer, TABLE_FORMAT_VERSION};
 use crate::internal_key::{compare_internal, InternalKey, ParsedKey, ValueKind};
+use crate::partition_filters::{EarlyFilters, RunCutter};
 use crate::prefix::PrefixExtractor;
 use crate::properties::TableProperties;
 use crate::range_filter_block::RangeKeyCollector;
@@ -189,6 +190,9 @@ pub struct TableBuilder<W: Write> {
     /// separators of the blocks they hold, oldest first.
     compressors: Option<crate::compress_pool::CompressPool>,
     in_flight_separators: std::collections::VecDeque<Vec<u8>>,
+    /// A worker building filter partitions as their blocks are cut (with worker threads and
+    /// partitioned filters).
+    early_filters: Option<EarlyFilters>,
 }
 
 impl<W: Write> TableBuilder<W> {
@@ -223,6 +227,16 @@ impl<W: Write> TableBuilder<W> {
         let compressors = (options.compression_threads > 1
             && options.compression != Compression::None)
             .then(|| crate::compress_pool::CompressPool::new(options.compression_threads));
+        let early_filters = options
+            .filter
+            .filter(|_| {
+                options.compression_threads > 1
+                    && options.partition_filters
+                    && options.partition_above.is_some()
+            })
+            .and_then(|spec| {
+                EarlyFilters::start(spec, options.key_hasher, options.metadata_block_size)
+            });
         TableBuilder {
             writer,
             data_block: BlockBuilder::new(options.block_restart_interval),
@@ -240,6 +254,7 @@ impl<W: Write> TableBuilder<W> {
             range_keys,
             compressors,
             in_flight_separators: std::collections::VecDeque::new(),
+            early_filters,
         }
     }
 
@@ -289,6 +304,17 @@ impl<W: Write> TableBuilder<W> {
     /// by readers and may be empty). Range tombstones are not entries: a key of kind
     /// [`ValueKind::RangeDelete`] is refused (see [`TableBuilder::set_range_tombstones`]).
     pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.add_entry(key, value, false)
+    }
+
+    /// [`TableBuilder::add`] for a table with one entry per user key (an external file):
+    /// also refuses, with [`SstError::OutOfOrder`], a key whose user key is the last one's.
+    /// One comparison checks both, where a caller checking first would compare twice.
+    pub fn add_distinct(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.add_entry(key, value, true)
+    }
+
+    fn add_entry(&mut self, key: &[u8], value: &[u8], distinct: bool) -> Result<()> {
         let parsed = ParsedKey::parse(key).ok_or_else(|| {
             SstError::InvalidArgument("key is not an encoded internal key".to_string())
         })?;
@@ -298,15 +324,7 @@ impl<W: Write> TableBuilder<W> {
             ));
         }
         let first = self.props.entries == 0;
-        if !first && compare_internal(&self.last_key, key) != std::cmp::Ordering::Less {
-            return Err(SstError::OutOfOrder(format!(
-                "{:?} after {:?}",
-                String::from_utf8_lossy(parsed.user_key),
-                String::from_utf8_lossy(crate::internal_key::user_key_of(&self.last_key))
-            )));
-        }
-        let new_user_key =
-            first || crate::internal_key::user_key_of(&self.last_key) != parsed.user_key;
+        let new_user_key = first || self.follows_last_key(key, parsed.user_key, distinct)?;
         if self.data_block.is_empty() {
             // A new data block: where its keys start, and a key it carries on from the last one.
             let carried = (!new_user_key && self.options.filter.is_some())
@@ -359,6 +377,29 @@ impl<W: Write> TableBuilder<W> {
         Ok(())
     }
 
+    /// Whether `key` (with user key `user_key`) comes after the last key added and is of a
+    /// new user key (`Ok(true)`) or a newer version's (`Ok(false)`, an error when `distinct`);
+    /// an error if it does not come after it. One comparison of the user keys decides it all
+    /// (this runs for every entry).
+    fn follows_last_key(&self, key: &[u8], user_key: &[u8], distinct: bool) -> Result<bool> {
+        use std::cmp::Ordering;
+        let last_user_key = crate::internal_key::user_key_of(&self.last_key);
+        let users = last_user_key.cmp(user_key);
+        let order = match users {
+            Ordering::Equal if distinct => Ordering::Equal,
+            Ordering::Equal => compare_internal(&self.last_key, key),
+            other => other,
+        };
+        if order != Ordering::Less {
+            return Err(SstError::OutOfOrder(format!(
+                "{:?} after {:?}",
+                String::from_utf8_lossy(user_key),
+                String::from_utf8_lossy(last_user_key)
+            )));
+        }
+        Ok(users == Ordering::Less)
+    }
+
     /// Writes a block as it is (filters, properties).
     fn write_block(&mut self, contents: &[u8]) -> Result<BlockHandle> {
         self.write_stored(contents, Compression::None)
@@ -403,6 +444,10 @@ impl<W: Write> TableBuilder<W> {
         }
         let separator = self.data_block.last_key().to_vec();
         let contents = self.data_block.finish();
+        if let Some(early) = &mut self.early_filters {
+            let (block_keys, hashes) = (&self.block_keys, &self.hashes);
+            early.block_cut(separator.len(), |run| run_hashes(block_keys, hashes, run));
+        }
         if let Some(pool) = &mut self.compressors {
             pool.submit(contents, self.options.compression)?;
             self.in_flight_separators.push_back(separator);
@@ -448,15 +493,10 @@ impl<W: Write> TableBuilder<W> {
         let Some(spec) = self.options.filter else {
             return Ok((BlockHandle::default(), 1.0));
         };
-        let filter = siftdb_filter::Filter::from_hashes(
-            spec.kind,
-            spec.bits_per_key,
-            self.options.key_hasher,
-            hashes,
-        )
-        .map_err(|e| SstError::InvalidArgument(e.to_string()))?;
-        let handle = self.write_block(&filter.encode())?;
-        Ok((handle, filter.expected_fpr()))
+        let (encoded, fpr) = crate::partition_filters::build(spec, self.options.key_hasher, hashes)
+            .map_err(SstError::InvalidArgument)?;
+        let handle = self.write_block(&encoded)?;
+        Ok((handle, fpr))
     }
 
     fn write_prefix_filter(&mut self) -> Result<BlockHandle> {
@@ -495,7 +535,11 @@ impl<W: Write> TableBuilder<W> {
         let Some(above) = self.options.partition_above else {
             return false;
         };
-        let index_bytes: usize = self.index_entries.iter().map(|(k, _)| k.len() + 19).sum();
+        let index_bytes: usize = self
+            .index_entries
+            .iter()
+            .map(|(k, _)| crate::partition_filters::index_entry_bytes(k.len()))
+            .sum();
         let filter_bytes = self
             .options
             .filter
@@ -506,33 +550,14 @@ impl<W: Write> TableBuilder<W> {
 
     /// Groups the data blocks into runs whose index entries fill about one metadata block.
     fn partitions(&self) -> Vec<std::ops::Range<usize>> {
-        let mut runs = Vec::new();
-        let (mut start, mut bytes) = (0, 0);
-        for (i, (separator, _)) in self.index_entries.iter().enumerate() {
-            bytes += separator.len() + 19;
-            if bytes >= self.options.metadata_block_size {
-                runs.push(start..i + 1);
-                start = i + 1;
-                bytes = 0;
-            }
-        }
-        if start < self.index_entries.len() {
-            runs.push(start..self.index_entries.len());
-        }
+        let mut cutter = RunCutter::new(self.options.metadata_block_size);
+        let mut runs: Vec<_> = self
+            .index_entries
+            .iter()
+            .filter_map(|(separator, _)| cutter.push(separator.len()))
+            .collect();
+        runs.extend(cutter.rest());
         runs
-    }
-
-    /// The filter hashes of data blocks `blocks`: the keys that start in them, and a key carried
-    /// into the first from the block before.
-    fn partition_hashes(&self, blocks: &std::ops::Range<usize>) -> Vec<u64> {
-        let start = self.block_keys[blocks.start].first_hash;
-        let end = self
-            .block_keys
-            .get(blocks.end)
-            .map_or(self.hashes.len(), |b| b.first_hash);
-        let mut hashes: Vec<u64> = self.block_keys[blocks.start].carried.into_iter().collect();
-        hashes.extend_from_slice(&self.hashes[start..end]);
-        hashes
     }
 
     /// Writes the filter and the index whole; returns (index, filter) handles.
@@ -555,14 +580,28 @@ impl<W: Write> TableBuilder<W> {
         let mut top_filter = Vec::with_capacity(runs.len());
         let (mut fpr_keys, mut keys) = (0.0, 0u64);
         let partition_filters = self.options.filter.is_some() && self.options.partition_filters;
-        for run in &runs {
+        let early = match self.early_filters.take() {
+            Some(early) => early.finish(self.options.filter)?,
+            None => Vec::new(),
+        };
+        for (i, run) in runs.iter().enumerate() {
             let separator = self.index_entries[run.end - 1].0.clone();
             if partition_filters {
-                let hashes = self.partition_hashes(run);
-                let (handle, fpr) = self.write_filter_of(&hashes)?;
+                let (handle, fpr, count) = match early.get(i).filter(|p| p.run == *run) {
+                    Some(built) => (
+                        self.write_block(&built.encoded)?,
+                        built.expected_fpr,
+                        built.keys,
+                    ),
+                    None => {
+                        let hashes = run_hashes(&self.block_keys, &self.hashes, run);
+                        let (handle, fpr) = self.write_filter_of(&hashes)?;
+                        (handle, fpr, hashes.len())
+                    }
+                };
                 self.props.filter_bytes += handle.size;
-                fpr_keys += fpr * hashes.len() as f64;
-                keys += hashes.len() as u64;
+                fpr_keys += fpr * count as f64;
+                keys += count as u64;
                 top_filter.push((separator.clone(), handle));
             }
             let entries = self.index_entries[run.clone()].to_vec();
@@ -657,4 +696,20 @@ impl<W: Write> TableBuilder<W> {
             self.writer,
         ))
     }
+}
+
+/// The filter hashes of data blocks `blocks`: the keys that start in them, and a key carried
+/// into the first from the block before.
+fn run_hashes(
+    block_keys: &[BlockKeys],
+    hashes: &[u64],
+    blocks: &std::ops::Range<usize>,
+) -> Vec<u64> {
+    let start = block_keys[blocks.start].first_hash;
+    let end = block_keys
+        .get(blocks.end)
+        .map_or(hashes.len(), |b| b.first_hash);
+    let mut run: Vec<u64> = block_keys[blocks.start].carried.into_iter().collect();
+    run.extend_from_slice(&hashes[start..end]);
+    run
 }

@@ -99,7 +99,7 @@ impl CompressPool {
     /// How many blocks may be in flight before [`CompressPool::submit`]'s caller must take one
     /// back: two batches per worker, so none waits for work and memory stays bounded.
     pub(crate) fn capacity(&self) -> u64 {
-        (2 * BATCH * self.workers.len()) as u64
+        (8 * BATCH * self.workers.len()) as u64
     }
 
     /// Hands block `contents` out to be compressed with `codec` (with the next blocks, as one

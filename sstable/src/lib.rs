@@ -26,6 +26,7 @@ mod error;
 mod file;
 pub mod format;
 mod internal_key;
+mod partition_filters;
 mod prefix;
 mod properties;
 mod range_filter_block;

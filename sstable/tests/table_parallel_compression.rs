@@ -1,13 +1,39 @@
-//! A table built with data blocks compressed on worker threads (`compression_threads` above 1)
-//! is byte for byte the table one thread builds: same blocks, same order, same index and
-//! filters — whole and partitioned, LZ4 and Zstandard, blocks that compress and blocks that do
-//! not.
+//! A table built with worker threads (`compression_threads` above 1: data blocks compressed and
+//! filter partitions built off the building thread) is byte for byte the table one thread
+//! builds: same blocks, same order, same index and filters — whole and partitioned, LZ4,
+//! Zstandard and no codec, blocks that compress and blocks that do not, keys whose versions
+//! span blocks, and a filter resized while the table is written.
 
 use siftdb_sstable::{
     Compression, FilterSpec, InternalKey, TableBuildOptions, TableBuilder, ValueKind,
 };
 
+/// How the table is written besides its codec and threads.
+#[derive(Debug, Clone, Copy, Default)]
+struct Shape {
+    partitioned: bool,
+    /// Versions of each key (newest first).
+    versions: u64,
+    /// Bits/key set halfway through (`None`: the filter keeps its spec).
+    resize_to: Option<f64>,
+    keys: u32,
+}
+
 fn build(threads: usize, codec: Compression, partitioned: bool) -> Vec<u8> {
+    build_shaped(
+        threads,
+        codec,
+        Shape {
+            partitioned,
+            versions: 1,
+            resize_to: None,
+            keys: 5000,
+        },
+    )
+}
+
+fn build_shaped(threads: usize, codec: Compression, shape: Shape) -> Vec<u8> {
+    let partitioned = shape.partitioned;
     let options = TableBuildOptions {
         compression: codec,
         compression_threads: threads,
@@ -22,7 +48,10 @@ fn build(threads: usize, codec: Compression, partitioned: bool) -> Vec<u8> {
     };
     let mut out = Vec::new();
     let mut b = TableBuilder::new(&mut out, options);
-    for i in 0..5000u32 {
+    for i in 0..shape.keys {
+        if shape.resize_to.is_some() && i == shape.keys / 2 {
+            b.set_filter_bits_per_key(shape.resize_to.unwrap_or(10.0));
+        }
         let key = format!("key{i:06}");
         // Every seventh value is noise that does not compress.
         let value: Vec<u8> = if i % 7 == 0 {
@@ -32,11 +61,14 @@ fn build(threads: usize, codec: Compression, partitioned: bool) -> Vec<u8> {
         } else {
             format!("value-{}-", i % 13).repeat(5).into_bytes()
         };
-        b.add(
-            InternalKey::new(key.as_bytes(), u64::from(i) + 1, ValueKind::Put).encoded(),
-            &value,
-        )
-        .unwrap();
+        for version in (0..shape.versions).rev() {
+            let sequence = u64::from(i) * shape.versions + version + 1;
+            b.add(
+                InternalKey::new(key.as_bytes(), sequence, ValueKind::Put).encoded(),
+                &value,
+            )
+            .unwrap();
+        }
     }
     b.finish().unwrap();
     out
@@ -51,6 +83,44 @@ fn parallel_compression_builds_the_same_table_bytes() {
                 assert!(
                     build(threads, codec, partitioned) == one,
                     "{codec:?}, partitioned {partitioned}, {threads} threads"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn worker_threads_build_the_same_table_bytes_in_every_shape() {
+    let shapes = [
+        // Versions of one key span blocks, so filter partitions share a key.
+        Shape {
+            partitioned: true,
+            versions: 9,
+            resize_to: None,
+            keys: 2000,
+        },
+        // The filter is resized after the worker built the first partitions.
+        Shape {
+            partitioned: true,
+            versions: 1,
+            resize_to: Some(6.5),
+            keys: 5000,
+        },
+        // Too small to partition: the worker's partitions are not used.
+        Shape {
+            partitioned: true,
+            versions: 1,
+            resize_to: None,
+            keys: 12,
+        },
+    ];
+    for codec in [Compression::Lz4, Compression::None] {
+        for shape in shapes {
+            let one = build_shaped(1, codec, shape);
+            for threads in [2, 3] {
+                assert!(
+                    build_shaped(threads, codec, shape) == one,
+                    "{codec:?}, {shape:?}, {threads} threads"
                 );
             }
         }

@@ -58,8 +58,6 @@ pub struct ExternalFileInfo {
 pub struct SstFileWriter {
     path: PathBuf,
     builder: Option<TableBuilder<Box<dyn WritableFile>>>,
-    /// The last user key added (meaningful once `entries > 0`).
-    last_key: Vec<u8>,
     /// The internal key being added (reused: no allocation per entry).
     key_buf: Vec<u8>,
     range_deletions: Vec<RangeTombstone>,
@@ -93,7 +91,6 @@ impl SstFileWriter {
         Ok(SstFileWriter {
             path,
             builder: Some(TableBuilder::new(file, build)),
-            last_key: Vec::new(),
             key_buf: Vec::new(),
             range_deletions: Vec::new(),
             entries: 0,
@@ -190,13 +187,6 @@ impl SstFileWriter {
                 value.len()
             )));
         }
-        if self.entries > 0 && key <= self.last_key.as_slice() {
-            return Err(Error::InvalidArgument(format!(
-                "keys must be added in strictly increasing order: {:?} after {:?}",
-                String::from_utf8_lossy(key),
-                String::from_utf8_lossy(&self.last_key)
-            )));
-        }
         let builder = self
             .builder
             .as_mut()
@@ -205,9 +195,15 @@ impl SstFileWriter {
         self.key_buf.extend_from_slice(key);
         self.key_buf
             .extend_from_slice(&siftdb_sstable::pack_trailer(0, kind).to_le_bytes());
-        builder.add(&self.key_buf, value)?;
-        self.last_key.clear();
-        self.last_key.extend_from_slice(key);
+        // The builder refuses a key not above the last one (one comparison, not two).
+        builder
+            .add_distinct(&self.key_buf, value)
+            .map_err(|e| match e {
+                siftdb_sstable::SstError::OutOfOrder(keys) => Error::InvalidArgument(format!(
+                    "keys must be added in strictly increasing order: {keys}"
+                )),
+                other => other.into(),
+            })?;
         self.entries += 1;
         Ok(())
     }
