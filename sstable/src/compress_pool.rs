@@ -97,7 +97,10 @@ impl CompressPool {
     }
 
     /// How many blocks may be in flight before [`CompressPool::submit`]'s caller must take one
-    /// back: two batches per worker, so none waits for work and memory stays bounded.
+    /// back: eight batches per worker (512 KiB of 4 KiB blocks each), so none waits for work,
+    /// and the building thread goes on while the worker holding the oldest batch is not
+    /// scheduled (with two, the builder waited for it a fifth of a bulk load); memory stays
+    /// bounded.
     pub(crate) fn capacity(&self) -> u64 {
         (8 * BATCH * self.workers.len()) as u64
     }

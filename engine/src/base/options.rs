@@ -190,8 +190,9 @@ pub struct Options {
     pub compress_index: bool,
     /// Threads compressing a table's data blocks beside the thread that builds it (RocksDB's
     /// `CompressionOptions::parallel_threads`): flushes, compactions and `SstFileWriter` hand
-    /// each block to one of that many workers and go on with the next keys; the tables'
-    /// blocks are the same. 1 (the default) compresses where the block is cut. Worth it where
+    /// each block to one of that many workers and go on with the next keys, and (above 1) one
+    /// more worker builds a partitioned filter's partitions as their blocks are cut; the
+    /// tables' bytes are the same. 1 (the default) does both where the table is built. Worth it where
     /// compression is most of a table build's time (a bulk load of LZ4 or Zstandard tables)
     /// and a core is free. See `docs/TUNING.md`.
     pub compression_parallel_threads: usize,
