@@ -154,7 +154,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         for entry in entries {
             let bytes =
                 encode("log entry", &entry).or_storage(ErrorSubject::Logs, ErrorVerb::Write)?;
-            batch.put_in(&self.shared.log, &keys::log_key(entry.log_id.index), &bytes);
+            batch.put_in(&self.shared.log, keys::log_key(entry.log_id.index), &bytes);
         }
         let shared = Arc::clone(&self.shared);
         let written = blocking(move || shared.write_synced(batch)).await;
@@ -176,7 +176,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         blocking(move || {
             let mut batch = WriteBatch::new();
             let start = keys::log_key(log_id.index);
-            batch.delete_range_in(&shared.log, &start, &keys::log_key(u64::MAX));
+            batch.delete_range_in(&shared.log, start, keys::log_key(u64::MAX));
             shared.write_synced(batch)
         })
         .await
@@ -192,7 +192,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         blocking(move || {
             let mut batch = WriteBatch::new();
             let end = keys::log_key(log_id.index.saturating_add(1));
-            batch.delete_range_in(&shared.log, &keys::log_key(0), &end);
+            batch.delete_range_in(&shared.log, keys::log_key(0), end);
             batch.put_in(&shared.meta, keys::PURGED, &bytes);
             shared.write_synced(batch)
         })

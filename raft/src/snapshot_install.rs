@@ -128,7 +128,7 @@ fn install_current(shared: &Shared, expected: &Meta) -> Result<(), Error> {
 /// then the old keyspace is dropped (best effort: the next open drops it if this fails).
 fn switch(shared: &Shared, generation: u64, fresh: Keyspace, meta: &Meta) -> Result<(), Error> {
     let mut batch = WriteBatch::new();
-    batch.put_in(&shared.meta, keys::STATE, &generation.to_be_bytes());
+    batch.put_in(&shared.meta, keys::STATE, generation.to_be_bytes());
     batch.put_in(
         &shared.meta,
         keys::APPLIED,

@@ -141,10 +141,10 @@ impl Case {
         let result = match (ks, w) {
             (0, Write::Put(v)) => self.db.put(key, v),
             (0, Write::Delete) => self.db.delete(key),
-            (0, Write::Merge(n)) => self.db.merge(key, &n.to_le_bytes()),
+            (0, Write::Merge(n)) => self.db.merge(key, n.to_le_bytes()),
             (_, Write::Put(v)) => self.other.put(key, v),
             (_, Write::Delete) => self.other.delete(key),
-            (_, Write::Merge(n)) => self.other.merge(key, &n.to_le_bytes()),
+            (_, Write::Merge(n)) => self.other.merge(key, n.to_le_bytes()),
         };
         result.unwrap();
         apply(&mut self.stored, ks, key, w);

@@ -338,7 +338,7 @@ fn checkpoints_under_concurrent_writes_are_consistent_cuts() {
         for i in 0..NEW_KEYS {
             let mut b = WriteBatch::new();
             for h in &handles {
-                b.put_in(h, format!("x:{i:04}").as_bytes(), &value(9, i, 0));
+                b.put_in(h, format!("x:{i:04}").as_bytes(), value(9, i, 0));
             }
             cp.write(b).unwrap();
         }

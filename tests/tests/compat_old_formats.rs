@@ -611,9 +611,9 @@ fn a_format_4_database_opens_with_its_keyspaces_and_upgrades() {
     }
     for i in 0..25u64 {
         let key = format!("count:{i:02}").into_bytes();
-        db.merge(&key, &5u64.to_le_bytes()).unwrap();
+        db.merge(&key, 5u64.to_le_bytes()).unwrap();
         if i % 2 == 0 {
-            db.merge(&key, &i.to_le_bytes()).unwrap();
+            db.merge(&key, i.to_le_bytes()).unwrap();
         }
         let sum = counter_in(default, &key) + 5 + if i % 2 == 0 { i } else { 0 };
         default.insert(key, counter(sum));
@@ -625,7 +625,7 @@ fn a_format_4_database_opens_with_its_keyspaces_and_upgrades() {
     }
     for i in 0..12u64 {
         let key = format!("ev-count:{i:02}").into_bytes();
-        batch.merge_in(&events, &key, &1u64.to_le_bytes());
+        batch.merge_in(&events, &key, 1u64.to_le_bytes());
         let sum = counter_in(ev_state, &key) + 1;
         ev_state.insert(key, counter(sum));
     }

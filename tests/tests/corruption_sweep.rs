@@ -70,7 +70,7 @@ fn write_ghosts_and_counters(db: &Db) {
     db.flush().unwrap();
     for round in 0..COUNTER_MERGES {
         for i in 0..COUNTERS {
-            db.merge(&counter(i), &1u64.to_le_bytes()).unwrap();
+            db.merge(counter(i), 1u64.to_le_bytes()).unwrap();
         }
         if round == 2 {
             db.flush().unwrap();
@@ -78,7 +78,7 @@ fn write_ghosts_and_counters(db: &Db) {
     }
     for part in 0..4 {
         let (a, b) = (part * GHOSTS / 4, (part + 1) * GHOSTS / 4);
-        db.delete_range(&ghost(a), &ghost(b)).unwrap();
+        db.delete_range(ghost(a), ghost(b)).unwrap();
     }
     db.flush().unwrap();
 }
@@ -141,9 +141,9 @@ fn base(style: CompactionStyle) -> FaultFs {
         if pair % 10 == 0 {
             for i in pair..(pair + 2).min(KEYS) {
                 if in_second(i) {
-                    second.put_with_ttl(&key(i), &value(i), hour).unwrap();
+                    second.put_with_ttl(key(i), value(i), hour).unwrap();
                 } else {
-                    db.put_with_ttl(&key(i), &value(i), hour).unwrap();
+                    db.put_with_ttl(key(i), value(i), hour).unwrap();
                 }
             }
             continue;
@@ -151,7 +151,7 @@ fn base(style: CompactionStyle) -> FaultFs {
         let mut batch = siftdb::WriteBatch::new();
         for i in pair..(pair + 2).min(KEYS) {
             if in_second(i) {
-                batch.put_in(&second, &key(i), &value(i));
+                batch.put_in(&second, key(i), value(i));
             } else {
                 batch.put(key(i), value(i));
             }

@@ -95,9 +95,9 @@ fn crash_child() {
             b.put(key(j), value(j));
         }
         if n == 3 {
-            b.merge(COUNTER, &1u64.to_le_bytes());
+            b.merge(COUNTER, 1u64.to_le_bytes());
             b.put(ghost(i), b"never seen");
-            b.delete_range(&ghost(i), &ghost(i + 1));
+            b.delete_range(ghost(i), ghost(i + 1));
         }
         db.write_opt(b, &WriteOptions { sync })
             .expect("child write");
@@ -233,9 +233,9 @@ fn child_writer(
             b.put(writer_key(w, j), value(j));
         }
         if n == 3 {
-            b.merge(&writer_counter(w), &1u64.to_le_bytes());
+            b.merge(writer_counter(w), 1u64.to_le_bytes());
             b.put(writer_ghost(w, i), b"never seen");
-            b.delete_range(&writer_ghost(w, i), &writer_ghost(w, i + 1));
+            b.delete_range(writer_ghost(w, i), writer_ghost(w, i + 1));
         }
         db.write_opt(b, &WriteOptions { sync })
             .expect("child write");

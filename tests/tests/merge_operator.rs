@@ -104,7 +104,7 @@ fn u64add_counters_add_up_through_flush_compaction_reopen_and_snapshots() {
                     } else {
                         u64::from(i) + round
                     };
-                    db.merge(&k, &le(inc)).unwrap();
+                    db.merge(&k, le(inc)).unwrap();
                     let e = model.entry(k).or_insert(0);
                     *e = e.wrapping_add(inc);
                 }
@@ -285,13 +285,13 @@ fn merge_with_an_over_long_key_is_invalid_argument() {
     let dir = siftdb_tests::temp_dir();
     let db = open(dir.path(), u64add());
     let long = vec![b'k'; siftdb::MAX_KEY_SIZE + 1];
-    assert_invalid(db.merge(&long, &le(1)), "Db::merge");
+    assert_invalid(db.merge(&long, le(1)), "Db::merge");
     let mut b = WriteBatch::new();
-    b.merge(b"ok", &le(1)).merge(&long, &le(1));
+    b.merge(b"ok", le(1)).merge(&long, le(1));
     assert_invalid(db.write(b), "batch");
     assert_eq!(db.get(b"ok").unwrap(), None);
     let at_limit = vec![b'k'; siftdb::MAX_KEY_SIZE];
-    db.merge(&at_limit, &le(2)).unwrap();
+    db.merge(&at_limit, le(2)).unwrap();
     assert_eq!(db.get(&at_limit).unwrap(), Some(le(2)));
 }
 
@@ -633,11 +633,11 @@ fn u64add_onto_an_expiring_counter_drops_the_base_at_expiry() {
         },
     )
     .unwrap();
-    db.put_with_ttl(b"c", &le(5), Duration::from_millis(10))
+    db.put_with_ttl(b"c", le(5), Duration::from_millis(10))
         .unwrap();
-    db.merge(b"c", &le(1)).unwrap();
+    db.merge(b"c", le(1)).unwrap();
     db.compact_range(None, None).unwrap();
-    db.merge(b"c", &le(1)).unwrap();
+    db.merge(b"c", le(1)).unwrap();
     assert_eq!(db.get(b"c").unwrap(), Some(le(7)));
     clock.0.fetch_add(10, Ordering::SeqCst);
     assert_eq!(db.get(b"c").unwrap(), Some(le(2)));
@@ -654,13 +654,13 @@ fn merges_stay_in_their_keyspace() {
     let ks = db.keyspace("ks").unwrap();
     db.put(b"n", le(100)).unwrap();
     ks.put(b"n", le(200)).unwrap();
-    ks.merge(b"n", &le(1)).unwrap();
+    ks.merge(b"n", le(1)).unwrap();
     ks.flush().unwrap();
     let snap = db.snapshot();
     let mut b = WriteBatch::new();
-    b.merge_in(&ks, b"n", &le(2))
-        .merge(b"n", &le(3))
-        .merge_in(&ks, b"only", &le(4));
+    b.merge_in(&ks, b"n", le(2))
+        .merge(b"n", le(3))
+        .merge_in(&ks, b"only", le(4));
     db.write(b).unwrap();
     assert_eq!(db.get(b"n").unwrap(), Some(le(103)));
     assert_eq!(ks.get(b"n").unwrap(), Some(le(203)));
@@ -721,7 +721,7 @@ fn a_snapshot_from_before_a_merge_keeps_the_value_through_compaction() {
     let db = open(dir.path(), u64add());
     db.put(b"b", le(0)).unwrap();
     let snap = db.snapshot();
-    db.merge(b"b", &le(5)).unwrap();
+    db.merge(b"b", le(5)).unwrap();
     for stage in ["memtable", "compacted", "compacted twice"] {
         assert_eq!(
             snap.get(b"b").unwrap(),

@@ -65,7 +65,7 @@ fn merges_from_many_threads_are_all_counted() {
             let db = db.clone();
             thread::spawn(move || {
                 for n in 0..PER_THREAD {
-                    db.merge(&counter(n % COUNTERS), &le(1)).unwrap();
+                    db.merge(counter(n % COUNTERS), le(1)).unwrap();
                     if n % 8 == 0 {
                         db.put(format!("filler{t}-{n:06}"), [b'f'; 64]).unwrap();
                     }
@@ -146,7 +146,7 @@ fn a_batch_of_merges_is_seen_all_at_once() {
     for n in 0..BATCHES {
         let mut b = WriteBatch::new();
         for k in &keys {
-            b.merge(k, &le(1));
+            b.merge(k, le(1));
         }
         b.put(format!("filler{n:06}"), [b'f'; 48]);
         db.write(b).unwrap();

@@ -222,7 +222,7 @@ fn delete_range_hides_entries_of_every_level_and_compaction_reclaims_them() {
 
     let before = db.snapshot();
     let before_model = model.clone();
-    db.delete_range(&key(LO), &key(HI)).unwrap();
+    db.delete_range(key(LO), key(HI)).unwrap();
     let after = db.snapshot();
     for i in LO..HI {
         model.remove(&key(i));
@@ -365,7 +365,7 @@ fn a_range_tombstone_split_across_l1_tables_keeps_hiding_deeper_keys() {
     let old = db.snapshot();
     let old_model = model.clone();
 
-    db.delete_range(&key(100), &key(2900)).unwrap();
+    db.delete_range(key(100), key(2900)).unwrap();
     for i in 100..2900 {
         model.remove(&key(i));
     }
@@ -411,7 +411,7 @@ fn a_flushed_table_holding_only_a_range_tombstone_hides_keys_below() {
         model.insert(key(i), value(1, i));
     }
     db.compact_range(None, None).unwrap();
-    db.delete_range(&key(50), &key(150)).unwrap();
+    db.delete_range(key(50), key(150)).unwrap();
     for i in 50..150 {
         model.remove(&key(i));
     }
@@ -521,11 +521,11 @@ fn delete_range_stays_in_its_keyspace() {
     }
     a.flush().unwrap();
     let snap = db.snapshot();
-    a.delete_range(&key(10), &key(20)).unwrap();
+    a.delete_range(key(10), key(20)).unwrap();
     let mut batch = WriteBatch::new();
     batch
-        .delete_range_in(&b, &key(30), &key(40))
-        .delete_range(&key(50), &key(60));
+        .delete_range_in(&b, key(30), key(40))
+        .delete_range(key(50), key(60));
     db.write(batch).unwrap();
     let live = |ks: Option<&siftdb::Keyspace>| -> Vec<u32> {
         (0..100)
@@ -578,16 +578,16 @@ fn bad_range_bounds_are_refused_and_write_nothing() {
     let wal0 = db.stats().wal_bytes;
 
     // start > end.
-    assert_invalid(db.delete_range(&key(10), &key(5)), "Db start > end");
+    assert_invalid(db.delete_range(key(10), key(5)), "Db start > end");
     assert_invalid(db.delete_range(b"b", b"a"), "Db b > a");
     assert_invalid(db.delete_range(b"a\0", b"a"), "Db a\\0 > a");
-    assert_invalid(ks.delete_range(&key(10), &key(5)), "Keyspace start > end");
+    assert_invalid(ks.delete_range(key(10), key(5)), "Keyspace start > end");
     let mut batch = WriteBatch::new();
     batch
         .put(b"batch-put", b"x")
         .delete(key(1))
-        .delete_range_in(&ks, &key(0), &key(3))
-        .delete_range(&key(9), &key(8))
+        .delete_range_in(&ks, key(0), key(3))
+        .delete_range(key(9), key(8))
         .put(b"after", b"y");
     assert_invalid(db.write(batch), "batch with start > end");
 
@@ -610,14 +610,14 @@ fn bad_range_bounds_are_refused_and_write_nothing() {
 
     // start == end: nothing removed, nothing written.
     let wal1 = db.stats().wal_bytes;
-    db.delete_range(&key(3), &key(3)).unwrap();
-    ks.delete_range(&key(3), &key(3)).unwrap();
+    db.delete_range(key(3), key(3)).unwrap();
+    ks.delete_range(key(3), key(3)).unwrap();
     db.delete_range(b"", b"").unwrap();
     assert_eq!(db.stats().wal_bytes, wal1, "an empty range was written");
     let mut batch = WriteBatch::new();
-    batch.delete_range(&key(4), &key(4));
+    batch.delete_range(key(4), key(4));
     assert!(batch.is_empty(), "an empty range added an operation");
-    batch.put(b"p", b"q").delete_range_in(&ks, &key(5), &key(5));
+    batch.put(b"p", b"q").delete_range_in(&ks, key(5), key(5));
     assert_eq!(batch.len(), 1);
     db.write(batch).unwrap();
     assert_eq!(db.get(key(3)).unwrap(), Some(value(1, 3)));
@@ -656,7 +656,7 @@ fn an_iterator_created_before_a_range_delete_keeps_seeing_the_range() {
     let mut raw = db.raw_iter();
     raw.seek(&key(250));
     assert_eq!(it.next().unwrap().unwrap().0, key(0));
-    db.delete_range(&key(0), &key(500)).unwrap();
+    db.delete_range(key(0), key(500)).unwrap();
     db.compact_range(None, None).unwrap();
     assert_eq!(db.iter().count(), 0);
     assert!(db.stats().range_deleted_dropped >= 500);
@@ -696,10 +696,10 @@ fn read_only_open_and_checkpoint_see_range_deletes() {
         db.put(key(i), value(1, i)).unwrap();
         model.insert(key(i), value(1, i));
     }
-    db.delete_range(&key(10), &key(50)).unwrap();
+    db.delete_range(key(10), key(50)).unwrap();
     db.flush().unwrap();
     // In the WAL only.
-    db.delete_range(&key(100), &key(200)).unwrap();
+    db.delete_range(key(100), key(200)).unwrap();
     for i in (10..50).chain(100..200) {
         model.remove(&key(i));
     }

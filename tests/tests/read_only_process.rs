@@ -76,7 +76,7 @@ fn read_only_writer_child() {
         let mut b = WriteBatch::new();
         for j in i..i + n {
             b.put(key(j), value(j));
-            b.put_in(&mirror, &key(j), &mirror_value(j));
+            b.put_in(&mirror, key(j), mirror_value(j));
         }
         db.write(b).expect("child write");
         i += n;
@@ -414,7 +414,7 @@ fn read_only_opens_see_stable_consistent_states_beside_a_writer_process() {
     let mut b = WriteBatch::new();
     for j in state.n..end {
         b.put(key(j), value(j));
-        b.put_in(&mirror, &key(j), &mirror_value(j));
+        b.put_in(&mirror, key(j), mirror_value(j));
     }
     db.write(b).unwrap();
     db.flush().unwrap();

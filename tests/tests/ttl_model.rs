@@ -193,7 +193,7 @@ fn compaction_removes_expired_values_from_disk() {
     for i in 0..500u32 {
         let key = format!("k{i:04}");
         if i % 2 == 0 {
-            db.put_with_ttl(key.as_bytes(), &[b'v'; 200], Duration::from_millis(10))
+            db.put_with_ttl(key.as_bytes(), [b'v'; 200], Duration::from_millis(10))
                 .expect("put");
         } else {
             db.put(&key, [b'v'; 200]).expect("put");

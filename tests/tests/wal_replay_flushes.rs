@@ -205,7 +205,7 @@ fn merge_operands_in_tables_flushed_by_the_replay_refuse_another_operator() {
         // The operands come first: they end up in the replay's first tables, not the last
         // memtable.
         for i in 0..200u32 {
-            db.merge(&key(i), b"m").unwrap();
+            db.merge(key(i), b"m").unwrap();
         }
         write_rounds(&db, 2_000, 1024);
     }

@@ -297,9 +297,32 @@ impl Db {
     /// # Ok::<(), siftdb::Error>(())
     /// ```
     pub fn put<K: AsRef<[u8]>, V: AsRef<[u8]>>(&self, key: K, value: V) -> Result<()> {
+        self.put_opt(key, value, &WriteOptions::default())
+    }
+
+    /// [`Db::put`] with write options: `sync: true` returns once the write survives a power
+    /// loss (RocksDB's `Put(WriteOptions, ...)`), without a batch of one.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+    /// let synced = siftdb::WriteOptions { sync: true, ..Default::default() };
+    /// db.put_opt(b"balance", b"100", &synced)?;
+    /// db.merge_opt(b"unused", b"", &synced).unwrap_err(); // no merge operator configured
+    /// db.delete_opt(b"balance", &synced)?;
+    /// db.delete_range_opt(b"a", b"z", &synced)?;
+    /// assert_eq!(db.get(b"balance")?, None);
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn put_opt<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &self,
+        key: K,
+        value: V,
+        opts: &WriteOptions,
+    ) -> Result<()> {
         let mut batch = WriteBatch::new();
         batch.put(key, value);
-        self.write(batch)
+        self.write_opt(batch, opts)
     }
 
     /// Stores `value` under `key` until `ttl` has passed (by `Options::clock`): from then on it
@@ -316,19 +339,29 @@ impl Db {
     /// assert_eq!(db.get("session:2")?, None);
     /// # Ok::<(), siftdb::Error>(())
     /// ```
-    pub fn put_with_ttl(&self, key: &[u8], value: &[u8], ttl: std::time::Duration) -> Result<()> {
+    pub fn put_with_ttl<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &self,
+        key: K,
+        value: V,
+        ttl: std::time::Duration,
+    ) -> Result<()> {
         let expiry =
             crate::base::ttl::expiry_after(self.engine.shared().options().clock.as_ref(), ttl);
         let mut batch = WriteBatch::new();
-        batch.put_expiring(None, key, value, expiry);
+        batch.put_expiring(None, key.as_ref(), value.as_ref(), expiry);
         self.write(batch)
     }
 
     /// Removes `key` (no error if it is absent).
     pub fn delete<K: AsRef<[u8]>>(&self, key: K) -> Result<()> {
+        self.delete_opt(key, &WriteOptions::default())
+    }
+
+    /// [`Db::delete`] with write options (see [`Db::put_opt`]).
+    pub fn delete_opt<K: AsRef<[u8]>>(&self, key: K, opts: &WriteOptions) -> Result<()> {
         let mut batch = WriteBatch::new();
         batch.delete(key);
-        self.write(batch)
+        self.write_opt(batch, opts)
     }
 
     /// Removes every key in `[start, end)` with one record (a range tombstone), however many
@@ -346,10 +379,20 @@ impl Db {
     /// assert_eq!(db.prefix_iter(b"log:").count(), 10);
     /// # Ok::<(), siftdb::Error>(())
     /// ```
-    pub fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+    pub fn delete_range<S: AsRef<[u8]>, E: AsRef<[u8]>>(&self, start: S, end: E) -> Result<()> {
+        self.delete_range_opt(start, end, &WriteOptions::default())
+    }
+
+    /// [`Db::delete_range`] with write options (see [`Db::put_opt`]).
+    pub fn delete_range_opt<S: AsRef<[u8]>, E: AsRef<[u8]>>(
+        &self,
+        start: S,
+        end: E,
+        opts: &WriteOptions,
+    ) -> Result<()> {
         let mut batch = WriteBatch::new();
         batch.delete_range(start, end);
-        self.write(batch)
+        self.write_opt(batch, opts)
     }
 
     /// Stores a merge operand for `key`: the database's merge operator
@@ -369,10 +412,20 @@ impl Db {
     /// assert_eq!(db.get(b"hits")?, Some(3u64.to_le_bytes().to_vec()));
     /// # Ok::<(), siftdb::Error>(())
     /// ```
-    pub fn merge(&self, key: &[u8], operand: &[u8]) -> Result<()> {
+    pub fn merge<K: AsRef<[u8]>, V: AsRef<[u8]>>(&self, key: K, operand: V) -> Result<()> {
+        self.merge_opt(key, operand, &WriteOptions::default())
+    }
+
+    /// [`Db::merge`] with write options (see [`Db::put_opt`]).
+    pub fn merge_opt<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &self,
+        key: K,
+        operand: V,
+        opts: &WriteOptions,
+    ) -> Result<()> {
         let mut batch = WriteBatch::new();
         batch.merge(key, operand);
-        self.write(batch)
+        self.write_opt(batch, opts)
     }
 
     /// Applies a batch atomically (in one keyspace or several): after a crash either all of it

@@ -8,7 +8,7 @@ use siftdb_sstable::ValueKind;
 use crate::api::db::Db;
 use crate::base::batch::{KeyspaceTag, WriteBatch};
 use crate::base::error::Result;
-use crate::base::options::ReadOptions;
+use crate::base::options::{ReadOptions, WriteOptions};
 use crate::core::level_info::LevelInfo;
 use crate::core::tree::Tree;
 use crate::paths::engine::Engine;
@@ -74,42 +74,82 @@ impl Keyspace {
 
     /// Stores `value` under `key` in this keyspace.
     pub fn put<K: AsRef<[u8]>, V: AsRef<[u8]>>(&self, key: K, value: V) -> Result<()> {
+        self.put_opt(key, value, &WriteOptions::default())
+    }
+
+    /// [`Keyspace::put`] with write options (see [`Db::put_opt`](crate::Db::put_opt)).
+    pub fn put_opt<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &self,
+        key: K,
+        value: V,
+        opts: &WriteOptions,
+    ) -> Result<()> {
         let mut batch = WriteBatch::new();
-        batch.put_in(self, key.as_ref(), value.as_ref());
-        self.db.write(batch)
+        batch.put_in(self, key, value);
+        self.db.write_opt(batch, opts)
     }
 
     /// Stores `value` under `key` in this keyspace until `ttl` has passed (see
     /// [`Db::put_with_ttl`]).
-    pub fn put_with_ttl(&self, key: &[u8], value: &[u8], ttl: std::time::Duration) -> Result<()> {
+    pub fn put_with_ttl<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &self,
+        key: K,
+        value: V,
+        ttl: std::time::Duration,
+    ) -> Result<()> {
         let expiry =
             crate::base::ttl::expiry_after(self.engine().shared().options().clock.as_ref(), ttl);
         let mut batch = WriteBatch::new();
-        batch.put_expiring(Some(&self.tag()), key, value, expiry);
+        batch.put_expiring(Some(&self.tag()), key.as_ref(), value.as_ref(), expiry);
         self.db.write(batch)
     }
 
     /// Removes `key` from this keyspace (no error if it is absent).
     pub fn delete<K: AsRef<[u8]>>(&self, key: K) -> Result<()> {
+        self.delete_opt(key, &WriteOptions::default())
+    }
+
+    /// [`Keyspace::delete`] with write options.
+    pub fn delete_opt<K: AsRef<[u8]>>(&self, key: K, opts: &WriteOptions) -> Result<()> {
         let mut batch = WriteBatch::new();
-        batch.delete_in(self, key.as_ref());
-        self.db.write(batch)
+        batch.delete_in(self, key);
+        self.db.write_opt(batch, opts)
     }
 
     /// Removes every key in `[start, end)` of this keyspace with one record (see
     /// [`Db::delete_range`](crate::Db::delete_range)).
-    pub fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+    pub fn delete_range<S: AsRef<[u8]>, E: AsRef<[u8]>>(&self, start: S, end: E) -> Result<()> {
+        self.delete_range_opt(start, end, &WriteOptions::default())
+    }
+
+    /// [`Keyspace::delete_range`] with write options.
+    pub fn delete_range_opt<S: AsRef<[u8]>, E: AsRef<[u8]>>(
+        &self,
+        start: S,
+        end: E,
+        opts: &WriteOptions,
+    ) -> Result<()> {
         let mut batch = WriteBatch::new();
         batch.delete_range_in(self, start, end);
-        self.db.write(batch)
+        self.db.write_opt(batch, opts)
     }
 
     /// Stores a merge operand for `key` in this keyspace (see
     /// [`Db::merge`](crate::Db::merge)).
-    pub fn merge(&self, key: &[u8], operand: &[u8]) -> Result<()> {
+    pub fn merge<K: AsRef<[u8]>, V: AsRef<[u8]>>(&self, key: K, operand: V) -> Result<()> {
+        self.merge_opt(key, operand, &WriteOptions::default())
+    }
+
+    /// [`Keyspace::merge`] with write options.
+    pub fn merge_opt<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &self,
+        key: K,
+        operand: V,
+        opts: &WriteOptions,
+    ) -> Result<()> {
         let mut batch = WriteBatch::new();
         batch.merge_in(self, key, operand);
-        self.db.write(batch)
+        self.db.write_opt(batch, opts)
     }
 
     /// The value of `key`, or `None`.
@@ -235,22 +275,47 @@ impl Keyspace {
 impl WriteBatch {
     /// Adds a put to keyspace `ks`. A keyspace of another database, or one dropped before the
     /// batch is written, makes the whole batch fail at write time.
-    pub fn put_in(&mut self, ks: &Keyspace, key: &[u8], value: &[u8]) -> &mut Self {
-        self.add_in(&ks.tag(), ValueKind::Put, key, Some(value))
+    pub fn put_in<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &mut self,
+        ks: &Keyspace,
+        key: K,
+        value: V,
+    ) -> &mut Self {
+        self.add_in(
+            &ks.tag(),
+            ValueKind::Put,
+            key.as_ref(),
+            Some(value.as_ref()),
+        )
     }
 
     /// Adds a delete from keyspace `ks`.
-    pub fn delete_in(&mut self, ks: &Keyspace, key: &[u8]) -> &mut Self {
-        self.add_in(&ks.tag(), ValueKind::Delete, key, None)
+    pub fn delete_in<K: AsRef<[u8]>>(&mut self, ks: &Keyspace, key: K) -> &mut Self {
+        self.add_in(&ks.tag(), ValueKind::Delete, key.as_ref(), None)
     }
 
     /// Adds a merge operand for `key` in keyspace `ks`.
-    pub fn merge_in(&mut self, ks: &Keyspace, key: &[u8], operand: &[u8]) -> &mut Self {
-        self.add_in(&ks.tag(), ValueKind::Merge, key, Some(operand))
+    pub fn merge_in<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+        &mut self,
+        ks: &Keyspace,
+        key: K,
+        operand: V,
+    ) -> &mut Self {
+        self.add_in(
+            &ks.tag(),
+            ValueKind::Merge,
+            key.as_ref(),
+            Some(operand.as_ref()),
+        )
     }
 
     /// Adds the removal of every key in `[start, end)` of keyspace `ks`.
-    pub fn delete_range_in(&mut self, ks: &Keyspace, start: &[u8], end: &[u8]) -> &mut Self {
-        self.add_range_in(&ks.tag(), start, end)
+    pub fn delete_range_in<S: AsRef<[u8]>, E: AsRef<[u8]>>(
+        &mut self,
+        ks: &Keyspace,
+        start: S,
+        end: E,
+    ) -> &mut Self {
+        self.add_range_in(&ks.tag(), start.as_ref(), end.as_ref())
     }
 }

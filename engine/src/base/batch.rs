@@ -92,7 +92,8 @@ impl WriteBatch {
     /// Adds a merge operand for `key` in the "default" keyspace: combined with the key's older
     /// value by the database's merge operator (`Options::merge_operator`; a batch with merges
     /// is refused with [`Error::InvalidArgument`] without one).
-    pub fn merge(&mut self, key: &[u8], operand: &[u8]) -> &mut Self {
+    pub fn merge<K: AsRef<[u8]>, V: AsRef<[u8]>>(&mut self, key: K, operand: V) -> &mut Self {
+        let (key, operand) = (key.as_ref(), operand.as_ref());
         self.has_merges = true;
         self.add(0, ValueKind::Merge, key, Some(operand))
     }
@@ -101,7 +102,8 @@ impl WriteBatch {
     /// however many keys the range holds. An empty range (`start == end`) adds nothing;
     /// `start > end` makes the whole batch fail at write time with
     /// [`Error::InvalidArgument`].
-    pub fn delete_range(&mut self, start: &[u8], end: &[u8]) -> &mut Self {
+    pub fn delete_range<S: AsRef<[u8]>, E: AsRef<[u8]>>(&mut self, start: S, end: E) -> &mut Self {
+        let (start, end) = (start.as_ref(), end.as_ref());
         self.add_range(0, start, end)
     }
 
