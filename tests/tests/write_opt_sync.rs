@@ -82,10 +82,7 @@ fn after_power_cut(dir: &Path, on_keyspace: bool, last: Last, sync: bool) -> [Op
             db.create_keyspace("ks", KeyspaceOptions::default())
                 .unwrap()
         });
-        let opts = WriteOptions {
-            sync,
-            ..WriteOptions::default()
-        };
+        let opts = WriteOptions { sync };
         write(&db, ks.as_ref(), last, &opts);
         assert_eq!(read(&db, ks.as_ref()), expected(last), "before the cut");
         fs.crash();
