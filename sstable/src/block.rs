@@ -111,6 +111,11 @@ pub struct Block {
 }
 
 impl Block {
+    /// The block's contents (entries, then the restart array).
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.data
+    }
+
     /// Wraps block contents, validating the restart array.
     pub fn new(data: Vec<u8>) -> Result<Block, &'static str> {
         let len = data.len();

@@ -52,6 +52,6 @@ pub use range_filter_block::{
 pub use range_tombstones::{FragmentedRangeTombstones, RangeTombstone};
 pub use stats::{BlockAccess, FilterOutcome, GetTrace, MemoOutcome, ReadStatistics, Ticker};
 pub use table::{
-    CachedBlock, Lookup, PreparedGet, Table, TableCache, TableGet, TableIter, TableIterOptions,
-    TableReadOptions, RESERVATION_TABLE_ID,
+    CachedBlock, Lookup, PinnedValue, PreparedGet, Table, TableCache, TableGet, TableIter,
+    TableIterOptions, TableReadOptions, RESERVATION_TABLE_ID,
 };

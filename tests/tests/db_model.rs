@@ -56,6 +56,9 @@ enum Op {
     /// opened: it holds what the model held when the backup was made.
     Restore(usize),
     Get(Vec<u8>),
+    /// `get_pinned`, checked against the model; the handle is kept until the next `GetPinned`
+    /// (across flushes and compactions that may drop its block from the cache and its table).
+    GetPinned(Vec<u8>),
     /// `multi_get` of these keys (repeats allowed), checked against the model and single gets.
     MultiGet(Vec<Vec<u8>>),
     Iter,
@@ -233,6 +236,7 @@ fn op(variant: Variant) -> impl Strategy<Value = Op> {
         1 => Just(Op::Backup),
         1 => (0usize..3).prop_map(Op::Restore),
         5 => key().prop_map(Op::Get),
+        2 => key().prop_map(Op::GetPinned),
         2 => proptest::collection::vec(key(), 0..16).prop_map(Op::MultiGet),
         1 => Just(Op::Iter),
         1 => key().prop_map(Op::Seek),
@@ -791,6 +795,7 @@ fn run(variant: Variant, style: CompactionStyle, ops: &[Op]) {
     let mut db = Db::open(dir.path(), options(variant, style)).unwrap();
     let mut model: Model = BTreeMap::new();
     let mut snapshots: Vec<(siftdb::Snapshot, Model)> = Vec::new();
+    let mut pinned: Option<(siftdb::PinnedValue, Vec<u8>)> = None;
     let mut held: Vec<(siftdb::DbIterator, Model)> = Vec::new();
     let mut appended = 0u64;
     for op in ops {
@@ -861,6 +866,18 @@ fn run(variant: Variant, style: CompactionStyle, ops: &[Op]) {
             Op::Backup => backups.create(&db, &model),
             Op::Restore(i) => backups.restore(*i, variant, style),
             Op::Get(k) => assert_eq!(db.get(k).unwrap(), model.get(k).cloned(), "get {k:?}"),
+            Op::GetPinned(k) => {
+                if let Some((held, want)) = &pinned {
+                    assert_eq!(held.to_vec(), *want, "a pinned value kept its bytes");
+                }
+                let got = db.get_pinned(k).unwrap();
+                assert_eq!(
+                    got.as_deref(),
+                    model.get(k).map(Vec::as_slice),
+                    "get_pinned {k:?}"
+                );
+                pinned = got.map(|v| (v, model.get(k).cloned().unwrap_or_default()));
+            }
             Op::MultiGet(keys) => {
                 let got: Vec<Option<Vec<u8>>> =
                     db.multi_get(keys).into_iter().map(|r| r.unwrap()).collect();
@@ -915,6 +932,11 @@ fn run(variant: Variant, style: CompactionStyle, ops: &[Op]) {
                         snap.get(k).unwrap(),
                         seen.get(k).cloned(),
                         "snapshot {i} get {k:?}"
+                    );
+                    assert_eq!(
+                        snap.get_pinned(k).unwrap().as_deref(),
+                        seen.get(k).map(Vec::as_slice),
+                        "snapshot {i} get_pinned {k:?}"
                     );
                     let got: Vec<_> = snap.iter().map(|r| r.unwrap()).collect();
                     let want: Vec<_> = seen.iter().map(|(k, v)| (k.clone(), v.clone())).collect();

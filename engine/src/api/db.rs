@@ -7,6 +7,7 @@ use std::thread::JoinHandle;
 use parking_lot::Mutex;
 
 use crate::api::keyspace::Keyspace;
+use crate::api::pinned_value::PinnedValue;
 use crate::api::snapshot::Snapshot;
 use crate::api::transaction::{Transaction, TransactionOptions};
 use crate::base::batch::WriteBatch;
@@ -455,6 +456,26 @@ impl Db {
             self.engine
                 .get_latest(self.engine.default_tree(), key.as_ref(), opts, &mut value)?;
         Ok(found.then_some(value))
+    }
+
+    /// The value of `key` without a copy where it can be (see [`PinnedValue`]): a plain put
+    /// in a table is handed back inside its cached data block.
+    pub fn get_pinned<K: AsRef<[u8]>>(&self, key: K) -> Result<Option<PinnedValue>> {
+        self.get_pinned_opt(key, &ReadOptions::default())
+    }
+
+    /// [`Db::get_pinned`] reading as `opts` say.
+    pub fn get_pinned_opt<K: AsRef<[u8]>>(
+        &self,
+        key: K,
+        opts: &ReadOptions,
+    ) -> Result<Option<PinnedValue>> {
+        let (mut copied, mut pinned) = (Vec::new(), None);
+        let tree = self.engine.default_tree();
+        let found =
+            self.engine
+                .get_latest_pinned(tree, key.as_ref(), opts, &mut copied, &mut pinned)?;
+        Ok(crate::api::pinned_value::answer(found, pinned, copied))
     }
 
     /// Reads `key` into `buf` (cleared first); returns whether it was found. The value is copied

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use siftdb_sstable::ValueKind;
 
 use crate::api::db::Db;
+use crate::api::pinned_value::PinnedValue;
 use crate::base::batch::{KeyspaceTag, WriteBatch};
 use crate::base::error::Result;
 use crate::base::options::{ReadOptions, WriteOptions};
@@ -164,6 +165,28 @@ impl Keyspace {
             .engine()
             .get_latest(&self.tree, key.as_ref(), opts, &mut value)?;
         Ok(found.then_some(value))
+    }
+
+    /// The value of `key` without a copy where it can be (see [`Db::get_pinned`]).
+    pub fn get_pinned<K: AsRef<[u8]>>(&self, key: K) -> Result<Option<PinnedValue>> {
+        self.get_pinned_opt(key, &ReadOptions::default())
+    }
+
+    /// [`Keyspace::get_pinned`] reading as `opts` say.
+    pub fn get_pinned_opt<K: AsRef<[u8]>>(
+        &self,
+        key: K,
+        opts: &ReadOptions,
+    ) -> Result<Option<PinnedValue>> {
+        let (mut copied, mut pinned) = (Vec::new(), None);
+        let found = self.engine().get_latest_pinned(
+            &self.tree,
+            key.as_ref(),
+            opts,
+            &mut copied,
+            &mut pinned,
+        )?;
+        Ok(crate::api::pinned_value::answer(found, pinned, copied))
     }
 
     /// Reads `key` into `buf` (cleared first); returns whether it was found.

@@ -5,6 +5,7 @@ pub(crate) mod backup;
 pub(crate) mod batch_index;
 pub(crate) mod db;
 pub(crate) mod keyspace;
+pub(crate) mod pinned_value;
 pub(crate) mod snapshot;
 pub(crate) mod sst_file_reader;
 pub(crate) mod sst_file_writer;

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::api::keyspace::Keyspace;
+use crate::api::pinned_value::PinnedValue;
 use crate::base::error::{Error, Result};
 use crate::base::options::ReadOptions;
 use crate::paths::engine::Engine;
@@ -50,6 +51,33 @@ impl Snapshot {
         let mut value = Vec::new();
         let found = self.get_into(key, &mut value)?;
         Ok(found.then_some(value))
+    }
+
+    /// [`Snapshot::get`] without a copy where it can be (see [`PinnedValue`]).
+    pub fn get_pinned<K: AsRef<[u8]>>(&self, key: K) -> Result<Option<PinnedValue>> {
+        self.get_pinned_at(self.db.default_tree(), key.as_ref())
+    }
+
+    /// [`Snapshot::get_in`] without a copy where it can be (see [`PinnedValue`]).
+    pub fn get_pinned_in<K: AsRef<[u8]>>(
+        &self,
+        ks: &Keyspace,
+        key: K,
+    ) -> Result<Option<PinnedValue>> {
+        self.check_same_db(ks)?;
+        self.get_pinned_at(ks.tree(), key.as_ref())
+    }
+
+    fn get_pinned_at(
+        &self,
+        tree: &crate::core::tree::Tree,
+        key: &[u8],
+    ) -> Result<Option<PinnedValue>> {
+        let (mut copied, mut pinned) = (Vec::new(), None);
+        let found = self
+            .db
+            .get_at_pinned(tree, key, self.sequence, &mut copied, &mut pinned)?;
+        Ok(crate::api::pinned_value::answer(found, pinned, copied))
     }
 
     /// [`Snapshot::get`] into `buf` (cleared first); returns whether the key was found.

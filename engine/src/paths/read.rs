@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use siftdb_sstable::blob::BlobIndex;
-use siftdb_sstable::{FilterOutcome, GetTrace, Lookup, PreparedGet};
+use siftdb_sstable::{FilterOutcome, GetTrace, Lookup, PinnedValue, PreparedGet};
 
 use crate::base::error::Result;
 use crate::base::merge::OperandStack;
@@ -31,7 +31,46 @@ impl Engine {
     ) -> Result<bool> {
         tree.check_live()?;
         let (view, seq) = self.read_point_borrowed(tree);
-        self.get_in(tree, &view, key, seq, opts, value)
+        self.get_in(tree, &view, key, seq, opts, value, None)
+    }
+
+    /// [`Engine::get_latest`] that leaves a value found as a plain put in a table's data block
+    /// in `pinned`, without copying it; every other value (from a memtable, merged, from a
+    /// blob file, expiring) is copied into `value` as `get_latest` copies it, and `pinned`
+    /// left `None`.
+    pub(crate) fn get_latest_pinned(
+        &self,
+        tree: &Tree,
+        key: &[u8],
+        opts: &ReadOptions,
+        value: &mut Vec<u8>,
+        pinned: &mut Option<PinnedValue>,
+    ) -> Result<bool> {
+        tree.check_live()?;
+        let (view, seq) = self.read_point_borrowed(tree);
+        self.get_in(tree, &view, key, seq, opts, value, Some(pinned))
+    }
+
+    /// [`Engine::get_at`] with a pinned value as [`Engine::get_latest_pinned`] has it.
+    pub(crate) fn get_at_pinned(
+        &self,
+        tree: &Tree,
+        key: &[u8],
+        seq: u64,
+        value: &mut Vec<u8>,
+        pinned: &mut Option<PinnedValue>,
+    ) -> Result<bool> {
+        tree.check_live()?;
+        let opts = ReadOptions::default();
+        self.get_in(
+            tree,
+            &tree.read_view_guard(),
+            key,
+            seq,
+            &opts,
+            value,
+            Some(pinned),
+        )
     }
 
     /// The value of `key` in `tree` as of `seq` (a registered snapshot's sequence), in the
@@ -51,11 +90,14 @@ impl Engine {
             seq,
             &ReadOptions::default(),
             value,
+            None,
         )
     }
 
     /// The read path: memtables, then L0 newest first, then one table per deeper level. A found
-    /// value is copied into `value` (cleared by the caller).
+    /// value is copied into `value` (cleared by the caller), or with `pinned`, left in its data
+    /// block when it is a plain put found in a table.
+    #[allow(clippy::too_many_arguments)]
     fn get_in(
         &self,
         tree: &Tree,
@@ -64,13 +106,22 @@ impl Engine {
         seq: u64,
         opts: &ReadOptions,
         value: &mut Vec<u8>,
+        mut pinned: Option<&mut Option<PinnedValue>>,
     ) -> Result<bool> {
         use std::sync::atomic::Ordering::Relaxed;
         self.shared.check_open()?;
         self.shared.counters().gets.fetch_add(1, Relaxed);
         let got = match self.get_from_memtables(view, key, seq, value) {
             Some(got) => got,
-            None => self.get_from_tables(tree, view, key, seq, opts.fill_cache, value)?,
+            None => {
+                let out = match pinned.as_deref_mut() {
+                    Some(pinned) => TableValue::Pin(pinned),
+                    None => TableValue::Copy(value),
+                };
+                let got = self.get_from_tables(tree, view, key, seq, opts.fill_cache, out)?;
+                unpin_unless_put(got, pinned, value);
+                got
+            }
         };
         let found = self.resolve(tree, view, key, seq, got, opts.fill_cache, value)?;
         if found {
@@ -270,7 +321,7 @@ impl Engine {
         key: &[u8],
         seq: u64,
         fill_cache: bool,
-        value: &mut Vec<u8>,
+        mut value: TableValue<'_>,
     ) -> Result<Lookup> {
         let version = &*view.version;
         let head = KeyHead::of(key);
@@ -320,9 +371,15 @@ impl Engine {
             next = candidates.next().map(|c| prepare(key, hash, fill_cache, c));
             let got = match prepared {
                 Some(prepared) => {
-                    let got = file
-                        .table
-                        .get_prepared_into(key, seq, prepared?, &mut trace, value)?;
+                    let table = &file.table;
+                    let got = match &mut value {
+                        TableValue::Copy(value) => {
+                            table.get_prepared_into(key, seq, prepared?, &mut trace, value)?
+                        }
+                        TableValue::Pin(pinned) => {
+                            table.get_prepared_pinned(key, seq, prepared?, &mut trace, pinned)?
+                        }
+                    };
                     tree.levels[level].record(&trace);
                     if tree.counts_heat && trace.filter != FilterOutcome::NotChecked {
                         file.heat
@@ -343,6 +400,30 @@ impl Engine {
         }
         verdict.count_miss_of(tree, view.index_covers_all);
         Ok(Lookup::NotFound)
+    }
+}
+
+/// Where a table lookup puts the value it finds.
+enum TableValue<'a> {
+    /// Copied into this buffer.
+    Copy(&'a mut Vec<u8>),
+    /// Left in its data block.
+    Pin(&'a mut Option<PinnedValue>),
+}
+
+/// Only a plain put stays pinned: any other answer (a merge operand, a blob index, an expiring
+/// value, or a version a newer range tombstone hides) is copied into `value` for the resolution
+/// that follows, which reads and rewrites it there.
+fn unpin_unless_put(got: Lookup, pinned: Option<&mut Option<PinnedValue>>, value: &mut Vec<u8>) {
+    let Some(pinned) = pinned else {
+        return;
+    };
+    if got == Lookup::Found {
+        return;
+    }
+    if let Some(held) = pinned.take() {
+        value.clear();
+        value.extend_from_slice(held.as_slice());
     }
 }
 

@@ -223,6 +223,32 @@ impl Table {
         trace: &mut GetTrace,
         value: &mut Vec<u8>,
     ) -> Result<Lookup> {
+        self.get_prepared_out(user_key, snapshot, prepared, trace, ValueOut::Copy(value))
+    }
+
+    /// [`Table::get_prepared_into`] that does not copy the value: `pinned` holds it inside its
+    /// data block (set whenever the entry is found, whatever its kind).
+    #[inline]
+    pub fn get_prepared_pinned(
+        &self,
+        user_key: &[u8],
+        snapshot: u64,
+        prepared: PreparedGet,
+        trace: &mut GetTrace,
+        pinned: &mut Option<PinnedValue>,
+    ) -> Result<Lookup> {
+        self.get_prepared_out(user_key, snapshot, prepared, trace, ValueOut::Pin(pinned))
+    }
+
+    #[inline]
+    fn get_prepared_out(
+        &self,
+        user_key: &[u8],
+        snapshot: u64,
+        prepared: PreparedGet,
+        trace: &mut GetTrace,
+        value: ValueOut<'_>,
+    ) -> Result<Lookup> {
         *trace = GetTrace::default();
         if prepared.beyond {
             return Ok(Lookup::NotFound);
@@ -270,7 +296,7 @@ impl Table {
         snapshot: u64,
         fill_cache: bool,
         trace: &mut GetTrace,
-        value: &mut Vec<u8>,
+        value: ValueOut<'_>,
     ) -> Result<Lookup> {
         // At a global seqno the caller has ruled out snapshots below it, so every stored entry
         // of the key (all of sequence 0) is visible: seek to the first.
@@ -309,8 +335,13 @@ impl Table {
             // Range tombstones are never point entries; one in a data block is damage.
             ValueKind::Delete | ValueKind::RangeDelete => return Ok(Lookup::Deleted),
         };
-        value.clear();
-        value.extend_from_slice(it.value());
+        match value {
+            ValueOut::Copy(value) => {
+                value.clear();
+                value.extend_from_slice(it.value());
+            }
+            ValueOut::Pin(pinned) => *pinned = Some(PinnedValue::of(&block, it.value())),
+        }
         Ok(found)
     }
 
@@ -415,4 +446,55 @@ fn split_internal(key: &[u8]) -> (&[u8], u64) {
     let (user_key, trailer) = key.split_at(key.len().saturating_sub(TRAILER_LEN));
     let trailer = trailer.try_into().map_or(0, u64::from_le_bytes);
     (user_key, trailer)
+}
+
+/// Where a lookup puts the value it found.
+enum ValueOut<'a> {
+    /// Copied into this buffer (cleared first).
+    Copy(&'a mut Vec<u8>),
+    /// Held in its data block.
+    Pin(&'a mut Option<PinnedValue>),
+}
+
+/// A value read from a table without copying it: a handle on the data block that holds it
+/// (shared with the block cache, which may evict the block meanwhile: the handle keeps it
+/// alive) and where the value is in it.
+#[derive(Clone)]
+pub struct PinnedValue {
+    block: Arc<Block>,
+    start: usize,
+    len: usize,
+}
+
+impl PinnedValue {
+    /// `value`, a slice of `block`'s bytes, held with the block. (Were it not inside the block,
+    /// the handle would read as empty rather than point anywhere else; block iterators hand
+    /// out values as slices of their block, so that does not happen.)
+    fn of(block: &Arc<Block>, value: &[u8]) -> PinnedValue {
+        let base = block.bytes().as_ptr() as usize;
+        let start = (value.as_ptr() as usize)
+            .checked_sub(base)
+            .filter(|start| start + value.len() <= block.bytes().len());
+        PinnedValue {
+            block: Arc::clone(block),
+            start: start.unwrap_or(0),
+            len: if start.is_some() { value.len() } else { 0 },
+        }
+    }
+
+    /// The value's bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        self.block
+            .bytes()
+            .get(self.start..self.start + self.len)
+            .unwrap_or_default()
+    }
+}
+
+impl std::fmt::Debug for PinnedValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PinnedValue")
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
 }

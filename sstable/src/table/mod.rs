@@ -23,7 +23,7 @@ use arc_swap::ArcSwapOption;
 use siftdb_cache::{BlockCache, BlockKey, BlockKind, FalsePositiveMemo, PinnedBlock, Priority};
 use siftdb_filter::{Filter, KeyHasher};
 
-pub use get::PreparedGet;
+pub use get::{PinnedValue, PreparedGet};
 pub use iter::TableIter;
 
 use crate::block::Block;
