@@ -662,6 +662,12 @@ pub struct Args {
     #[arg(long = "mmap_read", num_args = 0..=1, default_value = "false", default_missing_value = "true",
           value_parser = BoolishValueParser::new())]
     pub mmap_read: bool,
+    /// Point lookups without copying the value (`db_bench`'s `--pin_slice`): siftdb's
+    /// `get_pinned`, RocksDB's `get_pinned`, fjall's `get` (a shared slice), each value dropped
+    /// uncopied; `false`: every engine copies each value into the runner's buffer.
+    #[arg(long = "pin_slice", num_args = 0..=1, default_value = "false", default_missing_value = "true",
+          value_parser = BoolishValueParser::new())]
+    pub pin_slice: bool,
     /// The peers' statistics (`db_bench`'s `--statistics`): RocksDB's tickers at `ExceptTimers`
     /// (`false`: no statistics object, so no filter or block figures for RocksDB, and none of
     /// their cost). siftdb's counters are always on; fjall's are compiled in (`metrics`).
@@ -869,6 +875,8 @@ pub struct Config {
     pub sync: bool,
     /// Read table files through `mmap`.
     pub mmap_read: bool,
+    /// Point lookups leave values uncopied.
+    pub pin_slice: bool,
     /// The peers' statistics.
     pub statistics: bool,
     /// Flush after write workloads.
@@ -970,6 +978,7 @@ impl Config {
             transactions: TransactionConfig::from_args(args),
             sync: args.sync,
             mmap_read: args.mmap_read,
+            pin_slice: args.pin_slice,
             statistics: args.statistics,
             flush_after_write: args.flush_after_write,
             seed: args.seed,

@@ -16,7 +16,7 @@ use super::args::{
 use super::text::human_bytes;
 
 /// The settings, in the order the table lists them.
-pub const ROWS: [&str; 13] = [
+pub const ROWS: [&str; 14] = [
     "filters",
     "block cache",
     "prefix filter",
@@ -25,6 +25,7 @@ pub const ROWS: [&str; 13] = [
     "compression",
     "blob files",
     "table reads",
+    "point lookups",
     "sync (--sync)",
     "L0 slowdown",
     "statistics",
@@ -313,6 +314,16 @@ pub fn tree_shape(config: &Config) -> String {
         human_bytes(o.max_bytes_for_level_base),
         o.max_bytes_for_level_multiplier
     )
+}
+
+/// How an engine's point lookups hand values over, for `--pin_slice` (`pinned`) or not
+/// (`copied`).
+pub fn pin_slice_text(config: &Config, pinned: &str, copied: &str) -> String {
+    if config.pin_slice {
+        format!("{pinned}, the value left uncopied (--pin_slice)")
+    } else {
+        format!("{copied} into the runner's buffer")
+    }
 }
 
 /// The threads an engine compresses with beside its table builder, as the "compression" row

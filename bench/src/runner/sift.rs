@@ -27,6 +27,8 @@ pub struct SiftEngine {
     /// The options the database was opened with (a checkpoint is opened with them too).
     options: Options,
     write_options: WriteOptions,
+    /// `--pin_slice`: lookups through `get_pinned`, values not copied.
+    pin_slice: bool,
 }
 
 impl SiftEngine {
@@ -47,6 +49,7 @@ impl SiftEngine {
             keyspaces,
             options,
             write_options: WriteOptions { sync: config.sync },
+            pin_slice: config.pin_slice,
         })
     }
 
@@ -221,6 +224,10 @@ pub fn siftdb_rows(config: &Config) -> SettingRows {
             "table reads",
             if config.mmap_read { "mmap" } else { "pread" }.to_string(),
         ),
+        (
+            "point lookups",
+            super::settings::pin_slice_text(config, "get_pinned", "get_into, copied"),
+        ),
         ("sync (--sync)", sync_text(config, "fdatasync of the WAL")),
         ("writeback", super::settings::writeback_text(&o)),
         (
@@ -365,6 +372,9 @@ impl Engine for SiftEngine {
     }
 
     fn get(&self, ks: usize, key: &[u8], buf: &mut Vec<u8>) -> Result<bool> {
+        if self.pin_slice {
+            return Ok(self.keyspace(ks)?.get_pinned(key)?.is_some());
+        }
         Ok(self.keyspace(ks)?.get_into(key, buf)?)
     }
 

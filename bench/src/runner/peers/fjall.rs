@@ -99,6 +99,8 @@ pub struct FjallEngine {
     /// The optimistic transaction database `db` is the inside of (`--optimistic_transaction_db`).
     transactions: Option<OptimisticTxDatabase>,
     sync: bool,
+    /// `--pin_slice`: lookups leave the value (a shared slice) uncopied.
+    pin_slice: bool,
     settings: String,
     /// The settings table's rows ([`super::super::settings`]).
     rows: SettingRows,
@@ -131,6 +133,7 @@ impl FjallEngine {
             keyspace,
             transactions,
             sync: config.sync,
+            pin_slice: config.pin_slice,
             settings: settings_line(config, &sift, &given),
             rows: settings_rows(config, &sift, &given),
         })
@@ -420,6 +423,10 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, given: &Given) -> Sett
         ("blob files", blob_row(config)),
         ("table reads", "pread (fjall has no mmap)".to_string()),
         (
+            "point lookups",
+            settings::pin_slice_text(config, "get (a shared slice)", "get, copied"),
+        ),
+        (
             "sync (--sync)",
             settings::sync_text(config, "fdatasync of the journal (SyncData)"),
         ),
@@ -543,7 +550,11 @@ impl Engine for FjallEngine {
     }
 
     fn get(&self, _ks: usize, key: &[u8], buf: &mut Vec<u8>) -> Result<bool> {
-        match self.keyspace.get(key).map_err(fjall_error)? {
+        let value = self.keyspace.get(key).map_err(fjall_error)?;
+        if self.pin_slice {
+            return Ok(value.is_some());
+        }
+        match value {
             Some(value) => {
                 buf.clear();
                 buf.extend_from_slice(&value);

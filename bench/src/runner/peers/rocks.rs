@@ -145,6 +145,8 @@ pub struct RocksEngine {
     rows: SettingRows,
     /// Whether RocksDB keeps statistics (`--statistics`).
     statistics: bool,
+    /// `--pin_slice`: lookups leave the pinned value uncopied.
+    pin_slice: bool,
 }
 
 impl RocksEngine {
@@ -164,6 +166,7 @@ impl RocksEngine {
             settings: settings_line(config, &sift, &mapped),
             rows: settings_rows(config, &sift, &mapped),
             statistics: config.statistics,
+            pin_slice: config.pin_slice,
         })
     }
 
@@ -571,6 +574,10 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, mapped: &Mapped) -> Se
             .to_string(),
         ),
         (
+            "point lookups",
+            settings::pin_slice_text(config, "get_pinned", "get_pinned, copied"),
+        ),
+        (
             "sync (--sync)",
             settings::sync_text(config, "fdatasync of the WAL"),
         ),
@@ -668,7 +675,11 @@ impl Engine for RocksEngine {
     }
 
     fn get(&self, _ks: usize, key: &[u8], buf: &mut Vec<u8>) -> Result<bool> {
-        match with_db!(&self.db, db => db.get_pinned(key)).map_err(rocks_error)? {
+        let pinned = with_db!(&self.db, db => db.get_pinned(key)).map_err(rocks_error)?;
+        if self.pin_slice {
+            return Ok(pinned.is_some());
+        }
+        match pinned {
             Some(value) => {
                 buf.clear();
                 buf.extend_from_slice(&value);
