@@ -371,6 +371,20 @@ fn memtable_row(config: &Config, write_buffer: u64) -> String {
     )
 }
 
+/// The "background work" row.
+fn background_row(sift: &siftdb::Options) -> String {
+    format!(
+        "{} worker threads{}; compaction readahead: fjall's own (not mapped); outputs \
+         cut at the target size (fjall has no grandparent alignment)",
+        1 + sift.compaction_threads(),
+        if sift.max_subcompactions > 1 {
+            " (fjall has no subcompactions; --subcompactions not mapped)"
+        } else {
+            ""
+        }
+    )
+}
+
 fn settings_rows(config: &Config, sift: &siftdb::Options, given: &Given) -> SettingRows {
     let Given {
         bits,
@@ -436,19 +450,7 @@ fn settings_rows(config: &Config, sift: &siftdb::Options, given: &Given) -> Sett
         ),
         ("L0 slowdown", "fjall's own write stalls".to_string()),
         ("statistics", "metrics feature counters".to_string()),
-        (
-            "background work",
-            format!(
-                "{} worker threads{}; compaction readahead: fjall's own (not mapped); outputs \
-                 cut at the target size (fjall has no grandparent alignment)",
-                1 + sift.compaction_threads(),
-                if sift.max_subcompactions > 1 {
-                    " (fjall has no subcompactions; --subcompactions not mapped)"
-                } else {
-                    ""
-                }
-            ),
-        ),
+        ("background work", background_row(sift)),
         (
             "rate limiter",
             match sift.rate_limiter {
