@@ -251,11 +251,81 @@ fn options(fs: &FaultFs) -> Options {
 }
 
 fn replace(fs: &FaultFs, path: &Path, data: &[u8]) {
+    replace_in(fs, path, data, Path::new("/db"));
+}
+
+fn replace_in(fs: &FaultFs, path: &Path, data: &[u8], dir: &Path) {
     if let Ok(mut f) = fs.create(path) {
         let _ = f.write_all(data);
         let _ = f.sync();
     }
-    let _ = fs.sync_dir(Path::new("/db"));
+    let _ = fs.sync_dir(dir);
+}
+
+/// Where [`backup_meta_decode`] keeps its backups, and the metadata file of backup 1.
+const BACKUPS: &str = "/backups";
+const BACKUP_META: &str = "/backups/meta/1";
+
+/// A backup engine over [`BACKUPS`] on `fs`.
+fn backup_engine(fs: &FaultFs) -> Option<siftdb::backup::BackupEngine> {
+    let options = siftdb::backup::BackupEngineOptions {
+        fs: Arc::new(fs.clone()),
+        ..siftdb::backup::BackupEngineOptions::default()
+    };
+    siftdb::backup::BackupEngine::open_with(BACKUPS, options).ok()
+}
+
+/// Backup 1 of a fresh database (its tables, blob file, WAL and manifest) on `fs`.
+fn fresh_backup(fs: &FaultFs) -> Option<()> {
+    fresh_db(fs)?;
+    let db = Db::open("/db", options(fs)).ok()?;
+    let mut engine = backup_engine(fs)?;
+    (engine.create_new_backup(&db).ok()? == 1).then_some(())
+}
+
+/// The metadata file of a backup of a fresh database: the seed the fuzz readers mutate.
+pub fn valid_backup_meta() -> Vec<u8> {
+    let fs = FaultFs::new();
+    fresh_backup(&fs)
+        .and_then(|()| fs.read(Path::new(BACKUP_META)).ok())
+        .unwrap_or_default()
+}
+
+/// Opens a backup directory whose backup 1 has `data` as its metadata file, then lists,
+/// verifies and restores it (and opens what a restore wrote): errors, never a panic, and no
+/// restore of a backup whose metadata does not check out.
+pub fn backup_meta_decode(data: &[u8]) {
+    let fs = FaultFs::new();
+    if fresh_backup(&fs).is_none() {
+        return;
+    }
+    replace_in(
+        &fs,
+        Path::new(BACKUP_META),
+        data,
+        Path::new("/backups/meta"),
+    );
+    let Some(engine) = backup_engine(&fs) else {
+        return;
+    };
+    let listed = engine.get_backup_info();
+    let corrupted = engine.get_corrupted_backups();
+    assert!(
+        !(listed.iter().any(|b| b.backup_id == 1) && corrupted.contains(&1)),
+        "backup 1 both listed and corrupt"
+    );
+    let verified = engine.verify_backup(1).is_ok();
+    let restored = engine.restore_db_from_backup(1, "/restored").is_ok();
+    assert!(
+        verified || !restored,
+        "a backup that does not verify was restored"
+    );
+    if restored {
+        if let Ok(db) = Db::open("/restored", options(&fs)) {
+            let _ = db.get(b"k1");
+            let _ = db.iter().take(10_000).count();
+        }
+    }
 }
 
 /// Replays `data` as the database's write-ahead log (opening the database), then reads.

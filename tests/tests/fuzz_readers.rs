@@ -212,6 +212,17 @@ proptest! {
     }
 
     #[test]
+    fn fuzz_backup_meta(bytes in proptest::collection::vec(any::<u8>(), 0..1024),
+                        edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..6),
+                        cut in proptest::option::of(any::<usize>())) {
+        fuzz_entry::backup_meta_decode(&bytes);
+        static SEED: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+        let seed = SEED.get_or_init(fuzz_entry::valid_backup_meta);
+        prop_assert!(!seed.is_empty(), "the seed backup has a metadata file");
+        fuzz_entry::backup_meta_decode(&mutate(seed.clone(), &edits, cut));
+    }
+
+    #[test]
     fn fuzz_keyspace_wal_records(edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..6),
                                  cut in proptest::option::of(any::<usize>()),
                                  extra in proptest::option::of(proptest::collection::vec(any::<u8>(), 0..64))) {
