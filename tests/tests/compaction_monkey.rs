@@ -112,27 +112,38 @@ fn monkey_filters_follow_the_allocation_at_the_same_memory_as_uniform() {
     let (above_bottom, upper) = m_levels[..m_levels.len() - 1]
         .split_last()
         .expect("at least 4 levels");
+    //
+    // The same holds for any level whose plan is within the correction's reach of the bottom's:
+    // the correction moves each table's plan by up to 10 % either way, so two levels planned
+    // less than 20 % apart can end up with their tables' mean FPR either way round (the mean of
+    // a level whose tables were planned at different times is above the FPR of its mean bits, so
+    // a level can even show more bits/key and a higher FPR). Seen twice in CI at L2, planned
+    // 10.90 against the bottom's 9.84. Every level above the bottom must be planned tighter;
+    // beyond the correction's reach it must also be built tighter; within it, not far looser.
+    let reach = 0.2 * bottom.planned_bits_per_key;
     for &(level, l) in upper {
         assert!(
-            l.bits_per_key > bottom.bits_per_key && l.expected_fpr < bottom.expected_fpr,
-            "L{level} ({:.2} bits/key, fpr {:.6}) is not tighter than bottom L{bottom_level} \
-             ({:.2} bits/key, fpr {:.6})",
-            l.bits_per_key,
-            l.expected_fpr,
-            bottom.bits_per_key,
-            bottom.expected_fpr
+            l.planned_bits_per_key > bottom.planned_bits_per_key,
+            "L{level} is planned at {:.2} bits/key, not above bottom L{bottom_level}'s {:.2}",
+            l.planned_bits_per_key,
+            bottom.planned_bits_per_key
         );
+        if l.planned_bits_per_key - bottom.planned_bits_per_key > reach {
+            assert!(
+                l.bits_per_key > bottom.bits_per_key && l.expected_fpr < bottom.expected_fpr,
+                "L{level} ({:.2} bits/key, fpr {:.6}) is not tighter than bottom \
+                 L{bottom_level} ({:.2} bits/key, fpr {:.6})",
+                l.bits_per_key,
+                l.expected_fpr,
+                bottom.bits_per_key,
+                bottom.expected_fpr
+            );
+        } else {
+            assert_not_far_looser(level, l, bottom_level, bottom);
+        }
     }
     let &(level, l) = above_bottom;
-    assert!(
-        l.bits_per_key > bottom.bits_per_key - 2.0 && l.expected_fpr < 4.5 * bottom.expected_fpr,
-        "L{level} ({:.2} bits/key, fpr {:.6}) is far looser than bottom L{bottom_level} \
-         ({:.2} bits/key, fpr {:.6})",
-        l.bits_per_key,
-        l.expected_fpr,
-        bottom.bits_per_key,
-        bottom.expected_fpr
-    );
+    assert_not_far_looser(level, l, bottom_level, bottom);
     // Uniform: every level near the average bits/key (real bits: headers and block rounding
     // add up to ~2 bits/key on L1's tables of a few hundred keys).
     for (level, l) in deep_levels(&uniform) {
@@ -154,5 +165,20 @@ fn monkey_filters_follow_the_allocation_at_the_same_memory_as_uniform() {
     assert!(
         m_sum < 0.8 * u_sum,
         "summed expected FPR: monkey {m_sum:.6}, uniform {u_sum:.6}"
+    );
+}
+
+/// A level planned within the budget correction's reach of the bottom: its filters may end up
+/// on either side of the bottom's, but not far looser (measured: up to 1.9 bits/key, FPR up to
+/// 4x).
+fn assert_not_far_looser(level: usize, l: &LevelInfo, bottom_level: usize, bottom: &LevelInfo) {
+    assert!(
+        l.bits_per_key > bottom.bits_per_key - 2.0 && l.expected_fpr < 4.5 * bottom.expected_fpr,
+        "L{level} ({:.2} bits/key, fpr {:.6}) is far looser than bottom L{bottom_level} \
+         ({:.2} bits/key, fpr {:.6})",
+        l.bits_per_key,
+        l.expected_fpr,
+        bottom.bits_per_key,
+        bottom.expected_fpr
     );
 }
