@@ -19,6 +19,7 @@ use crate::core::level_info::LevelInfo;
 use crate::core::stats::Stats;
 use crate::paths::engine::Engine;
 use crate::paths::iterator::{DbIterator, RawIterator};
+use crate::paths::latency::{timed, Op};
 
 /// An embedded LSM-tree key-value store.
 ///
@@ -72,6 +73,8 @@ impl CloseOnDrop {
         }
         for handle in std::mem::take(&mut *self.threads.lock()) {
             if handle.thread().id() != std::thread::current().id() {
+                // Wakes a thread parked until its next round (the metrics publisher).
+                handle.thread().unpark();
                 let _ = handle.join();
             }
         }
@@ -119,7 +122,10 @@ impl Db {
             .chain(crate::jobs::filter_index::start_background(shared))
             .chain(crate::jobs::file_deleter::start_background(shared))
             .collect();
-        Ok(Db::with_engine(engine, threads, Some(lock)))
+        let db = Db::with_engine(engine, threads, Some(lock));
+        #[cfg(feature = "metrics")]
+        db.start_metrics_publisher();
+        Ok(db)
     }
 
     /// Opens (or creates) the database in `path` with **stepped background work**, for tests
@@ -211,6 +217,12 @@ impl Db {
     /// The engine behind the handle.
     pub(crate) fn engine(&self) -> &Arc<Engine> {
         &self.engine
+    }
+
+    /// Hands a background thread to the handle: joined when the database closes.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn adopt_thread(&self, handle: JoinHandle<()>) {
+        self.guard.threads.lock().push(handle);
     }
 
     /// The keyspace `name`, created with `KeyspaceOptions::default()` if it does not exist (with
@@ -438,7 +450,8 @@ impl Db {
 
     /// [`Db::write`] with options (`sync` for durability across power loss).
     pub fn write_opt(&self, batch: impl Into<WriteBatch>, opts: &WriteOptions) -> Result<()> {
-        self.engine.write(batch.into(), opts.sync)
+        let batch = batch.into();
+        timed(Op::Put, None, || self.engine.write(batch, opts.sync))
     }
 
     /// The value of `key`, or `None`.
@@ -452,9 +465,10 @@ impl Db {
     /// was: blocks it holds are used, others are read and dropped).
     pub fn get_opt<K: AsRef<[u8]>>(&self, key: K, opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
         let mut value = Vec::new();
-        let found =
-            self.engine
-                .get_latest(self.engine.default_tree(), key.as_ref(), opts, &mut value)?;
+        let tree = self.engine.default_tree();
+        let found = timed(Op::Get, Some(&tree.name), || {
+            self.engine.get_latest(tree, key.as_ref(), opts, &mut value)
+        })?;
         Ok(found.then_some(value))
     }
 
@@ -472,9 +486,10 @@ impl Db {
     ) -> Result<Option<PinnedValue>> {
         let (mut copied, mut pinned) = (Vec::new(), None);
         let tree = self.engine.default_tree();
-        let found =
+        let found = timed(Op::Get, Some(&tree.name), || {
             self.engine
-                .get_latest_pinned(tree, key.as_ref(), opts, &mut copied, &mut pinned)?;
+                .get_latest_pinned(tree, key.as_ref(), opts, &mut copied, &mut pinned)
+        })?;
         Ok(crate::api::pinned_value::answer(found, pinned, copied))
     }
 
@@ -483,12 +498,11 @@ impl Db {
     /// one buffer allocates nothing per lookup.
     pub fn get_into<K: AsRef<[u8]>>(&self, key: K, buf: &mut Vec<u8>) -> Result<bool> {
         buf.clear();
-        self.engine.get_latest(
-            self.engine.default_tree(),
-            key.as_ref(),
-            &ReadOptions::default(),
-            buf,
-        )
+        let tree = self.engine.default_tree();
+        timed(Op::Get, Some(&tree.name), || {
+            self.engine
+                .get_latest(tree, key.as_ref(), &ReadOptions::default(), buf)
+        })
     }
 
     /// Looks up every key of `keys` at one point in time, answers in the same order: as many
@@ -646,7 +660,8 @@ impl Db {
     /// # Ok::<(), siftdb::Error>(())
     /// ```
     pub fn raw_iter_opt(&self, opts: &ReadOptions) -> RawIterator {
-        crate::paths::read::raw_iterator(&self.engine, self.engine.default_tree(), None, opts)
+        let tree = self.engine.default_tree();
+        crate::paths::read::raw_iterator(&self.engine, tree, None, opts).in_keyspace(&tree.name)
     }
 
     /// Flushes the memtable to an L0 table and waits until it (and any earlier one) is on disk.

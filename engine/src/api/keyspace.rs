@@ -14,6 +14,7 @@ use crate::core::level_info::LevelInfo;
 use crate::core::tree::Tree;
 use crate::paths::engine::Engine;
 use crate::paths::iterator::{DbIterator, RawIterator};
+use crate::paths::latency::{timed, Op};
 
 /// A handle to one keyspace of a [`Db`]: the same reads and writes as `Db`'s own methods (which
 /// act on the keyspace `"default"`), on this keyspace's tree. `Clone`, `Send` and `Sync`; it keeps
@@ -161,9 +162,10 @@ impl Keyspace {
     /// [`Keyspace::get`] reading as `opts` say.
     pub fn get_opt<K: AsRef<[u8]>>(&self, key: K, opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
         let mut value = Vec::new();
-        let found = self
-            .engine()
-            .get_latest(&self.tree, key.as_ref(), opts, &mut value)?;
+        let found = timed(Op::Get, Some(&self.tree.name), || {
+            self.engine()
+                .get_latest(&self.tree, key.as_ref(), opts, &mut value)
+        })?;
         Ok(found.then_some(value))
     }
 
@@ -179,21 +181,25 @@ impl Keyspace {
         opts: &ReadOptions,
     ) -> Result<Option<PinnedValue>> {
         let (mut copied, mut pinned) = (Vec::new(), None);
-        let found = self.engine().get_latest_pinned(
-            &self.tree,
-            key.as_ref(),
-            opts,
-            &mut copied,
-            &mut pinned,
-        )?;
+        let found = timed(Op::Get, Some(&self.tree.name), || {
+            self.engine().get_latest_pinned(
+                &self.tree,
+                key.as_ref(),
+                opts,
+                &mut copied,
+                &mut pinned,
+            )
+        })?;
         Ok(crate::api::pinned_value::answer(found, pinned, copied))
     }
 
     /// Reads `key` into `buf` (cleared first); returns whether it was found.
     pub fn get_into<K: AsRef<[u8]>>(&self, key: K, buf: &mut Vec<u8>) -> Result<bool> {
         buf.clear();
-        self.engine()
-            .get_latest(&self.tree, key.as_ref(), &ReadOptions::default(), buf)
+        timed(Op::Get, Some(&self.tree.name), || {
+            self.engine()
+                .get_latest(&self.tree, key.as_ref(), &ReadOptions::default(), buf)
+        })
     }
 
     /// Looks up every key of `keys` in this keyspace at one point in time (see
@@ -240,6 +246,7 @@ impl Keyspace {
     /// [`Db::raw_iter_opt`]).
     pub fn raw_iter_opt(&self, opts: &ReadOptions) -> RawIterator {
         crate::paths::read::raw_iterator(self.engine(), &self.tree, None, opts)
+            .in_keyspace(&self.tree.name)
     }
 
     /// Flushes this keyspace's memtable to an L0 table and waits until it is on disk.

@@ -5,6 +5,8 @@ pub(crate) mod backup;
 pub(crate) mod batch_index;
 pub(crate) mod db;
 pub(crate) mod keyspace;
+#[cfg(feature = "metrics")]
+pub(crate) mod metrics;
 pub(crate) mod pinned_value;
 pub(crate) mod snapshot;
 pub(crate) mod sst_file_reader;

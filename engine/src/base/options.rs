@@ -302,6 +302,12 @@ pub struct Options {
     /// which then competes with the flush's sync in bursts (a fill of 4 KiB values: 85,000
     /// ops/s without, 120,000 with). 0: left to the OS. Default 1 MiB.
     pub wal_bytes_per_sync: u64,
+    /// How often the publisher thread records the database's statistics through the `metrics`
+    /// crate (cargo feature `metrics`; see [`Db::publish_metrics`](crate::Db) and
+    /// `docs/METRICS.md`). `None`: no thread, figures are published only when the application
+    /// calls `publish_metrics`. Default: every second with the feature, `None` without it (the
+    /// field is ignored then). Read-only opens start no publisher.
+    pub metrics_interval: Option<std::time::Duration>,
 }
 
 /// The most threads [`Options::compression_parallel_threads`] may ask for.
@@ -427,6 +433,11 @@ impl Default for Options {
             rate_limiter: None,
             bytes_per_sync: 1 << 20,
             wal_bytes_per_sync: 1 << 20,
+            metrics_interval: if cfg!(feature = "metrics") {
+                Some(std::time::Duration::from_secs(1))
+            } else {
+                None
+            },
         }
     }
 }

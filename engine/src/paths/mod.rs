@@ -7,7 +7,10 @@ pub(crate) mod engine;
 pub(crate) mod ingest;
 pub(crate) mod iterator;
 pub(crate) mod keyspaces;
+pub(crate) mod latency;
 pub(crate) mod manual_compaction;
+#[cfg(feature = "metrics")]
+pub(crate) mod metrics_snapshot;
 pub(crate) mod properties;
 pub(crate) mod read;
 pub(crate) mod recovery;

@@ -48,7 +48,8 @@ impl Scan {
         };
         let db = Some(Arc::clone(&self.db));
         match merge_for(&self.tree, &self.view, &spec) {
-            Ok(merge) => RawIterator::new(db, merge, self.seen.clone(), self.bounds.clone()),
+            Ok(merge) => RawIterator::new(db, merge, self.seen.clone(), self.bounds.clone())
+                .in_keyspace(&self.tree.name),
             Err(e) => RawIterator::failed(Arc::clone(&self.db), self.sequence, e),
         }
     }

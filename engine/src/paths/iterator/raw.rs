@@ -115,6 +115,9 @@ pub struct RawIterator {
     current_is_blob: bool,
     /// The current blob value, once read (or why it could not be).
     blob_value: std::sync::OnceLock<std::result::Result<Arc<Vec<u8>>, Error>>,
+    /// The keyspace its sampled seek latencies are labelled with (cargo feature `metrics`).
+    #[cfg(feature = "metrics")]
+    keyspace: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for RawIterator {
@@ -149,7 +152,23 @@ impl RawIterator {
             broken: None,
             current_is_blob: false,
             blob_value: std::sync::OnceLock::new(),
+            #[cfg(feature = "metrics")]
+            keyspace: None,
         }
+    }
+
+    /// The cursor, its seek latencies labelled with keyspace `name` (cargo feature `metrics`).
+    #[cfg(feature = "metrics")]
+    pub(crate) fn in_keyspace(mut self, name: &Arc<str>) -> RawIterator {
+        self.keyspace = Some(Arc::clone(name));
+        self
+    }
+
+    /// The cursor (without the feature `metrics` there is no label to give it).
+    #[cfg(not(feature = "metrics"))]
+    #[inline(always)]
+    pub(crate) fn in_keyspace(self, _name: &Arc<str>) -> RawIterator {
+        self
     }
 
     /// A cursor that only reports `error`.
@@ -273,6 +292,20 @@ impl RawIterator {
 
     /// Moves to the first key ≥ `key` (the first key within the bounds if `key` is below them).
     pub fn seek(&mut self, key: &[u8]) {
+        #[cfg(feature = "metrics")]
+        let sampled = crate::paths::latency::sample();
+        self.seek_forward(key);
+        #[cfg(feature = "metrics")]
+        if let Some(start) = sampled {
+            crate::paths::latency::record(
+                crate::paths::latency::Op::Seek,
+                self.keyspace.as_ref(),
+                start,
+            );
+        }
+    }
+
+    fn seek_forward(&mut self, key: &[u8]) {
         self.restart(Direction::Forward);
         let key = match self.bounds.lower_key() {
             Some(lower) if !self.bounds.above_lower(key) => lower,
@@ -285,6 +318,20 @@ impl RawIterator {
 
     /// Moves to the last key ≤ `key` (the last key within the bounds if `key` is above them).
     pub fn seek_for_prev(&mut self, key: &[u8]) {
+        #[cfg(feature = "metrics")]
+        let sampled = crate::paths::latency::sample();
+        self.seek_backward(key);
+        #[cfg(feature = "metrics")]
+        if let Some(start) = sampled {
+            crate::paths::latency::record(
+                crate::paths::latency::Op::Seek,
+                self.keyspace.as_ref(),
+                start,
+            );
+        }
+    }
+
+    fn seek_backward(&mut self, key: &[u8]) {
         self.restart(Direction::Reverse);
         let target = match self.bounds.upper_key() {
             // The smallest internal key of the bound: every version of it sorts after it, so
