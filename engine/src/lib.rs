@@ -59,6 +59,11 @@ pub use crate::base::compaction_style::{
 pub use crate::base::error::{
     BackgroundError, BackgroundJob, CompactionFilterError, Corruption, Error, Result,
 };
+pub use crate::base::event_listener::{
+    BackgroundErrorInfo, CompactionJobInfo, CompactionReason, EventListener, FlushJobInfo,
+    FlushReason, MemTableInfo, TableFileCreationInfo, TableFileCreationReason,
+    TableFileDeletionInfo, TableFileInfo, WriteStallCause, WriteStallCondition, WriteStallInfo,
+};
 pub use crate::base::ingest_options::IngestOptions;
 pub use crate::base::keyspace_options::{KeyspaceOptions, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN};
 pub use crate::base::merge::MergeOperator;

@@ -325,7 +325,7 @@ impl WriteBatchWithIndex {
                     None => base()?,
                 };
                 merge_over(
-                    tree.options.merge_operator.as_ref(),
+                    tree.options().merge_operator.as_ref(),
                     key,
                     existing.as_deref(),
                     operands,
@@ -414,7 +414,7 @@ fn merge_over(
 
 /// The clock of `tree`'s database now, in milliseconds (what an expiring put is judged by).
 fn now_millis(tree: &Tree) -> u64 {
-    crate::base::ttl::millis(tree.options.clock.now())
+    crate::base::ttl::millis(tree.options().clock.now())
 }
 
 pub(crate) fn owned_bounds<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(
@@ -563,7 +563,8 @@ impl<'a> BatchAndDbIterator<'a> {
                     Some(known) => known.live(self.now),
                     None => existing,
                 };
-                let operator = self.tree.options.merge_operator.as_ref();
+                let options = self.tree.options();
+                let operator = options.merge_operator.as_ref();
                 Some(
                     merge_over(operator, key, existing.as_deref(), operands)
                         .map(|v| (key.to_vec(), v)),

@@ -81,6 +81,8 @@ impl CloseOnDrop {
         let synced = self.engine.sync_wal_at_close();
         // Let another instance open the directory; this one's readers keep their open files.
         self.lock.lock().take();
+        // Every event raised until now reaches the listeners before `close` returns.
+        self.engine.shared().events().stop();
         synced
     }
 }
@@ -774,6 +776,57 @@ impl Db {
     /// ```
     pub fn build_filter_index(&self) -> Result<usize> {
         self.engine.build_filter_index()
+    }
+
+    /// Changes options of the open database (RocksDB's `SetOptions`): those of the "default"
+    /// keyspace RocksDB marks mutable that siftdb has — `write_buffer_size`,
+    /// `max_write_buffer_number`, `level0_file_num_compaction_trigger`,
+    /// `level0_stop_writes_trigger`, `target_file_size_base`, `max_bytes_for_level_base`,
+    /// `max_bytes_for_level_multiplier`, `disable_auto_compactions`, `filter_bits_per_key`,
+    /// `optimize_filters_for_hits`, `bloom_before_level`, `compression`,
+    /// `compression_per_level` (codec names joined by `,`) and the blob file options — and the
+    /// database's compaction threads (`max_background_jobs`, `max_background_compactions`).
+    /// Values are written as in the keyspace options' text form (`docs/TUNING.md`).
+    ///
+    /// All changes apply or none: an unknown name, an option that cannot change on an open
+    /// database (`block_size`, `prefix_extractor`, ...), a value that does not parse or options
+    /// that do not validate are [`Error::InvalidArgument`](crate::Error::InvalidArgument)
+    /// naming the option. New memtables, the stall checks, compaction picks and new tables
+    /// follow the change; tables already written keep their filters and codecs. The changes
+    /// are recorded in `OPTIONS` (`set_options.<keyspace>.<name>=<value>` lines); a reopen
+    /// runs with the options it is given, as RocksDB's does.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+    /// // A bulk load: no compactions, large memtables; then back to normal.
+    /// db.set_options(&[("disable_auto_compactions", "true"), ("write_buffer_size", "268435456")])?;
+    /// db.put(b"k", b"v")?;
+    /// db.set_options(&[("disable_auto_compactions", "false"), ("write_buffer_size", "67108864")])?;
+    /// assert!(db.set_options(&[("block_size", "8192")]).is_err()); // fixed at open
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_options(&self, changes: &[(&str, &str)]) -> Result<()> {
+        self.set_tree_options(self.engine.default_tree(), changes, true)
+    }
+
+    /// [`Db::set_options`] on `tree`; `db_wide`: the database's options may be named too.
+    pub(crate) fn set_tree_options(
+        &self,
+        tree: &Arc<crate::core::tree::Tree>,
+        changes: &[(&str, &str)],
+        db_wide: bool,
+    ) -> Result<()> {
+        let threads = self.engine.set_options(tree, changes, db_wide)?;
+        if let (Some(n), false) = (threads, self.engine.shared().stepped()) {
+            let started = crate::jobs::compaction::set_threads(
+                self.engine.shared(),
+                self.engine.compactions(),
+                n,
+            );
+            self.guard.threads.lock().extend(started);
+        }
+        Ok(())
     }
 
     /// A snapshot of the statistics (of every keyspace together).

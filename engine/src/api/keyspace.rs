@@ -255,6 +255,12 @@ impl Keyspace {
         self.engine().flush(&self.tree)
     }
 
+    /// Changes this keyspace's options on the open database (see [`Db::set_options`]; the
+    /// database's own options — its compaction threads — are refused here).
+    pub fn set_options(&self, changes: &[(&str, &str)]) -> Result<()> {
+        self.db.set_tree_options(&self.tree, changes, false)
+    }
+
     /// Compacts the key range `[start, end]` of this keyspace (see [`Db::compact_range`]).
     pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         self.tree.check_live()?;

@@ -499,7 +499,7 @@ impl Transaction {
     }
 
     fn check_merge_operator(&self, tree: &Tree) -> Result<()> {
-        if tree.options.merge_operator.is_none() {
+        if tree.options().merge_operator.is_none() {
             return Err(Error::InvalidArgument(
                 "merge needs a merge operator (Options::merge_operator)".to_string(),
             ));

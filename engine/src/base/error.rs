@@ -124,6 +124,15 @@ impl std::fmt::Display for BackgroundJob {
     }
 }
 
+/// The message of a panic's payload (what `catch_unwind` caught).
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_string())
+}
+
 /// Why background work stopped writes: the job that failed, the I/O error kind if the failure
 /// was one, and the error's text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,11 +166,7 @@ impl BackgroundError {
         job: BackgroundJob,
         payload: &(dyn std::any::Any + Send),
     ) -> BackgroundError {
-        let what = payload
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a panic without a message".to_string());
+        let what = panic_message(payload);
         BackgroundError::described(job, format!("panicked: {what}"))
     }
 

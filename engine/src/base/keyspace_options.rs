@@ -55,6 +55,8 @@ pub struct KeyspaceOptions {
     pub level0_file_num_compaction_trigger: usize,
     /// See [`Options::level0_stop_writes_trigger`].
     pub level0_stop_writes_trigger: usize,
+    /// See [`Options::disable_auto_compactions`].
+    pub disable_auto_compactions: bool,
     /// See [`Options::target_file_size_base`].
     pub target_file_size_base: u64,
     /// See [`Options::max_bytes_for_level_base`].
@@ -142,6 +144,7 @@ impl From<&Options> for KeyspaceOptions {
             max_write_buffer_number: o.max_write_buffer_number,
             level0_file_num_compaction_trigger: o.level0_file_num_compaction_trigger,
             level0_stop_writes_trigger: o.level0_stop_writes_trigger,
+            disable_auto_compactions: o.disable_auto_compactions,
             target_file_size_base: o.target_file_size_base,
             max_bytes_for_level_base: o.max_bytes_for_level_base,
             max_bytes_for_level_multiplier: o.max_bytes_for_level_multiplier,
@@ -186,6 +189,7 @@ impl KeyspaceOptions {
             max_write_buffer_number: self.max_write_buffer_number,
             level0_file_num_compaction_trigger: self.level0_file_num_compaction_trigger,
             level0_stop_writes_trigger: self.level0_stop_writes_trigger,
+            disable_auto_compactions: self.disable_auto_compactions,
             target_file_size_base: self.target_file_size_base,
             max_bytes_for_level_base: self.max_bytes_for_level_base,
             max_bytes_for_level_multiplier: self.max_bytes_for_level_multiplier,
@@ -339,14 +343,19 @@ pub(crate) fn options_text(o: &KeyspaceOptions) -> String {
     ];
     fields
         .iter()
-        .chain(&blob_fields(o))
+        .chain(&later_fields(o))
         .map(|(k, v)| format!("{k}={v}\n"))
         .collect()
 }
 
-/// The blob file fields of [`options_text`].
-fn blob_fields(o: &KeyspaceOptions) -> [(&'static str, String); 8] {
+/// The fields of [`options_text`] after its first 32: `disable_auto_compactions` and the blob
+/// file fields.
+fn later_fields(o: &KeyspaceOptions) -> [(&'static str, String); 9] {
     [
+        (
+            "disable_auto_compactions",
+            o.disable_auto_compactions.to_string(),
+        ),
         ("enable_blob_files", o.enable_blob_files.to_string()),
         ("min_blob_size", o.min_blob_size.to_string()),
         ("blob_file_size", o.blob_file_size.to_string()),
@@ -386,7 +395,7 @@ pub(crate) fn parse_options_text(text: &str) -> std::result::Result<KeyspaceOpti
 }
 
 /// Sets one field from its text; `None` if the value does not parse (unknown keys are ignored).
-fn set_field(o: &mut KeyspaceOptions, key: &str, value: &str) -> Option<()> {
+pub(crate) fn set_field(o: &mut KeyspaceOptions, key: &str, value: &str) -> Option<()> {
     fn num<T: std::str::FromStr>(v: &str) -> Option<T> {
         v.parse().ok()
     }
@@ -395,6 +404,7 @@ fn set_field(o: &mut KeyspaceOptions, key: &str, value: &str) -> Option<()> {
         "max_write_buffer_number" => o.max_write_buffer_number = num(value)?,
         "level0_file_num_compaction_trigger" => o.level0_file_num_compaction_trigger = num(value)?,
         "level0_stop_writes_trigger" => o.level0_stop_writes_trigger = num(value)?,
+        "disable_auto_compactions" => o.disable_auto_compactions = num(value)?,
         "target_file_size_base" => o.target_file_size_base = num(value)?,
         "max_bytes_for_level_base" => o.max_bytes_for_level_base = num(value)?,
         "max_bytes_for_level_multiplier" => o.max_bytes_for_level_multiplier = num(value)?,

@@ -48,6 +48,11 @@ pub struct Options {
     pub level0_file_num_compaction_trigger: usize,
     /// L0 file count at which writes stop until compaction catches up.
     pub level0_stop_writes_trigger: usize,
+    /// No background compaction of the keyspace's tree (RocksDB's option of this name; usually
+    /// set for a bulk load and cleared after it with [`Db::set_options`](crate::Db::set_options)).
+    /// `compact_range` still compacts. Writes still stop at `level0_stop_writes_trigger` L0
+    /// tables. Default `false`.
+    pub disable_auto_compactions: bool,
     /// Background jobs, flushes and compactions together (RocksDB's name): one flush thread
     /// (memtables are flushed and installed oldest first, so flushes are never queued behind a
     /// compaction) and `max_background_jobs - 1` compaction threads, at least one. Default: the
@@ -280,6 +285,10 @@ pub struct Options {
     /// to every keyspace; `merge` without one is [`Error::InvalidArgument`]. Its name is
     /// recorded in `OPTIONS`: a database holding operands refuses to open under another.
     pub merge_operator: Option<Arc<dyn crate::MergeOperator>>,
+    /// Told of flushes, compactions, table files, background errors, write stalls and sealed
+    /// memtables (see [`EventListener`](crate::EventListener)), on a thread of their own, in
+    /// order. Empty by default.
+    pub listeners: Vec<Arc<dyn crate::EventListener>>,
     /// The clock expiring values (`Db::put_with_ttl`) are written and judged by
     /// ([`SystemClock`](crate::SystemClock) by default; tests move one by hand).
     pub clock: Arc<dyn crate::Clock>,
@@ -356,6 +365,7 @@ impl std::fmt::Debug for Options {
                 "merge_operator",
                 &self.merge_operator.as_ref().map(|m| m.name().to_string()),
             )
+            .field("listeners", &self.listeners.len())
             .field(
                 "rate_limiter",
                 &self.rate_limiter.as_ref().map(|r| r.bytes_per_second()),
@@ -429,6 +439,8 @@ impl Default for Options {
             max_manifest_file_size: 64 << 20,
             compaction_filter: None,
             merge_operator: None,
+            listeners: Vec::new(),
+            disable_auto_compactions: false,
             clock: Arc::new(crate::SystemClock),
             rate_limiter: None,
             bytes_per_sync: 1 << 20,

@@ -41,6 +41,24 @@ pub(crate) struct RecordedOptions {
     /// The merge operator's name, `none` without one (and for databases of format 4 or older,
     /// which cannot hold merge operands).
     pub merge_operator: String,
+    /// Options changed on the open database by `set_options`, by keyspace and name, as
+    /// `set_options.<keyspace>.<name>=<value>` lines (a keyspace name's `%` and `=` escaped as
+    /// `%25` and `%3D`). What the process runs with, for an operator to read; a reopen runs
+    /// with the options it is given, and rewrites the file without them.
+    pub live: std::collections::BTreeMap<(String, String), String>,
+}
+
+/// The key of a live change's line.
+fn live_key(keyspace: &str, name: &str) -> String {
+    let escaped = keyspace.replace('%', "%25").replace('=', "%3D");
+    format!("set_options.{escaped}.{name}")
+}
+
+/// The keyspace and option a live change's key names.
+fn parse_live_key(key: &str) -> Option<(String, String)> {
+    let (keyspace, name) = key.strip_prefix("set_options.")?.rsplit_once('.')?;
+    let keyspace = keyspace.replace("%3D", "=").replace("%25", "%");
+    Some((keyspace, name.to_string()))
 }
 
 impl RecordedOptions {
@@ -57,10 +75,18 @@ impl RecordedOptions {
                 .merge_operator
                 .as_ref()
                 .map_or_else(|| "none".to_string(), |m| m.name().to_string()),
+            live: Default::default(),
         }
     }
 
     fn encode(&self) -> String {
+        let live: String = (self.live.iter())
+            .map(|((keyspace, name), value)| format!("{}={value}\n", live_key(keyspace, name)))
+            .collect();
+        self.encode_fixed() + &live
+    }
+
+    fn encode_fixed(&self) -> String {
         format!(
             "# siftdb options that shape on-disk data\nformat_version={}\nfilter_hash={}\nfilter_seed_tag={}\nprefix_extractor={}\nmerge_operator={}\n",
             self.format_version,
@@ -78,6 +104,7 @@ impl RecordedOptions {
             filter_seed_tag: 0,
             prefix_extractor: String::new(),
             merge_operator: "none".to_string(),
+            live: Default::default(),
         };
         for line in text
             .lines()
@@ -90,7 +117,11 @@ impl RecordedOptions {
                 "filter_seed_tag" => r.filter_seed_tag = v.parse().ok()?,
                 "prefix_extractor" => r.prefix_extractor = v.to_string(),
                 "merge_operator" => r.merge_operator = v.to_string(),
-                _ => {} // written by a newer build; the version check decides
+                k => {
+                    if let Some(change) = parse_live_key(k) {
+                        r.live.insert(change, v.to_string());
+                    } // else written by a newer build; the version check decides
+                }
             }
         }
         (r.format_version > 0).then_some(r)

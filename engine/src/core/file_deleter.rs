@@ -13,7 +13,10 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
+use crate::base::event_listener::TableFileDeletionInfo;
+use crate::base::fs::names::{self, FileKind};
 use crate::base::fs::FileSystem;
+use crate::core::events::{Event, Events};
 
 /// Removes `path`, logging a failure (an obsolete file left behind is deleted by a later
 /// cleanup or the next open).
@@ -29,6 +32,8 @@ pub(crate) struct FileDeleter {
     queue: Mutex<Queue>,
     /// Notified when paths are queued, and when a batch is done.
     changed: Condvar,
+    /// Told of every table deleted (`on_table_file_deleted`).
+    events: Events,
 }
 
 #[derive(Default)]
@@ -51,6 +56,37 @@ impl std::fmt::Debug for FileDeleter {
 }
 
 impl FileDeleter {
+    /// A deleter announcing the tables it deletes to `events`.
+    pub(crate) fn new(events: Events) -> FileDeleter {
+        FileDeleter {
+            events,
+            ..FileDeleter::default()
+        }
+    }
+
+    /// Removes the obsolete `path` now (a failure is logged: a later cleanup or the next open
+    /// deletes it), announcing a table's deletion.
+    pub(crate) fn remove(&self, fs: &dyn FileSystem, path: &std::path::Path) {
+        let removed = fs.remove(path);
+        match &removed {
+            // Queued twice (a later cleanup listed it before the first deletion): announced by
+            // the deletion that removed it.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            Err(e) => tracing::warn!("siftdb: cannot delete obsolete {}: {e}", path.display()),
+            Ok(()) => {}
+        }
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if let FileKind::Table(number) = names::parse(name) {
+            self.events.emit(|| {
+                Event::TableFileDeleted(TableFileDeletionInfo {
+                    number,
+                    path: path.to_path_buf(),
+                    error: removed.err().map(|e| e.to_string()),
+                })
+            });
+        }
+    }
+
     /// Queues `path` for the deleter thread; gives it back when no thread serves the queue
     /// (the caller deletes it then).
     pub(crate) fn offer(&self, path: PathBuf) -> Result<(), PathBuf> {
@@ -67,7 +103,7 @@ impl FileDeleter {
     /// failure is logged; the next open deletes what is left).
     pub(crate) fn delete(&self, fs: &dyn FileSystem, path: PathBuf) {
         if let Err(path) = self.offer(path) {
-            remove_logged(fs, &path);
+            self.remove(fs, &path);
         }
     }
 

@@ -12,6 +12,7 @@ use siftdb_sstable::{
     ParsedKey, RangeTombstone, ValueKind,
 };
 
+use crate::base::event_listener::FlushReason;
 use crate::core::arena::Arena;
 use crate::core::key_head::KeyHead;
 use crate::core::memtable_bloom::MemtableBloom;
@@ -141,6 +142,19 @@ pub struct Memtable {
     bloom: Option<MemtableBloom>,
     /// The bytes of every key and value in `map`.
     arena: Arena,
+    /// Why it was sealed (a [`FlushReason`] as `seal_code`), for its flush's events.
+    sealed_for: std::sync::atomic::AtomicU8,
+}
+
+/// The code of `reason` in [`Memtable`]'s `sealed_for`.
+fn seal_code(reason: FlushReason) -> u8 {
+    match reason {
+        FlushReason::WriteBufferFull => 0,
+        FlushReason::WalFull => 1,
+        FlushReason::WriteBufferManager => 2,
+        FlushReason::Manual => 3,
+        FlushReason::ErrorRecovery => 4,
+    }
 }
 
 /// A memtable's range tombstones as written, and their fragmented form, built by the first
@@ -164,7 +178,27 @@ impl Memtable {
             first_sequence: AtomicU64::new(u64::MAX),
             bloom: None,
             arena: Arena::default(),
+            sealed_for: std::sync::atomic::AtomicU8::new(seal_code(FlushReason::Manual)),
         }
+    }
+
+    /// Records why the memtable was sealed (made immutable).
+    pub(crate) fn seal(&self, reason: FlushReason) {
+        self.sealed_for.store(seal_code(reason), Ordering::Relaxed);
+    }
+
+    /// Why the memtable was sealed ([`FlushReason::Manual`] if it never was).
+    pub(crate) fn sealed_for(&self) -> FlushReason {
+        [
+            FlushReason::WriteBufferFull,
+            FlushReason::WalFull,
+            FlushReason::WriteBufferManager,
+            FlushReason::Manual,
+            FlushReason::ErrorRecovery,
+        ]
+        .into_iter()
+        .find(|r| seal_code(*r) == self.sealed_for.load(Ordering::Relaxed))
+        .unwrap_or(FlushReason::Manual)
     }
 
     /// An empty memtable of a tree with `options` (with the memtable bloom they ask for).

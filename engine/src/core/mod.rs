@@ -7,6 +7,7 @@ pub(crate) mod blob_file;
 pub(crate) mod blob_gc;
 pub(crate) mod cache_reservation;
 pub(crate) mod closed_wals;
+pub(crate) mod events;
 pub(crate) mod file_cache;
 pub(crate) mod file_deleter;
 pub(crate) mod filter_index;

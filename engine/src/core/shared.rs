@@ -15,6 +15,7 @@ use crate::base::error::{Error, Result};
 use crate::base::fs::FileSystem;
 use crate::base::options::Options;
 use crate::core::closed_wals::ClosedWals;
+use crate::core::events::Events;
 use crate::core::file_cache::FileCache;
 use crate::core::file_deleter::FileDeleter;
 use crate::core::live_tables::LiveTables;
@@ -39,6 +40,8 @@ pub(crate) struct Shared {
     live_tables: Arc<LiveTables>,
     /// Obsolete tables on their way to the deleter thread.
     file_deleter: Arc<FileDeleter>,
+    /// The listeners' queue (`Options::listeners`).
+    events: Events,
     state: Arc<StateCell>,
     /// The trees' metadata and the manifest.
     versions: VersionSet,
@@ -68,6 +71,8 @@ pub(crate) struct SharedParts {
     pub state: Arc<StateCell>,
     pub versions: VersionSet,
     pub read_only: bool,
+    /// The listeners' queue (also in the state, for background errors and stalls).
+    pub events: Events,
 }
 
 impl Shared {
@@ -78,7 +83,7 @@ impl Shared {
             parts.options.read_mode,
             parts.options.max_open_files,
         ));
-        let file_deleter = Arc::new(FileDeleter::default());
+        let file_deleter = Arc::new(FileDeleter::new(parts.events.clone()));
         let live_tables = Arc::new(LiveTables::new(
             Arc::clone(&parts.options.fs),
             parts.dir.clone(),
@@ -88,6 +93,7 @@ impl Shared {
             files,
             live_tables,
             file_deleter,
+            events: parts.events,
             dir: parts.dir,
             fs: Arc::clone(&parts.options.fs),
             options: parts.options,
@@ -176,6 +182,11 @@ impl Shared {
     /// Obsolete tables on their way to the deleter thread.
     pub(crate) fn file_deleter(&self) -> &FileDeleter {
         &self.file_deleter
+    }
+
+    /// The listeners' queue.
+    pub(crate) fn events(&self) -> &Events {
+        &self.events
     }
 
     /// The state lock and its condition variables.

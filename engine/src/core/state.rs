@@ -10,7 +10,10 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
+use crate::base::event_listener::WriteStallCondition::{Normal, Stopped};
+use crate::base::event_listener::{BackgroundErrorInfo, WriteStallCause, WriteStallInfo};
 use crate::base::wal::writer::LogWriter;
+use crate::core::events::{Event, Events};
 use crate::core::lock_order::{Rank, Ranked};
 use crate::core::tree::{Tree, TreeMemtables};
 
@@ -30,6 +33,12 @@ pub(crate) struct DbState {
     pub wal_starts: BTreeMap<u64, u64>,
     /// First background error; writes fail once it is set.
     pub bg_error: Option<BackgroundError>,
+    /// Where a new background error is announced (`on_background_error`), and a change of the
+    /// write stall condition.
+    pub events: Events,
+    /// The stall writes are in now, if they wait (`on_stall_conditions_changed`): its cause and
+    /// keyspace.
+    pub stall: Option<(WriteStallCause, Option<u32>)>,
 }
 
 impl DbState {
@@ -42,6 +51,8 @@ impl DbState {
             closed_wal_sizes: BTreeMap::new(),
             wal_starts: BTreeMap::new(),
             bg_error: None,
+            events: Events::default(),
+            stall: None,
         }
     }
 
@@ -102,7 +113,43 @@ impl DbState {
 
     /// Records `why` as the background error unless one is set already (the first one wins).
     pub(crate) fn set_background_error(&mut self, why: impl FnOnce() -> BackgroundError) {
-        self.bg_error.get_or_insert_with(why);
+        if self.bg_error.is_some() {
+            return;
+        }
+        let error = why();
+        self.events.emit(|| {
+            Event::BackgroundError(BackgroundErrorInfo {
+                error: error.clone(),
+            })
+        });
+        self.bg_error = Some(error);
+    }
+
+    /// Records the stall writes are in (`None`: they go through), announcing a change
+    /// (`on_stall_conditions_changed`).
+    pub(crate) fn set_stall(&mut self, stall: Option<(WriteStallCause, Option<u32>)>) {
+        if self.stall == stall {
+            return;
+        }
+        let (cause, id, condition, previous) = match (stall, self.stall) {
+            (Some((cause, id)), None) => (cause, id, Stopped, Normal),
+            // Another cause now: still stopped.
+            (Some((cause, id)), Some(_)) => (cause, id, Stopped, Stopped),
+            (None, Some((cause, id))) => (cause, id, Normal, Stopped),
+            (None, None) => return,
+        };
+        self.stall = stall;
+        let keyspace = id
+            .and_then(|id| self.trees.get(&id))
+            .map(|t| t.tree.name.to_string());
+        self.events.emit(|| {
+            Event::StallConditionsChanged(WriteStallInfo {
+                keyspace,
+                cause,
+                condition,
+                previous,
+            })
+        });
     }
 }
 

@@ -284,6 +284,9 @@ pub struct Stats {
     pub manifest_rollovers: u64,
     /// Bytes of the manifest being appended to.
     pub manifest_file_size: u64,
+    /// Calls of an [`EventListener`](crate::EventListener) that panicked (contained: logged and
+    /// counted, later events still delivered).
+    pub event_listener_panics: u64,
     /// The block cache's counters.
     pub cache: CacheStats,
     /// The false-positive memo's counters and size (all zero when it is off).
@@ -449,6 +452,7 @@ impl EngineCounters {
             open_table_files: 0,
             manifest_rollovers: 0,
             manifest_file_size: 0,
+            event_listener_panics: 0,
             cache,
             memo: MemoStats::default(),
         }

@@ -53,8 +53,12 @@ pub(crate) struct Tree {
     pub id: u32,
     /// Shared with the write batches that name the keyspace (for their error if it is dropped).
     pub name: Arc<str>,
-    /// The database's options with this keyspace's tree fields.
-    pub options: Options,
+    /// The database's options with this keyspace's tree fields (swapped whole by
+    /// `set_options`: a job reads one consistent set).
+    options: ArcSwap<Options>,
+    /// The text form of the options the tree was created or opened with: what a new manifest
+    /// records for it (live changes by `set_options` last only as long as the process).
+    opened_with: String,
     /// What reads see, republished by every change of the tree's memtables or version.
     pub view: ArcSwap<ReadView>,
     /// Filter and data-block tickers of point lookups, per level.
@@ -88,7 +92,10 @@ impl Tree {
         Tree {
             id,
             name: Arc::from(name),
-            options,
+            opened_with: crate::base::keyspace_options::options_text(
+                &crate::base::keyspace_options::KeyspaceOptions::from(&options),
+            ),
+            options: ArcSwap::from_pointee(options),
             view: ArcSwap::from_pointee(ReadView {
                 mem,
                 imm: Vec::new(),
@@ -109,6 +116,22 @@ impl Tree {
     pub(crate) fn new_in_wal(id: u32, name: &str, options: Options, wal_number: u64) -> Arc<Tree> {
         let mem = Arc::new(Memtable::for_tree(wal_number, &options));
         Arc::new(Tree::new(id, name, options, mem))
+    }
+
+    /// The tree's options now.
+    pub(crate) fn options(&self) -> arc_swap::Guard<Arc<Options>> {
+        self.options.load()
+    }
+
+    /// The text form of the options the tree was created or opened with.
+    pub(crate) fn opened_with(&self) -> &str {
+        &self.opened_with
+    }
+
+    /// Replaces the tree's options (`set_options`, validated by the caller): new memtables,
+    /// stall checks, compaction picks and new tables follow them.
+    pub(crate) fn replace_options(&self, options: Options) {
+        self.options.store(Arc::new(options));
     }
 
     /// Fails with [`Error::KeyspaceDropped`] once the keyspace is dropped.
@@ -152,10 +175,11 @@ impl Tree {
     /// The hash of `prefix`'s extracted prefix, which every table's prefix filter is probed with
     /// (`None`: no extractor, or `prefix` too short for it — no filter can rule it out).
     pub(crate) fn prefix_hash(&self, prefix: &[u8]) -> Option<u64> {
-        let extractor = self.options.prefix_extractor.as_ref()?;
+        let options = self.options();
+        let extractor = options.prefix_extractor.as_ref()?;
         extractor
             .prefix(prefix)
-            .map(|p| self.options.filter_hasher.hash(p))
+            .map(|p| options.filter_hasher.hash(p))
     }
 }
 

@@ -749,14 +749,8 @@ pub(crate) fn snapshot_edits(
         let (log, first_sequence) = log_number(tree);
         VersionEdit {
             keyspace: tree.id,
-            created: (tree.id != 0).then(|| {
-                (
-                    tree.name.to_string(),
-                    crate::base::keyspace_options::options_text(
-                        &crate::base::keyspace_options::KeyspaceOptions::from(&tree.options),
-                    ),
-                )
-            }),
+            created: (tree.id != 0)
+                .then(|| (tree.name.to_string(), tree.opened_with().to_string())),
             log_number: Some(log),
             wal_starts: first_sequence.map(|s| (log, s)).into_iter().collect(),
             added: version
@@ -788,10 +782,14 @@ fn unpin_moved_tables(version: &Version, edit: &VersionEdit) {
 }
 
 /// The next compaction of `tree` in its style that fits beside those under way, with what it
-/// holds while it runs; `now_secs` is the Unix time FIFO's TTL is judged at.
+/// holds while it runs (none while its automatic compactions are disabled); `now_secs` is the
+/// Unix time FIFO's TTL is judged at.
 fn next_pick(tree: &TreeFiles, now_secs: u64) -> Option<(Pick, Running)> {
+    let options = &tree.tree.options();
+    if options.disable_auto_compactions {
+        return None; // only `compact_range` compacts it
+    }
     let levels = level_files(&tree.current);
-    let options = &tree.tree.options;
     let pick = match options.compaction_style {
         CompactionStyle::Level => picker::pick_besides(
             &levels,

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::base::error::BackgroundJob;
-use crate::core::file_deleter::remove_logged;
 use crate::core::shared::Shared;
 use crate::jobs::background::contained;
 
@@ -47,7 +46,7 @@ fn delete_all(db: &Shared, paths: Vec<std::path::PathBuf>) {
     let _ = contained(db, BackgroundJob::FileDeletion, || loop {
         if let Some(_deleting) = db.deletions().begin() {
             for path in &paths {
-                remove_logged(db.fs().as_ref(), path);
+                db.file_deleter().remove(db.fs().as_ref(), path);
             }
             return Ok(());
         }

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
+use crate::base::event_listener::{FlushJobInfo, TableFileCreationInfo, TableFileCreationReason};
 use crate::base::version_edit::VersionEdit;
+use crate::core::events::{table_info, Event};
 use crate::core::memtable::Memtable;
 use crate::core::shared::Shared;
 use crate::core::state::DbState;
@@ -58,17 +60,73 @@ pub(crate) fn flush_next(db: &Arc<Shared>) -> Result<bool> {
             None => return Ok(false),
         }
     };
+    let announced = FlushAnnouncement::begin(db, &tree, &next);
     let flushed = contained(db, BackgroundJob::Flush, || {
         flush_memtable(db, &tree, &next)
     });
+    announced.completed(db, &flushed);
     match flushed {
-        Ok(()) => Ok(true),
+        Ok(_) => Ok(true),
         // A dropped keyspace's memtable has nowhere to go: it went with the keyspace.
         Err(Error::KeyspaceDropped(_)) => Ok(true),
         Err(e) => {
             record_failure(db, BackgroundJob::Flush, &e);
             Err(e)
         }
+    }
+}
+
+/// A flush's events: `on_flush_begin` when it starts, and with its end `on_flush_completed`
+/// (and `on_table_file_created` for its table).
+struct FlushAnnouncement {
+    info: Option<FlushJobInfo>,
+    start: std::time::Instant,
+}
+
+impl FlushAnnouncement {
+    /// Announces the flush of `mem`, of `tree`, beginning (if anyone listens).
+    fn begin(db: &Shared, tree: &Tree, mem: &Memtable) -> FlushAnnouncement {
+        let info = db.events().listening().then(|| FlushJobInfo {
+            keyspace: tree.name.to_string(),
+            job_id: db.events().next_job_id(),
+            reason: mem.sealed_for(),
+            memtable_entries: mem.len() as u64,
+            memtable_bytes: mem.approximate_size() as u64,
+            table: None,
+            duration: Duration::ZERO,
+            error: None,
+        });
+        if let Some(info) = &info {
+            db.events().emit(|| Event::FlushBegin(info.clone()));
+        }
+        FlushAnnouncement {
+            info,
+            start: std::time::Instant::now(),
+        }
+    }
+
+    /// Announces how the flush ended: its table installed (or none needed), or `flushed`'s error.
+    fn completed(self, db: &Shared, flushed: &Result<Option<Arc<TableFile>>>) {
+        let Some(mut info) = self.info else {
+            return;
+        };
+        info.duration = self.start.elapsed();
+        match flushed {
+            Ok(table) => {
+                info.table = table.as_ref().map(|t| table_info(db.dir(), 0, &t.meta));
+                if let Some(file) = &info.table {
+                    let created = TableFileCreationInfo {
+                        keyspace: info.keyspace.clone(),
+                        job_id: info.job_id,
+                        reason: TableFileCreationReason::Flush,
+                        file: file.clone(),
+                    };
+                    db.events().emit(|| Event::TableFileCreated(created));
+                }
+            }
+            Err(e) => info.error = Some(e.to_string()),
+        }
+        db.events().emit(|| Event::FlushCompleted(info));
     }
 }
 
@@ -110,13 +168,17 @@ fn warn_on_overfull_filters(
 }
 
 /// Writes `mem` to a new L0 table of `tree`, records it in the manifest and retires the memtable
-/// and the WALs it no longer needs.
-fn flush_memtable(db: &Arc<Shared>, tree: &Tree, mem: &Arc<Memtable>) -> Result<()> {
+/// and the WALs it no longer needs. Returns the table installed (`None`: nothing to keep).
+fn flush_memtable(
+    db: &Arc<Shared>,
+    tree: &Tree,
+    mem: &Arc<Memtable>,
+) -> Result<Option<Arc<TableFile>>> {
     let number = db.versions().new_output();
     let plan =
-        crate::core::filter_plan::for_flush(&tree.options, &db.versions().current(tree), mem);
+        crate::core::filter_plan::for_flush(&tree.options(), &db.versions().current(tree), mem);
     let written =
-        crate::jobs::table_io::write_l0_table(db, &tree.options, tree.id, mem, number, plan);
+        crate::jobs::table_io::write_l0_table(db, &tree.options(), tree.id, mem, number, plan);
     let flushed = match written {
         Ok(flushed) => flushed,
         Err(e) => {
@@ -183,7 +245,7 @@ fn flush_memtable(db: &Arc<Shared>, tree: &Tree, mem: &Arc<Memtable>) -> Result<
         release(db);
     }
     crate::jobs::obsolete::delete_obsolete_files(db);
-    installed
+    installed.map(|()| file)
 }
 
 /// Adds the keys of `mem`, flushed to `file`, to `tree`'s filter index (see

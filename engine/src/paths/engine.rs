@@ -27,6 +27,8 @@ pub(crate) struct Engine {
     locks: LockTable,
     /// The next transaction's id (never reused: the lock table's wait-for graph relies on it).
     next_transaction: AtomicU64,
+    /// What `set_options` changed (one call at a time holds it).
+    pub(in crate::paths) live_changes: parking_lot::Mutex<crate::paths::live_options::LiveChanges>,
 }
 
 /// A process-wide count that tells open instances apart.
@@ -43,6 +45,7 @@ impl Engine {
             instance: NEXT_INSTANCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             locks: LockTable::default(),
             next_transaction: AtomicU64::new(1),
+            live_changes: Default::default(),
         }
     }
 
@@ -125,6 +128,7 @@ impl Engine {
         stats.memo = shared.memo().map(|m| m.stats()).unwrap_or_default();
         shared.files().report(&mut stats);
         (stats.manifest_rollovers, stats.manifest_file_size) = shared.versions().manifest_report();
+        stats.event_listener_panics = shared.events().panics();
         stats.levels = crate::core::stats::level_filter_stats(trees.iter().map(|t| &t.levels));
         for tree in &trees {
             use std::sync::atomic::Ordering::Relaxed;

@@ -33,7 +33,7 @@ pub(crate) fn compact_range(
     end: Option<&[u8]>,
 ) -> Result<()> {
     engine.flush(tree)?;
-    if tree.options.compaction_style == crate::base::compaction_style::CompactionStyle::Fifo {
+    if tree.options().compaction_style == crate::base::compaction_style::CompactionStyle::Fifo {
         // FIFO never merges: a merged table would take the age of its newest input, and old
         // data would outlive its TTL. Dropping what is past the limits is the background's.
         return Ok(());

@@ -8,6 +8,7 @@ pub(crate) mod ingest;
 pub(crate) mod iterator;
 pub(crate) mod keyspaces;
 pub(crate) mod latency;
+pub(crate) mod live_options;
 pub(crate) mod manual_compaction;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics_snapshot;

@@ -56,7 +56,7 @@ pub(crate) fn property(db: &Engine, tree: &Tree, name: &str) -> Option<String> {
 fn pending_compaction_bytes(tree: &Tree, version: &crate::core::version::Version) -> u64 {
     use crate::base::compaction_style::{universal_config, CompactionStyle};
     let levels = crate::core::version_set::level_files(version);
-    let o = &tree.options;
+    let o = &tree.options();
     match o.compaction_style {
         CompactionStyle::Universal => siftdb_compaction::universal::pending_compaction_bytes(
             &levels,

@@ -278,7 +278,7 @@ impl Engine {
             let covered = mem.covering_tombstone(key, seq);
             let mut cursor = MemtableIter::new(Arc::clone(mem));
             if state.take_versions(&mut cursor, key, seq, covered, &blob)? {
-                return state.merge(tree.options.merge_operator.as_ref(), key, value);
+                return state.merge(tree.options().merge_operator.as_ref(), key, value);
             }
         }
         let version = &view.version;
@@ -309,7 +309,7 @@ impl Engine {
                 break;
             }
         }
-        state.merge(tree.options.merge_operator.as_ref(), key, value)
+        state.merge(tree.options().merge_operator.as_ref(), key, value)
     }
 
     /// The tables that may hold the key, in the order that finds its newest version (L0 newest

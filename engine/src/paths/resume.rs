@@ -18,6 +18,7 @@
 use std::time::Duration;
 
 use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
+use crate::base::event_listener::FlushReason;
 use crate::core::state::StateGuard;
 use crate::paths::engine::Engine;
 
@@ -93,9 +94,10 @@ impl Engine {
             .filter(|(_, t)| !t.mem.is_empty())
             .map(|(id, _)| *id)
             .collect();
-        self.switch_memtables(state, &ids).inspect_err(|e| {
-            state.set_background_error(|| BackgroundError::new(BackgroundJob::WalSwitch, e));
-        })
+        self.switch_memtables(state, &ids, FlushReason::ErrorRecovery)
+            .inspect_err(|e| {
+                state.set_background_error(|| BackgroundError::new(BackgroundJob::WalSwitch, e));
+            })
     }
 
     /// Waits until every memtable frozen so far is in a table, or a background error (the

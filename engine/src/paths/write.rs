@@ -15,7 +15,9 @@ use siftdb_sstable::MAX_SEQUENCE;
 
 use crate::base::batch::{self, WriteBatch};
 use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
+use crate::base::event_listener::{FlushReason, MemTableInfo, WriteStallCause};
 use crate::base::wal::writer::LogWriter;
+use crate::core::events::{Event, Events};
 use crate::core::memtable::Memtable;
 use crate::core::state::{DbState, StateGuard};
 use crate::core::tree::Tree;
@@ -203,7 +205,8 @@ impl Engine {
             }
             // Stepped mode (tests): no thread would end a stall; see `Db::open_stepped`.
             let room = room_for(state, ids, !self.shared.stepped());
-            if let Room::Stall(cause) = room {
+            if let Room::Stall(cause, id) = room {
+                state.set_stall(Some((cause.into(), Some(id))));
                 // The compactions that would end the stall keep failing in the user's filter:
                 // waiting would never end.
                 if let Some(why) = self.compactions.filter_failure() {
@@ -216,18 +219,20 @@ impl Engine {
                 self.shared.state().wait_changed(state);
                 continue;
             }
-            let full = match room {
-                Room::Switch(full) => full,
+            let (full, reason) = match room {
+                Room::Switch(full) => (full, FlushReason::WriteBufferFull),
                 _ => {
-                    let mut full = self.keyspaces_holding_old_wals(state);
+                    let full = self.keyspaces_holding_old_wals(state);
                     if full.is_empty() {
-                        full = self.largest_memtables_over_budget(state);
+                        let over = self.largest_memtables_over_budget(state);
+                        (over, FlushReason::WriteBufferManager)
+                    } else {
+                        (full, FlushReason::WalFull)
                     }
-                    full
                 }
             };
             if !full.is_empty() {
-                if let Err(e) = self.switch_memtables(state, &full) {
+                if let Err(e) = self.switch_memtables(state, &full, reason) {
                     break Err(e);
                 }
                 continue;
@@ -238,10 +243,12 @@ impl Engine {
             // Every keyspace's memtables together hold the whole budget, and switching more
             // frees nothing: wait for the flushes under way to free their memory.
             stalled.get_or_insert_with(|| (Instant::now(), StallCause::MemoryBudget));
+            state.set_stall(Some((WriteStallCause::MemoryBudget, None)));
             self.shared.state().work().notify_all();
             self.shared.state().wait_changed(state);
         };
         if let Some((start, cause)) = stalled {
+            state.set_stall(None);
             self.count_stall(start.elapsed().as_micros() as u64, cause);
         }
         result
@@ -270,7 +277,7 @@ impl Engine {
                 .trees
                 .values()
                 .map(|t| {
-                    let o = &t.tree.options;
+                    let o = &t.tree.options();
                     4 * (o.write_buffer_size as u64) * o.max_write_buffer_number as u64
                 })
                 .sum(),
@@ -340,7 +347,7 @@ impl Engine {
             .trees
             .iter()
             .filter(|(_, t)| {
-                !t.mem.is_empty() && t.imm.len() + 1 < t.tree.options.max_write_buffer_number
+                !t.mem.is_empty() && t.imm.len() + 1 < t.tree.options().max_write_buffer_number
             })
             .map(|(id, t)| (t.mem.approximate_size(), *id))
             .collect();
@@ -362,7 +369,12 @@ impl Engine {
     /// inside [`WriteQueue::exclusive`](crate::core::write_queue::WriteQueue::exclusive)), so no group can append while the lock is released for
     /// the I/O — creating the next log, syncing the old one, syncing the directory — and readers,
     /// flushes and compactions are not held up behind those `fsync`s.
-    pub(crate) fn switch_memtables(&self, state: &mut StateGuard<'_>, ids: &[u32]) -> Result<()> {
+    pub(crate) fn switch_memtables(
+        &self,
+        state: &mut StateGuard<'_>,
+        ids: &[u32],
+        reason: FlushReason,
+    ) -> Result<()> {
         let number = self.shared.versions().new_file_number();
         let old_size = state.wal.as_ref().map_or(0, LogWriter::size);
         let old_number = state.wal_number;
@@ -383,10 +395,13 @@ impl Engine {
                 let first_sequence = self.shared.versions().last_sequence() + 1;
                 state.wal_starts.insert(number, first_sequence);
                 state.wal = Some(wal);
+                let events = state.events.clone();
                 for id in ids {
                     if let Some(t) = state.trees.get_mut(id) {
-                        let fresh = Arc::new(Memtable::for_tree(number, &t.tree.options));
+                        let fresh = Arc::new(Memtable::for_tree(number, &t.tree.options()));
                         let old = std::mem::replace(&mut t.mem, fresh);
+                        old.seal(reason);
+                        announce_sealed(&events, &t.tree.name, &old, reason);
                         t.imm.push(old);
                     }
                 }
@@ -523,7 +538,7 @@ pub(crate) fn freeze_for_flush(engine: &Engine, tree: &Tree) -> Result<Option<u6
         .get(&tree.id)
         .ok_or_else(|| tree.dropped_error())?;
     if !t.mem.is_empty() {
-        engine.switch_memtables(&mut state, &[tree.id])?;
+        engine.switch_memtables(&mut state, &[tree.id], FlushReason::Manual)?;
     }
     Ok(state
         .trees
@@ -643,8 +658,31 @@ enum Room {
     Enough,
     /// These keyspaces' memtables are full: switch them.
     Switch(Vec<u32>),
-    /// Wait for flushes or compactions, for this reason.
-    Stall(StallCause),
+    /// Wait for flushes or compactions of this keyspace, for this reason.
+    Stall(StallCause, u32),
+}
+
+impl From<StallCause> for WriteStallCause {
+    fn from(cause: StallCause) -> WriteStallCause {
+        match cause {
+            StallCause::L0Files => WriteStallCause::L0Files,
+            StallCause::Memtables => WriteStallCause::Memtables,
+            StallCause::MemoryBudget => WriteStallCause::MemoryBudget,
+        }
+    }
+}
+
+/// Announces that `mem`, of keyspace `name`, was sealed for `reason` (`on_memtable_sealed`).
+fn announce_sealed(events: &Events, name: &str, mem: &Memtable, reason: FlushReason) {
+    events.emit(|| {
+        Event::MemtableSealed(MemTableInfo {
+            keyspace: name.to_string(),
+            reason,
+            entries: mem.len() as u64,
+            bytes: mem.approximate_size() as u64,
+            wal_number: mem.wal_number(),
+        })
+    });
 }
 
 /// What the memtables of keyspaces `ids` need; with `may_stall` false (stepped mode) a full
@@ -655,18 +693,18 @@ fn room_for(state: &DbState, ids: &[u32], may_stall: bool) -> Room {
         let Some(t) = state.trees.get(id) else {
             continue; // dropped: its batches are rejected
         };
-        let o = &t.tree.options;
+        let o = &t.tree.options();
         // FIFO keeps every table in L0 by design: its size limit, not the count, bounds them.
         let counts_l0 = o.compaction_style != crate::base::compaction_style::CompactionStyle::Fifo;
         if may_stall
             && counts_l0
             && t.tree.l0_files.load(Ordering::Acquire) >= o.level0_stop_writes_trigger
         {
-            return Room::Stall(StallCause::L0Files);
+            return Room::Stall(StallCause::L0Files, *id);
         }
         if t.mem.approximate_size() >= o.write_buffer_size {
             if may_stall && t.imm.len() + 1 >= o.max_write_buffer_number {
-                return Room::Stall(StallCause::Memtables);
+                return Room::Stall(StallCause::Memtables, *id);
             }
             full.push(*id);
         }

@@ -17,7 +17,12 @@ use super::heat_map::HeatMap;
 use super::sink::TableSink;
 use crate::base::compaction_filter::JobFilter;
 use crate::base::error::{CompactionFilterError, Error, Result};
+use crate::base::event_listener::{
+    CompactionJobInfo, CompactionReason, TableFileCreationInfo, TableFileCreationReason,
+    TableFileInfo,
+};
 use crate::base::version_edit::VersionEdit;
+use crate::core::events::{table_info, Event};
 use crate::core::level_iter::LevelIterator;
 use crate::core::range_skip::RangeProbe;
 use crate::core::shared::Shared;
@@ -42,6 +47,10 @@ pub(crate) struct CompactionJob<'a> {
     /// Output numbers taken but not installed: given back (they become orphans to delete) if
     /// the job ends any other way.
     uninstalled: Vec<u64>,
+    /// The tables the job installed (written, or moved), for its events.
+    installed: Vec<TableFileInfo>,
+    /// Whether the job was a trivial move.
+    moved: bool,
     /// Keeps other background jobs off the inputs and the output range (`None` for
     /// `compact_range`, which runs alone).
     _reservation: Option<Reservation<'a>>,
@@ -147,6 +156,8 @@ impl<'a> CompactionJob<'a> {
             sorted_runs,
             drop: pick.drop,
             uninstalled: Vec::new(),
+            installed: Vec::new(),
+            moved: false,
             _reservation: reservation,
         })
     }
@@ -160,6 +171,14 @@ impl<'a> CompactionJob<'a> {
     /// installs; if one did, the merge runs again with it known (at most
     /// [`FILTERED_MERGE_ATTEMPTS`] times, then once without the user's filter).
     pub(crate) fn run(mut self) -> Result<()> {
+        let announced = self.announce_begin();
+        let ran = self.run_to_end();
+        self.announce_completed(announced, &ran);
+        ran
+    }
+
+    /// [`CompactionJob::run`] without its events.
+    fn run_to_end(&mut self) -> Result<()> {
         if self.drop {
             return self.install_drop();
         }
@@ -186,6 +205,80 @@ impl<'a> CompactionJob<'a> {
         Ok(())
     }
 
+    /// Why the job runs.
+    fn reason(&self) -> CompactionReason {
+        if self._reservation.is_none() {
+            CompactionReason::Manual
+        } else if self.drop {
+            CompactionReason::Fifo
+        } else if self.sorted_runs.iter().any(|(l, _)| *l > self.level + 1) {
+            CompactionReason::Universal
+        } else if self.level == 0 && self.output_level == 0 {
+            CompactionReason::IntraL0
+        } else if self.level == 0 {
+            CompactionReason::LevelL0FilesNum
+        } else {
+            CompactionReason::LevelMaxLevelSize
+        }
+    }
+
+    /// Announces the job beginning (`on_compaction_begin`), if anyone listens.
+    fn announce_begin(&self) -> Option<(CompactionJobInfo, std::time::Instant)> {
+        let events = self.db.events();
+        if !events.listening() {
+            return None;
+        }
+        let info = CompactionJobInfo {
+            keyspace: self.tree.name.to_string(),
+            job_id: events.next_job_id(),
+            reason: self.reason(),
+            base_level: self.level,
+            output_level: self.output_level,
+            inputs: (self.inputs.iter())
+                .map(|(level, f)| table_info(self.db.dir(), *level, &f.meta))
+                .collect(),
+            outputs: Vec::new(),
+            trivial_move: false,
+            bytes_read: 0,
+            bytes_written: 0,
+            duration: std::time::Duration::ZERO,
+            error: None,
+        };
+        events.emit(|| Event::CompactionBegin(info.clone()));
+        Some((info, std::time::Instant::now()))
+    }
+
+    /// Announces how the job ended (`on_compaction_completed`, and `on_table_file_created` for
+    /// each table it wrote).
+    fn announce_completed(
+        &self,
+        announced: Option<(CompactionJobInfo, std::time::Instant)>,
+        ran: &Result<()>,
+    ) {
+        let Some((mut info, start)) = announced else {
+            return;
+        };
+        info.duration = start.elapsed();
+        info.outputs = self.installed.clone();
+        info.trivial_move = self.moved;
+        if let Err(e) = ran {
+            info.error = Some(e.to_string());
+        } else if !self.moved && !self.drop {
+            info.bytes_read = info.inputs.iter().map(|f| f.size).sum();
+            info.bytes_written = info.outputs.iter().map(|f| f.size).sum();
+            for file in &info.outputs {
+                let created = TableFileCreationInfo {
+                    keyspace: info.keyspace.clone(),
+                    job_id: info.job_id,
+                    reason: TableFileCreationReason::Compaction,
+                    file: file.clone(),
+                };
+                self.db.events().emit(|| Event::TableFileCreated(created));
+            }
+        }
+        self.db.events().emit(|| Event::CompactionCompleted(info));
+    }
+
     /// The smallest and largest user keys of the inputs.
     fn key_range(&self) -> (Vec<u8>, Vec<u8>) {
         let keys = || self.inputs.iter().map(|(_, f)| f);
@@ -204,7 +297,7 @@ impl<'a> CompactionJob<'a> {
         }
         // A table holding values blob garbage collection moves is rewritten, not moved (a
         // forced collection picks such tables for that).
-        let collect = crate::core::blob_gc::files_to_collect(&self.version, &self.tree.options);
+        let collect = crate::core::blob_gc::files_to_collect(&self.version, &self.tree.options());
         let collects = |f: &TableFile| f.meta.blob_refs.iter().any(|r| collect.contains(&r.file));
         if self.inputs.iter().any(|(_, f)| collects(f)) {
             return false;
@@ -228,7 +321,7 @@ impl<'a> CompactionJob<'a> {
         }) {
             return false;
         }
-        let limit = MAX_GRANDPARENT_OVERLAP_FILES * self.tree.options.target_file_size_base;
+        let limit = MAX_GRANDPARENT_OVERLAP_FILES * self.tree.options().target_file_size_base;
         let grandparents = self.version.level(self.output_level + 1);
         let small_overlap = ranges.iter().all(|(smallest, largest)| {
             let overlap: u64 = grandparents
@@ -264,7 +357,7 @@ impl<'a> CompactionJob<'a> {
     /// is born by moving the whole overflow of the level above, so nearly every bottom table
     /// kept one in a growing tree until this rule).
     fn filters_fit_output_level(&self) -> bool {
-        let options = &self.tree.options;
+        let options = &self.tree.options();
         let uniform = options.filter_allocation == FilterAllocation::Uniform;
         let filter = self.filter_spec();
         if filter.omitted == crate::core::filter_plan::BOTTOM_FOR_HITS {
@@ -303,7 +396,7 @@ impl<'a> CompactionJob<'a> {
     ) -> Option<f64> {
         let spec = spec?;
         let ribbon = siftdb_filter::FilterKind::Ribbon;
-        let thinnable = self.tree.options.filter_allocation == FilterAllocation::Monkey
+        let thinnable = self.tree.options().filter_allocation == FilterAllocation::Monkey
             && spec.kind == ribbon
             && f.table.properties().filter_kind == ribbon.name()
             && f.table.filter_bits_per_key() > spec.bits_per_key;
@@ -362,8 +455,10 @@ impl<'a> CompactionJob<'a> {
             }
             edit.added.push((self.output_level, meta));
         }
+        let installed = self.installed_infos(&edit);
         db.versions()
             .log_and_apply(&self.tree, edit, &moved, |_| {})?;
+        (self.installed, self.moved) = (installed, true);
         for (f, cap) in &capped {
             f.table.set_filter_bits_cap(Some(*cap));
             db.cache().erase_table(f.meta.number);
@@ -376,6 +471,16 @@ impl<'a> CompactionJob<'a> {
             .filters_thinned_by_moves
             .fetch_add(capped.len() as u64, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// How the events name the tables `edit` adds (none when nobody listens).
+    fn installed_infos(&self, edit: &VersionEdit) -> Vec<TableFileInfo> {
+        if !self.db.events().listening() {
+            return Vec::new();
+        }
+        (edit.added.iter())
+            .map(|(level, meta)| table_info(self.db.dir(), *level, meta))
+            .collect()
     }
 
     /// A FIFO compaction: one manifest edit removes the inputs (the oldest tables); their
@@ -413,7 +518,7 @@ impl<'a> CompactionJob<'a> {
             snapshots: self.db.snapshots().sequences(),
             bottommost,
             filter: Some(filter),
-            merger: self.tree.options.merge_operator.clone().map(|op| {
+            merger: self.tree.options().merge_operator.clone().map(|op| {
                 Arc::new(crate::base::merge::CompactionMerger(op))
                     as Arc<dyn siftdb_compaction::OperandMerger>
             }),
@@ -442,7 +547,7 @@ impl<'a> CompactionJob<'a> {
     fn filter_spec(&self) -> crate::core::filter_plan::TableFilter {
         let (level_keys, replaced) = self.keys_after();
         crate::core::filter_plan::filter_for(
-            &self.tree.options,
+            &self.tree.options(),
             &self.version,
             self.output_level,
             self.output_level,
@@ -471,7 +576,7 @@ impl<'a> CompactionJob<'a> {
         }
         let (level_keys, replaced) = self.keys_after();
         let basis = crate::core::filter_plan::adaptive_basis(
-            &self.tree.options,
+            &self.tree.options(),
             &self.version,
             self.output_level,
             &level_keys,
@@ -541,7 +646,7 @@ impl<'a> CompactionJob<'a> {
         let outputs = metas
             .iter()
             .map(|m| {
-                crate::jobs::table_io::open_table(db, &self.tree.options, self.output_level, m)
+                crate::jobs::table_io::open_table(db, &self.tree.options(), self.output_level, m)
             })
             .collect::<Result<Vec<_>>>()?;
         for (output, heat) in outputs.iter().zip(heats) {
@@ -554,7 +659,7 @@ impl<'a> CompactionJob<'a> {
     /// the oldest `blob_garbage_collection_age_cutoff` of the blob files move to new ones, so
     /// those files become all garbage and go (RocksDB's integrated BlobDB garbage collection).
     fn relocation(&self) -> Option<super::sink::Relocation<'a>> {
-        let options = &self.tree.options;
+        let options = &self.tree.options();
         let oldest = crate::core::blob_gc::files_to_collect(&self.version, options);
         if oldest.is_empty() {
             return None;
@@ -594,12 +699,12 @@ impl<'a> CompactionJob<'a> {
         let filter = Arc::new(
             JobFilter::new(
                 self.tree
-                    .options
+                    .options()
                     .compaction_filter
                     .clone()
                     .filter(|_| ask_user),
                 self.output_level,
-                crate::base::ttl::millis(self.tree.options.clock.now()),
+                crate::base::ttl::millis(self.tree.options().clock.now()),
             )
             .reading_blobs_with(self.blob_fetch()),
         );
@@ -620,7 +725,7 @@ impl<'a> CompactionJob<'a> {
             tombstones: kept_tombstones.filter(|t| !t.is_empty()),
             options: self
                 .tree
-                .options
+                .options()
                 .table_build_options(self.output_level, self.filter_spec()),
         };
         let parts = self.parts();
@@ -672,7 +777,7 @@ impl<'a> CompactionJob<'a> {
     /// spaced by their bytes; every version of a user key falls in one range.
     fn parts(&self) -> Vec<KeyRange> {
         let total: u64 = self.inputs.iter().map(|(_, f)| f.meta.file_size).sum();
-        let target = self.tree.options.target_file_size_base.max(1);
+        let target = self.tree.options().target_file_size_base.max(1);
         let wanted = self
             .db
             .options()
@@ -766,7 +871,7 @@ impl<'a> CompactionJob<'a> {
         let mut sink = TableSink::new(
             db,
             shared.options.clone(),
-            self.tree.options.target_file_size_base,
+            self.tree.options().target_file_size_base,
             self.output_level,
             grandparents,
         );
@@ -802,7 +907,7 @@ impl<'a> CompactionJob<'a> {
     fn grandparents(&self) -> Vec<(Vec<u8>, u64)> {
         // An intra-L0 compaction writes one table: more would only add L0 files.
         if self.output_level == 0
-            || self.tree.options.compaction_style
+            || self.tree.options().compaction_style
                 != crate::base::compaction_style::CompactionStyle::Level
         {
             return Vec::new();
@@ -837,8 +942,10 @@ impl<'a> CompactionJob<'a> {
         // inputs covers them.
         let inputs: Vec<&TableFile> = self.inputs.iter().map(|(_, f)| &**f).collect();
         self.tree.filter_index.inherit(&inputs, &outputs);
+        let installed = self.installed_infos(&edit);
         db.versions()
             .log_and_apply_with_blobs(&self.tree, edit, &outputs, blobs, |_| {})?;
+        self.installed = installed;
         // Again once installed: a filter index rebuild that began in between scanned the
         // inputs, not the outputs.
         self.tree.filter_index.inherit(&inputs, &outputs);

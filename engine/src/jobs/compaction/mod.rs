@@ -7,7 +7,7 @@ mod heat_map;
 mod job;
 mod sink;
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,6 +29,11 @@ pub(crate) struct Compactions {
     /// the next that succeeds); `wait_for_compaction` and stalled writers report it instead of
     /// waiting forever.
     filter_failure: Mutex<Option<CompactionFilterError>>,
+    /// How many compaction threads may run compactions (`set_threads`): those numbered at or
+    /// above it wait.
+    threads_wanted: AtomicUsize,
+    /// How many compaction threads were started (they run until the database closes).
+    threads_started: Mutex<usize>,
 }
 
 impl Compactions {
@@ -48,11 +53,27 @@ pub(crate) fn start_background(
     shared: &Arc<Shared>,
     compactions: &Arc<Compactions>,
 ) -> Vec<std::thread::JoinHandle<()>> {
-    (0..shared.options().compaction_threads())
+    set_threads(shared, compactions, shared.options().compaction_threads())
+}
+
+/// Lets `n` compaction threads run compactions (`Db::set_options`' `max_background_jobs`),
+/// starting those missing; returns the new threads' handles. Threads beyond `n` finish the
+/// compaction they run and then wait (they are not stopped: `n` may grow again).
+pub(crate) fn set_threads(
+    shared: &Arc<Shared>,
+    compactions: &Arc<Compactions>,
+    n: usize,
+) -> Vec<std::thread::JoinHandle<()>> {
+    let mut started = compactions.threads_started.lock();
+    compactions.threads_wanted.store(n, Ordering::Release);
+    let first = *started;
+    *started = first.max(n);
+    shared.state().work().notify_all();
+    (first..n)
         .filter_map(|i| {
             let compactions = Arc::clone(compactions);
             crate::jobs::background::spawn(shared, &format!("siftdb-compact-{i}"), move |db| {
-                background_loop(db, &compactions)
+                background_loop(db, &compactions, i)
             })
         })
         .collect()
@@ -61,7 +82,9 @@ pub(crate) fn start_background(
 /// The longest pause between retries of a compaction whose filter keeps failing.
 const MAX_FILTER_RETRY_PAUSE: Duration = Duration::from_secs(10);
 
-fn background_loop(db: &Arc<Shared>, compactions: &Compactions) {
+/// Compaction thread `index`'s loop: runs compactions while some are due and it is among the
+/// threads wanted.
+fn background_loop(db: &Arc<Shared>, compactions: &Compactions, index: usize) {
     let mut filter_failures = 0u32;
     loop {
         {
@@ -77,11 +100,17 @@ fn background_loop(db: &Arc<Shared>, compactions: &Compactions) {
             if state.bg_error.is_some() {
                 continue;
             }
+            if index >= compactions.threads_wanted.load(Ordering::Acquire) {
+                continue; // fewer threads wanted now
+            }
         }
         // Run compactions until the tree is in shape.
         loop {
             if db.is_shutting_down() {
                 return;
+            }
+            if index >= compactions.threads_wanted.load(Ordering::Acquire) {
+                break;
             }
             match compact_next(db, compactions) {
                 Ok(true) => {

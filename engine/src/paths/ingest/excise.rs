@@ -57,7 +57,7 @@ pub(super) fn stage_tombstone(
     let mut file = db.create_output(&path, crate::base::rate_limiter::IoPriority::High)?;
     let no_keys = crate::core::filter_plan::TableFilter::omitted("");
     let build = tree
-        .options
+        .options()
         .table_build_options(crate::core::filter_plan::BOTTOM, no_keys);
     let mut builder = TableBuilder::new(&mut file, build);
     let deletion = RangeTombstone::new(range.start.clone(), range.end.clone(), 0);

@@ -222,7 +222,7 @@ fn stage(
             props.max_sequence
         )));
     }
-    if props.merge_operands > 0 && tree.options.merge_operator.is_none() {
+    if props.merge_operands > 0 && tree.options().merge_operator.is_none() {
         return Err(Error::InvalidArgument(format!(
             "{name} holds merge operands and keyspace {} has no merge operator",
             tree.name
@@ -304,7 +304,7 @@ fn open_staged(db: &Shared, tree: &Tree, path: &Path, number: u64) -> Result<Arc
     let file = db.files().open_table_file(path.to_path_buf())?;
     let read = TableReadOptions {
         key_hasher: db.options().filter_hasher,
-        prefix_extractor: tree.options.prefix_extractor.clone(),
+        prefix_extractor: tree.options().prefix_extractor.clone(),
         ..TableReadOptions::default()
     };
     let name = path.display().to_string();
@@ -470,7 +470,7 @@ fn place(version: &Version, tree: &Tree, file: &Staged, excised: &[(usize, u64)]
         })
     };
     let fifo =
-        tree.options.compaction_style == crate::base::compaction_style::CompactionStyle::Fifo;
+        tree.options().compaction_style == crate::base::compaction_style::CompactionStyle::Fifo;
     let mut chosen = 0;
     for level in 0..version.num_levels() {
         if overlapping(level) {
@@ -501,7 +501,7 @@ fn install(
         let meta = f.meta(seqno_of(f));
         tables.push(crate::jobs::table_io::open_table(
             db,
-            &tree.options,
+            &tree.options(),
             f.level,
             &meta,
         )?);

@@ -98,7 +98,7 @@ pub(crate) fn visibility(
         sequence,
         now,
         tombstones,
-        merge_operator: tree.options.merge_operator.clone(),
+        merge_operator: tree.options().merge_operator.clone(),
         blobs: Some(blobs),
     }
 }

@@ -23,6 +23,7 @@ use crate::base::options::Options;
 use crate::base::options_file;
 use crate::base::version_edit::VersionEdit;
 use crate::base::wal::writer::LogWriter;
+use crate::core::events::Events;
 pub(crate) use crate::core::manifest_state::ManifestState;
 use crate::core::memtable::Memtable;
 use crate::core::shared::{Shared, SharedParts};
@@ -280,7 +281,15 @@ fn new_engine(
         .get(&0)
         .map(|t| Arc::clone(&t.tree))
         .ok_or_else(|| Error::corruption("the manifest holds no \"default\" keyspace"))?;
-    let state = Arc::new(StateCell::new(DbState::new(trees)));
+    // A read-only open runs no background work: nothing to announce.
+    let events = if read_only {
+        Events::default()
+    } else {
+        Events::start(&options.listeners)?
+    };
+    let mut db_state = DbState::new(trees);
+    db_state.events = events.clone();
+    let state = Arc::new(StateCell::new(db_state));
     let versions = VersionSet::new(
         VersionSetContext {
             state: Arc::clone(&state),
@@ -301,6 +310,7 @@ fn new_engine(
         state,
         versions,
         read_only,
+        events,
         options,
     });
     Ok(Engine::new(Arc::new(shared), default))
@@ -379,7 +389,7 @@ fn open_versions(db: &Shared, manifest: &ManifestState) -> Result<Vec<(Arc<Tree>
             };
             let version = Version::empty().apply(
                 &edit,
-                |level, meta| crate::jobs::table_io::open_table(db, &tree.options, level, meta),
+                |level, meta| crate::jobs::table_io::open_table(db, &tree.options(), level, meta),
                 |meta| crate::jobs::blob_io::open_blob_file(db, meta),
             )?;
             Ok((tree, version))
@@ -465,7 +475,7 @@ fn commit(
         };
         db.versions().install_recovered(&tree, version, log_number);
         if let Some(t) = state.trees.get_mut(&tree.id) {
-            t.mem = Arc::new(Memtable::for_tree(wal_number, &tree.options));
+            t.mem = Arc::new(Memtable::for_tree(wal_number, &tree.options()));
         }
         db.versions().publish_view(&state, tree.id);
     }
@@ -483,8 +493,8 @@ fn flush_recovered(db: &Shared, tree: &Tree, version: Version, mem: &Memtable) -
         return Ok(version);
     }
     let number = db.versions().new_output();
-    let plan = crate::core::filter_plan::for_flush(&tree.options, &version, mem);
-    match crate::jobs::table_io::write_l0_table(db, &tree.options, tree.id, mem, number, plan)? {
+    let plan = crate::core::filter_plan::for_flush(&tree.options(), &version, mem);
+    match crate::jobs::table_io::write_l0_table(db, &tree.options(), tree.id, mem, number, plan)? {
         Some(flushed) => {
             let edit = VersionEdit {
                 added: vec![(0, flushed.table.meta.clone())],

@@ -77,7 +77,7 @@ pub(crate) fn replay_wals(
     } else {
         versions
             .iter()
-            .map(|(tree, _)| (tree.id, tree.options.write_buffer_size))
+            .map(|(tree, _)| (tree.id, tree.options().write_buffer_size))
             .collect()
     };
     let (newest, mut newest_input) = newest_written(db, wals)?;
