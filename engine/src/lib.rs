@@ -30,6 +30,10 @@ pub mod backup {
     pub use crate::api::backup::{BackupEngine, BackupEngineOptions, BackupInfo};
 }
 pub use crate::base::fs;
+/// Looking inside a database and its files: [`table_info`](inspect::table_info), [`check_db`](inspect::check_db), ...
+pub mod inspect {
+    pub use crate::api::inspect::*;
+}
 pub use crate::base::merge;
 #[cfg(feature = "test-hooks")]
 pub use crate::base::sync_point;

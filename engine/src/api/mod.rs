@@ -4,6 +4,7 @@
 pub(crate) mod backup;
 pub(crate) mod batch_index;
 pub(crate) mod db;
+pub(crate) mod inspect;
 pub(crate) mod keyspace;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics;
