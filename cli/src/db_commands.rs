@@ -21,13 +21,14 @@ pub(crate) fn open(dir: &Path, write: bool) -> Result<Db, Failure> {
     Ok(db)
 }
 
-/// Refuses a command that changes the database unless `--write` was given.
-fn require_write(cli: &Cli, command: &str, why: &str) -> Outcome {
+/// Refuses a command that changes the database unless `--write` was given; `what` says why
+/// it needs it.
+fn require_write(cli: &Cli, what: &str) -> Outcome {
     if cli.write {
         return Ok(());
     }
     Err(Failure(format!(
-        "{command} {why}: pass --write to open the database read-write (it is opened read-only by default)"
+        "{what}: pass --write to open the database read-write (it is opened read-only by default)"
     )))
 }
 
@@ -61,7 +62,7 @@ const SYNCED: WriteOptions = WriteOptions { sync: true };
 
 /// `put` (with `--write`): a synced write.
 pub(crate) fn put(cli: &Cli, dir: &Path, key: &str, value: &str, out: &mut dyn Write) -> Outcome {
-    require_write(cli, "put", "writes")?;
+    require_write(cli, "put writes to the database")?;
     let key = text::parse(key, cli.hex, "key")?;
     let value = text::parse(value, cli.hex, "value")?;
     let db = open(dir, true)?;
@@ -72,7 +73,7 @@ pub(crate) fn put(cli: &Cli, dir: &Path, key: &str, value: &str, out: &mut dyn W
 
 /// `delete` (with `--write`): a synced tombstone.
 pub(crate) fn delete(cli: &Cli, dir: &Path, key: &str, out: &mut dyn Write) -> Outcome {
-    require_write(cli, "delete", "writes")?;
+    require_write(cli, "delete writes to the database")?;
     let key = text::parse(key, cli.hex, "key")?;
     let db = open(dir, true)?;
     keyspace(&db, cli)?.delete_opt(&key, &SYNCED)?;
@@ -151,7 +152,7 @@ fn min_upper(bound: Bound<Vec<u8>>, key: Vec<u8>) -> Bound<Vec<u8>> {
 /// `compact` (with `--write`): a full manual compaction of each keyspace (or the one named),
 /// with the files per level before and after.
 pub(crate) fn compact(cli: &Cli, dir: &Path, out: &mut dyn Write) -> Outcome {
-    require_write(cli, "compact", "rewrites tables")?;
+    require_write(cli, "compact rewrites tables")?;
     let db = open(dir, true)?;
     let names = match &cli.keyspace {
         Some(_) => vec![keyspace(&db, cli)?.name().to_string()],
@@ -184,8 +185,7 @@ fn shape(ks: &Keyspace) -> String {
 pub(crate) fn checkpoint(cli: &Cli, dir: &Path, target: &Path, out: &mut dyn Write) -> Outcome {
     require_write(
         cli,
-        "checkpoint",
-        "needs the database open read-write (a read-only open cannot take one)",
+        "checkpoint works on a read-write open only (a read-only open cannot take one)",
     )?;
     let db = open(dir, true)?;
     db.checkpoint(target)?;
