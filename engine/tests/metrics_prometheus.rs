@@ -108,7 +108,15 @@ fn scrape_after_workload_finds_per_level_and_per_keyspace_figures() {
     let dir = tempfile::tempdir().unwrap();
     let addr = free_addr();
     let db = example::serve(addr, dir.path()).unwrap();
-    let body = scrape(addr);
+    // Flush durations reach the recorder from the events' thread: wait for the last one.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut body = scrape(addr);
+    while !body.contains("siftdb_flush_seconds_count{keyspace=\"users\"}")
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(50));
+        body = scrape(addr);
+    }
     let samples = parse(&body);
     let dump = || {
         body.lines()
@@ -192,6 +200,18 @@ fn scrape_after_workload_finds_per_level_and_per_keyspace_figures() {
         assert!(
             seeks.is_some_and(|n| n > 0.0),
             "{keyspace}: sampled seek latencies: {seeks:?}"
+        );
+        // Flush durations come from the flush events, delivered on the events' thread.
+        let flushes = samples
+            .iter()
+            .find(|s| {
+                s.name == "siftdb_flush_seconds_count"
+                    && s.labels.get("keyspace").map(String::as_str) == Some(keyspace)
+            })
+            .map(|s| s.value);
+        assert!(
+            flushes.is_some_and(|n| n > 0.0),
+            "{keyspace}: flush durations: {flushes:?}"
         );
     }
 

@@ -113,6 +113,8 @@ impl Db {
     /// else, [`Error::UnsupportedVersion`] for a database from a newer format, and
     /// [`Error::Corruption`] for damaged metadata. A failed open changes nothing on disk.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        #[cfg(feature = "metrics")]
+        let options = crate::api::metrics::with_job_durations(options);
         let (engine, lock) = crate::paths::recovery::open(path.as_ref(), options)?;
         let shared = engine.shared();
         let threads = crate::jobs::flush::start_background(shared)

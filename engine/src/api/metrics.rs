@@ -81,6 +81,7 @@ const DB_COUNTERS: &[StatsCounter] = &[
     ("siftdb_memo_inserts_total", "Absences the false-positive memo remembered.", |s| s.memo.inserts),
     ("siftdb_memo_evictions_total", "False-positive memo entries pushed out by newer ones.", |s| s.memo.evictions),
     ("siftdb_memo_forgotten_total", "False-positive memo entries dropped with their table.", |s| s.memo.forgotten),
+    ("siftdb_event_listener_panics_total", "Event listener calls that panicked (contained).", |s| s.event_listener_panics),
 ];
 
 /// The database-wide gauges (no label).
@@ -221,6 +222,35 @@ impl Db {
     }
 }
 
+/// Times flushes and compactions (`siftdb_flush_seconds`, `siftdb_compaction_seconds`, label
+/// `keyspace`) from the durations their completion events carry.
+struct JobDurations;
+
+impl crate::EventListener for JobDurations {
+    fn on_flush_completed(&self, info: &crate::FlushJobInfo) {
+        if info.error.is_none() {
+            metrics::histogram!("siftdb_flush_seconds", "keyspace" => info.keyspace.clone())
+                .record(info.duration.as_secs_f64());
+        }
+    }
+
+    fn on_compaction_completed(&self, info: &crate::CompactionJobInfo) {
+        if info.error.is_none() && !info.trivial_move {
+            metrics::histogram!("siftdb_compaction_seconds", "keyspace" => info.keyspace.clone())
+                .record(info.duration.as_secs_f64());
+        }
+    }
+}
+
+/// `options` with the listener that times flushes and compactions added (when the publisher
+/// runs: `metrics_interval` set).
+pub(crate) fn with_job_durations(mut options: crate::Options) -> crate::Options {
+    if options.metrics_interval.is_some() {
+        options.listeners.push(Arc::new(JobDurations));
+    }
+    options
+}
+
 /// Publishes every `interval` until the database closes (closing unparks the thread). A panic
 /// in the recorder (the application's code) ends the thread, not the database.
 fn publisher_loop(engine: &Engine, interval: Duration) {
@@ -351,6 +381,15 @@ fn describe() {
     describe_gauge!("siftdb_background_error", failed);
     let fpr = "Measured false-positive rate of the level's filters.";
     describe_gauge!("siftdb_filter_measured_fpr", fpr);
+    for (job, name) in [
+        ("Flush", "siftdb_flush_seconds"),
+        (
+            "Compaction (not trivial moves)",
+            "siftdb_compaction_seconds",
+        ),
+    ] {
+        describe_histogram!(name, Unit::Seconds, format!("{job} duration."));
+    }
     for (op, name) in [
         ("Point lookup", "siftdb_get_seconds"),
         ("Write", "siftdb_put_seconds"),
