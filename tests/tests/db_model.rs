@@ -94,7 +94,35 @@ enum Op {
     DrainIter(usize, bool),
     /// A transaction (see [`Txn`]).
     Txn(Txn),
+    /// `set_options` with one of [`LIVE_CHANGES`]: automatic compactions off and on, other
+    /// memtable sizes, filters, codecs and level shapes for the tables written from then on.
+    SetOptions(usize),
 }
+
+/// The changes `Op::SetOptions` makes. Turning automatic compactions off raises the L0 stop
+/// trigger with it: writes would otherwise wait for compactions that never come.
+const LIVE_CHANGES: [&[(&str, &str)]; 4] = [
+    &[
+        ("disable_auto_compactions", "true"),
+        ("level0_stop_writes_trigger", "1000"),
+        ("write_buffer_size", "8192"),
+    ],
+    &[
+        ("disable_auto_compactions", "false"),
+        ("level0_stop_writes_trigger", "8"),
+        ("write_buffer_size", "2048"),
+    ],
+    &[
+        ("filter_bits_per_key", "3"),
+        ("compression", "none"),
+        ("level0_file_num_compaction_trigger", "3"),
+    ],
+    &[
+        ("filter_bits_per_key", "10"),
+        ("compression_per_level", "lz4,zstd"),
+        ("max_bytes_for_level_multiplier", "4"),
+    ],
+];
 
 /// A transaction of the model test: its steps, a plain write by someone else after step
 /// `outside.0` (a conflict for an optimistic transaction that wrote or read the key for
@@ -242,6 +270,7 @@ fn op(variant: Variant) -> impl Strategy<Value = Op> {
         1 => key().prop_map(Op::Seek),
         2 => proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'b')], 0..3).prop_map(Op::Prefix),
         1 => Just(Op::Flush),
+        1 => (0..LIVE_CHANGES.len()).prop_map(Op::SetOptions),
         1 => Just(Op::BuildFilterIndex),
         1 => Just(Op::Reopen),
         1 => (proptest::option::of(key()), proptest::option::of(key())).prop_map(|(a, b)| Op::Compact(a, b)),
@@ -917,6 +946,7 @@ fn run(variant: Variant, style: CompactionStyle, ops: &[Op]) {
                 assert_eq!(got, want, "prefix {p:?}");
             }
             Op::Flush => db.flush().unwrap(),
+            Op::SetOptions(i) => db.set_options(LIVE_CHANGES[*i]).unwrap(),
             Op::BuildFilterIndex => {
                 db.build_filter_index().unwrap();
             }

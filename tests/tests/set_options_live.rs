@@ -197,3 +197,41 @@ fn changes_are_recorded_in_options_until_a_reopen() {
         Some(&b"v"[..])
     );
 }
+
+#[test]
+fn changes_while_flushes_and_compactions_clean_up_files() {
+    // The cleanup of obsolete files deletes temporary files: it once deleted `OPTIONS.tmp`
+    // between its creation and its rename (found by the model test).
+    // `OPTIONS.tmp` lingers a moment after its creation: a cleanup finds it then.
+    let fs: std::sync::Arc<dyn siftdb::fs::FileSystem> =
+        std::sync::Arc::new(siftdb_tests::CreateHookFs(|path: &std::path::Path| {
+            let file = siftdb::fs::FileSystem::create(&siftdb::fs::RealFs, path);
+            if path.ends_with("OPTIONS.tmp") {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            file
+        }));
+    let dir = siftdb_tests::temp_dir();
+    let options = Options {
+        fs,
+        ..siftdb_tests::small_tree()
+    };
+    let db = Db::open(dir.path(), options).unwrap();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for i in 0..20_000 {
+                db.put(key(i), [b'v'; 64]).unwrap();
+            }
+        });
+        for round in 0..300 {
+            let bits = if round % 2 == 0 { "8" } else { "10" };
+            db.set_options(&[("filter_bits_per_key", bits)]).unwrap();
+        }
+    });
+    db.wait_for_compaction().unwrap();
+    assert!(db.stats().compactions > 0);
+    assert!(options_file(dir.path()).contains("set_options.default.filter_bits_per_key=10\n"));
+    for i in (0..20_000).step_by(101) {
+        assert!(db.get(key(i)).unwrap().is_some());
+    }
+}

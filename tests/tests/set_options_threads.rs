@@ -15,6 +15,20 @@ fn compaction_threads() -> usize {
         .count()
 }
 
+/// Waits (at most 10 s) until [`compaction_threads`] is `n`: a thread names itself once it
+/// runs, a moment after it is spawned.
+fn expect_compaction_threads(n: usize) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while compaction_threads() != n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} compaction threads, expected {n}",
+            compaction_threads()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 #[test]
 fn more_compaction_threads_start_and_fewer_run_at_once() {
     let dir = siftdb_tests::temp_dir();
@@ -23,14 +37,14 @@ fn more_compaction_threads_start_and_fewer_run_at_once() {
         ..siftdb_tests::small_tree()
     };
     let db = Db::open(dir.path(), options).unwrap();
-    assert_eq!(compaction_threads(), 1);
+    expect_compaction_threads(1);
     db.set_options(&[("max_background_compactions", "6")])
         .unwrap();
-    assert_eq!(compaction_threads(), 6);
+    expect_compaction_threads(6);
     // Fewer wanted: the threads stay (idle), at most two compactions run together.
     db.set_options(&[("max_background_compactions", "2")])
         .unwrap();
-    assert_eq!(compaction_threads(), 6);
+    expect_compaction_threads(6);
     for i in 0..30_000u32 {
         db.put(siftdb_tests::scattered_key(i), [b'v'; 64]).unwrap();
     }

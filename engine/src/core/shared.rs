@@ -300,4 +300,19 @@ impl FileDeletions {
     pub(crate) fn resume(&self) {
         self.paused.fetch_sub(1, Ordering::AcqRel);
     }
+
+    /// Pauses deletions until the guard drops (however the caller's step ends).
+    pub(crate) fn paused(&self) -> PausedDeletions<'_> {
+        self.pause();
+        PausedDeletions(self)
+    }
+}
+
+/// Deletions paused while it lives ([`FileDeletions::paused`]).
+pub(crate) struct PausedDeletions<'a>(&'a FileDeletions);
+
+impl Drop for PausedDeletions<'_> {
+    fn drop(&mut self) {
+        self.0.resume();
+    }
 }

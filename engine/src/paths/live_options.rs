@@ -40,12 +40,15 @@ impl Engine {
             };
             recorded.insert((keyspace.to_string(), name.to_string()), value.to_string());
         }
-        // Recorded first: a change the file does not show never takes effect.
+        // Recorded first: a change the file does not show never takes effect. Deletions wait
+        // meanwhile: the cleanup of obsolete files deletes temporary files (`OPTIONS.tmp`).
         let file = RecordedOptions {
             live: recorded.clone(),
             ..RecordedOptions::of(self.shared.options())
         };
+        let paused = self.shared.deletions().paused();
         write_options_file(self.shared.fs().as_ref(), self.shared.dir(), &file)?;
+        drop(paused);
         *live = recorded;
         tree.replace_options(options);
         tracing::info!(
