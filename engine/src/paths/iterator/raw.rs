@@ -292,9 +292,14 @@ impl RawIterator {
 
     /// Moves to the first key ≥ `key` (the first key within the bounds if `key` is below them).
     pub fn seek(&mut self, key: &[u8]) {
+        self.timed_seek(|it| it.seek_forward(key));
+    }
+
+    /// Runs a seek, its latency sampled (cargo feature `metrics`).
+    fn timed_seek(&mut self, seek: impl FnOnce(&mut Self)) {
         #[cfg(feature = "metrics")]
         let sampled = crate::paths::latency::sample();
-        self.seek_forward(key);
+        seek(self);
         #[cfg(feature = "metrics")]
         if let Some(start) = sampled {
             crate::paths::latency::record(
@@ -318,17 +323,7 @@ impl RawIterator {
 
     /// Moves to the last key ≤ `key` (the last key within the bounds if `key` is above them).
     pub fn seek_for_prev(&mut self, key: &[u8]) {
-        #[cfg(feature = "metrics")]
-        let sampled = crate::paths::latency::sample();
-        self.seek_backward(key);
-        #[cfg(feature = "metrics")]
-        if let Some(start) = sampled {
-            crate::paths::latency::record(
-                crate::paths::latency::Op::Seek,
-                self.keyspace.as_ref(),
-                start,
-            );
-        }
+        self.timed_seek(|it| it.seek_backward(key));
     }
 
     fn seek_backward(&mut self, key: &[u8]) {
