@@ -256,6 +256,11 @@ impl<'a, D: DBAccess> DBRawIteratorWithThreadMode<'a, D> {
         self.valid().then(|| self.raw_value())
     }
 
+    /// The current entry's user-defined timestamp: siftdb has none, so it is empty.
+    pub fn timestamp(&self) -> Option<&[u8]> {
+        self.valid().then_some(&[][..])
+    }
+
     /// The current key and value.
     pub fn item(&self) -> Option<(&[u8], &[u8])> {
         self.valid().then(|| (self.raw_key(), self.raw_value()))

@@ -300,9 +300,9 @@ impl<T: ThreadMode> DBWithThreadMode<T> {
         cf: &impl AsColumnFamilyRef,
         key: K,
         readopts: &ReadOptions,
-    ) -> (bool, Option<Vec<u8>>) {
+    ) -> (bool, Option<crate::CSlice>) {
         match self.core.get(Some(cf.cf_inner()), key.as_ref(), readopts) {
-            Ok(Some(v)) => (true, Some(v)),
+            Ok(Some(v)) => (true, Some(crate::CSlice(v))),
             Ok(None) => (false, None),
             Err(_) => (true, None),
         }

@@ -67,3 +67,21 @@ impl PartialEq<Vec<u8>> for DBPinnableSlice<'_> {
         self.value.as_slice() == rhs.as_slice()
     }
 }
+
+/// A value returned by value (`key_may_exist_cf_opt_value`); dereferences to `[u8]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CSlice(pub(crate) Vec<u8>);
+
+impl AsRef<[u8]> for CSlice {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Deref for CSlice {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}

@@ -73,7 +73,7 @@ pub use crate::db_options::{
     PlainTableFactoryOptions, ReadOptions, ReadTier, UniversalCompactOptions,
     UniversalCompactionStopStyle, WaitForCompactOptions, WriteBufferManager, WriteOptions,
 };
-pub use crate::db_pinnable_slice::DBPinnableSlice;
+pub use crate::db_pinnable_slice::{CSlice, DBPinnableSlice};
 pub use crate::env::Env;
 pub use crate::error::{Error, ErrorKind};
 pub use crate::iter_range::{IterateBounds, PrefixRange};
