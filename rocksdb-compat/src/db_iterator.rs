@@ -95,6 +95,7 @@ pub struct DBRawIteratorWithThreadMode<'a, D: DBAccess> {
     opts: siftdb::ReadOptions,
     prefix: Option<Box<PrefixBound>>,
     status: Option<Error>,
+    tailing: bool,
     db: PhantomData<&'a D>,
 }
 
@@ -125,6 +126,7 @@ impl<'a, D: DBAccess> DBRawIteratorWithThreadMode<'a, D> {
         DBRawIteratorWithThreadMode {
             source,
             origin,
+            tailing: opts.tailing,
             opts: opts.inner,
             prefix,
             status,
@@ -182,10 +184,13 @@ impl<'a, D: DBAccess> DBRawIteratorWithThreadMode<'a, D> {
         }
     }
 
-    /// To the first entry.
+    /// To the first entry (within the lower bound, whose prefix a prefix-bound cursor keeps).
     pub fn seek_to_first(&mut self) {
         if let Some(bound) = &mut self.prefix {
-            bound.prefix = None;
+            let lower = self.opts.iterate_lower_bound.as_deref();
+            bound.prefix = lower
+                .and_then(|l| bound.transform.prefix(l))
+                .map(<[u8]>::to_vec);
         }
         match &mut self.source {
             Source::Live(it) => it.seek_to_first(),
@@ -305,6 +310,8 @@ pub struct DBIteratorWithThreadMode<'a, D: DBAccess> {
     direction: Direction,
     positioned: bool,
     done: bool,
+    /// The last key yielded, kept by a tailing iterator to go on after it.
+    last: Option<Box<[u8]>>,
 }
 
 /// An iterator of [`DB`](crate::DB).
@@ -317,6 +324,7 @@ impl<'a, D: DBAccess> DBIteratorWithThreadMode<'a, D> {
             direction: Direction::Forward,
             positioned: true,
             done: false,
+            last: None,
         };
         it.set_mode(mode);
         it
@@ -373,8 +381,17 @@ impl<D: DBAccess> Iterator for DBIteratorWithThreadMode<'_, D> {
             }
         }
         self.positioned = false;
+        if !self.raw.valid() && self.raw.tailing && self.direction == Direction::Forward {
+            self.renew_tail();
+        }
         match self.raw.item() {
-            Some((k, v)) => Some(Ok((Box::from(k), Box::from(v)))),
+            Some((k, v)) => {
+                let item: KVBytes = (Box::from(k), Box::from(v));
+                if self.raw.tailing {
+                    self.last = Some(item.0.clone());
+                }
+                Some(Ok(item))
+            }
             None => {
                 self.done = true;
                 self.raw.status().err().map(Err)
@@ -383,18 +400,36 @@ impl<D: DBAccess> Iterator for DBIteratorWithThreadMode<'_, D> {
     }
 }
 
+impl<D: DBAccess> DBIteratorWithThreadMode<'_, D> {
+    /// A tailing iterator at its end: reads the database again, after the last key yielded.
+    fn renew_tail(&mut self) {
+        if self.raw.refresh().is_err() {
+            return;
+        }
+        match self.last.take() {
+            Some(last) => {
+                self.raw.seek(&last);
+                if self.raw.key() == Some(&*last) {
+                    self.raw.next();
+                }
+            }
+            None => self.raw.seek_to_first(),
+        }
+    }
+}
+
 impl<D: DBAccess> std::iter::FusedIterator for DBIteratorWithThreadMode<'_, D> {}
 
-/// The WAL's batches since a sequence number (`DB::get_updates_since`): siftdb has no WAL
-/// iterator, so none is ever made.
+/// The write batches after a sequence number still in the WALs (`DB::get_updates_since`),
+/// each with its first sequence number.
 pub struct DBWALIterator {
-    _private: (),
+    pub(crate) batches: std::vec::IntoIter<(u64, crate::WriteBatch)>,
 }
 
 impl Iterator for DBWALIterator {
     type Item = Result<(u64, crate::WriteBatch), Error>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        None
+        self.batches.next().map(Ok)
     }
 }

@@ -656,6 +656,7 @@ pub struct ReadOptions {
     pub(crate) snapshot: Option<Arc<SnapshotInner>>,
     pub(crate) prefix_same_as_start: bool,
     pub(crate) total_order_seek: bool,
+    pub(crate) tailing: bool,
 }
 
 impl ReadOptions {
@@ -702,10 +703,11 @@ impl ReadOptions {
         self.total_order_seek = v;
     }
 
-    /// A tailing iterator sees writes made after it was created: siftdb's iterators read one
-    /// consistent view; accepted, no effect (a new iterator sees them).
+    /// A tailing iterator: once a forward iterator has passed the last entry, it reads the
+    /// database again and goes on with entries written since (siftdb's iterators read one
+    /// view, which the layer renews at the end).
     pub fn set_tailing(&mut self, v: bool) {
-        let _ = v;
+        self.tailing = v;
     }
 
     /// The read tier: only `All` is honoured; others have no effect.

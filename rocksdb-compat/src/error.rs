@@ -156,7 +156,15 @@ impl std::error::Error for Error {}
 
 impl From<siftdb::Error> for Error {
     fn from(e: siftdb::Error) -> Error {
-        Error::with_kind(kind_of_siftdb(&e), &e)
+        let text = e.to_string();
+        if text.contains("merge operator") && text.contains("failed") {
+            // RocksDB's words for a merge function that returned nothing.
+            return Error::with_kind(
+                ErrorKind::Corruption,
+                format!("Merge operator failed: {text}"),
+            );
+        }
+        Error::with_kind(kind_of_siftdb(&e), text)
     }
 }
 

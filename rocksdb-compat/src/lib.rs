@@ -49,6 +49,7 @@ mod slice_transform;
 mod snapshot;
 pub mod statistics;
 mod transactions;
+mod wal;
 mod write_batch;
 
 pub use crate::column_family::{

@@ -28,14 +28,17 @@ pub trait WriteBatchIteratorCf {
 }
 
 const HEADER: usize = 12;
-const PUT: u8 = 1;
-const DELETE: u8 = 2;
-const MERGE: u8 = 3;
-const DELETE_RANGE: u8 = 4;
+pub(crate) const PUT: u8 = 1;
+pub(crate) const DELETE: u8 = 2;
+pub(crate) const MERGE: u8 = 3;
+pub(crate) const DELETE_RANGE: u8 = 4;
 const SINGLE_DELETE: u8 = 5;
 const LOG_DATA: u8 = 6;
 /// Set on the tag of an operation naming a column family (its index in the batch follows).
 const IN_CF: u8 = 0x80;
+/// Set with `IN_CF` when what follows is a column family id as the WAL has it (a batch read
+/// back by `get_updates_since`), not an index into the batch's handles.
+const RAW_ID: u8 = 0x40;
 
 /// A write batch; `TRANSACTION` tells batches of transactions apart, as in rust-rocksdb.
 #[derive(Clone)]
@@ -50,6 +53,7 @@ pub struct WriteBatchWithTransaction<const TRANSACTION: bool> {
 pub(crate) struct Op<'a> {
     pub(crate) kind: u8,
     pub(crate) cf: Option<u32>,
+    pub(crate) raw_id: bool,
     pub(crate) key: &'a [u8],
     pub(crate) value: &'a [u8],
 }
@@ -148,8 +152,9 @@ impl<const T: bool> WriteBatchWithTransaction<T> {
             let key = read_bytes(rep, &mut pos)?;
             let value = read_bytes(rep, &mut pos)?;
             Some(Op {
-                kind: tag & !IN_CF,
+                kind: tag & !(IN_CF | RAW_ID),
                 cf,
+                raw_id: tag & RAW_ID != 0,
                 key,
                 value,
             })
@@ -175,7 +180,10 @@ impl<const T: bool> WriteBatchWithTransaction<T> {
     /// Calls `callbacks` with each put, delete and merge and its column family id.
     pub fn iterate_cf<I: WriteBatchIteratorCf>(&self, callbacks: &mut I) {
         for op in self.ops() {
-            let id = op.cf.and_then(|i| self.cf(i)).map_or(0, |cf| cf.id);
+            let id = match (op.cf, op.raw_id) {
+                (Some(id), true) => id,
+                (cf, _) => cf.and_then(|i| self.cf(i)).map_or(0, |cf| cf.id),
+            };
             match op.kind {
                 PUT => callbacks.put_cf(id, op.key, op.value),
                 DELETE | SINGLE_DELETE => callbacks.delete_cf(id, op.key),
@@ -215,6 +223,28 @@ impl<const T: bool> WriteBatchWithTransaction<T> {
             self.count += 1;
             self.rep[8..HEADER].copy_from_slice(&(self.count as u32).to_le_bytes());
         }
+    }
+
+    /// Appends an operation read from the WAL (`cf_id`: the keyspace id recorded there).
+    pub(crate) fn push_logged(&mut self, kind: u8, cf_id: u32, key: &[u8], value: &[u8]) {
+        if cf_id == 0 {
+            self.append(kind, None, key, value);
+            return;
+        }
+        self.rep.push(kind | IN_CF | RAW_ID);
+        self.rep.extend_from_slice(&cf_id.to_le_bytes());
+        for bytes in [key, value] {
+            self.rep
+                .extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+            self.rep.extend_from_slice(bytes);
+        }
+        self.count += 1;
+        self.rep[8..HEADER].copy_from_slice(&(self.count as u32).to_le_bytes());
+    }
+
+    /// Records the first sequence number in the batch's header.
+    pub(crate) fn set_sequence(&mut self, sequence: u64) {
+        self.rep[..8].copy_from_slice(&sequence.to_le_bytes());
     }
 
     /// Puts `value` under `key`.
@@ -294,7 +324,7 @@ impl<const T: bool> WriteBatchWithTransaction<T> {
         let mut out = siftdb::WriteBatch::new();
         for op in self.ops() {
             let cf = match op.cf {
-                Some(i) => Some(self.cf(i).ok_or_else(|| {
+                Some(i) => Some(self.cf(i).filter(|_| !op.raw_id).ok_or_else(|| {
                     Error::invalid("a batch from data names a column family it does not hold")
                 })?),
                 None => None,
