@@ -317,11 +317,19 @@ impl<T: ThreadMode> DBWithThreadMode<T> {
         metadata(&cf.cf_inner().ks)
     }
 
-    /// The table files: siftdb lists them as text (`rocksdb.sstables`) only; refused.
+    /// The table files of every column family, from the live manifest and each table's
+    /// properties (siftdb's `inspect::current_version` and `inspect::table_info`).
     pub fn live_files(&self) -> Result<Vec<LiveFile>, Error> {
-        Err(Error::not_supported(
-            "live_files (see the rocksdb.sstables property)",
-        ))
+        let version = siftdb::inspect::current_version(self.path())?;
+        let mut out = Vec::new();
+        for ks in &version.keyspaces {
+            for (level, files) in ks.levels.iter().enumerate() {
+                for f in files {
+                    out.push(live_file(self.path(), &ks.name, level, f)?);
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Deletes the table files below L0 wholly inside `[from, to]` of the default column
@@ -410,4 +418,26 @@ fn approximate_sizes(ks: &siftdb::Keyspace, ranges: &[Range]) -> Vec<u64> {
             bytes.saturating_mul(in_range) / keys
         })
         .collect()
+}
+
+fn live_file(
+    dir: &Path,
+    cf: &str,
+    level: usize,
+    f: &siftdb::inspect::ManifestFile,
+) -> Result<LiveFile, Error> {
+    let info = siftdb::inspect::table_info(dir.join(&f.file_name))?;
+    Ok(LiveFile {
+        column_family_name: cf.to_string(),
+        name: format!("/{}", f.file_name),
+        directory: dir.display().to_string(),
+        size: usize::try_from(f.file_size).unwrap_or(usize::MAX),
+        level: i32::try_from(level).unwrap_or(i32::MAX),
+        start_key: Some(f.smallest.user_key.clone()),
+        end_key: Some(f.largest.user_key.clone()),
+        smallest_seqno: info.min_sequence,
+        largest_seqno: info.max_sequence,
+        num_entries: info.entries,
+        num_deletions: info.deletions,
+    })
 }
