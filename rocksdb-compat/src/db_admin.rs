@@ -411,9 +411,11 @@ fn approximate_sizes(ks: &siftdb::Keyspace, ranges: &[Range]) -> Vec<u64> {
     ranges
         .iter()
         .map(|r| {
-            let mut opts = siftdb::ReadOptions::default();
-            opts.iterate_lower_bound = Some(r.start_key.to_vec());
-            opts.iterate_upper_bound = Some(r.end_key.to_vec());
+            let opts = siftdb::ReadOptions {
+                iterate_lower_bound: Some(r.start_key.to_vec()),
+                iterate_upper_bound: Some(r.end_key.to_vec()),
+                ..Default::default()
+            };
             let in_range = ks.iter_opt(&opts).take_while(Result::is_ok).count() as u64;
             bytes.saturating_mul(in_range) / keys
         })

@@ -37,6 +37,8 @@ pub(crate) enum Origin {
 
 /// The cursor underneath: siftdb's, or entries read at a snapshot of a column family (siftdb
 /// has no raw cursor there).
+// The live cursor is the common case: boxing it would cost every step an indirection.
+#[allow(clippy::large_enum_variant)]
 enum Source {
     Live(siftdb::RawIterator),
     Buffered(Buffered),

@@ -202,13 +202,13 @@ impl Options {
 
     /// Universal compaction settings (siftdb's `compaction_options_universal`).
     pub fn set_universal_compaction_options(&mut self, uco: &UniversalCompactOptions) {
-        self.inner.compaction_options_universal = uco.inner.clone();
+        self.inner.compaction_options_universal = uco.inner;
     }
 
     /// FIFO compaction settings (siftdb's `compaction_options_fifo`).
     pub fn set_fifo_compaction_options(&mut self, fco: &FifoCompactOptions) {
         let ttl = self.inner.compaction_options_fifo.ttl;
-        self.inner.compaction_options_fifo = fco.inner.clone();
+        self.inner.compaction_options_fifo = fco.inner;
         self.inner.compaction_options_fifo.ttl = ttl;
     }
 
@@ -590,8 +590,6 @@ impl Options {
         set_skip_checking_sst_file_sizes_on_db_open(value: bool);
         /// Advising random access on open.
         set_advise_random_on_open(advise: bool);
-        /// Writable file buffer.
-        set_compaction_style_level_compaction_dynamic(v: bool);
         /// WAL recovery mode (siftdb recovers up to a damaged tail, or refuses with
         /// `paranoid_checks`).
         set_wal_recovery_mode(mode: DBRecoveryMode);
@@ -599,7 +597,7 @@ impl Options {
         set_wal_ttl_seconds(secs: u64);
         /// WAL size limit.
         set_wal_size_limit_mb(size: u64);
-        /// Bloom filter in memtables per key-value pair.
+        /// Huge pages for memtables.
         set_memtable_huge_page_size(size: usize);
         /// Maximum sequential skips in iterations.
         set_max_sequential_skip_in_iterations(num: u64);
@@ -625,7 +623,7 @@ impl Options {
         set_table_cache_num_shard_bits(nbits: i32);
         /// Arena block size.
         set_arena_block_size(size: usize);
-        /// Memtable prefix bloom probes.
+        /// Memtable history kept for transactions.
         set_max_write_buffer_size_to_maintain(size: i64);
         /// Pipelined writes.
         set_enable_pipelined_write(value: bool);
@@ -641,10 +639,8 @@ impl Options {
         set_wal_compression_type(t: DBCompressionType);
         /// Two write queues.
         set_two_write_queues(value: bool);
-        /// Manual WAL flush's 2PC.
+        /// Two-phase commit.
         set_allow_2pc(value: bool);
-        /// Access hint on compaction start.
-        set_max_dict_bytes(value: i32);
     }
 }
 
@@ -730,8 +726,6 @@ impl ReadOptions {
         set_ignore_range_deletions(v: bool);
         /// Skipped deleted keys before an iterator gives up.
         set_max_skippable_internal_keys(num: u64);
-        /// A read timestamp.
-        set_timestamp_placeholder(v: bool);
         /// Background purge on iterator cleanup.
         set_background_purge_on_iterator_cleanup(v: bool);
         /// Auto prefix mode.
