@@ -1,0 +1,133 @@
+//! A database opened, written and read through the rust-rocksdb API; destroy refuses an open
+//! database; errors carry RocksDB's kinds.
+
+use siftdb_rocksdb::{ErrorKind, Options, WriteOptions, DB};
+
+fn open(dir: &tempfile::TempDir) -> DB {
+    DB::open_default(dir.path()).unwrap()
+}
+
+#[test]
+fn put_get_delete_and_the_opt_forms() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir);
+    db.put(b"k1", b"v1").unwrap();
+    let mut sync = WriteOptions::new();
+    sync.set_sync(true);
+    db.put_opt(b"k2", b"v2", &sync).unwrap();
+    assert_eq!(db.get(b"k1").unwrap(), Some(b"v1".to_vec()));
+    assert_eq!(&*db.get_pinned(b"k2").unwrap().unwrap(), b"v2");
+    db.delete(b"k1").unwrap();
+    db.delete_opt(b"k2", &sync).unwrap();
+    assert_eq!(db.get(b"k1").unwrap(), None);
+    assert_eq!(db.get(b"k2").unwrap(), None);
+    assert_eq!(db.path(), dir.path());
+}
+
+#[test]
+fn writes_survive_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = open(&dir);
+        db.put(b"kept", b"yes").unwrap();
+        db.flush().unwrap();
+        db.put(b"in-wal", b"also").unwrap();
+    }
+    let db = open(&dir);
+    assert_eq!(db.get(b"kept").unwrap(), Some(b"yes".to_vec()));
+    assert_eq!(db.get(b"in-wal").unwrap(), Some(b"also".to_vec()));
+}
+
+#[test]
+fn multi_get_answers_each_key_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir);
+    db.put(b"a", b"1").unwrap();
+    db.put(b"c", b"3").unwrap();
+    let got: Vec<_> = db
+        .multi_get([b"a", b"b", b"c"])
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(got, vec![Some(b"1".to_vec()), None, Some(b"3".to_vec())]);
+}
+
+#[test]
+fn destroy_refuses_an_open_database_and_removes_a_closed_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let db = DB::open_default(&path).unwrap();
+    let err = DB::destroy(&Options::default(), &path).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::IOError);
+    assert!(err.to_string().contains("/LOCK:"), "{err}");
+    drop(db);
+    DB::destroy(&Options::default(), &path).unwrap();
+    assert!(!path.exists());
+}
+
+#[test]
+fn opening_a_missing_database_without_create_if_missing_is_an_invalid_argument() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = DB::open(&Options::default(), dir.path().join("none")).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert!(
+        err.clone().into_string().starts_with("Invalid argument"),
+        "{err}"
+    );
+}
+
+#[test]
+fn read_only_open_reads_and_refuses_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = open(&dir);
+        db.put(b"k", b"v").unwrap();
+    }
+    let db = DB::open_for_read_only(&Options::default(), dir.path(), false).unwrap();
+    assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
+    assert!(db.put(b"k", b"w").is_err());
+}
+
+#[test]
+fn sequence_numbers_count_operations() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir);
+    assert_eq!(db.latest_sequence_number(), 0);
+    db.put(b"a", b"1").unwrap();
+    let mut batch = siftdb_rocksdb::WriteBatch::default();
+    batch.put(b"b", b"2");
+    batch.delete(b"a");
+    db.write(batch).unwrap();
+    assert_eq!(db.latest_sequence_number(), 3);
+}
+
+#[test]
+fn get_updates_since_reads_the_batches_in_the_wal() {
+    struct Count(usize, usize);
+    impl siftdb_rocksdb::WriteBatchIterator for Count {
+        fn put(&mut self, _: &[u8], _: &[u8]) {
+            self.0 += 1;
+        }
+        fn delete(&mut self, _: &[u8]) {
+            self.1 += 1;
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir);
+    db.put(b"a", b"1").unwrap();
+    let mut batch = siftdb_rocksdb::WriteBatch::default();
+    batch.put(b"b", b"2");
+    batch.delete(b"a");
+    db.write(batch).unwrap();
+    let updates: Vec<_> = db
+        .get_updates_since(1)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(updates.len(), 1);
+    assert_eq!(updates[0].0, 2);
+    let mut count = Count(0, 0);
+    updates[0].1.iterate(&mut count);
+    assert_eq!((count.0, count.1), (1, 1));
+    assert!(db.get_updates_since(100).is_err());
+}
