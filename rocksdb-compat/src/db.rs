@@ -98,6 +98,7 @@ pub struct DbCore {
     pub(crate) ttl: Option<Duration>,
     pub(crate) path: PathBuf,
     pub(crate) next_cf_id: AtomicU32,
+    pub(crate) stats: Option<Arc<crate::statistics::Statistics>>,
 }
 
 /// What snapshots, iterators and checkpoints read through: every database kind implements it.
@@ -272,6 +273,7 @@ impl DbCore {
             ttl,
             path: path.to_path_buf(),
             next_cf_id: AtomicU32::new(1),
+            stats: opts.statistics.clone(),
         };
         let map = core.open_cfs(opts, cfs, &existing, mode)?;
         Ok((core, map))

@@ -68,6 +68,7 @@ impl DbCore {
         value: &[u8],
         opts: &WriteOptions,
     ) -> Result<(), Error> {
+        let started = self.stats.as_ref().map(|_| std::time::Instant::now());
         let ttl = cf.map_or(self.ttl, |cf| cf.ttl);
         let done = match (cf, ttl) {
             (None, None) => self.db.put_opt(key, value, &opts.inner),
@@ -75,13 +76,26 @@ impl DbCore {
             (None, Some(ttl)) => self.db.put_with_ttl(key, value, ttl),
             (Some(cf), Some(ttl)) => cf.ks.put_with_ttl(key, value, ttl),
         };
-        Ok(done?)
+        done?;
+        self.count_write(started, 1, key.len() + value.len());
+        Ok(())
+    }
+
+    /// Counts a write in the statistics, if they are on.
+    fn count_write(&self, started: Option<std::time::Instant>, keys: usize, bytes: usize) {
+        if let (Some(stats), Some(started)) = (&self.stats, started) {
+            let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            stats.wrote(keys as u64, bytes as u64, nanos.max(1));
+        }
     }
 
     /// Writes a batch.
     pub(crate) fn write(&self, batch: &WriteBatch, opts: &WriteOptions) -> Result<(), Error> {
-        let batch = batch.to_siftdb(self.ttl.is_some())?;
-        Ok(self.db.write_opt(batch, &opts.inner)?)
+        let started = self.stats.as_ref().map(|_| std::time::Instant::now());
+        let sift = batch.to_siftdb(self.ttl.is_some())?;
+        self.db.write_opt(sift, &opts.inner)?;
+        self.count_write(started, batch.len(), batch.size_in_bytes());
+        Ok(())
     }
 
     /// A raw cursor over `cf`.
@@ -119,7 +133,11 @@ fn total_order(mut opts: ReadOptions) -> ReadOptions {
 impl<T: ThreadMode> DBWithThreadMode<T> {
     /// Reads `key`.
     pub fn get<K: AsRef<[u8]>>(&self, key: K) -> Result<Option<Vec<u8>>, Error> {
-        Ok(self.core.db.get(key)?)
+        let got = self.core.db.get(key)?;
+        if let Some(stats) = &self.core.stats {
+            stats.read(got.as_ref().map(Vec::len));
+        }
+        Ok(got)
     }
 
     /// Reads `key` with `readopts`.

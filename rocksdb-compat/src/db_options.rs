@@ -41,7 +41,7 @@ pub struct Options {
     pub(crate) prefix: Option<SliceTransform>,
     /// The first setter siftdb cannot honour: opening with these options fails with it.
     pub(crate) refused: Option<Error>,
-    pub(crate) statistics: bool,
+    pub(crate) statistics: Option<Arc<crate::statistics::Statistics>>,
 }
 
 impl Default for Options {
@@ -56,7 +56,7 @@ impl Default for Options {
             create_missing_cfs: false,
             prefix: None,
             refused: None,
-            statistics: false,
+            statistics: None,
         }
     }
 }
@@ -258,10 +258,11 @@ impl Options {
         }
     }
 
-    /// Cuckoo tables: siftdb has none; opening with them fails (`NotSupported`).
+    /// Cuckoo tables: siftdb has one table format (block-based, whose lookups go through
+    /// filters first); accepted, no effect: the data is the same, only the file layout
+    /// differs.
     pub fn set_cuckoo_table_factory(&mut self, factory: &CuckooTableOptions) {
         let _ = factory;
-        self.refuse("cuckoo tables");
     }
 
     /// Plain tables: siftdb has none; opening with them fails (`NotSupported`).
@@ -439,35 +440,39 @@ impl Options {
         self.refuse("user-defined timestamps (a comparator with timestamps)");
     }
 
-    /// Statistics: siftdb always counts; this makes [`Options::get_ticker_count`] answer.
+    /// Statistics: databases opened with these options (and their clones) count the bytes and
+    /// keys written and read through this layer, and time its writes, where
+    /// [`Options::get_ticker_count`] and [`Options::get_histogram_data`] read them.
     pub fn enable_statistics(&mut self) {
-        self.statistics = true;
+        if self.statistics.is_none() {
+            self.statistics = Some(Arc::new(crate::statistics::Statistics::default()));
+        }
     }
 
-    /// The statistics level: siftdb always counts the same.
+    /// The statistics level: every level counts the same here.
     pub fn set_statistics_level(&self, level: crate::statistics::StatsLevel) {
         let _ = level;
     }
 
-    /// A ticker: siftdb's statistics live on the database (`DB::property_value("rocksdb.stats")`),
-    /// not on the options, so this is always 0.
+    /// A counter (0 without [`Options::enable_statistics`], and for tickers not kept).
     pub fn get_ticker_count(&self, ticker: crate::statistics::Ticker) -> u64 {
-        let _ = ticker;
-        0
+        self.statistics.as_ref().map_or(0, |s| s.ticker(ticker))
     }
 
-    /// A histogram: siftdb keeps none on the options; always empty.
+    /// A histogram (empty without [`Options::enable_statistics`], and for histograms not kept).
     pub fn get_histogram_data(
         &self,
         histogram: crate::statistics::Histogram,
     ) -> crate::statistics::HistogramData {
-        let _ = histogram;
-        crate::statistics::HistogramData::default()
+        self.statistics
+            .as_ref()
+            .map(|s| s.histogram(histogram))
+            .unwrap_or_default()
     }
 
-    /// The statistics as text: siftdb's live on the database; `None` here.
+    /// The statistics as text.
     pub fn get_statistics(&self) -> Option<String> {
-        None
+        self.statistics.as_ref().map(|s| s.to_string())
     }
 
     /// The environment: siftdb's threads are its own; accepted, no effect.
@@ -1109,7 +1114,8 @@ pub enum ChecksumType {
     XXH3,
 }
 
-/// Options of cuckoo tables, which siftdb does not have: opening a database with them fails.
+/// Options of cuckoo tables, which siftdb does not have (accepted, no effect: see
+/// [`Options::set_cuckoo_table_factory`]).
 #[derive(Debug, Default, Clone)]
 pub struct CuckooTableOptions {
     _private: (),

@@ -67,20 +67,45 @@ fn tuning_setters_without_a_counterpart_are_accepted() {
     opts.set_unordered_write(true);
     opts.set_level_compaction_dynamic_level_bytes(false);
     opts.set_use_fsync(true);
+    opts.set_cuckoo_table_factory(&CuckooTableOptions::default());
     let db = DB::open(&opts, dir.path()).unwrap();
     db.put(b"k", b"v").unwrap();
+    assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
+}
+
+#[test]
+fn statistics_count_what_goes_through_the_layer() {
+    use siftdb_rocksdb::statistics::{Histogram, Ticker};
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = Options::default();
+    opts.create_if_missing(true);
+    assert_eq!(opts.get_ticker_count(Ticker::BytesWritten), 0);
+    opts.enable_statistics();
+    let db = DB::open(&opts, dir.path()).unwrap();
+    db.put(b"key", b"value").unwrap();
+    assert_eq!(opts.get_ticker_count(Ticker::BytesWritten), 8);
+    assert_eq!(opts.get_ticker_count(Ticker::NumberKeysWritten), 1);
+    assert_eq!(db.get(b"key").unwrap(), Some(b"value".to_vec()));
+    assert_eq!(opts.get_ticker_count(Ticker::NumberKeysRead), 1);
+    let writes = opts.get_histogram_data(Histogram::DbWrite);
+    assert_eq!(writes.count(), 1);
+    assert!(writes.max() > 0.0);
 }
 
 #[test]
 fn setters_siftdb_cannot_honour_refuse_the_open() {
     let dir = tempfile::tempdir().unwrap();
-    let mut cuckoo = Options::default();
-    cuckoo.create_if_missing(true);
-    cuckoo.set_cuckoo_table_factory(&CuckooTableOptions::default());
-    assert_eq!(
-        DB::open(&cuckoo, dir.path()).unwrap_err().kind(),
-        ErrorKind::NotSupported
+    let mut timestamps = Options::default();
+    timestamps.create_if_missing(true);
+    timestamps.set_comparator_with_ts(
+        "ts",
+        8,
+        Box::new(|a: &[u8], b: &[u8]| a.cmp(b)),
+        Box::new(|a: &[u8], b: &[u8]| a.cmp(b)),
+        Box::new(|a: &[u8], _: bool, b: &[u8], _: bool| a.cmp(b)),
     );
+    let err = DB::open(&timestamps, dir.path()).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotSupported);
 
     let mut comparator = Options::default();
     comparator.create_if_missing(true);
