@@ -54,8 +54,8 @@ impl Service {
             .cf_handle("sessions")
             .ok_or_else(|| missing("sessions"))?;
         let mut batch = WriteBatch::default();
-        batch.put_cf(users, format!("{user}/name"), name);
-        batch.put_cf(sessions, format!("{user}/{session}"), b"active");
+        batch.put_cf(&users, format!("{user}/name"), name);
+        batch.put_cf(&sessions, format!("{user}/{session}"), b"active");
         self.db.write(batch)
     }
 
@@ -66,20 +66,20 @@ impl Service {
             .cf_handle("sessions")
             .ok_or_else(|| missing("sessions"))?;
         self.db
-            .merge_cf(users, format!("{user}/logins"), 1u64.to_le_bytes())?;
+            .merge_cf(&users, format!("{user}/logins"), 1u64.to_le_bytes())?;
         self.db
-            .put_cf(sessions, format!("{user}/{session}"), b"active")
+            .put_cf(&sessions, format!("{user}/{session}"), b"active")
     }
 
     fn name(&self, user: &str) -> Result<Option<String>, rocksdb::Error> {
         let users = self.db.cf_handle("users").ok_or_else(|| missing("users"))?;
-        let value = self.db.get_cf(users, format!("{user}/name"))?;
+        let value = self.db.get_cf(&users, format!("{user}/name"))?;
         Ok(value.map(|v| String::from_utf8_lossy(&v).into_owned()))
     }
 
     fn logins(&self, user: &str) -> Result<u64, rocksdb::Error> {
         let users = self.db.cf_handle("users").ok_or_else(|| missing("users"))?;
-        let value = self.db.get_pinned_cf(users, format!("{user}/logins"))?;
+        let value = self.db.get_pinned_cf(&users, format!("{user}/logins"))?;
         Ok(value
             .and_then(|v| (*v).try_into().ok())
             .map_or(0, u64::from_le_bytes))
@@ -91,7 +91,7 @@ impl Service {
             .cf_handle("sessions")
             .ok_or_else(|| missing("sessions"))?;
         let mut out = Vec::new();
-        for item in self.db.prefix_iterator_cf(sessions, user) {
+        for item in self.db.prefix_iterator_cf(&sessions, user) {
             let (key, _) = item?;
             out.push(String::from_utf8_lossy(&key[user.len() + 1..]).into_owned());
         }
@@ -102,7 +102,7 @@ impl Service {
         let users = self.db.cf_handle("users").ok_or_else(|| missing("users"))?;
         let mut out = Vec::new();
         let mode = IteratorMode::From(b"", Direction::Forward);
-        for item in self.db.iterator_cf(users, mode) {
+        for item in self.db.iterator_cf(&users, mode) {
             let (key, _) = item?;
             if key.ends_with(b"/name") {
                 out.push(String::from_utf8_lossy(&key[..key.len() - 5]).into_owned());

@@ -174,7 +174,8 @@ fn kind_of_siftdb(e: &siftdb::Error) -> ErrorKind {
     match e {
         E::Io(_) | E::Locked(_) | E::Background(_) => ErrorKind::IOError,
         E::Corruption(_) => ErrorKind::Corruption,
-        E::InvalidArgument(_) | E::AlreadyExists(_) | E::ReadOnly => ErrorKind::InvalidArgument,
+        E::InvalidArgument(_) | E::AlreadyExists(_) => ErrorKind::InvalidArgument,
+        E::ReadOnly => ErrorKind::NotSupported,
         E::Closed => ErrorKind::ShutdownInProgress,
         E::KeyspaceDropped(_) => ErrorKind::ColumnFamilyDropped,
         E::KeyspaceNotFound(_) | E::BackupNotFound(_) => ErrorKind::NotFound,

@@ -16,21 +16,25 @@ fn families_are_separate_key_spaces() {
     let db = DB::open_cf(&create_opts(), dir.path(), ["users", "items"]).unwrap();
     let users = db.cf_handle("users").unwrap();
     let items = db.cf_handle("items").unwrap();
-    db.put_cf(users, b"k", b"ann").unwrap();
-    db.put_cf(items, b"k", b"pen").unwrap();
-    assert_eq!(db.get_cf(users, b"k").unwrap(), Some(b"ann".to_vec()));
-    assert_eq!(db.get_cf(items, b"k").unwrap(), Some(b"pen".to_vec()));
+    db.put_cf(&users, b"k", b"ann").unwrap();
+    db.put_cf(&items, b"k", b"pen").unwrap();
+    assert_eq!(db.get_cf(&users, b"k").unwrap(), Some(b"ann".to_vec()));
+    assert_eq!(db.get_cf(&items, b"k").unwrap(), Some(b"pen".to_vec()));
     assert_eq!(db.get(b"k").unwrap(), None);
-    db.delete_range_cf(users, b"a", b"z").unwrap();
-    assert_eq!(db.get_cf(users, b"k").unwrap(), None);
-    assert_eq!(db.get_cf(items, b"k").unwrap(), Some(b"pen".to_vec()));
+    db.delete_range_cf(&users, b"a", b"z").unwrap();
+    assert_eq!(db.get_cf(&users, b"k").unwrap(), None);
+    assert_eq!(db.get_cf(&items, b"k").unwrap(), Some(b"pen".to_vec()));
 }
 
 #[test]
 fn an_existing_family_must_be_named_at_open() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let mut db = DB::open_default(dir.path()).unwrap();
+        let mut db =
+            siftdb_rocksdb::DBWithThreadMode::<siftdb_rocksdb::SingleThreaded>::open_default(
+                dir.path(),
+            )
+            .unwrap();
         db.create_cf("cf1", &Options::default()).unwrap();
     }
     let err = DB::open(&Options::default(), dir.path()).unwrap_err();
@@ -58,14 +62,19 @@ fn a_missing_family_is_an_error_unless_created() {
 #[test]
 fn one_batch_writes_several_families_and_drop_cf_removes_one() {
     let dir = tempfile::tempdir().unwrap();
-    let mut db = DB::open_cf(&create_opts(), dir.path(), ["a", "b"]).unwrap();
+    let mut db = siftdb_rocksdb::DBWithThreadMode::<siftdb_rocksdb::SingleThreaded>::open_cf(
+        &create_opts(),
+        dir.path(),
+        ["a", "b"],
+    )
+    .unwrap();
     let mut batch = WriteBatch::default();
-    batch.put_cf(db.cf_handle("a").unwrap(), b"k", b"1");
-    batch.put_cf(db.cf_handle("b").unwrap(), b"k", b"2");
+    batch.put_cf(&db.cf_handle("a").unwrap(), b"k", b"1");
+    batch.put_cf(&db.cf_handle("b").unwrap(), b"k", b"2");
     batch.put(b"k", b"0");
     db.write(batch).unwrap();
     assert_eq!(
-        db.get_cf(db.cf_handle("b").unwrap(), b"k").unwrap(),
+        db.get_cf(&db.cf_handle("b").unwrap(), b"k").unwrap(),
         Some(b"2".to_vec())
     );
     assert_eq!(db.get(b"k").unwrap(), Some(b"0".to_vec()));

@@ -131,3 +131,48 @@ fn get_updates_since_reads_the_batches_in_the_wal() {
     assert_eq!((count.0, count.1), (1, 1));
     assert!(db.get_updates_since(100).is_err());
 }
+
+#[test]
+fn error_kinds_follow_rocksdb_s_status_codes() {
+    use siftdb_rocksdb::Error;
+    assert_eq!(
+        Error::new("Invalid argument: x".into()).kind(),
+        ErrorKind::InvalidArgument
+    );
+    assert_eq!(Error::new("IO error: x".into()).kind(), ErrorKind::IOError);
+    assert_eq!(
+        Error::new("Corruption: x".into()).kind(),
+        ErrorKind::Corruption
+    );
+    assert_eq!(
+        Error::new("something else".into()).kind(),
+        ErrorKind::Unknown
+    );
+    assert_eq!(
+        Error::new("NotFound: x".into()).into_string(),
+        "NotFound: x"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let primary = dir.path().join("primary");
+    drop(DB::open_default(&primary).unwrap());
+    let secondary = DB::open_as_secondary(&Options::default(), &primary, &dir.path().join("s"));
+    assert_eq!(secondary.unwrap_err().kind(), ErrorKind::NotSupported);
+    let reader = DB::open_for_read_only(&Options::default(), &primary, false).unwrap();
+    let err = reader.put(b"k", b"v").unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotSupported);
+    assert!(err.to_string().starts_with("Not implemented"), "{err}");
+}
+
+#[test]
+fn a_dropped_column_family_reports_column_family_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let db =
+        siftdb_rocksdb::DBWithThreadMode::<siftdb_rocksdb::MultiThreaded>::open_default(dir.path())
+            .unwrap();
+    db.create_cf("gone", &Options::default()).unwrap();
+    let cf = db.cf_handle("gone").unwrap();
+    db.drop_cf("gone").unwrap();
+    let err = db.put_cf(&cf, b"k", b"v").unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ColumnFamilyDropped, "{err}");
+}

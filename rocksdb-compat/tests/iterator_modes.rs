@@ -125,15 +125,15 @@ fn snapshot_reads_and_iterators_keep_their_view() {
     let db = DB::open_cf(&opts, dir.path(), ["cf"]).unwrap();
     let cf = db.cf_handle("cf").unwrap();
     db.put(b"k1", b"old").unwrap();
-    db.put_cf(cf, b"c1", b"old").unwrap();
+    db.put_cf(&cf, b"c1", b"old").unwrap();
     let snap = db.snapshot();
     db.put(b"k1", b"new").unwrap();
     db.put(b"k2", b"new").unwrap();
-    db.put_cf(cf, b"c2", b"new").unwrap();
+    db.put_cf(&cf, b"c2", b"new").unwrap();
     assert_eq!(snap.get(b"k1").unwrap(), Some(b"old".to_vec()));
     assert_eq!(&*snap.get_pinned(b"k1").unwrap().unwrap(), b"old");
     assert_eq!(keys(snap.iterator(IteratorMode::Start)), ["k1"]);
-    assert_eq!(keys(snap.iterator_cf(cf, IteratorMode::End)), ["c1"]);
+    assert_eq!(keys(snap.iterator_cf(&cf, IteratorMode::End)), ["c1"]);
     let mut ro = ReadOptions::default();
     ro.set_snapshot(&snap);
     assert_eq!(db.get_opt(b"k2", &ro).unwrap(), None);

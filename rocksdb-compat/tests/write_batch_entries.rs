@@ -64,8 +64,8 @@ fn iterate_cf_names_each_operation_s_family() {
     let cf = db.cf_handle("cf").unwrap();
     let mut batch = WriteBatch::default();
     batch.put(b"a", b"1");
-    batch.put_cf(cf, b"b", b"2");
-    batch.delete_cf(cf, b"c");
+    batch.put_cf(&cf, b"b", b"2");
+    batch.delete_cf(&cf, b"c");
     let mut by_cf = ByCf(HashMap::new());
     batch.iterate_cf(&mut by_cf);
     assert_eq!(by_cf.0.get(&0), Some(&1));
