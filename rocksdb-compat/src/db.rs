@@ -99,6 +99,9 @@ pub struct DbCore {
     pub(crate) path: PathBuf,
     pub(crate) next_cf_id: AtomicU32,
     pub(crate) stats: Option<Arc<crate::statistics::Statistics>>,
+    /// The names of the database's merge operator and compaction filter.
+    pub(crate) merge_name: Option<String>,
+    pub(crate) filter_name: Option<String>,
 }
 
 /// What snapshots, iterators and checkpoints read through: every database kind implements it.
@@ -230,12 +233,22 @@ fn siftdb_options(
         inner
             .keyspaces
             .push((cf.name.clone(), cf.options.keyspace_options()));
-        if inner.merge_operator.is_none() {
-            inner.merge_operator = cf.options.inner.merge_operator.clone();
-        }
-        if inner.compaction_filter.is_none() {
-            inner.compaction_filter = cf.options.inner.compaction_filter.clone();
-        }
+        let (merge, filter) = (
+            &cf.options.inner.merge_operator,
+            &cf.options.inner.compaction_filter,
+        );
+        inner.merge_operator = one_per_db(
+            inner.merge_operator.take(),
+            merge,
+            |m| m.name().to_string(),
+            "merge operator",
+        )?;
+        inner.compaction_filter = one_per_db(
+            inner.compaction_filter.take(),
+            filter,
+            |f| f.name().to_string(),
+            "compaction filter",
+        )?;
     }
     Ok(inner)
 }
@@ -250,6 +263,11 @@ impl DbCore {
         ttl: Option<Duration>,
     ) -> Result<(DbCore, BTreeMap<String, CfInner>), Error> {
         let inner = siftdb_options(opts, cfs)?;
+        let merge_name = inner.merge_operator.as_ref().map(|m| m.name().to_string());
+        let filter_name = inner
+            .compaction_filter
+            .as_ref()
+            .map(|f| f.name().to_string());
         let db = match mode {
             OpenMode::ReadWrite => siftdb::Db::open(path, inner),
             OpenMode::ReadOnly => siftdb::Db::open_read_only(path, inner),
@@ -274,6 +292,8 @@ impl DbCore {
             path: path.to_path_buf(),
             next_cf_id: AtomicU32::new(1),
             stats: opts.statistics.clone(),
+            merge_name,
+            filter_name,
         };
         let map = core.open_cfs(opts, cfs, &existing, mode)?;
         Ok((core, map))
@@ -328,13 +348,63 @@ impl DbCore {
         }
     }
 
+    /// A new column family's merge operator or compaction filter must be the database's.
+    fn check_same<T: ?Sized>(
+        &self,
+        given: &Option<Arc<T>>,
+        db: &Option<String>,
+        name: impl Fn(&T) -> String,
+        what: &str,
+    ) -> Result<(), Error> {
+        match given {
+            Some(g) if db.as_deref() != Some(name(g).as_str()) => {
+                Err(Error::not_supported(format!(
+                "a {what} per column family ({:?}: siftdb has one per database, set when it opens)",
+                name(g)
+            )))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Creates a column family.
     pub(crate) fn create_cf(&self, name: &str, opts: &Options) -> Result<CfInner, Error> {
         if let Some(e) = &opts.refused {
             return Err(e.clone());
         }
+        self.check_same(
+            &opts.inner.merge_operator,
+            &self.merge_name,
+            |m| m.name().to_string(),
+            "merge operator",
+        )?;
+        self.check_same(
+            &opts.inner.compaction_filter,
+            &self.filter_name,
+            |f| f.name().to_string(),
+            "compaction filter",
+        )?;
         let ks = self.db.create_keyspace(name, opts.keyspace_options())?;
         Ok(self.cf_inner(ks, opts, ColumnFamilyTtl::SameAsDb))
+    }
+}
+
+/// siftdb has one merge operator and one compaction filter per database: a column family's
+/// is taken when the database's options have none, and one of another name is refused.
+fn one_per_db<T: ?Sized>(
+    db: Option<Arc<T>>,
+    cf: &Option<Arc<T>>,
+    name: impl Fn(&T) -> String,
+    what: &str,
+) -> Result<Option<Arc<T>>, Error> {
+    match (db, cf) {
+        (None, cf) => Ok(cf.clone()),
+        (Some(db), Some(cf)) if name(&db) != name(cf) => Err(Error::not_supported(format!(
+            "a {what} per column family ({:?} beside {:?}: siftdb has one per database)",
+            name(cf),
+            name(&db)
+        ))),
+        (db, _) => Ok(db),
     }
 }
 

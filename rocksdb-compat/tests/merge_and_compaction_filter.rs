@@ -66,3 +66,36 @@ fn a_compaction_filter_removes_and_changes_values() {
     assert_eq!(db.get(b"_gone").unwrap(), None);
     assert_eq!(db.get(b"%new").unwrap(), Some(b"changed".to_vec()));
 }
+
+#[test]
+fn one_merge_operator_per_database_and_another_per_family_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = Options::default();
+    opts.create_if_missing(true);
+    opts.create_missing_column_families(true);
+    let mut concat_opts = Options::default();
+    concat_opts.set_merge_operator_associative("concat", concat);
+    let mut other_opts = Options::default();
+    other_opts.set_merge_operator_associative("other", concat);
+    let cfs = vec![
+        siftdb_rocksdb::ColumnFamilyDescriptor::new("a", concat_opts.clone()),
+        siftdb_rocksdb::ColumnFamilyDescriptor::new("b", other_opts.clone()),
+    ];
+    let err = DB::open_cf_descriptors(&opts, dir.path(), cfs).unwrap_err();
+    assert_eq!(err.kind(), siftdb_rocksdb::ErrorKind::NotSupported);
+
+    // A family's operator serves the database when its own options have none.
+    let cfs = vec![siftdb_rocksdb::ColumnFamilyDescriptor::new(
+        "a",
+        concat_opts.clone(),
+    )];
+    #[allow(unused_mut)] // `create_cf` takes `&mut self` in the single-threaded mode only
+    let mut db = DB::open_cf_descriptors(&opts, dir.path(), cfs).unwrap();
+    let a = db.cf_handle("a").unwrap();
+    db.merge_cf(&a, b"k", b"x").unwrap();
+    db.merge_cf(&a, b"k", b"y").unwrap();
+    assert_eq!(db.get_cf(&a, b"k").unwrap(), Some(b"xy".to_vec()));
+    db.create_cf("same", &concat_opts).unwrap();
+    let err = db.create_cf("different", &other_opts).unwrap_err();
+    assert_eq!(err.kind(), siftdb_rocksdb::ErrorKind::NotSupported);
+}
