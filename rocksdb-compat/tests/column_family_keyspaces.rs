@@ -102,3 +102,60 @@ fn multi_threaded_mode_creates_families_through_shared_references() {
     assert_eq!(got[0].as_ref().unwrap().as_deref(), Some(&b"v"[..]));
     assert!(got[1].as_ref().unwrap().is_none());
 }
+
+#[test]
+fn every_cf_form_reads_and_writes_its_own_family() {
+    use siftdb_rocksdb::{IteratorMode, SliceTransform, WriteOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let mut cf_opts = Options::default();
+    cf_opts.set_prefix_extractor(SliceTransform::create_fixed_prefix(1));
+    cf_opts.set_merge_operator_associative(
+        "concat",
+        |_: &[u8], old: Option<&[u8]>, ops: &siftdb_rocksdb::MergeOperands| {
+            let mut v = old.map(<[u8]>::to_vec).unwrap_or_default();
+            ops.iter().for_each(|o| v.extend_from_slice(o));
+            Some(v)
+        },
+    );
+    {
+        let cfs = [ColumnFamilyDescriptor::new("cf", cf_opts.clone())];
+        let db = DB::open_cf_descriptors(&create_opts(), dir.path(), cfs).unwrap();
+        let cf = db.cf_handle("cf").unwrap();
+        let mut batch = WriteBatch::default();
+        for k in ["a1", "a2", "b1", "b2"] {
+            batch.put_cf(&cf, k, k);
+        }
+        db.write_opt(batch, &WriteOptions::default()).unwrap();
+        db.merge_cf(&cf, b"m1", b"x").unwrap();
+        db.merge_cf(&cf, b"m1", b"y").unwrap();
+        db.delete_cf(&cf, b"b2").unwrap();
+        db.flush_cf(&cf).unwrap();
+        db.compact_range_cf(&cf, None::<&[u8]>, None::<&[u8]>);
+        assert_eq!(&*db.get_pinned_cf(&cf, b"m1").unwrap().unwrap(), b"xy");
+        let prefix: Vec<_> = db
+            .prefix_iterator_cf(&cf, b"a")
+            .map(|r| r.unwrap().0)
+            .collect();
+        assert_eq!(prefix, [Box::from(&b"a1"[..]), Box::from(&b"a2"[..])]);
+        let all = db.iterator_cf(&cf, IteratorMode::End).count();
+        assert_eq!(all, 4);
+        let mut raw = db.raw_iterator_cf(&cf);
+        raw.seek(b"b");
+        assert_eq!(raw.key(), Some(&b"b1"[..]));
+        assert_eq!(
+            db.property_int_value_cf(&cf, siftdb_rocksdb::properties::ESTIMATE_NUM_KEYS)
+                .unwrap(),
+            Some(4)
+        );
+        assert_eq!(db.get(b"a1").unwrap(), None);
+    }
+    let cfs = [ColumnFamilyDescriptor::new("cf", cf_opts)];
+    let reader =
+        DB::open_cf_descriptors_read_only(&Options::default(), dir.path(), cfs, false).unwrap();
+    let cf = reader.cf_handle("cf").unwrap();
+    assert_eq!(reader.get_cf(&cf, b"a2").unwrap(), Some(b"a2".to_vec()));
+    assert!(reader.put_cf(&cf, b"x", b"y").is_err());
+    let names = ["cf"];
+    let reader2 = DB::open_cf_for_read_only(&Options::default(), dir.path(), names, false).unwrap();
+    assert!(reader2.cf_handle("cf").is_some());
+}
