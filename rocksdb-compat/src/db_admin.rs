@@ -350,16 +350,16 @@ impl<T: ThreadMode> DBWithThreadMode<T> {
         Ok(())
     }
 
-    /// Pausing file deletions: siftdb's checkpoints pause them themselves; refused.
+    /// Stops deleting obsolete files until [`enable_file_deletions`](Self::enable_file_deletions)
+    /// (siftdb's `Db::disable_file_deletions`; calls nest).
     pub fn disable_file_deletions(&self) -> Result<(), Error> {
-        Err(Error::not_supported(
-            "disable_file_deletions (checkpoints pause deletions themselves)",
-        ))
+        Ok(self.core.db.disable_file_deletions()?)
     }
 
-    /// See [`disable_file_deletions`](Self::disable_file_deletions): nothing to resume.
+    /// Ends one [`disable_file_deletions`](Self::disable_file_deletions); the files that became
+    /// obsolete meanwhile go once none is left.
     pub fn enable_file_deletions(&self) -> Result<(), Error> {
-        Ok(())
+        Ok(self.core.db.enable_file_deletions()?)
     }
 
     /// Stops background work: siftdb stops it when the last handle closes; no effect.

@@ -176,3 +176,25 @@ fn a_dropped_column_family_reports_column_family_dropped() {
     let err = db.put_cf(&cf, b"k", b"v").unwrap_err();
     assert_eq!(err.kind(), ErrorKind::ColumnFamilyDropped, "{err}");
 }
+
+#[test]
+fn disabled_file_deletions_keep_replaced_tables_until_enabled() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir);
+    let tables = || {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "sst"))
+            .count()
+    };
+    db.disable_file_deletions().unwrap();
+    for round in 0..2 {
+        db.put(format!("k{round}"), b"v").unwrap();
+        db.flush().unwrap();
+    }
+    db.compact_range(None::<&[u8]>, None::<&[u8]>);
+    assert!(tables() >= 3, "{} tables", tables());
+    db.enable_file_deletions().unwrap();
+    assert_eq!(tables(), 1);
+    assert_eq!(db.get(b"k0").unwrap(), Some(b"v".to_vec()));
+}

@@ -831,6 +831,29 @@ impl Db {
         Ok(())
     }
 
+    /// Stops deleting obsolete files (RocksDB's `DisableFileDeletions`): tables a compaction
+    /// replaced, WALs and manifests no longer needed stay on disk until
+    /// [`Db::enable_file_deletions`] — e.g. while a backup tool copies the directory. Calls
+    /// nest: deletions resume once each has been matched by an enable.
+    /// `wait_for_compaction` and `compact_range` do not wait for deletions meanwhile.
+    pub fn disable_file_deletions(&self) -> Result<()> {
+        self.engine.shared().check_open()?;
+        self.engine.shared().deletions().disable();
+        Ok(())
+    }
+
+    /// Ends one [`Db::disable_file_deletions`]; once none is left, the files that became
+    /// obsolete meanwhile are deleted (before this returns). Without a disable in effect it
+    /// does nothing.
+    pub fn enable_file_deletions(&self) -> Result<()> {
+        let shared = self.engine.shared();
+        if shared.deletions().enable() && !shared.deletions().disabled() {
+            crate::jobs::obsolete::delete_obsolete_files(shared);
+            shared.drain_deletions();
+        }
+        Ok(())
+    }
+
     /// A snapshot of the statistics (of every keyspace together).
     pub fn stats(&self) -> Stats {
         self.engine.stats()

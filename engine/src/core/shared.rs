@@ -184,6 +184,14 @@ impl Shared {
         &self.file_deleter
     }
 
+    /// Waits until the obsolete tables queued so far are deleted — unless the user disabled
+    /// deletions (`Db::disable_file_deletions`): then they stay until enabled again.
+    pub(crate) fn drain_deletions(&self) {
+        if !self.deletions.disabled() {
+            self.file_deleter.drain();
+        }
+    }
+
     /// The listeners' queue.
     pub(crate) fn events(&self) -> &Events {
         &self.events
@@ -281,6 +289,9 @@ pub(crate) struct FileDeletions {
     lock: Mutex<()>,
     /// While above zero (a checkpoint is copying files), no file is deleted.
     paused: AtomicUsize,
+    /// Of `paused`, the pauses `Db::disable_file_deletions` holds (waits for deletions do not
+    /// wait while there are any: nothing would end them).
+    disabled: AtomicUsize,
 }
 
 impl FileDeletions {
@@ -299,6 +310,29 @@ impl FileDeletions {
     /// Ends one [`FileDeletions::pause`].
     pub(crate) fn resume(&self) {
         self.paused.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Pauses deletions until [`FileDeletions::enable`] (`Db::disable_file_deletions`).
+    pub(crate) fn disable(&self) {
+        self.pause();
+        self.disabled.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Ends one [`FileDeletions::disable`]; false if none was in effect.
+    pub(crate) fn enable(&self) -> bool {
+        let ended = self
+            .disabled
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok();
+        if ended {
+            self.resume();
+        }
+        ended
+    }
+
+    /// Whether `Db::disable_file_deletions` holds deletions.
+    pub(crate) fn disabled(&self) -> bool {
+        self.disabled.load(Ordering::Acquire) > 0
     }
 
     /// Pauses deletions until the guard drops (however the caller's step ends).

@@ -53,7 +53,7 @@ impl Engine {
             crate::jobs::obsolete::delete_obsolete_files(db);
             // Returns with the files gone (a reader's older version may still hold some: those
             // go when it does).
-            db.file_deleter().drain();
+            db.drain_deletions();
         }
         Ok(deleted)
     }

@@ -64,7 +64,7 @@ impl Engine {
         drop(version); // its tables are deletable once nothing holds them
         crate::jobs::obsolete::delete_obsolete_files(&self.shared);
         // Returns with the keyspace's files gone (the deleter thread took them meanwhile).
-        self.shared.file_deleter().drain();
+        self.shared.drain_deletions();
         Ok(())
     }
 

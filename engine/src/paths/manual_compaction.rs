@@ -89,6 +89,6 @@ pub(crate) fn compact_range(
         }
     }
     // Returns with the tables it replaced gone (queued for the deleter thread meanwhile).
-    db.file_deleter().drain();
+    db.drain_deletions();
     Ok(())
 }

@@ -222,7 +222,7 @@ pub(crate) fn wait_for_compaction(db: &Arc<Shared>, compactions: &Compactions) -
         if db.versions().is_settled() {
             drop(state);
             // Returns with the tables the compactions made obsolete gone, as it always did.
-            db.file_deleter().drain();
+            db.drain_deletions();
             return Ok(());
         }
         // A compaction the tree needs keeps failing in the user's filter: waiting would never
