@@ -384,6 +384,29 @@ PY
 done
 done
 
+# siftdb through its rust-rocksdb API (--engine=siftdb-rocksdb) beside siftdb's own, one
+# keyspace: every workload it has reports, and the found counts agree with siftdb's.
+compat_benchmarks="fillrandom,overwrite,readrandom,readmissing,multireadrandom,seekrandom,readseq,readreverse,prefixscan,deleterandom,readrandom,compact,stats"
+echo "siftdb-bench smoke: --engine=siftdb,siftdb-rocksdb --benchmarks=$compat_benchmarks"
+run_bench "siftdb-rocksdb beside siftdb" \
+    --engine=siftdb,siftdb-rocksdb --num="$num" --benchmarks="$compat_benchmarks" --json
+python3 - "$out" <<'PY'
+import json
+import sys
+
+found = {}
+with open(sys.argv[1]) as f:
+    for line in f:
+        if line.strip().startswith("{"):
+            row = json.loads(line)
+            if "benchmark" in row and "found" in row:
+                found.setdefault(row.get("engine", "?"), []).append((row["benchmark"], row["found"]))
+sift, compat = found.get("siftdb"), found.get("siftdb-rocksdb")
+if not sift or sift != compat:
+    sys.exit(f"siftdb-bench smoke: FAILED: found counts differ: siftdb {sift}, siftdb-rocksdb {compat}")
+print(f"siftdb-bench smoke: siftdb-rocksdb OK ({len(compat)} workloads with found counts, as siftdb's)")
+PY
+
 # An engine this build does not have is a clear error, not a silent success.
 if cargo run --quiet --profile "$profile" -p siftdb-bench --bin siftdb-bench -- \
     --num=10 --benchmarks=stats --engine=nosuchengine >/dev/null 2>"$out"; then

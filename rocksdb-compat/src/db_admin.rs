@@ -56,6 +56,12 @@ fn compact_bounds<'s, S: AsRef<[u8]>, E: AsRef<[u8]>>(
 }
 
 impl<T: ThreadMode> DBWithThreadMode<T> {
+    /// The siftdb database underneath (an extension: its statistics, properties and options
+    /// beyond what rust-rocksdb's API reaches).
+    pub fn as_siftdb(&self) -> &siftdb::Db {
+        &self.core.db
+    }
+
     /// Flushes the default column family's memtable and waits (siftdb's `flush`).
     pub fn flush(&self) -> Result<(), Error> {
         Ok(self.core.db.flush()?)

@@ -87,6 +87,15 @@ impl Options {
         &self.inner
     }
 
+    /// Options that open the database with exactly `options` underneath (an extension: for
+    /// siftdb settings no rust-rocksdb setter reaches, such as the filter allocation).
+    pub fn from_siftdb(options: siftdb::Options) -> Options {
+        Options {
+            inner: options,
+            ..Options::default()
+        }
+    }
+
     /// The keyspace options these map to (for a column family).
     pub(crate) fn keyspace_options(&self) -> siftdb::KeyspaceOptions {
         siftdb::KeyspaceOptions::from(&self.inner)

@@ -226,10 +226,10 @@ pub fn bumped(old: Option<&[u8]>, fresh: &[u8]) -> Vec<u8> {
 
 /// Engines this build can run.
 #[cfg(not(feature = "peers"))]
-pub const KNOWN_ENGINES: &[&str] = &["siftdb"];
+pub const KNOWN_ENGINES: &[&str] = &["siftdb", "siftdb-rocksdb"];
 /// Engines this build can run.
 #[cfg(feature = "peers")]
-pub const KNOWN_ENGINES: &[&str] = &["siftdb", "rocksdb", "fjall"];
+pub const KNOWN_ENGINES: &[&str] = &["siftdb", "siftdb-rocksdb", "rocksdb", "fjall"];
 
 /// Engines that arrive with the `peers` feature.
 pub const PEER_ENGINES: [&str; 2] = ["rocksdb", "fjall"];
@@ -263,7 +263,7 @@ pub fn check_keyspaces(names: &[String], keyspaces: usize) -> Result<()> {
     if keyspaces <= 1 {
         return Ok(());
     }
-    match names.iter().find(|n| PEER_ENGINES.contains(&n.as_str())) {
+    match names.iter().find(|n| n.as_str() != "siftdb") {
         Some(peer) => Err(Error::new(format!(
             "--keyspaces={keyspaces}: only siftdb spreads keys over keyspaces; {peer} runs one \
              (its column families / keyspaces are not mapped): run it with --keyspaces=1"

@@ -19,6 +19,7 @@
 //! and JSON) and [`plot`]. This module opens the engines ([`open_engine`]) and runs them.
 
 pub mod args;
+pub mod compat;
 pub mod disk_io;
 pub mod engine;
 pub mod error;
@@ -104,6 +105,10 @@ pub fn open_engine(name: &str, dir: &Path, config: &Config) -> Result<Box<dyn En
             return Ok(Box::new(engine));
         }
         _ => {}
+    }
+    if name == compat::NAME {
+        let engine = compat::CompatEngine::open(dir, config).map_err(context)?;
+        return Ok(Box::new(engine));
     }
     let engine = SiftEngine::open(dir, config).map_err(context)?;
     Ok(Box::new(engine))
