@@ -184,7 +184,13 @@ fn disabled_file_deletions_keep_replaced_tables_until_enabled() {
     let tables = || {
         std::fs::read_dir(dir.path())
             .unwrap()
-            .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "sst"))
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "sst")
+            })
             .count()
     };
     db.disable_file_deletions().unwrap();
