@@ -646,20 +646,20 @@ impl<T: ThreadMode> DBWithThreadMode<T> {
         )
     }
 
-    /// A secondary instance: siftdb has none (a read-only open beside the writer is the
-    /// nearest); refused.
+    /// Opens a secondary instance of the database at `primary_path`: a read-only open beside
+    /// its writer that [`try_catch_up_with_primary`](Self::try_catch_up_with_primary) brings up
+    /// to date (siftdb's `Db::open_read_only` and `Db::try_catch_up_with_primary`).
+    /// `secondary_path` is created, as RocksDB creates it for its info log; siftdb writes
+    /// nothing there.
     pub fn open_as_secondary<P: AsRef<Path>>(
         opts: &Options,
         primary_path: P,
         secondary_path: P,
     ) -> Result<Self, Error> {
-        let _ = (opts, primary_path, secondary_path);
-        Err(Error::not_supported(
-            "secondary instances (use open_for_read_only)",
-        ))
+        Self::open_cf_descriptors_as_secondary(opts, primary_path, secondary_path, Vec::new())
     }
 
-    /// A secondary instance with column families: refused (see
+    /// A secondary instance with column families, each with its options (see
     /// [`open_as_secondary`](Self::open_as_secondary)).
     pub fn open_cf_descriptors_as_secondary<P, I>(
         opts: &Options,
@@ -671,13 +671,24 @@ impl<T: ThreadMode> DBWithThreadMode<T> {
         P: AsRef<Path>,
         I: IntoIterator<Item = ColumnFamilyDescriptor>,
     {
-        let _ = (opts, primary_path, secondary_path, cfs.into_iter().count());
-        Err(Error::not_supported(
-            "secondary instances (use open_cf_for_read_only)",
-        ))
+        let secondary = secondary_path.as_ref();
+        std::fs::create_dir_all(secondary).map_err(|e| {
+            Error::with_kind(
+                crate::ErrorKind::IOError,
+                format!("{}: {e}", secondary.display()),
+            )
+        })?;
+        Self::open_with(
+            opts,
+            primary_path.as_ref(),
+            cfs.into_iter().collect(),
+            OpenMode::ReadOnly,
+            None,
+        )
     }
 
-    /// A secondary instance with column families named: refused.
+    /// A secondary instance with column families named (see
+    /// [`open_as_secondary`](Self::open_as_secondary)).
     pub fn open_cf_as_secondary<P, I, N>(
         opts: &Options,
         primary_path: P,
@@ -689,15 +700,17 @@ impl<T: ThreadMode> DBWithThreadMode<T> {
         I: IntoIterator<Item = N>,
         N: AsRef<str>,
     {
-        let _ = (opts, primary_path, secondary_path, cfs.into_iter().count());
-        Err(Error::not_supported(
-            "secondary instances (use open_cf_for_read_only)",
-        ))
+        Self::open_cf_descriptors_as_secondary(opts, primary_path, secondary_path, descriptors(cfs))
     }
 
-    /// Catching up with a primary: there are no secondaries; refused.
+    /// Brings a secondary (or read-only) instance up to date with its primary: what the
+    /// primary flushed, compacted or logged since becomes what reads see (siftdb's
+    /// `Db::try_catch_up_with_primary`; refused while snapshots of this instance are held).
     pub fn try_catch_up_with_primary(&self) -> Result<(), Error> {
-        Err(Error::not_supported("secondary instances"))
+        self.core
+            .db
+            .try_catch_up_with_primary()
+            .map_err(Error::from)
     }
 
     /// The column families of the database at `path`, `"default"` first.

@@ -1,7 +1,7 @@
 //! A database opened, written and read through the rust-rocksdb API; destroy refuses an open
 //! database; errors carry RocksDB's kinds.
 
-use siftdb_rocksdb::{ErrorKind, Options, WriteOptions, DB};
+use siftdb_rocksdb::{ColumnFamilyDescriptor, ErrorKind, Options, WriteOptions, DB};
 
 fn open(dir: &tempfile::TempDir) -> DB {
     DB::open_default(dir.path()).unwrap()
@@ -156,8 +156,6 @@ fn error_kinds_follow_rocksdb_s_status_codes() {
     let dir = tempfile::tempdir().unwrap();
     let primary = dir.path().join("primary");
     drop(DB::open_default(&primary).unwrap());
-    let secondary = DB::open_as_secondary(&Options::default(), &primary, &dir.path().join("s"));
-    assert_eq!(secondary.unwrap_err().kind(), ErrorKind::NotSupported);
     let reader = DB::open_for_read_only(&Options::default(), &primary, false).unwrap();
     let err = reader.put(b"k", b"v").unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotSupported);
@@ -203,4 +201,62 @@ fn disabled_file_deletions_keep_replaced_tables_until_enabled() {
     db.enable_file_deletions().unwrap();
     assert_eq!(tables(), 1);
     assert_eq!(db.get(b"k0").unwrap(), Some(b"v".to_vec()));
+}
+
+#[test]
+fn a_secondary_catches_up_with_its_primary() {
+    let dir = tempfile::tempdir().unwrap();
+    let (primary_path, secondary_path) = (dir.path().join("primary"), dir.path().join("s"));
+    let mut opts = Options::default();
+    opts.create_if_missing(true);
+    opts.create_missing_column_families(true);
+    let primary = DB::open_cf(&opts, &primary_path, ["cf1"]).unwrap();
+    primary.put(b"a", b"1").unwrap();
+    let cfs = ["cf1"].map(|n| ColumnFamilyDescriptor::new(n, Options::default()));
+    let secondary = DB::open_cf_descriptors_as_secondary(
+        &Options::default(),
+        &primary_path,
+        &secondary_path,
+        cfs,
+    )
+    .unwrap();
+    assert!(secondary_path.is_dir());
+    let cf1 = secondary.cf_handle("cf1").unwrap();
+    assert_eq!(secondary.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(
+        secondary.put(b"b", b"2").unwrap_err().kind(),
+        ErrorKind::NotSupported
+    );
+
+    // Writes in the primary's WAL, then flushed and compacted tables: the handle taken
+    // before the catch-up reads the new state.
+    primary
+        .put_cf(&primary.cf_handle("cf1").unwrap(), b"k", b"v")
+        .unwrap();
+    primary.put(b"a", b"2").unwrap();
+    assert_eq!(secondary.get_cf(&cf1, b"k").unwrap(), None);
+    secondary.try_catch_up_with_primary().unwrap();
+    assert_eq!(
+        secondary.get_cf(&cf1, b"k").unwrap().as_deref(),
+        Some(&b"v"[..])
+    );
+    assert_eq!(secondary.get(b"a").unwrap().as_deref(), Some(&b"2"[..]));
+    primary.delete(b"a").unwrap();
+    primary.flush().unwrap();
+    primary.compact_range(None::<&[u8]>, None::<&[u8]>);
+    secondary.try_catch_up_with_primary().unwrap();
+    assert_eq!(secondary.get(b"a").unwrap(), None);
+
+    // A snapshot of the secondary holds catch-ups off; the primary itself cannot catch up.
+    let snapshot = secondary.snapshot();
+    assert_eq!(
+        secondary.try_catch_up_with_primary().unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    drop(snapshot);
+    secondary.try_catch_up_with_primary().unwrap();
+    assert_eq!(
+        primary.try_catch_up_with_primary().unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
 }

@@ -5,9 +5,8 @@
 //! CRC covers the stored (compressed) bytes. A block is stored compressed only when that saves
 //! at least an eighth of its size (RocksDB's rule); otherwise it is stored as is with codec `0`.
 
-use std::cell::RefCell;
-
 use crate::coding::{get_len, put_varint};
+use crate::zstd_codec::{zstd_compress, zstd_decompress};
 
 /// A block codec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -18,12 +17,12 @@ pub enum Compression {
     None,
     /// LZ4 block format (`lz4_flex`, pure Rust): fast to compress and to decompress.
     Lz4,
-    /// Zstandard at level 3 (the `zstd` crate, libzstd): smaller, slower to compress.
+    /// Zstandard: smaller, slower to compress. Level 3 through libzstd (the `zstd` crate, with
+    /// the `c-zstd` feature, the default), or ruzstd's fastest level (≈ zstd's 1) in pure Rust
+    /// without it. Both write standard Zstd frames: a table written by either build reads in
+    /// the other.
     Zstd,
 }
-
-/// Zstd's level (its default, as RocksDB's).
-const ZSTD_LEVEL: i32 = 3;
 
 /// Largest uncompressed block accepted when decoding (a size field above it is corruption, not
 /// an allocation).
@@ -103,41 +102,6 @@ impl Compression {
         }
         Ok(contents)
     }
-}
-
-thread_local! {
-    // A Zstd context costs ~100 KiB of workspace to set up, more than decoding a 4 KiB block
-    // (measured: 5 ms per 256 blocks with a context per call); each thread keeps one of each.
-    static ZSTD_COMPRESSOR: RefCell<Option<zstd::bulk::Compressor<'static>>> =
-        const { RefCell::new(None) };
-    static ZSTD_DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
-        const { RefCell::new(None) };
-}
-
-/// `contents` as a Zstd frame, with this thread's compression context; `None` on failure.
-fn zstd_compress(contents: &[u8]) -> Option<Vec<u8>> {
-    ZSTD_COMPRESSOR.with(|cell| {
-        let mut slot = cell.try_borrow_mut().ok()?;
-        if slot.is_none() {
-            *slot = Some(zstd::bulk::Compressor::new(ZSTD_LEVEL).ok()?);
-        }
-        slot.as_mut()?.compress(contents).ok()
-    })
-}
-
-/// A Zstd frame of at most `size` bytes decoded with this thread's decompression context (a
-/// one-shot context if this thread's is unavailable).
-fn zstd_decompress(payload: &[u8], size: usize) -> Result<Vec<u8>, String> {
-    let reused = ZSTD_DECOMPRESSOR.with(|cell| {
-        let mut slot = cell.try_borrow_mut().ok()?;
-        if slot.is_none() {
-            *slot = zstd::bulk::Decompressor::new().ok();
-        }
-        Some(slot.as_mut()?.decompress(payload, size))
-    });
-    reused
-        .unwrap_or_else(|| zstd::bulk::decompress(payload, size))
-        .map_err(|e| format!("zstd: {e}"))
 }
 
 /// The uncompressed size a compressed block announces, and its codec payload.

@@ -34,6 +34,7 @@ mod range_tombstones;
 mod stats;
 mod table;
 mod ticker;
+mod zstd_codec;
 
 pub use builder::{
     FilterSpec, TableBuildOptions, TableBuilder, TableMeta, DEFAULT_PARTITION_ABOVE,

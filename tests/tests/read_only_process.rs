@@ -423,3 +423,103 @@ fn read_only_opens_see_stable_consistent_states_beside_a_writer_process() {
     let after = read_state(&db, "reopened");
     assert_eq!(after.n, end);
 }
+
+/// A read-only open that catches up with the writer process again and again
+/// (`Db::try_catch_up_with_primary`, RocksDB's secondary instance): between catch-ups it shows
+/// what it showed, iterators keep the state they were made on, each catch-up shows a consistent
+/// state with every write acknowledged before it (also when it lands mid-append or
+/// mid-compaction), and point lookups running beside the catch-ups never miss a key.
+#[test]
+fn read_only_open_catches_up_with_a_writer_process() {
+    let dir = siftdb_tests::temp_dir();
+    {
+        let db = Db::open(dir.path(), options()).unwrap();
+        db.create_keyspace("mirror", KeyspaceOptions::from(&options()))
+            .unwrap();
+        // Only a read-only open catches up.
+        assert!(matches!(
+            db.try_catch_up_with_primary(),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+    let mut writer = Writer::spawn(dir.path());
+    writer.wait_for("a first compaction", |w| {
+        w.compactions() >= 1 && w.acked() >= COMPACT_EVERY
+    });
+    let ro = Db::open_read_only(dir.path(), options()).unwrap();
+    let mut state = read_state(&ro, "at open");
+    for round in 0..6 {
+        let ctx = format!("catch-up {round}");
+        let (acked, compactions) = (writer.acked(), writer.compactions());
+        // Every other round waits for a full compaction too: the tables read so far are gone.
+        writer.wait_for("progress", |w| {
+            w.acked() >= acked + 150 && (round % 2 == 1 || w.compactions() > compactions)
+        });
+        let before = ro.iter();
+        assert_eq!(read_state(&ro, &ctx), state, "{ctx}: changed before it");
+        let acked_before = writer.acked();
+        ro.try_catch_up_with_primary()
+            .unwrap_or_else(|e| panic!("{ctx}: {e}"));
+        let now = read_state(&ro, &ctx);
+        assert!(
+            now.n >= acked_before && now.n >= state.n,
+            "{ctx}: {} keys, {acked_before} acknowledged before, {} seen earlier",
+            now.n,
+            state.n
+        );
+        check_gets(&ro, &now, &ctx);
+        let early: Vec<_> = before.collect::<Result<_, _>>().unwrap();
+        assert_eq!(early, state.default, "{ctx}: iterator made before it");
+        state = now;
+    }
+
+    // Point lookups beside quick catch-ups: a key once seen stays readable.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = state.n;
+    let reader = {
+        let (ro, stop) = (ro.clone(), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut lookups = 0u64;
+            while !stop.load(Ordering::SeqCst) {
+                let i = lookups * 7919 % seen;
+                assert_eq!(ro.get(key(i)).unwrap(), Some(value(i)), "lookup of {i}");
+                lookups += 1;
+            }
+            lookups
+        })
+    };
+    for quick in 0..25 {
+        let ctx = format!("quick catch-up {quick}");
+        let acked_before = writer.acked();
+        ro.try_catch_up_with_primary()
+            .unwrap_or_else(|e| panic!("{ctx}: {e}"));
+        let now = read_state(&ro, &ctx);
+        assert!(
+            now.n >= acked_before && now.n >= state.n,
+            "{ctx}: went back"
+        );
+        state = now;
+        std::thread::sleep(Duration::from_millis(3));
+    }
+    stop.store(true, Ordering::SeqCst);
+    let lookups = reader
+        .join()
+        .expect("the reader beside the catch-ups failed");
+    assert!(lookups > 0);
+
+    // A snapshot held here would read versions the writer need not keep: refused meanwhile.
+    let snapshot = ro.snapshot();
+    assert!(matches!(
+        ro.try_catch_up_with_primary(),
+        Err(Error::InvalidArgument(_))
+    ));
+    drop(snapshot);
+    ro.try_catch_up_with_primary().unwrap();
+    let last_acked = writer.kill();
+    ro.try_catch_up_with_primary().unwrap();
+    let last = read_state(&ro, "after the writer was killed");
+    assert!(
+        last.n >= last_acked,
+        "a catch-up after the kill lost writes"
+    );
+}

@@ -202,6 +202,35 @@ impl Db {
         Ok(Db::with_engine(engine, Vec::new(), None))
     }
 
+    /// Catches a read-only open up with the writer of its database (RocksDB's secondary
+    /// instance): what the writer flushed, compacted or logged in its WAL since the open (or the
+    /// last catch-up) becomes what reads see, keyspace by keyspace. Iterators
+    /// already open keep reading what they were opened on. Keyspaces the writer created since
+    /// stay unknown to this handle; keyspaces it dropped read empty.
+    ///
+    /// Fails with [`Error::InvalidArgument`] on a database that is not open read-only, or while
+    /// this handle holds snapshots (the writer keeps only the versions its own snapshots need,
+    /// so an older snapshot here could miss a key's version compacted away).
+    ///
+    /// A read of a table the writer deleted after the last catch-up can fail with a "not
+    /// found" I/O error when the table is not among the open files ([`Options::max_open_files`]):
+    /// catch up again, as with RocksDB's secondary instances.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+    /// db.put("k", "v1")?;
+    /// let secondary = siftdb::Db::open_read_only(dir.path(), siftdb::Options::default())?;
+    /// db.put("k", "v2")?;
+    /// assert_eq!(secondary.get("k")?, Some(b"v1".to_vec()));
+    /// secondary.try_catch_up_with_primary()?;
+    /// assert_eq!(secondary.get("k")?, Some(b"v2".to_vec()));
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn try_catch_up_with_primary(&self) -> Result<()> {
+        crate::paths::recovery::catch_up_with_primary(&self.engine)
+    }
+
     fn with_engine(
         engine: Engine,
         threads: Vec<JoinHandle<()>>,

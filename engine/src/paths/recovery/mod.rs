@@ -6,7 +6,10 @@
 //! read-only open writes nothing, stops before the commit and keeps what the WALs held in
 //! memory.
 
+mod catch_up;
 mod wal_replay;
+
+pub(crate) use catch_up::catch_up_with_primary;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -98,14 +101,20 @@ const READ_ONLY_ATTEMPTS: usize = 8;
 /// Opens the database in `dir` read-only (see `Db::open_read_only`).
 pub(crate) fn open_read_only(dir: &Path, options: Options) -> Result<Engine> {
     options.validate()?;
-    let mut attempt = 0;
+    retry_while_writer_moves(dir, || try_open_read_only(dir, &options))
+}
+
+/// Runs `attempt` until it succeeds, fails for a reason other than a file a writer replaced
+/// meanwhile, or has run `READ_ONLY_ATTEMPTS` times.
+fn retry_while_writer_moves<T>(dir: &Path, mut attempt: impl FnMut() -> Result<T>) -> Result<T> {
+    let mut attempts = 0;
     loop {
-        attempt += 1;
-        match try_open_read_only(dir, &options) {
+        attempts += 1;
+        match attempt() {
             // A file named by what was read first is gone: a writer moved on. Read again.
-            Err(e) if attempt < READ_ONLY_ATTEMPTS && may_be_a_moving_writer(&e) => {
-                tracing::debug!("siftdb: read-only open of {} retried: {e}", dir.display());
-                std::thread::sleep(std::time::Duration::from_millis(5 << attempt.min(6)));
+            Err(e) if attempts < READ_ONLY_ATTEMPTS && may_be_a_moving_writer(&e) => {
+                tracing::debug!("siftdb: read-only read of {} retried: {e}", dir.display());
+                std::thread::sleep(std::time::Duration::from_millis(5 << attempts.min(6)));
             }
             result => return result,
         }
@@ -137,36 +146,64 @@ fn try_open_read_only(dir: &Path, options: &Options) -> Result<Engine> {
     let manifest = ManifestState::read(fs.as_ref(), dir)?;
     let entries = fs.list(dir)?;
     let engine = new_engine(dir, options.clone(), &entries, &manifest, true)?;
-    let inner: &Shared = engine.shared();
-    let mut versions = open_versions(inner, &manifest)?;
+    let read = read_tables_and_wals(engine.shared(), &manifest, &entries)?;
+    options_file::check_merge_operator(&recorded, options, || {
+        holds_merge_operands(&read.versions, &read.recovered)
+    })?;
+    install_read_state(engine.shared(), read);
+    Ok(engine)
+}
+
+/// What a read-only open (or a secondary's catch-up) read: every keyspace's version, the
+/// memtables the live WALs fill, and the log number those WALs start at.
+struct ReadState {
+    versions: Vec<(Arc<Tree>, Version)>,
+    recovered: Recovered,
+    log_number: u64,
+}
+
+/// Opens the tables `manifest` names and replays the live WALs of `entries` into memtables,
+/// writing nothing (the replay keeps every recovered write in memory).
+fn read_tables_and_wals(
+    inner: &Shared,
+    manifest: &ManifestState,
+    entries: &[String],
+) -> Result<ReadState> {
+    let mut versions = open_versions(inner, manifest)?;
     let log_number = manifest.min_log_number();
-    let wals = live_wals(&entries, log_number, u64::MAX);
+    let wals = live_wals(entries, log_number, u64::MAX);
     if log_number > 0 && !wals.contains(&log_number) {
         return Err(Error::corruption(format!(
             "WAL {log_number:06}.log named by the manifest is missing"
         )));
     }
-    // A read-only open writes nothing: the replay keeps every recovered write in memory.
-    let recovered = replay_wals(inner, &wals, &manifest, &mut versions)?;
-    options_file::check_merge_operator(&recorded, options, || {
-        holds_merge_operands(&versions, &recovered)
-    })?;
-    let last = recovered.last_sequence;
+    let recovered = replay_wals(inner, &wals, manifest, &mut versions)?;
+    Ok(ReadState {
+        versions,
+        recovered,
+        log_number,
+    })
+}
+
+/// Makes `read` what readers see. The sequence is published before the views: a reader loads
+/// its view first, then the sequence, so it never pairs a new view (whose tables may have lost
+/// versions older than the writer's oldest snapshot) with an older sequence.
+fn install_read_state(inner: &Shared, read: ReadState) {
+    let last = read.recovered.last_sequence;
     inner.versions().set_last_sequence(last);
-    let mut mems = recovered.mems;
+    inner.versions().publish_sequence(last);
+    let mut mems = read.recovered.mems;
     let mut state = inner.state().lock();
-    for (tree, version) in versions {
+    for (tree, version) in read.versions {
         inner
             .versions()
-            .install_recovered(&tree, version, log_number);
-        if let (Some(t), Some(mem)) = (state.trees.get_mut(&tree.id), mems.remove(&tree.id)) {
-            t.mem = Arc::new(mem);
+            .install_recovered(&tree, version, read.log_number);
+        if let Some(t) = state.trees.get_mut(&tree.id) {
+            // A keyspace the writer dropped meanwhile has no memtable left: it reads empty.
+            t.mem = Arc::new(mems.remove(&tree.id).unwrap_or_else(|| Memtable::new(0)));
         }
         inner.versions().publish_view(&state, tree.id);
     }
-    drop(state);
-    inner.versions().publish_sequence(last);
-    Ok(engine)
 }
 
 /// Lists `dir` (creating it if allowed) and decides whether it holds a database (`CURRENT`), is

@@ -1,0 +1,47 @@
+//! A read-only open catching up with the writer beside it (RocksDB's secondary instance): the
+//! manifest, the tables and the live WALs read again, and every keyspace's view replaced.
+
+use crate::base::error::{Error, Result};
+use crate::paths::engine::Engine;
+
+use super::{install_read_state, read_tables_and_wals, retry_while_writer_moves, ManifestState};
+
+/// Reads what the writer of the database has made durable since the open (or the last
+/// catch-up) and makes it what reads see: tables it flushed or compacted, and writes still in
+/// its WALs. Keyspaces created by the writer since the open stay unknown; keyspaces it dropped
+/// read empty.
+///
+/// Refused while the instance holds snapshots: the writer keeps only the versions its own
+/// snapshots need, so a snapshot taken here could find a key's older version compacted away.
+pub(crate) fn catch_up_with_primary(engine: &Engine) -> Result<()> {
+    let inner = engine.shared();
+    if !inner.read_only() {
+        return Err(Error::InvalidArgument(
+            "try_catch_up_with_primary: the database is not open read-only (only a read-only \
+             open catches up with a writer)"
+                .to_string(),
+        ));
+    }
+    engine.check_open()?;
+    // Held for the whole catch-up: no snapshot is taken meanwhile, and catch-ups run one at a
+    // time (a slower one must not install an older state over a newer one).
+    let _no_new_snapshots = inner.snapshots().hold_new_snapshots();
+    if !inner.snapshots().sequences().is_empty() {
+        return Err(Error::InvalidArgument(
+            "try_catch_up_with_primary: snapshots are held (the writer may have compacted away \
+             the versions they read); release them first"
+                .to_string(),
+        ));
+    }
+    let dir = inner.dir();
+    let read = retry_while_writer_moves(dir, || {
+        let fs = &inner.options().fs;
+        let manifest = ManifestState::read(fs.as_ref(), dir)?;
+        let entries = fs.list(dir)?;
+        read_tables_and_wals(inner, &manifest, &entries)
+    })?;
+    // The writer's sequence can be behind what was read earlier only if it crashed and
+    // reopened without writes it had not synced: what it holds now is the database.
+    install_read_state(inner, read);
+    Ok(())
+}
