@@ -275,6 +275,10 @@ fn run(ops: &[Op]) {
     state[0] = Some(Model::new());
     let mut snapshots: Vec<(siftdb::Snapshot, State)> = Vec::new();
     let mut checkpoints = 0;
+    // A read-only open kept across ops and caught up with the writer at each later `ReadOnly`,
+    // while the keyspaces are those it was opened with (it does not learn of new ones).
+    let mut secondary: Option<(Db, Vec<bool>, usize)> = None;
+    let mut drops = 0;
     for op in ops {
         match op {
             Op::Write(entries, sync) => apply_write(&mut h, &mut state, entries, *sync),
@@ -326,6 +330,7 @@ fn run(ops: &[Op]) {
             Op::Drop(i) => {
                 snapshots.clear(); // a snapshot does not keep a dropped keyspace readable
                 apply_drop(&mut h, &mut state, *i);
+                drops += 1;
             }
             Op::Snapshot => {
                 if snapshots.len() < 3 {
@@ -357,8 +362,21 @@ fn run(ops: &[Op]) {
                 std::fs::remove_dir_all(&target).expect("remove checkpoint");
             }
             Op::ReadOnly => {
-                let reader = Db::open_read_only(dir.path(), options(None)).expect("read-only");
-                assert_db_equals(&reader, &state, "read-only open");
+                let live: Vec<bool> = state.iter().map(Option::is_some).collect();
+                match &secondary {
+                    Some((reader, opened_with, at_drops))
+                        if *opened_with == live && *at_drops == drops =>
+                    {
+                        reader.try_catch_up_with_primary().expect("catch up");
+                        assert_db_equals(reader, &state, "read-only open caught up");
+                    }
+                    _ => {
+                        let reader =
+                            Db::open_read_only(dir.path(), options(None)).expect("read-only");
+                        assert_db_equals(&reader, &state, "read-only open");
+                        secondary = Some((reader, live, drops));
+                    }
+                }
             }
             Op::Reopen => {
                 snapshots.clear();
