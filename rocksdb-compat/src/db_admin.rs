@@ -227,8 +227,8 @@ impl<T: ThreadMode> DBWithThreadMode<T> {
         self.core.db.snapshot().sequence()
     }
 
-    /// The write batches after `seq_number`, read from the WALs still in the directory (a
-    /// batch's log data is not kept there; column family ids are siftdb's keyspace ids). A
+    /// The write batches after `seq_number`, read from the WALs still in the directory, with
+    /// their log data (`put_log_data`); column family ids are siftdb's keyspace ids. A
     /// number past the latest, or one whose WAL is gone, is an error.
     pub fn get_updates_since(&self, seq_number: u64) -> Result<DBWALIterator, Error> {
         let latest = self.latest_sequence_number();

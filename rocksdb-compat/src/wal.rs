@@ -8,6 +8,8 @@ use crate::write_batch::{DELETE, DELETE_RANGE, MERGE, PUT};
 use crate::{Error, ErrorKind, WriteBatch};
 
 const BLOCK: usize = 32 * 1024;
+/// The tag of log data in a batch record (siftdb's `WriteBatch::put_log_data`).
+const LOG_DATA_TAG: u8 = 0x7f;
 const HEADER: usize = 7;
 
 /// The batches of every WAL in `dir`, oldest first, with their first sequence numbers.
@@ -104,9 +106,15 @@ fn decode(rep: &[u8]) -> Option<(u64, WriteBatch)> {
     let mut pos = 12;
     let mut batch = WriteBatch::default();
     batch.set_sequence(sequence);
-    for _ in 0..count {
-        let tag = *rep.get(pos)?;
+    let mut ops = 0;
+    while pos < rep.len() {
+        let tag = rep[pos];
         pos += 1;
+        if tag == LOG_DATA_TAG {
+            batch.put_log_data(bytes(rep, &mut pos)?);
+            continue;
+        }
+        ops += 1;
         let ks = if tag & 0x80 != 0 {
             u32::try_from(varint(rep, &mut pos)?).ok()?
         } else {
@@ -123,5 +131,6 @@ fn decode(rep: &[u8]) -> Option<(u64, WriteBatch)> {
         };
         batch.push_logged(kind, ks, key, value);
     }
-    (count > 0).then_some((sequence, batch))
+    // A batch of log data alone is returned too (RocksDB's iterator shows it).
+    (ops == count && !batch.data()[12..].is_empty()).then_some((sequence, batch))
 }

@@ -352,6 +352,8 @@ fn add(out: &mut siftdb::WriteBatch, ks: Option<&siftdb::Keyspace>, op: &Op<'_>)
         (MERGE, Some(ks)) => out.merge_in(ks, op.key, op.value),
         (DELETE_RANGE, None) => out.delete_range(op.key, op.value),
         (DELETE_RANGE, Some(ks)) => out.delete_range_in(ks, op.key, op.value),
+        // Written to siftdb's WAL with the batch, where `get_updates_since` finds it.
+        (LOG_DATA, _) => out.put_log_data(op.key),
         _ => out,
     };
 }

@@ -260,3 +260,39 @@ fn a_secondary_catches_up_with_its_primary() {
         ErrorKind::InvalidArgument
     );
 }
+
+#[test]
+fn log_data_goes_to_the_wal_and_back_through_get_updates_since() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir);
+    let mut batch = siftdb_rocksdb::WriteBatch::default();
+    batch.put(b"k1", b"v1");
+    batch.put_log_data(b"first blob");
+    db.write(batch).unwrap();
+    // Log data alone: written, takes no sequence number.
+    let mut alone = siftdb_rocksdb::WriteBatch::default();
+    alone.put_log_data(b"second blob");
+    db.write(alone).unwrap();
+    db.put(b"k2", b"v2").unwrap();
+    assert_eq!(db.latest_sequence_number(), 2);
+    let updates: Vec<_> = db
+        .get_updates_since(0)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let holds = |b: &siftdb_rocksdb::WriteBatch, blob: &[u8]| {
+        b.data().windows(blob.len()).any(|w| w == blob)
+    };
+    assert_eq!(updates.len(), 3, "two batches of puts and one of log data");
+    assert_eq!((updates[0].0, updates[0].1.len()), (1, 1));
+    assert!(holds(&updates[0].1, b"first blob"));
+    assert_eq!(updates[1].1.len(), 0);
+    assert!(holds(&updates[1].1, b"second blob"));
+    assert_eq!((updates[2].0, updates[2].1.len()), (2, 1));
+    // The reads are the puts' alone, also after a reopen replays the WAL.
+    drop(db);
+    let db = open(&dir);
+    assert_eq!(db.get(b"k1").unwrap().as_deref(), Some(&b"v1"[..]));
+    assert_eq!(db.get(b"k2").unwrap().as_deref(), Some(&b"v2"[..]));
+    assert_eq!(db.latest_sequence_number(), 2);
+}

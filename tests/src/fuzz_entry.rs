@@ -368,13 +368,18 @@ pub fn manifest_replay(data: &[u8]) {
 }
 
 /// A database whose WAL and manifest hold keyspace records: keyspace "ks" created, a
-/// cross-keyspace batch and expiring values in the WAL. Returns the paths of its newest WAL and its manifest.
+/// cross-keyspace batch, log data and expiring values in the WAL. Returns the paths of its newest WAL and its manifest.
 fn db_with_keyspaces(fs: &FaultFs) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
     let db = Db::open("/db", options(fs)).ok()?;
     let ks = db.keyspace("ks").ok()?;
     let mut batch = siftdb::WriteBatch::new();
     batch.put(b"k1", b"v1").put_in(&ks, b"k2", b"v2");
+    // Log data beside the ops, and a batch of log data alone (format 11).
+    batch.put_log_data(b"log data");
     db.write(batch).ok()?;
+    let mut alone = siftdb::WriteBatch::new();
+    alone.put_log_data(b"alone");
+    db.write(alone).ok()?;
     // An expiring value too (entry kind 2), in each keyspace.
     let hour = std::time::Duration::from_secs(3600);
     db.put_with_ttl(b"k3", b"v3", hour).ok()?;

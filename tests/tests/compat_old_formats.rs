@@ -882,6 +882,12 @@ fn a_format_9_database_opens_with_every_kind_of_entry_and_upgrades() {
     opens_with_every_kind_of_entry_and_upgrades("format-v9", 9);
 }
 
+/// The same writes by the last build of format 10 (before log data in the WAL).
+#[test]
+fn a_format_10_database_opens_with_every_kind_of_entry_and_upgrades() {
+    opens_with_every_kind_of_entry_and_upgrades("format-v10", 10);
+}
+
 /// Opens fixture `name` (of database format `format`, written by the generator in
 /// `format-v6/README.md`), checks every pair it holds, upgrades it, writes, compacts and
 /// reopens it.

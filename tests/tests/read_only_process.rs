@@ -260,21 +260,28 @@ fn table_files(dir: &Path) -> BTreeSet<String> {
         .collect()
 }
 
-#[test]
-fn read_only_opens_see_stable_consistent_states_beside_a_writer_process() {
-    let dir = siftdb_tests::temp_dir();
-    // Created here so that the first read-only open cannot race the child creating it.
+/// Creates the database in `dir` with its "mirror" keyspace (here, so that a first read-only
+/// open cannot race the child creating it), runs `check` on it, starts the writer child and
+/// waits for its first full compaction: there are tables then, so that what a read-only open
+/// reads first includes some that the next compaction deletes.
+fn start_writer(dir: &Path, check: impl FnOnce(&Db)) -> Writer {
     {
-        let db = Db::open(dir.path(), options()).unwrap();
+        let db = Db::open(dir, options()).unwrap();
         db.create_keyspace("mirror", KeyspaceOptions::from(&options()))
             .unwrap();
+        check(&db);
     }
-    let mut writer = Writer::spawn(dir.path());
-    // After the first full compaction there are tables, so that the first round's read-only
-    // open reads some that the next compaction deletes.
+    let mut writer = Writer::spawn(dir);
     writer.wait_for("a first compaction", |w| {
         w.compactions() >= 1 && w.acked() >= COMPACT_EVERY
     });
+    writer
+}
+
+#[test]
+fn read_only_opens_see_stable_consistent_states_beside_a_writer_process() {
+    let dir = siftdb_tests::temp_dir();
+    let mut writer = start_writer(dir.path(), |_| {});
 
     // The writer holds the lock: an ordinary open is refused, a read-only one is not.
     assert!(
@@ -432,19 +439,12 @@ fn read_only_opens_see_stable_consistent_states_beside_a_writer_process() {
 #[test]
 fn read_only_open_catches_up_with_a_writer_process() {
     let dir = siftdb_tests::temp_dir();
-    {
-        let db = Db::open(dir.path(), options()).unwrap();
-        db.create_keyspace("mirror", KeyspaceOptions::from(&options()))
-            .unwrap();
+    let mut writer = start_writer(dir.path(), |db| {
         // Only a read-only open catches up.
         assert!(matches!(
             db.try_catch_up_with_primary(),
             Err(Error::InvalidArgument(_))
         ));
-    }
-    let mut writer = Writer::spawn(dir.path());
-    writer.wait_for("a first compaction", |w| {
-        w.compactions() >= 1 && w.acked() >= COMPACT_EVERY
     });
     let ro = Db::open_read_only(dir.path(), options()).unwrap();
     let mut state = read_state(&ro, "at open");

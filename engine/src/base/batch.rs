@@ -7,6 +7,7 @@
 //! kind   := 1 put (a value follows) | 0 delete | 2 expiring put (a value follows: expiry u64
 //!           LE, then the value) | 3 merge operand (the operand follows) | 4 range delete (the
 //!           key is the range's start; its exclusive end follows as the value)
+//! log    := 0x7f | varint len | blob      (log data: in the WAL only, no op, no sequence)
 //! ```
 //! The batch's ops get consecutive sequence numbers starting at `sequence`. The ops of the
 //! default keyspace are encoded as before keyspaces existed, so older WALs read unchanged.
@@ -23,6 +24,8 @@ pub const MAX_VALUE_SIZE: usize = 256 << 20;
 const HEADER: usize = 12;
 /// Set in an op's tag when a keyspace id follows it.
 const KEYSPACE_FLAG: u8 = 0x80;
+/// The tag of log data ([`WriteBatch::put_log_data`]): no kind of op has it.
+const LOG_DATA: u8 = 0x7f;
 
 /// A group of puts, deletes, range deletes and merge operands applied atomically by
 /// [`Db::write`](crate::Db::write), in one keyspace or several (`put_in`, `delete_in`,
@@ -122,6 +125,35 @@ impl WriteBatch {
             return self;
         }
         self.append(keyspace, ValueKind::RangeDelete, start, Some(end))
+    }
+
+    /// Adds log data: a blob written to the WAL with the batch and applied to no keyspace
+    /// (RocksDB's `PutLogData`), for readers of the WAL. It takes no sequence number and is
+    /// not counted by [`len`](WriteBatch::len); a batch of log data alone is still written.
+    /// A blob over the value limit makes the whole batch fail at write time.
+    ///
+    /// ```
+    /// let mut batch = siftdb::WriteBatch::new();
+    /// batch.put(b"k", b"v").put_log_data(b"replicated from node 3");
+    /// assert_eq!(batch.len(), 1);
+    /// ```
+    pub fn put_log_data<B: AsRef<[u8]>>(&mut self, blob: B) -> &mut Self {
+        let blob = blob.as_ref();
+        if blob.len() > MAX_VALUE_SIZE && self.invalid.is_none() {
+            self.invalid = Some(format!(
+                "log data of {} bytes is over the limit of {MAX_VALUE_SIZE}",
+                blob.len()
+            ));
+            return self;
+        }
+        self.rep.push(LOG_DATA);
+        put_bytes(&mut self.rep, blob);
+        self
+    }
+
+    /// Whether writing the batch writes nothing: no operation and no log data.
+    pub(crate) fn writes_nothing(&self) -> bool {
+        self.rep.len() == HEADER
     }
 
     /// Whether the batch holds merge operands.
@@ -392,9 +424,14 @@ pub(crate) fn decode(rep: &[u8]) -> Option<(u64, Vec<BatchOp<'_>>)> {
     let count = read_u32(rep, 8)? as usize;
     let mut pos = HEADER;
     let mut ops = Vec::with_capacity(count.min(rep.len()));
-    for _ in 0..count {
-        let tag = *rep.get(pos)?;
+    while pos < rep.len() {
+        let tag = rep[pos];
         pos += 1;
+        if tag == LOG_DATA {
+            // For readers of the WAL only: no operation.
+            get_bytes(rep, &mut pos)?;
+            continue;
+        }
         let kind = ValueKind::from_u8(tag & !KEYSPACE_FLAG)?;
         let keyspace = if tag & KEYSPACE_FLAG != 0 {
             u32::try_from(get_varint(rep, &mut pos)?).ok()?
@@ -422,10 +459,7 @@ pub(crate) fn decode(rep: &[u8]) -> Option<(u64, Vec<BatchOp<'_>>)> {
             value,
         });
     }
-    if pos != rep.len() {
-        return None;
-    }
-    Some((sequence, ops))
+    (ops.len() == count).then_some((sequence, ops))
 }
 
 #[cfg(test)]
@@ -443,6 +477,36 @@ mod tests {
             assert_eq!(decode_sequence_marker(&rep[..len]), None);
         }
         assert_eq!(decode_sequence_marker(&encode_sequence_marker(3, 0)), None);
+    }
+
+    #[test]
+    fn log_data_is_skipped_by_decode_and_counts_nothing() {
+        let mut batch = WriteBatch::new();
+        batch
+            .put_log_data(b"before")
+            .put(b"k", b"v")
+            .put_log_data(b"after");
+        batch.delete(b"d");
+        assert_eq!(batch.len(), 2);
+        let (seq, ops) = decode(batch.encode(9)).unwrap();
+        assert_eq!(seq, 9);
+        assert_eq!(ops.len(), 2);
+        assert_eq!((ops[0].key, ops[0].value), (&b"k"[..], &b"v"[..]));
+        assert_eq!(ops[1].kind, ValueKind::Delete);
+        let mut alone = WriteBatch::new();
+        alone.put_log_data(b"only");
+        assert!(!alone.writes_nothing() && alone.is_empty());
+        assert_eq!(
+            decode(alone.encode(3)).map(|(s, o)| (s, o.len())),
+            Some((3, 0))
+        );
+        // A count that disagrees with the ops found is damage, log data or not.
+        let mut rep = batch.encode(9).to_vec();
+        rep[8] = 3;
+        assert_eq!(decode(&rep), None);
+        // Cut inside the log data: damage.
+        let rep = batch.encode(9);
+        assert_eq!(decode(&rep[..rep.len() - 2]), None);
     }
 
     #[test]

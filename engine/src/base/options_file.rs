@@ -26,10 +26,11 @@ use crate::base::options::Options;
 /// bits a moved table's ribbon filter is read thinned to (manifest field 13); 9 adds blob
 /// files (`NNNNNN.blob`, manifest fields 14 and 15, tables holding blob indexes: value kind 5);
 /// 10 adds ingested tables (manifest field 16: a table's global seqno) and sequence markers in
-/// the WAL. Older databases open and are upgraded
+/// the WAL; 11 adds log data in WAL batch records (tag 0x7f, `WriteBatch::put_log_data`).
+/// Older databases open and are upgraded
 /// (their tables are read as they are and rewritten by compactions; everything they hold is
 /// the "default" keyspace).
-pub const FORMAT_VERSION: u32 = 10;
+pub const FORMAT_VERSION: u32 = 11;
 
 /// What `OPTIONS` records: the settings that shape on-disk data.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -55,8 +55,9 @@ impl Engine {
             ));
         }
         // An empty batch writes nothing, but a synced one still makes every earlier write
-        // durable (as a synced write of anything would): it goes through the WAL.
-        if batch.is_empty() && !sync && check.is_none() {
+        // durable (as a synced write of anything would): it goes through the WAL, as a batch of
+        // log data alone does.
+        if batch.writes_nothing() && !sync && check.is_none() {
             return Ok(());
         }
         match self.writes.enter(batch, sync, check) {
