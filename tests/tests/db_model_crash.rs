@@ -41,7 +41,32 @@ enum Op {
     /// the last flag says so): after power loss the first entries are there together or not
     /// at all, the second never.
     Txn(Vec<Entry>, Vec<Entry>, bool, bool),
+    /// `set_options` with one of [`LIVE_CHANGES`]: `OPTIONS` rewritten (a temporary file,
+    /// synced, renamed) while writes go on; power loss must leave a database that opens.
+    SetOptions(usize),
+    /// A batch of log data alone (synced when the flag says so): a WAL record of no operation
+    /// that replay must read past, torn or not.
+    LogData(Vec<u8>, bool),
 }
+
+/// The changes `Op::SetOptions` makes (turning automatic compactions off raises the L0 stop
+/// trigger with it, or writes would wait for compactions that never come).
+const LIVE_CHANGES: [&[(&str, &str)]; 3] = [
+    &[
+        ("disable_auto_compactions", "true"),
+        ("level0_stop_writes_trigger", "1000"),
+        ("write_buffer_size", "8192"),
+    ],
+    &[
+        ("disable_auto_compactions", "false"),
+        ("level0_stop_writes_trigger", "8"),
+        ("write_buffer_size", "4096"),
+    ],
+    &[
+        ("filter_bits_per_key", "4"),
+        ("compression_per_level", "zstd"),
+    ],
+];
 
 /// A transaction's write: transactions have no range deletes (one becomes a delete of its start).
 fn txn_entry() -> impl Strategy<Value = Entry> {
@@ -84,6 +109,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Flush),
         1 => Just(Op::Compact),
         2 => (0usize..40).prop_map(Op::Crash),
+        1 => (0..LIVE_CHANGES.len()).prop_map(Op::SetOptions),
+        1 => (proptest::collection::vec(any::<u8>(), 0..40), proptest::bool::weighted(0.3)).prop_map(|(b, s)| Op::LogData(b, s)),
         3 => (
             proptest::collection::vec(txn_entry(), 1..5),
             proptest::collection::vec(txn_entry(), 0..3),
@@ -301,6 +328,16 @@ fn run(style: siftdb::CompactionStyle, ops: &[Op]) {
                     candidates.clear();
                 }
                 candidates.push(model.clone());
+            }
+            Op::SetOptions(i) => db.set_options(LIVE_CHANGES[*i]).unwrap(),
+            Op::LogData(blob, sync) => {
+                let mut b = WriteBatch::new();
+                b.put_log_data(blob);
+                db.write_opt(b, &WriteOptions { sync: *sync }).unwrap();
+                // Synced, it makes every earlier write durable, as any synced write does.
+                if *sync {
+                    candidates = vec![model.clone()];
+                }
             }
             Op::Get(k) => assert_eq!(db.get(k).unwrap(), model.get(k).cloned()),
             Op::Flush => {
