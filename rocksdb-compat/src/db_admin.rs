@@ -224,7 +224,8 @@ impl<T: ThreadMode> DBWithThreadMode<T> {
 
     /// The sequence number of the last write (that of a snapshot taken now).
     pub fn latest_sequence_number(&self) -> u64 {
-        self.core.db.snapshot().sequence()
+        // Not a snapshot: one would hold a secondary's catch-ups off while it lives.
+        self.core.db.latest_sequence_number()
     }
 
     /// The write batches after `seq_number`, read from the WALs still in the directory, with

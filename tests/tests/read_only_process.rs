@@ -473,16 +473,27 @@ fn read_only_open_catches_up_with_a_writer_process() {
         state = now;
     }
 
-    // Point lookups beside quick catch-ups: a key once seen stays readable.
+    // Point lookups beside quick catch-ups: a key once seen stays readable, and a key of the
+    // newest batches found in "default" is in "mirror" too (the same batch wrote both: a
+    // catch-up installs every keyspace's view at once).
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let seen = state.n;
     let reader = {
         let (ro, stop) = (ro.clone(), Arc::clone(&stop));
+        let mirror = ro.keyspace("mirror").unwrap();
         std::thread::spawn(move || {
             let mut lookups = 0u64;
             while !stop.load(Ordering::SeqCst) {
                 let i = lookups * 7919 % seen;
                 assert_eq!(ro.get(key(i)).unwrap(), Some(value(i)), "lookup of {i}");
+                let j = seen + lookups % 400;
+                if ro.get(key(j)).unwrap().is_some() {
+                    assert_eq!(
+                        mirror.get(key(j)).unwrap(),
+                        Some(mirror_value(j)),
+                        "key {j} in default, not yet in mirror: a torn catch-up"
+                    );
+                }
                 lookups += 1;
             }
             lookups
@@ -522,4 +533,33 @@ fn read_only_open_catches_up_with_a_writer_process() {
         last.n >= last_acked,
         "a catch-up after the kill lost writes"
     );
+}
+
+/// A catch-up checks the merge operator as an open does: once the writer has written merge
+/// operands under an operator this handle lacks, the catch-up is refused and the handle keeps
+/// what it showed (it would otherwise read them with no operator, or a wrong one).
+#[test]
+fn a_catch_up_refuses_operands_its_merge_operator_cannot_read() {
+    let dir = siftdb_tests::temp_dir();
+    let with_operator = || Options {
+        merge_operator: Some(Arc::new(siftdb::merge::U64Add)),
+        ..options()
+    };
+    let writer = Db::open(dir.path(), with_operator()).unwrap();
+    writer.put("k", 1u64.to_le_bytes()).unwrap();
+    // No operands yet: a read-only open without the operator is allowed.
+    let reader = Db::open_read_only(dir.path(), options()).unwrap();
+    writer.put("j", 2u64.to_le_bytes()).unwrap();
+    reader.try_catch_up_with_primary().unwrap();
+    writer.merge("k", 5u64.to_le_bytes()).unwrap();
+    assert!(matches!(
+        reader.try_catch_up_with_primary(),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert_eq!(reader.get("k").unwrap(), Some(1u64.to_le_bytes().to_vec()));
+    // With the operator, the same catch-up reads the operand.
+    let merging = Db::open_read_only(dir.path(), with_operator()).unwrap();
+    writer.merge("k", 1u64.to_le_bytes()).unwrap();
+    merging.try_catch_up_with_primary().unwrap();
+    assert_eq!(merging.get("k").unwrap(), Some(7u64.to_le_bytes().to_vec()));
 }

@@ -231,6 +231,22 @@ impl Db {
         crate::paths::recovery::catch_up_with_primary(&self.engine)
     }
 
+    /// The sequence number of the newest write reads see (RocksDB's
+    /// `GetLatestSequenceNumber`): every operation of a batch takes one, log data none. Unlike
+    /// [`snapshot`](Db::snapshot) it registers nothing.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+    /// db.put("a", "1")?;
+    /// db.write({ let mut b = siftdb::WriteBatch::new(); b.put("b", "2").delete("a"); b })?;
+    /// assert_eq!(db.latest_sequence_number(), 3);
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn latest_sequence_number(&self) -> u64 {
+        self.engine.latest_sequence()
+    }
+
     fn with_engine(
         engine: Engine,
         threads: Vec<JoinHandle<()>>,

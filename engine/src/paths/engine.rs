@@ -29,6 +29,11 @@ pub(crate) struct Engine {
     next_transaction: AtomicU64,
     /// What `set_options` changed (one call at a time holds it).
     pub(in crate::paths) live_changes: parking_lot::Mutex<crate::paths::live_options::LiveChanges>,
+    /// A read-only open's readers take it shared while they load a view and a sequence; a
+    /// catch-up with the writer (`recovery/catch_up.rs`) takes it exclusively while it installs
+    /// every keyspace's view and the sequence, so a reader sees all of one state or all of the
+    /// other (a batch across keyspaces is never half there). Nothing else is locked under it.
+    pub(in crate::paths) catch_up_gate: parking_lot::RwLock<()>,
 }
 
 /// A process-wide count that tells open instances apart.
@@ -46,6 +51,7 @@ impl Engine {
             locks: LockTable::default(),
             next_transaction: AtomicU64::new(1),
             live_changes: Default::default(),
+            catch_up_gate: parking_lot::RwLock::new(()),
         }
     }
 
@@ -111,6 +117,8 @@ impl Engine {
 
     /// The view as `load` reads it, then the sequence (in that order: see `read_point`).
     fn read_point_by<V>(&self, tree: &Tree, load: impl FnOnce(&Tree) -> V) -> (V, u64) {
+        // Only a read-only open is ever caught up (a writable one pays this check alone).
+        let _not_mid_catch_up = self.shared.read_only().then(|| self.catch_up_gate.read());
         let view = load(tree);
         crate::base::sync_point::sync_point!(
             self.shared,
@@ -118,6 +126,11 @@ impl Engine {
         );
         let seq = self.shared.versions().visible_sequence();
         (view, seq)
+    }
+
+    /// The sequence number of the newest write readers see.
+    pub(crate) fn latest_sequence(&self) -> u64 {
+        self.shared.versions().visible_sequence()
     }
 
     /// The statistics of every keyspace together.

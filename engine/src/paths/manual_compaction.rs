@@ -25,9 +25,9 @@ fn stop_writes_unless_retryable(db: &crate::core::shared::Shared, e: &Error) {
 /// Compacts every file overlapping `[start, end]` down to the deepest non-empty level (at least
 /// L1), then rewrites that level's overlapping files in place, so overwritten and deleted keys
 /// in the range are reclaimed. On the way down, files that overlap nothing below move by a
-/// manifest edit alone: the last step rewrites them anyway. Tables this call wrote into the
-/// deepest level are not rewritten again: the merge that wrote them was already a compaction
-/// into the bottom level (RocksDB's compact_range merges L0 straight into one bottom table the
+/// manifest edit alone: the last step rewrites them anyway. Tables the merge into the deepest
+/// level wrote are not rewritten again: that merge was already a compaction into the bottom
+/// level (RocksDB's compact_range merges L0 straight into one bottom table the
 /// same way). Under FIFO compaction only the flush happens.
 pub(crate) fn compact_range(
     engine: &Engine,
@@ -55,16 +55,17 @@ pub(crate) fn compact_range(
             .unwrap_or(0)
             .max(1)
     };
-    // Tables that exist now: any other table at the deepest level was written by this call.
-    let existing: HashSet<u64> = db
-        .versions()
-        .current(tree)
-        .all()
-        .map(|(_, f)| f.meta.number)
-        .collect();
+    // The tables that exist before the last step down (into the deepest level): the tables
+    // that step writes are new, and only they come from a merge into the bottom. A table
+    // written by an earlier step and then moved down (a manifest edit, its number kept) may
+    // still hold tombstones and operands: it is in this set, and is rewritten like the rest.
+    let mut before_last_step: HashSet<u64> = HashSet::new();
     for level in 0..deepest {
         tree.check_live()?;
         let version = db.versions().current(tree);
+        if level + 1 == deepest {
+            before_last_step = version.all().map(|(_, f)| f.meta.number).collect();
+        }
         let levels = level_files(&version);
         let inputs: Vec<u64> = if level == 0 && levels[0].iter().any(in_range) {
             // L0 files overlap each other: moving some of them below an older one that holds
@@ -93,7 +94,7 @@ pub(crate) fn compact_range(
         let version = db.versions().current(tree);
         let levels = level_files(&version);
         runs_of(&levels[deepest], |f| {
-            in_range(f) && existing.contains(&f.number)
+            in_range(f) && before_last_step.contains(&f.number)
         })
     };
     for run in runs {

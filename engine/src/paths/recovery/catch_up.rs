@@ -2,9 +2,13 @@
 //! manifest, the tables and the live WALs read again, and every keyspace's view replaced.
 
 use crate::base::error::{Error, Result};
+use crate::base::options_file;
 use crate::paths::engine::Engine;
 
-use super::{install_read_state, read_tables_and_wals, retry_while_writer_moves, ManifestState};
+use super::{
+    holds_merge_operands, install_read_state, read_tables_and_wals, retry_while_writer_moves,
+    ManifestState,
+};
 
 /// Reads what the writer of the database has made durable since the open (or the last
 /// catch-up) and makes it what reads see: tables it flushed or compacted, and writes still in
@@ -36,12 +40,21 @@ pub(crate) fn catch_up_with_primary(engine: &Engine) -> Result<()> {
     let dir = inner.dir();
     let read = retry_while_writer_moves(dir, || {
         let fs = &inner.options().fs;
+        // OPTIONS again: the writer may have written merge operands since the open, which this
+        // handle's merge operator must be able to read (as an open checks).
+        let recorded = options_file::check(fs.as_ref(), dir, inner.options())?;
         let manifest = ManifestState::read(fs.as_ref(), dir)?;
         let entries = fs.list(dir)?;
-        read_tables_and_wals(inner, &manifest, &entries)
+        let read = read_tables_and_wals(inner, &manifest, &entries)?;
+        options_file::check_merge_operator(&recorded, inner.options(), || {
+            holds_merge_operands(&read.versions, &read.recovered)
+        })?;
+        Ok(read)
     })?;
     // The writer's sequence can be behind what was read earlier only if it crashed and
     // reopened without writes it had not synced: what it holds now is the database.
+    // Readers wait while every keyspace's view and the sequence change together.
+    let _readers_wait = engine.catch_up_gate.write();
     install_read_state(inner, read);
     Ok(())
 }
