@@ -5,8 +5,8 @@ use crate::base::fs::names::{self, FileKind};
 use crate::core::shared::Shared;
 
 /// Deletes files no live state needs: WALs older than the oldest live memtable, manifests
-/// other than the current one, tables in no version (orphans of an interrupted flush or
-/// compaction), and temporary files. Failures are logged, not fatal.
+/// other than the current one, and tables in no version (orphans of an interrupted flush or
+/// compaction). Failures are logged, not fatal.
 pub(crate) fn delete_obsolete_files(db: &Shared) {
     // List first, then look at the live state: a file created after the listing is not in it,
     // and every file in it was numbered before the state is read, so it is live, pending (being
@@ -59,8 +59,10 @@ pub(crate) fn delete_obsolete_files(db: &Shared) {
             // `CURRENT` naming nothing). A newer leftover of a failed creation goes once a
             // later manifest is live.
             FileKind::Manifest(n) => manifest != 0 && n < manifest,
-            // CURRENT and OPTIONS are only switched during open, before any background work.
-            FileKind::Temp => true,
+            // Never while the database runs: a manifest rollover writes `CURRENT.tmp` and
+            // `set_options` `OPTIONS.tmp` before renaming them, at any time. Leftovers of a
+            // crash go at the next open (`delete_leftover_temp_files`).
+            FileKind::Temp => false,
             FileKind::Other => false,
         };
         if !obsolete {
@@ -73,6 +75,22 @@ pub(crate) fn delete_obsolete_files(db: &Shared) {
                 db.file_deleter().delete(db.fs().as_ref(), path)
             }
             _ => crate::core::file_deleter::remove_logged(db.fs().as_ref(), &path),
+        }
+    }
+}
+
+/// Deletes the temporary files a crash left (`CURRENT.tmp`, `OPTIONS.tmp`): called by an open
+/// before any background work or write can create one. Failures are logged, not fatal.
+pub(crate) fn delete_leftover_temp_files(db: &Shared) {
+    if db.read_only() {
+        return;
+    }
+    let Ok(entries) = db.fs().list(db.dir()) else {
+        return;
+    };
+    for name in entries {
+        if names::parse(&name) == FileKind::Temp {
+            crate::core::file_deleter::remove_logged(db.fs().as_ref(), &db.dir().join(&name));
         }
     }
 }

@@ -34,7 +34,7 @@ use crate::core::state::{DbState, StateCell};
 use crate::core::tree::{Tree, TreeMemtables};
 use crate::core::version::Version;
 use crate::core::version_set::{VersionSet, VersionSetContext};
-use crate::jobs::obsolete::delete_obsolete_files;
+use crate::jobs::obsolete::{delete_leftover_temp_files, delete_obsolete_files};
 use crate::paths::engine::Engine;
 use wal_replay::{replay_wals, Recovered};
 
@@ -81,6 +81,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(Engine, Box<dyn File
     options_file::update(fs.as_ref(), dir, recorded.as_ref(), inner.options())?;
     commit(inner, versions, recovered, wal_number, &manifest)?;
     delete_obsolete_files(inner);
+    delete_leftover_temp_files(inner);
     Ok((engine, lock))
 }
 
