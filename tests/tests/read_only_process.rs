@@ -457,16 +457,7 @@ fn read_only_open_catches_up_with_a_writer_process() {
         });
         let before = ro.iter();
         assert_eq!(read_state(&ro, &ctx), state, "{ctx}: changed before it");
-        let acked_before = writer.acked();
-        ro.try_catch_up_with_primary()
-            .unwrap_or_else(|e| panic!("{ctx}: {e}"));
-        let now = read_state(&ro, &ctx);
-        assert!(
-            now.n >= acked_before && now.n >= state.n,
-            "{ctx}: {} keys, {acked_before} acknowledged before, {} seen earlier",
-            now.n,
-            state.n
-        );
+        let now = catch_up_and_read(&ro, &writer, &state, &ctx);
         check_gets(&ro, &now, &ctx);
         let early: Vec<_> = before.collect::<Result<_, _>>().unwrap();
         assert_eq!(early, state.default, "{ctx}: iterator made before it");
@@ -501,14 +492,7 @@ fn read_only_open_catches_up_with_a_writer_process() {
     };
     for quick in 0..25 {
         let ctx = format!("quick catch-up {quick}");
-        let acked_before = writer.acked();
-        ro.try_catch_up_with_primary()
-            .unwrap_or_else(|e| panic!("{ctx}: {e}"));
-        let now = read_state(&ro, &ctx);
-        assert!(
-            now.n >= acked_before && now.n >= state.n,
-            "{ctx}: went back"
-        );
+        let now = catch_up_and_read(&ro, &writer, &state, &ctx);
         state = now;
         std::thread::sleep(Duration::from_millis(3));
     }
@@ -562,4 +546,20 @@ fn a_catch_up_refuses_operands_its_merge_operator_cannot_read() {
     writer.merge("k", 1u64.to_le_bytes()).unwrap();
     merging.try_catch_up_with_primary().unwrap();
     assert_eq!(merging.get("k").unwrap(), Some(7u64.to_le_bytes().to_vec()));
+}
+
+/// Catches `ro` up and reads its state, which must hold every write the writer acknowledged
+/// before and not go back from `earlier`.
+fn catch_up_and_read(ro: &Db, writer: &Writer, earlier: &State, ctx: &str) -> State {
+    let acked_before = writer.acked();
+    ro.try_catch_up_with_primary()
+        .unwrap_or_else(|e| panic!("{ctx}: {e}"));
+    let now = read_state(ro, ctx);
+    assert!(
+        now.n >= acked_before && now.n >= earlier.n,
+        "{ctx}: {} keys, {acked_before} acknowledged before, {} seen earlier",
+        now.n,
+        earlier.n
+    );
+    now
 }
