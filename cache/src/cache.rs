@@ -282,10 +282,17 @@ impl<V> BlockCache<V> {
     /// lock at a time: cheap next to deleting a table file, but not for a hot
     /// path.
     pub fn erase_table(&self, table_id: u64) -> usize {
+        self.erase_tables(table_id..=table_id)
+    }
+
+    /// Removes every block of the tables whose ids are in `table_ids` (a closed
+    /// database's, when several share the cache), pinned or not; returns how
+    /// many. Scans like [`BlockCache::erase_table`].
+    pub fn erase_tables(&self, table_ids: std::ops::RangeInclusive<u64>) -> usize {
         let mut erased = 0;
         for slot in self.inner.shards.iter() {
             let mut garbage = Garbage::new();
-            erased += slot.0.lock().erase_table(table_id, &mut garbage);
+            erased += slot.0.lock().erase_tables(&table_ids, &mut garbage);
             drop(garbage);
         }
         erased

@@ -280,16 +280,20 @@ impl<V> Shard<V> {
         true
     }
 
-    /// Erases every entry of table `table_id`; returns how many. Scans the
-    /// whole shard, since keys of one table are spread over all shards.
-    pub(crate) fn erase_table(&mut self, table_id: u64, garbage: &mut Garbage<V>) -> usize {
+    /// Erases every entry of the tables in `table_ids`; returns how many. Scans
+    /// the whole shard, since keys of one table are spread over all shards.
+    pub(crate) fn erase_tables(
+        &mut self,
+        table_ids: &std::ops::RangeInclusive<u64>,
+        garbage: &mut Garbage<V>,
+    ) -> usize {
         let keys: Vec<BlockKey> = self
             .low
             .iter()
             .map(|(key, _)| key)
             .chain(self.high.iter().map(|(key, _)| key))
             .chain(self.pinned.keys())
-            .filter(|key| key.table_id == table_id)
+            .filter(|key| table_ids.contains(&key.table_id))
             .copied()
             .collect();
         for key in &keys {

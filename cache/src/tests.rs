@@ -383,6 +383,12 @@ fn erase_and_erase_table() {
     assert_eq!(stats.pinned_usage, 0);
     assert_eq!(stats.total().erasures, 21);
     cache.check_invariants();
+
+    // A range of tables: 1 and 2 go (19 + 1), 3 stays.
+    assert_eq!(cache.erase_tables(1..=2), 20);
+    assert_eq!(cache.stats().entries, 20);
+    assert!(cache.get(&BlockKey::new(3, 0), BlockKind::Data).is_some());
+    cache.check_invariants();
 }
 
 #[test]

@@ -56,6 +56,7 @@ pub use crate::api::sst_file_reader::{SstEntry, SstEntryKind, SstFileIter, SstFi
 pub use crate::api::sst_file_writer::{ExternalFileInfo, SstFileWriter};
 pub use crate::api::transaction::{Transaction, TransactionMode, TransactionOptions};
 pub use crate::base::batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+pub use crate::base::block_cache::BlockCache;
 pub use crate::base::compaction_filter::{CompactionDecision, CompactionFilter};
 pub use crate::base::compaction_style::{
     CompactionStyle, FifoCompactionOptions, UniversalCompactionOptions,

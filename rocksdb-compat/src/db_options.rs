@@ -902,19 +902,20 @@ pub enum MemtableFactory {
     },
 }
 
-/// A block cache (RocksDB's `Cache`): its capacity sets siftdb's `block_cache_capacity` of
-/// the databases whose [`BlockBasedOptions`] name it. siftdb keeps one cache per database, so
-/// two databases naming one `Cache` each get a cache of that capacity.
+/// A block cache (RocksDB's `Cache`): siftdb's [`BlockCache`](siftdb::BlockCache), shared
+/// by every database whose [`BlockBasedOptions`] name it (`Options::block_cache`), one memory
+/// budget for all of them. Clones are handles to the same cache.
 #[derive(Clone)]
 pub struct Cache {
-    pub(crate) capacity: Arc<parking_lot::Mutex<usize>>,
+    pub(crate) shared: Arc<parking_lot::Mutex<siftdb::BlockCache>>,
 }
 
 impl Cache {
-    /// An LRU cache of `capacity` bytes.
+    /// An LRU cache of `capacity` bytes: every block read enters it, as in RocksDB's
+    /// (siftdb's own default waits for a data block's second read once the cache is full).
     pub fn new_lru_cache(capacity: usize) -> Cache {
         Cache {
-            capacity: Arc::new(parking_lot::Mutex::new(capacity)),
+            shared: Arc::new(parking_lot::Mutex::new(lru_cache(capacity))),
         }
     }
 
@@ -924,21 +925,30 @@ impl Cache {
         Cache::new_lru_cache(capacity)
     }
 
-    /// Bytes in use: siftdb's cache lives inside each database; the layer cannot see it from
-    /// here, so this is 0 (ask `DB::property_int_value("rocksdb.block-cache-usage")`).
+    /// Bytes in use, by every database using the cache.
     pub fn get_usage(&self) -> usize {
-        0
+        self.shared.lock().usage()
     }
 
-    /// Pinned bytes (see [`Cache::get_usage`]): 0.
+    /// Bytes of pinned blocks.
     pub fn get_pinned_usage(&self) -> usize {
-        0
+        self.shared.lock().pinned_usage()
     }
 
-    /// Changes the capacity of databases opened after this call.
+    /// The capacity. siftdb's cache has a fixed capacity: a new capacity is a new cache, used
+    /// by the databases opened after this call (those open keep the one they have).
     pub fn set_capacity(&mut self, capacity: usize) {
-        *self.capacity.lock() = capacity;
+        *self.shared.lock() = lru_cache(capacity);
     }
+
+    /// The cache databases opened now use.
+    pub(crate) fn block_cache(&self) -> siftdb::BlockCache {
+        self.shared.lock().clone()
+    }
+}
+
+fn lru_cache(capacity: usize) -> siftdb::BlockCache {
+    siftdb::BlockCache::with_admission(capacity, siftdb::CacheAdmission::All)
 }
 
 /// A write buffer manager (RocksDB's `WriteBufferManager`): siftdb's budget is
@@ -986,9 +996,12 @@ impl BlockBasedOptions {
             o.block_restart_interval = v;
         }
         if let Some(c) = &self.cache {
-            o.block_cache_capacity = *c.capacity.lock();
+            let cache = c.block_cache();
+            o.block_cache_capacity = cache.capacity();
+            o.block_cache = Some(cache);
         }
         if self.no_cache {
+            o.block_cache = None;
             o.block_cache_capacity = 0;
         }
         if let Some(v) = self.bloom_bits {
@@ -1018,7 +1031,7 @@ impl BlockBasedOptions {
         self.restart_interval = Some(count(interval));
     }
 
-    /// The block cache (its capacity becomes siftdb's `block_cache_capacity`).
+    /// The block cache, shared with every database naming it (siftdb's `block_cache`).
     pub fn set_block_cache(&mut self, cache: &Cache) {
         self.cache = Some(cache.clone());
     }

@@ -79,11 +79,11 @@ pub struct MemoryUsageStats {
     pub mem_table_unflushed: u64,
     /// Bytes of table readers.
     pub mem_table_readers_total: u64,
-    /// Bytes of caches (their capacity: siftdb's cache lives inside each database).
+    /// Bytes in use in the caches.
     pub cache_total: u64,
 }
 
-/// Memory used by `dbs` (their memtables) and `caches` (their capacity).
+/// Memory used by `dbs` (their memtables) and `caches` (their usage).
 pub fn get_memory_usage_stats(
     dbs: Option<&[&crate::DB]>,
     caches: Option<&[&Cache]>,
@@ -100,7 +100,7 @@ pub fn get_memory_usage_stats(
         stats.mem_table_unflushed += unflushed;
     }
     for cache in caches.unwrap_or_default() {
-        stats.cache_total += *cache.capacity.lock() as u64;
+        stats.cache_total += cache.get_usage() as u64;
     }
     Ok(stats)
 }

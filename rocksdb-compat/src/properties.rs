@@ -110,7 +110,7 @@ names! {
     NUM_IMMUTABLE_MEM_TABLE = c"rocksdb.num-immutable-mem-table";
     /// Bytes of the active and unflushed memtables (siftdb's `siftdb.cur-size-all-mem-tables`).
     CUR_SIZE_ALL_MEM_TABLES = c"rocksdb.cur-size-all-mem-tables";
-    /// Bytes of every memtable (siftdb's `siftdb.total-size-all-mem-tables`).
+    /// Heap bytes of every memtable (siftdb's `siftdb.memtables-memory-bytes`).
     SIZE_ALL_MEM_TABLES = c"rocksdb.size-all-mem-tables";
     /// Estimated keys (siftdb's `siftdb.estimate-num-keys`).
     ESTIMATE_NUM_KEYS = c"rocksdb.estimate-num-keys";
@@ -218,7 +218,7 @@ pub(crate) fn value(ks: &siftdb::Keyspace, name: &str) -> Option<String> {
         "stats" | "cfstats" | "dbstats" | "cfstats-no-file-histogram" => "siftdb.stats".to_string(),
         "levelstats" => "siftdb.levels".to_string(),
         "sstables" => "siftdb.sstables".to_string(),
-        "size-all-mem-tables" => "siftdb.total-size-all-mem-tables".to_string(),
+        "size-all-mem-tables" => "siftdb.memtables-memory-bytes".to_string(),
         "estimate-live-data-size" | "total-sst-files-size" | "live-sst-files-size" => {
             return Some(
                 ks.level_info()

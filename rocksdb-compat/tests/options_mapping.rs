@@ -135,3 +135,43 @@ fn set_options_changes_live_options_and_rejects_bad_ones() {
     assert!(db.set_options(&[("no_such_option", "1")]).is_err());
     assert!(db.set_options(&[]).is_err());
 }
+
+#[test]
+fn one_cache_serves_every_database_that_names_it() {
+    let cache = Cache::new_lru_cache(4 << 20);
+    assert_eq!(cache.get_usage(), 0);
+    let mut table = BlockBasedOptions::default();
+    table.set_block_cache(&cache);
+    let mut opts = Options::default();
+    opts.create_if_missing(true);
+    opts.set_block_based_table_factory(&table);
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let dbs: Vec<DB> = dirs
+        .iter()
+        .map(|d| DB::open(&opts, d.path()).unwrap())
+        .collect();
+    for (n, db) in dbs.iter().enumerate() {
+        for i in 0..500 {
+            db.put(format!("k{i:04}"), format!("db{n}-{i}")).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    for (n, db) in dbs.iter().enumerate() {
+        for i in (0..500).step_by(13) {
+            assert_eq!(
+                db.get(format!("k{i:04}")).unwrap(),
+                Some(format!("db{n}-{i}").into_bytes())
+            );
+        }
+    }
+    let used = cache.get_usage();
+    assert!(used > 0);
+    let stats = siftdb_rocksdb::perf::get_memory_usage_stats(None, Some(&[&cache])).unwrap();
+    assert_eq!(stats.cache_total, used as u64);
+    drop(dbs);
+    assert_eq!(
+        cache.get_usage(),
+        0,
+        "closed databases leave nothing behind"
+    );
+}

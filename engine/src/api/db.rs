@@ -915,6 +915,8 @@ impl Db {
     /// `siftdb.num-files-at-level<N>`, `siftdb.estimate-num-keys`,
     /// `siftdb.cur-size-all-mem-tables`, `siftdb.total-size-all-mem-tables` (every keyspace's
     /// memtables together, at one instant: what `Options::db_write_buffer_size` bounds),
+    /// `siftdb.memtables-memory-bytes` (the heap bytes every keyspace's memtables hold: arena
+    /// chunks, skiplist nodes and blooms; an empty memtable's fixed part included),
     /// `siftdb.num-immutable-mem-table`,
     /// `siftdb.estimate-pending-compaction-bytes`: the bytes compaction owes the tree in its
     /// style, as RocksDB's property of that name), or `None` if

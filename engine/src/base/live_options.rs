@@ -45,6 +45,7 @@ const FIXED_DB_OPTIONS: &[&str] = &[
     "level_compaction_dynamic_file_size",
     "block_cache_capacity",
     "block_cache_admission",
+    "block_cache",
     "false_positive_memo_bytes",
     "filter_index_bits_per_key",
     "filter_hasher",

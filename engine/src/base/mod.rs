@@ -3,6 +3,7 @@
 //! system, write batches, the rate limiter of background writes, the TTL clock, merge operators, compaction filters and test pause points.
 
 pub(crate) mod batch;
+pub(crate) mod block_cache;
 pub(crate) mod compaction_filter;
 pub(crate) mod compaction_style;
 pub(crate) mod error;

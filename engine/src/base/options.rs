@@ -101,8 +101,14 @@ pub struct Options {
     pub block_size: usize,
     /// Entries between restart points in data blocks.
     pub block_restart_interval: usize,
-    /// Block cache capacity in bytes.
+    /// Block cache capacity in bytes (of the database's own cache: unused when
+    /// [`block_cache`](Options::block_cache) names a shared one).
     pub block_cache_capacity: usize,
+    /// A block cache this database shares with others ([`BlockCache`](crate::BlockCache)):
+    /// `None` (the default) gives the database a cache of its own, of `block_cache_capacity`
+    /// bytes and `block_cache_admission`. With one, [`Db::stats`](crate::Db::stats)' cache
+    /// figures are the shared cache's, every database's blocks counted.
+    pub block_cache: Option<crate::base::block_cache::BlockCache>,
     /// Which data blocks the block cache lets in once full ([`CacheAdmission`]): with
     /// `SecondSighting` (the default) a data block enters on its second read within a window
     /// of recent misses, so a scan larger than the cache does not push out what lookups keep
@@ -333,6 +339,7 @@ impl std::fmt::Debug for Options {
             .field("max_write_buffer_number", &self.max_write_buffer_number)
             .field("block_cache_capacity", &self.block_cache_capacity)
             .field("block_cache_admission", &self.block_cache_admission)
+            .field("block_cache", &self.block_cache)
             .field("false_positive_memo_bytes", &self.false_positive_memo_bytes)
             .field("filter_bits_per_key", &self.filter_bits_per_key)
             .field("optimize_filters_for_hits", &self.optimize_filters_for_hits)
@@ -401,6 +408,7 @@ impl Default for Options {
             block_restart_interval: 16,
             block_cache_capacity: 64 << 20,
             block_cache_admission: siftdb_cache::Admission::SecondSighting,
+            block_cache: None,
             false_positive_memo_bytes: DEFAULT_FALSE_POSITIVE_MEMO_BYTES,
             pin_l0_filter_and_index_blocks_in_cache: true,
             filter_bits_per_key: 10.0,

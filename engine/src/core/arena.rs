@@ -120,8 +120,7 @@ impl Arena {
     }
 
     /// Bytes the arena holds allocated (its chunks, written or not).
-    #[cfg(test)]
-    fn reserved_bytes(&self) -> usize {
+    pub(crate) fn reserved_bytes(&self) -> usize {
         self.chunks.lock().reserved
     }
 }

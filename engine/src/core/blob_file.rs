@@ -15,6 +15,8 @@ use crate::base::version_edit::BlobMeta;
 pub(crate) struct BlobFile {
     /// What the manifest records about it.
     pub(crate) meta: BlobMeta,
+    /// The file's id in the block cache ([`Shared::cache_id`](crate::core::shared::Shared::cache_id)).
+    cache_id: u64,
     reader: BlobFileReader,
     _live: Option<crate::core::live_tables::LiveTable>,
 }
@@ -28,15 +30,17 @@ impl std::fmt::Debug for BlobFile {
 }
 
 impl BlobFile {
-    /// The live blob file `meta` describes, read through `reader`, its file kept while `live`
-    /// is held.
+    /// The live blob file `meta` describes, read through `reader` and cached under `cache_id`,
+    /// its file kept while `live` is held.
     pub(crate) fn new(
         meta: BlobMeta,
+        cache_id: u64,
         reader: BlobFileReader,
         live: Option<crate::core::live_tables::LiveTable>,
     ) -> BlobFile {
         BlobFile {
             meta,
+            cache_id,
             reader,
             _live: live,
         }
@@ -53,7 +57,7 @@ impl BlobFile {
         fill_cache: bool,
     ) -> Result<Arc<Vec<u8>>> {
         let reference = &index.reference;
-        let key = BlockKey::new(self.meta.number, reference.offset);
+        let key = BlockKey::new(self.cache_id, reference.offset);
         let cached = if fill_cache {
             cache.get(&key, BlockKind::Blob)
         } else {

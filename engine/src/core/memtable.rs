@@ -146,6 +146,15 @@ pub struct Memtable {
     sealed_for: std::sync::atomic::AtomicU8,
 }
 
+/// Bytes of the skiplist's head node: its entry's header and a tower of the maximum height
+/// (crossbeam-skiplist's 32 levels of one pointer).
+const SKIPLIST_HEAD_BYTES: usize = 3 * std::mem::size_of::<usize>() + 32 * 8;
+
+/// Bytes of one skiplist node, estimated: a header (reference count and height), the key and
+/// value (two borrowed slices, 16 bytes each) and a tower of two pointers on average (a node
+/// reaches each next level with probability 1/2), rounded up to the allocator's 16 bytes.
+const SKIPLIST_NODE_BYTES: usize = 64;
+
 /// The code of `reason` in [`Memtable`]'s `sealed_for`.
 fn seal_code(reason: FlushReason) -> u8 {
     match reason {
@@ -251,6 +260,18 @@ impl Memtable {
     /// Approximate memory used (the bloom's filters included).
     pub fn approximate_size(&self) -> usize {
         self.size.load(Ordering::Relaxed) + self.bloom.as_ref().map_or(0, MemtableBloom::size_bytes)
+    }
+
+    /// Heap bytes the memtable holds (RocksDB's `ApproximateMemoryUsage`, for
+    /// `siftdb.memtables-memory-bytes`): its arena's chunks, written or not, its skiplist's
+    /// head and nodes, and its bloom, so an empty memtable costs its fixed part. The flush
+    /// trigger counts [`approximate_size`](Memtable::approximate_size) instead: the data.
+    pub fn memory_usage(&self) -> usize {
+        std::mem::size_of::<Memtable>()
+            + SKIPLIST_HEAD_BYTES
+            + self.len() * SKIPLIST_NODE_BYTES
+            + self.arena.reserved_bytes()
+            + self.bloom.as_ref().map_or(0, MemtableBloom::size_bytes)
     }
 
     /// Whether the memtable may hold a point entry of `key`, by its bloom (`true` without one):

@@ -31,6 +31,9 @@ pub(crate) struct Shared {
     options: Options,
     fs: Arc<dyn FileSystem>,
     cache: Arc<TableCache>,
+    /// This open's namespace in the block cache, which other databases may share
+    /// (`Options::block_cache`): see [`Shared::cache_id`].
+    cache_namespace: u64,
     /// The memo of hot false positives every table consults (`None`: off).
     memo: Option<Arc<FalsePositiveMemo>>,
     counters: EngineCounters,
@@ -98,6 +101,7 @@ impl Shared {
             fs: Arc::clone(&parts.options.fs),
             options: parts.options,
             cache: parts.cache,
+            cache_namespace: next_cache_namespace(),
             memo: parts.memo,
             counters: EngineCounters::default(),
             state: parts.state,
@@ -159,6 +163,19 @@ impl Shared {
 
     pub(crate) fn cache(&self) -> &Arc<TableCache> {
         &self.cache
+    }
+
+    /// The id table or blob file `number` is cached under. One block cache may serve several
+    /// databases (`Options::block_cache`), whose file numbers repeat; so the id is the number
+    /// with this open's namespace above bit 40. A database would need 2^40 file numbers
+    /// (a trillion files) before two of its own ids met.
+    pub(crate) fn cache_id(&self, number: u64) -> u64 {
+        (self.cache_namespace << CACHE_NAMESPACE_SHIFT) | (number & CACHE_NUMBER_MASK)
+    }
+
+    /// Drops the cached blocks of table `number` (it is gone, or was only staged).
+    pub(crate) fn uncache_table(&self, number: u64) {
+        self.cache.erase_table(self.cache_id(number));
     }
 
     pub(crate) fn memo(&self) -> Option<&Arc<FalsePositiveMemo>> {
@@ -349,4 +366,28 @@ impl Drop for PausedDeletions<'_> {
     fn drop(&mut self) {
         self.0.resume();
     }
+}
+
+impl Drop for Shared {
+    /// A database's blocks leave a cache other databases share when the last user of its state
+    /// goes: nothing will read them again, and the next open caches under a new namespace.
+    fn drop(&mut self) {
+        if self.options.block_cache.is_some() {
+            let first = self.cache_id(0);
+            self.cache.erase_tables(first..=first | CACHE_NUMBER_MASK);
+        }
+    }
+}
+
+/// Where an open's namespace starts in a cache id ([`Shared::cache_id`]).
+const CACHE_NAMESPACE_SHIFT: u32 = 40;
+const CACHE_NUMBER_MASK: u64 = (1 << CACHE_NAMESPACE_SHIFT) - 1;
+
+/// A namespace no other open of this process has had: 2^23 opens before one repeats, and
+/// [`RESERVATION_TABLE_ID`](siftdb_sstable::RESERVATION_TABLE_ID) (all ones) is never reached.
+fn next_cache_namespace() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    // 24 bits above bit 40; the top one kept clear so no id reaches all ones.
+    n % (1 << 23)
 }

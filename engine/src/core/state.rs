@@ -70,6 +70,16 @@ impl DbState {
         (active, frozen)
     }
 
+    /// Heap bytes of every keyspace's active and immutable memtables
+    /// ([`Memtable::memory_usage`](crate::core::memtable::Memtable::memory_usage)).
+    pub(crate) fn memtables_memory(&self) -> usize {
+        self.trees
+            .values()
+            .flat_map(|t| std::iter::once(&t.mem).chain(&t.imm))
+            .map(|m| m.memory_usage())
+            .sum()
+    }
+
     /// The oldest WAL any keyspace still needs: every older one can be deleted.
     pub(crate) fn min_live_wal(&self) -> u64 {
         self.trees

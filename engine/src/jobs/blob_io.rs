@@ -219,5 +219,10 @@ pub(crate) fn open_blob_file(db: &Shared, meta: &BlobMeta) -> Result<Arc<BlobFil
     })?;
     let reader = BlobFileReader::open(file, meta.number, path.display().to_string())?;
     let live = db.live_tables().register_blob(meta.number);
-    Ok(Arc::new(BlobFile::new(*meta, reader, Some(live))))
+    Ok(Arc::new(BlobFile::new(
+        *meta,
+        db.cache_id(meta.number),
+        reader,
+        Some(live),
+    )))
 }

@@ -169,7 +169,13 @@ pub(crate) fn open_table(
         global_seqno: meta.global_seqno,
     };
     let name = path.display().to_string();
-    let table = Table::open(file, meta.number, name, Arc::clone(db.cache()), read)?;
+    let table = Table::open(
+        file,
+        db.cache_id(meta.number),
+        name,
+        Arc::clone(db.cache()),
+        read,
+    )?;
     let live = db.live_tables().register(meta.number);
     Ok(Arc::new(
         TableFile::new(meta.clone(), Arc::new(table)).kept_alive_by(live),

@@ -45,7 +45,7 @@ impl Engine {
             let numbers: Vec<u64> = edit.deleted.iter().map(|(_, n)| *n).collect();
             db.versions().log_and_apply(tree, edit, &[], |_| {})?;
             for number in numbers {
-                db.cache().erase_table(number);
+                db.uncache_table(number);
             }
             db.counters()
                 .files_deleted_in_range

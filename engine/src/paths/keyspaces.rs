@@ -59,7 +59,7 @@ impl Engine {
             self.shared.versions().drop_tree(&tree)
         })?;
         for (_, f) in version.all() {
-            self.shared.cache().erase_table(f.meta.number);
+            self.shared.uncache_table(f.meta.number);
         }
         drop(version); // its tables are deletable once nothing holds them
         crate::jobs::obsolete::delete_obsolete_files(&self.shared);

@@ -7,7 +7,7 @@ use crate::core::tree::Tree;
 use crate::paths::engine::Engine;
 
 /// Property `name` of `tree` (or of the whole database, for `siftdb.stats`,
-/// `siftdb.keyspaces` and `siftdb.total-size-all-mem-tables`).
+/// `siftdb.keyspaces`, `siftdb.total-size-all-mem-tables` and `siftdb.memtables-memory-bytes`).
 pub(crate) fn property(db: &Engine, tree: &Tree, name: &str) -> Option<String> {
     let view = tree.read_view();
     match name {
@@ -19,6 +19,9 @@ pub(crate) fn property(db: &Engine, tree: &Tree, name: &str) -> Option<String> {
         "siftdb.stats" => Some(format!("{:#?}", db.stats())),
         "siftdb.sstables" => Some(sstables_table(tree, &view.version)),
         "siftdb.keyspaces" => Some(keyspaces_table(db)),
+        "siftdb.memtables-memory-bytes" => {
+            Some(db.shared().state().lock().memtables_memory().to_string())
+        }
         "siftdb.total-size-all-mem-tables" => {
             let (active, frozen) = db.shared().state().lock().memtable_bytes();
             Some((active + frozen).to_string())

@@ -461,7 +461,7 @@ impl<'a> CompactionJob<'a> {
         (self.installed, self.moved) = (installed, true);
         for (f, cap) in &capped {
             f.table.set_filter_bits_cap(Some(*cap));
-            db.cache().erase_table(f.meta.number);
+            db.uncache_table(f.meta.number);
         }
         let counters = db.counters();
         counters
@@ -493,7 +493,7 @@ impl<'a> CompactionJob<'a> {
         }
         db.versions().log_and_apply(&self.tree, edit, &[], |_| {})?;
         for (_, f) in &self.inputs {
-            db.cache().erase_table(f.meta.number);
+            db.uncache_table(f.meta.number);
         }
         db.counters()
             .fifo_tables_dropped
@@ -951,7 +951,7 @@ impl<'a> CompactionJob<'a> {
         self.tree.filter_index.inherit(&inputs, &outputs);
         self.uninstalled.clear();
         for (_, f) in &self.inputs {
-            db.cache().erase_table(f.meta.number);
+            db.uncache_table(f.meta.number);
         }
         let read: u64 = self.inputs.iter().map(|(_, f)| f.meta.file_size).sum();
         db.counters().compactions.fetch_add(1, Ordering::Relaxed);

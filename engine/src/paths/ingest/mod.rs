@@ -310,7 +310,7 @@ fn open_staged(db: &Shared, tree: &Tree, path: &Path, number: u64) -> Result<Arc
     let name = path.display().to_string();
     Ok(Arc::new(Table::open(
         file,
-        number,
+        db.cache_id(number),
         name,
         Arc::clone(db.cache()),
         read,
@@ -509,7 +509,7 @@ fn install(
     }
     db.versions().log_and_apply(tree, edit, &tables, |_| {})?;
     for (_, number) in excised {
-        db.cache().erase_table(*number);
+        db.uncache_table(*number);
     }
     if !excised.is_empty() {
         crate::jobs::obsolete::delete_obsolete_files(db);

@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use siftdb_cache::{CacheOptions, FalsePositiveMemo};
-use siftdb_sstable::TableCache;
+use crate::base::block_cache::new_table_cache;
+use siftdb_cache::FalsePositiveMemo;
 
 use crate::base::error::{Error, Result};
 use crate::base::fs::names::{self, FileKind};
@@ -342,7 +342,10 @@ fn new_engine(
     );
     let shared = Shared::new(SharedParts {
         dir: dir.to_path_buf(),
-        cache: new_cache(options.block_cache_capacity, options.block_cache_admission),
+        cache: match &options.block_cache {
+            Some(shared) => Arc::clone(shared.table_cache()),
+            None => new_table_cache(options.block_cache_capacity, options.block_cache_admission),
+        },
         memo: (options.false_positive_memo_bytes > 0)
             .then(|| Arc::new(FalsePositiveMemo::new(options.false_positive_memo_bytes))),
         state,
@@ -394,18 +397,6 @@ fn empty_trees(
         );
     }
     Ok(trees)
-}
-
-/// Creates the shared block cache: shards of at least 4 MiB so a large table's filter block
-/// (often over a megabyte) is never refused as oversize.
-fn new_cache(capacity: usize, admission: siftdb_cache::Admission) -> Arc<TableCache> {
-    let shards = (capacity / (4 << 20)).max(1).next_power_of_two();
-    let bits = shards.trailing_zeros().min(6) as u8;
-    Arc::new(TableCache::new(
-        CacheOptions::new(capacity)
-            .with_num_shard_bits(bits)
-            .with_admission(admission),
-    ))
 }
 
 /// Every keyspace's tree as the manifest describes it, with its tables open.
