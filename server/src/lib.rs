@@ -29,6 +29,7 @@
 mod config;
 mod error;
 pub mod http;
+pub mod linearizability;
 mod node;
 mod peer_client;
 
