@@ -110,6 +110,13 @@ pub trait DBAccess {
     #[doc(hidden)]
     fn core(&self) -> &DbCore;
 
+    /// The siftdb snapshot a [`SnapshotWithThreadMode`](crate::SnapshotWithThreadMode) of
+    /// this reads at: one taken now (a transaction's own, if it has one).
+    #[doc(hidden)]
+    fn take_snapshot(&self) -> siftdb::Snapshot {
+        self.core().db.snapshot()
+    }
+
     /// Reads `key` with `readopts`.
     fn get_opt<K: AsRef<[u8]>>(
         &self,

@@ -90,7 +90,11 @@ impl DbCore {
     }
 
     /// Writes a batch.
-    pub(crate) fn write(&self, batch: &WriteBatch, opts: &WriteOptions) -> Result<(), Error> {
+    pub(crate) fn write<const T: bool>(
+        &self,
+        batch: &crate::WriteBatchWithTransaction<T>,
+        opts: &WriteOptions,
+    ) -> Result<(), Error> {
         let started = self.stats.as_ref().map(|_| std::time::Instant::now());
         let sift = batch.to_siftdb(self.ttl.is_some())?;
         self.db.write_opt(sift, &opts.inner)?;
@@ -389,6 +393,27 @@ impl<T: ThreadMode> DBWithThreadMode<T> {
         value: V,
     ) -> Result<(), Error> {
         let _ = (cf.cf_inner(), key.as_ref(), ts.as_ref(), value.as_ref());
+        Err(Error::not_supported("user-defined timestamps"))
+    }
+
+    /// A deletion with a user-defined timestamp: siftdb has none; refused.
+    pub fn delete_with_ts<K: AsRef<[u8]>, S: AsRef<[u8]>>(
+        &self,
+        key: K,
+        ts: S,
+    ) -> Result<(), Error> {
+        let _ = (key.as_ref(), ts.as_ref());
+        Err(Error::not_supported("user-defined timestamps"))
+    }
+
+    /// A deletion with a user-defined timestamp in a column family: refused.
+    pub fn delete_cf_with_ts<K: AsRef<[u8]>, S: AsRef<[u8]>>(
+        &self,
+        cf: &impl AsColumnFamilyRef,
+        key: K,
+        ts: S,
+    ) -> Result<(), Error> {
+        let _ = (cf.cf_inner(), key.as_ref(), ts.as_ref());
         Err(Error::not_supported("user-defined timestamps"))
     }
 

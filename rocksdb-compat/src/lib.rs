@@ -28,6 +28,7 @@
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod backup;
 pub mod checkpoint;
 mod column_family;
 pub mod compaction_filter;
@@ -47,7 +48,9 @@ pub mod perf;
 pub mod properties;
 mod slice_transform;
 mod snapshot;
+mod sst_file_writer;
 pub mod statistics;
+mod transaction_db_writes;
 mod transactions;
 mod wal;
 mod write_batch;
@@ -83,9 +86,10 @@ pub use crate::perf::{PerfContext, PerfMetric, PerfStatsLevel};
 pub use crate::properties::CStrLike;
 pub use crate::slice_transform::SliceTransform;
 pub use crate::snapshot::{Snapshot, SnapshotWithThreadMode};
+pub use crate::sst_file_writer::SstFileWriter;
 pub use crate::transactions::{
     OptimisticTransactionDB, OptimisticTransactionOptions, Transaction, TransactionDB,
-    TransactionDBOptions, TransactionOptions,
+    TransactionDBOptions, TransactionIterator, TransactionOptions,
 };
 pub use crate::write_batch::{
     WriteBatch, WriteBatchIterator, WriteBatchIteratorCf, WriteBatchWithTransaction,

@@ -23,7 +23,7 @@ pub type Snapshot<'a> = SnapshotWithThreadMode<'a, crate::DB>;
 impl<'a, D: DBAccess> SnapshotWithThreadMode<'a, D> {
     /// A snapshot of `db`.
     pub fn new(db: &'a D) -> Self {
-        let snapshot = db.core().db.snapshot();
+        let snapshot = db.take_snapshot();
         SnapshotWithThreadMode {
             db,
             inner: Arc::new(SnapshotInner { snapshot }),

@@ -49,6 +49,10 @@ pub struct WriteBatchWithTransaction<const TRANSACTION: bool> {
     count: usize,
 }
 
+/// A key a `TransactionDB` locks before a write: its column family's keyspace (`None`: the
+/// default) and its bytes.
+pub(crate) type LockKey<'a> = (Option<&'a siftdb::Keyspace>, &'a [u8]);
+
 /// One decoded operation.
 pub(crate) struct Op<'a> {
     pub(crate) kind: u8,
@@ -316,6 +320,33 @@ impl<const T: bool> WriteBatchWithTransaction<T> {
     /// keep it).
     pub fn put_log_data<V: AsRef<[u8]>>(&mut self, log_data: V) {
         self.append(LOG_DATA, None, log_data.as_ref(), &[]);
+    }
+
+    /// The keys the batch writes (puts, deletes, merges), each with its column family's
+    /// keyspace (`None`: the default): what a `TransactionDB` locks before writing it.
+    pub(crate) fn keys_to_lock(&self) -> Result<Vec<LockKey<'_>>, Error> {
+        let mut keys = Vec::new();
+        for op in self.ops() {
+            if !matches!(op.kind, PUT | DELETE | SINGLE_DELETE | MERGE) {
+                continue;
+            }
+            let ks = match op.cf {
+                Some(i) => Some(
+                    &self
+                        .cf(i)
+                        .filter(|_| !op.raw_id)
+                        .ok_or_else(|| {
+                            Error::invalid(
+                                "a batch from data names a column family it does not hold",
+                            )
+                        })?
+                        .ks,
+                ),
+                None => None,
+            };
+            keys.push((ks, op.key));
+        }
+        Ok(keys)
     }
 
     /// The siftdb batch that writes these operations. A put into a column family with a TTL

@@ -175,6 +175,19 @@ impl Snapshot {
     }
 }
 
+impl Clone for Snapshot {
+    /// Another handle on the same point in time, released on its own drop. The sequence is
+    /// registered again while this one holds it, so no compaction can drop what it reads.
+    fn clone(&self) -> Snapshot {
+        let sequence = self.sequence;
+        self.db.shared().snapshots().acquire_current(|| sequence);
+        Snapshot {
+            db: Arc::clone(&self.db),
+            sequence,
+        }
+    }
+}
+
 impl Drop for Snapshot {
     fn drop(&mut self) {
         self.db.shared().snapshots().release(self.sequence);

@@ -158,6 +158,12 @@ impl Transaction {
         self.snapshot.as_ref().map(Snapshot::sequence)
     }
 
+    /// The snapshot the transaction reads at, if it has one (optimistic, or pessimistic with
+    /// `set_snapshot`).
+    pub fn snapshot(&self) -> Option<&Snapshot> {
+        self.snapshot.as_ref()
+    }
+
     /// The transaction's writes so far.
     pub fn write_batch(&self) -> &WriteBatchWithIndex {
         &self.writes
