@@ -50,7 +50,7 @@ async fn writer(client: Client, load: Arc<Load>) {
             load.acked.lock().insert(n, value);
         }
         round += 1;
-        if round % 4 == 0 {
+        if round.is_multiple_of(4) {
             let probe = {
                 let acked = load.acked.lock();
                 let skip = (round as usize * 7919) % acked.len().max(1);

@@ -133,7 +133,7 @@ async fn nemesis(
         {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
-        if act % 2 == 0 {
+        if act.is_multiple_of(2) {
             let alone = match (net.random(2), cluster.believed_leader()) {
                 (0, Some(leader)) => leader,
                 _ => 1 + net.random(3),
