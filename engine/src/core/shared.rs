@@ -32,8 +32,9 @@ pub(crate) struct Shared {
     fs: Arc<dyn FileSystem>,
     cache: Arc<TableCache>,
     /// This open's namespace in the block cache, which other databases may share
-    /// (`Options::block_cache`): see [`Shared::cache_id`].
-    cache_namespace: u64,
+    /// (`Options::block_cache`): see [`Shared::cache_id`]. Released after `drop` erased its
+    /// blocks.
+    cache_namespace: CacheNamespace,
     /// The memo of hot false positives every table consults (`None`: off).
     memo: Option<Arc<FalsePositiveMemo>>,
     counters: EngineCounters,
@@ -101,7 +102,7 @@ impl Shared {
             fs: Arc::clone(&parts.options.fs),
             options: parts.options,
             cache: parts.cache,
-            cache_namespace: next_cache_namespace(),
+            cache_namespace: CacheNamespace::acquire(),
             memo: parts.memo,
             counters: EngineCounters::default(),
             state: parts.state,
@@ -170,7 +171,7 @@ impl Shared {
     /// with this open's namespace above bit 40. A database would need 2^40 file numbers
     /// (a trillion files) before two of its own ids met.
     pub(crate) fn cache_id(&self, number: u64) -> u64 {
-        (self.cache_namespace << CACHE_NAMESPACE_SHIFT) | (number & CACHE_NUMBER_MASK)
+        (self.cache_namespace.0 << CACHE_NAMESPACE_SHIFT) | (number & CACHE_NUMBER_MASK)
     }
 
     /// Drops the cached blocks of table `number` (it is gone, or was only staged).
@@ -383,11 +384,50 @@ impl Drop for Shared {
 const CACHE_NAMESPACE_SHIFT: u32 = 40;
 const CACHE_NUMBER_MASK: u64 = (1 << CACHE_NAMESPACE_SHIFT) - 1;
 
-/// A namespace no other open of this process has had: 2^23 opens before one repeats, and
-/// [`RESERVATION_TABLE_ID`](siftdb_sstable::RESERVATION_TABLE_ID) (all ones) is never reached.
-fn next_cache_namespace() -> u64 {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    // 24 bits above bit 40; the top one kept clear so no id reaches all ones.
-    n % (1 << 23)
+/// How many namespaces there are: 23 bits above bit 40, so no id reaches
+/// [`RESERVATION_TABLE_ID`](siftdb_sstable::RESERVATION_TABLE_ID) (all ones).
+const CACHE_NAMESPACES: u64 = 1 << 23;
+
+/// The namespaces of the opens alive in this process.
+static LIVE_CACHE_NAMESPACES: parking_lot::Mutex<std::collections::BTreeSet<u64>> =
+    parking_lot::Mutex::new(std::collections::BTreeSet::new());
+
+/// One open's namespace in the block cache: no other live open of the process has it (a
+/// namespace is handed out again only after its open is gone, and with it its blocks).
+struct CacheNamespace(u64);
+
+impl CacheNamespace {
+    fn acquire() -> CacheNamespace {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let mut live = LIVE_CACHE_NAMESPACES.lock();
+        // Ends within a few steps unless millions of databases are open at once.
+        loop {
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % CACHE_NAMESPACES;
+            if live.insert(n) {
+                return CacheNamespace(n);
+            }
+        }
+    }
+}
+
+impl Drop for CacheNamespace {
+    fn drop(&mut self) {
+        LIVE_CACHE_NAMESPACES.lock().remove(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn live_cache_namespaces_are_distinct_and_released_on_drop() {
+        let held: Vec<CacheNamespace> = (0..100).map(|_| CacheNamespace::acquire()).collect();
+        let ids: std::collections::BTreeSet<u64> = held.iter().map(|n| n.0).collect();
+        assert_eq!(ids.len(), 100);
+        assert!(ids.iter().all(|&n| n < CACHE_NAMESPACES));
+        let first = held[0].0;
+        drop(held);
+        assert!(!LIVE_CACHE_NAMESPACES.lock().contains(&first));
+    }
 }
