@@ -6,26 +6,13 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use common::{members, wait_leader, wait_serving, Client, Server};
+use common::{members, wait_leader, Server};
 use reqwest::StatusCode;
 use serde_json::json;
 
 async fn cluster(root: &std::path::Path) -> (BTreeMap<u64, Server>, u64) {
-    let servers: BTreeMap<u64, Server> = (1..=3)
-        .map(|id| {
-            let addr = format!("127.0.0.1:{}", common::free_port());
-            (
-                id,
-                Server::start(id, &addr, &root.join(format!("node{id}"))),
-            )
-        })
-        .collect();
+    let servers = common::start_cluster(root, 2).await;
     let addrs: Vec<String> = servers.values().map(|s| s.addr.clone()).collect();
-    wait_serving(&addrs, Duration::from_secs(30)).await;
-    let r = Client::new(vec![servers[&2].addr.clone()])
-        .post_json("/cluster/init", &members(&servers), Duration::from_secs(10))
-        .await;
-    assert_eq!(r.status(), StatusCode::OK, "{:?}", r.text().await);
     let leader = wait_leader(&addrs, Duration::from_secs(20)).await;
     (servers, leader)
 }

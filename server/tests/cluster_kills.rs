@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{members, wait_leader, wait_serving, Client, Outcome, Server};
+use common::{change_membership, wait_leader, wait_serving, Client, Outcome, Server};
 use parking_lot::Mutex;
 use serde_json::json;
 
@@ -97,26 +97,6 @@ fn addrs(servers: &BTreeMap<u64, Server>) -> Vec<String> {
     servers.values().map(|s| s.addr.clone()).collect()
 }
 
-async fn start_cluster(root: &std::path::Path) -> BTreeMap<u64, Server> {
-    let servers: BTreeMap<u64, Server> = (1..=3)
-        .map(|id| {
-            let addr = format!("127.0.0.1:{}", common::free_port());
-            (
-                id,
-                Server::start(id, &addr, &root.join(format!("node{id}"))),
-            )
-        })
-        .collect();
-    wait_serving(&addrs(&servers), Duration::from_secs(30)).await;
-    let client = Client::new(vec![servers[&1].addr.clone()]);
-    let r = client
-        .post_json("/cluster/init", &members(&servers), Duration::from_secs(10))
-        .await;
-    assert!(r.status().is_success(), "init: {:?}", r.text().await);
-    wait_leader(&addrs(&servers), Duration::from_secs(20)).await;
-    servers
-}
-
 /// SIGKILLs node `id` under the load; writes must go on within [`RECOVERY_BOUND`]; then
 /// restarts it.
 async fn kill_and_restart(servers: &mut BTreeMap<u64, Server>, id: u64, load: &Load, what: &str) {
@@ -131,7 +111,7 @@ async fn kill_and_restart(servers: &mut BTreeMap<u64, Server>, id: u64, load: &L
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_acknowledged_put_is_lost_across_kills_restarts_and_a_reseeded_node() {
     let root = tempfile::tempdir().unwrap();
-    let mut servers = start_cluster(root.path()).await;
+    let mut servers = common::start_cluster(root.path(), 1).await;
     let client = Client::new(addrs(&servers));
     let load = Arc::new(Load::default());
     let writers: Vec<_> = (0..WRITERS)
@@ -183,18 +163,7 @@ async fn reseed_a_wiped_node(
     let leader = wait_leader(&addrs(servers), Duration::from_secs(20)).await;
     let gone = *servers.keys().find(|id| **id != leader).unwrap();
     let mut voters: Vec<u64> = servers.keys().copied().filter(|id| *id != gone).collect();
-    let r = client
-        .post_json(
-            "/cluster/change-membership",
-            &json!(voters),
-            Duration::from_secs(20),
-        )
-        .await;
-    assert!(
-        r.status().is_success(),
-        "remove {gone}: {:?}",
-        r.text().await
-    );
+    change_membership(client, &voters, &format!("remove {gone}")).await;
     let mut old = servers.remove(&gone).unwrap();
     old.kill();
     std::fs::remove_dir_all(&old.dir).unwrap();
@@ -217,14 +186,7 @@ async fn reseed_a_wiped_node(
         .await;
     assert!(r.status().is_success(), "add learner: {:?}", r.text().await);
     voters.push(4);
-    let r = client
-        .post_json(
-            "/cluster/change-membership",
-            &json!(voters),
-            Duration::from_secs(20),
-        )
-        .await;
-    assert!(r.status().is_success(), "promote: {:?}", r.text().await);
+    change_membership(client, &voters, "promote node 4").await;
     servers.insert(4, new);
     let metrics = common::metrics(&addr).await.unwrap();
     assert!(

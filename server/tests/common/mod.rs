@@ -287,3 +287,38 @@ pub fn members(servers: &BTreeMap<u64, Server>) -> Value {
             .collect(),
     )
 }
+
+/// Three nodes (ids 1 to 3) on free loopback ports with data under `root`, made one cluster
+/// through node `init_via`; returns them once they agree on a leader.
+pub async fn start_cluster(root: &Path, init_via: u64) -> BTreeMap<u64, Server> {
+    let servers: BTreeMap<u64, Server> = (1..=3)
+        .map(|id| {
+            let addr = format!("127.0.0.1:{}", free_port());
+            (
+                id,
+                Server::start(id, &addr, &root.join(format!("node{id}"))),
+            )
+        })
+        .collect();
+    let addrs: Vec<String> = servers.values().map(|s| s.addr.clone()).collect();
+    wait_serving(&addrs, Duration::from_secs(30)).await;
+    let r = Client::new(vec![servers[&init_via].addr.clone()])
+        .post_json("/cluster/init", &members(&servers), Duration::from_secs(10))
+        .await;
+    assert!(r.status().is_success(), "init: {:?}", r.text().await);
+    wait_leader(&addrs, Duration::from_secs(20)).await;
+    servers
+}
+
+/// Makes `voters` the cluster's voting members (through the leader); `what` names the change
+/// in a failure.
+pub async fn change_membership(client: &Client, voters: &[u64], what: &str) {
+    let r = client
+        .post_json(
+            "/cluster/change-membership",
+            &json!(voters),
+            Duration::from_secs(20),
+        )
+        .await;
+    assert!(r.status().is_success(), "{what}: {:?}", r.text().await);
+}
