@@ -19,13 +19,13 @@ use siftdb_server::linearizability::{check, Kind, Operation};
 use sim::{LinkFaults, SimCluster};
 
 /// Seeds per test function; four functions run 20 seeds (the test harness runs two functions
-/// at a time on two cores, and each runs its seeds two at a time: the simulation mostly waits).
+/// at a time on two cores, and each runs its five seeds at once: the simulation mostly waits).
 const SEEDS_PER_TEST: u64 = 5;
 const CLIENTS: u64 = 4;
 const OPS_PER_CLIENT: u64 = 125;
 const KEYS: u64 = 5;
 /// How long an operation waits for a quorum before its outcome is unknown.
-const DEADLINE: Duration = Duration::from_millis(300);
+const DEADLINE: Duration = Duration::from_millis(200);
 
 type History = Arc<Mutex<Vec<Operation>>>;
 
@@ -214,7 +214,7 @@ async fn run_seed(seed: u64) {
 
 async fn run_seeds(first: u64) {
     let seeds: Vec<u64> = (first..first + SEEDS_PER_TEST).collect();
-    for pair in seeds.chunks(2) {
+    for pair in seeds.chunks(SEEDS_PER_TEST as usize) {
         let runs: Vec<_> = pair
             .iter()
             .map(|&seed| tokio::spawn(run_seed(seed)))
