@@ -407,6 +407,23 @@ if not sift or sift != compat:
 print(f"siftdb-bench smoke: siftdb-rocksdb OK ({len(compat)} workloads with found counts, as siftdb's)")
 PY
 
+# readhot over false positives of a deep tree (the hot-false-positive memo's workload): the
+# search must find some with the filter index in effect, and the phase must run over them.
+run_bench "readhot --hot_false_positives" \
+    --num=20000 --benchmarks=fillrandom,readhot --hot_false_positives --hot_keys=100 \
+    --reads=20000 --write_buffer_size=65536 --target_file_size_base=65536 \
+    --max_bytes_for_level_base=262144 --max_bytes_for_level_multiplier=4 --json
+python3 - "$out" <<'PY'
+import json
+import sys
+
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip().startswith("{")]
+hot = [r for r in rows if r.get("benchmark") == "readhot"]
+if not hot or hot[0].get("ops", 0) == 0 or hot[0].get("found") != 0:
+    sys.exit(f"siftdb-bench smoke: FAILED: readhot --hot_false_positives: {hot}")
+print(f"siftdb-bench smoke: readhot --hot_false_positives OK ({hot[0]['ops']} lookups of false positives)")
+PY
+
 # An engine this build does not have is a clear error, not a silent success.
 if cargo run --quiet --profile "$profile" -p siftdb-bench --bin siftdb-bench -- \
     --num=10 --benchmarks=stats --engine=nosuchengine >/dev/null 2>"$out"; then

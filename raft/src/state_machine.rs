@@ -107,7 +107,7 @@ fn apply_entries(shared: &Shared, entries: Vec<Entry>) -> Result<Vec<Response>, 
         let response = match &entry.payload {
             EntryPayload::Blank => Response::default(),
             // Refused alike on every node, so the states stay equal and no node fails on it.
-            EntryPayload::Normal(command) => match command.check() {
+            EntryPayload::Normal(command) => match command.check_applicable() {
                 Ok(()) => Response {
                     ops: add_command(&mut batch, &state.1, command),
                     rejected: None,

@@ -4,8 +4,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::Error;
 
-/// The largest command, in bytes of keys and values: siftdb's value limit (the log stores a
-/// command as one value), less room for the entry's log id and encoding.
+/// The largest command, in bytes as the log encodes it: siftdb's value limit (the log stores a
+/// command as one value), less room for the entry's log id and framing.
 pub const MAX_COMMAND_BYTES: usize = siftdb::MAX_VALUE_SIZE - 4096;
 
 /// A node's id in the cluster.
@@ -60,7 +60,27 @@ impl Command {
     /// assert!(Command::put(b"k", b"v").check().is_ok());
     /// assert!(Command::delete(vec![0; siftdb::MAX_KEY_SIZE + 1]).check().is_err());
     /// ```
+    ///
+    /// The limit bounds the command as the log encodes it, not only its keys and values: each
+    /// operation adds a few bytes, so a batch of many small operations under the limit in keys
+    /// and values alone could encode to an entry over siftdb's value limit.
     pub fn check(&self) -> Result<(), Error> {
+        self.check_applicable()?;
+        let encoded = postcard::experimental::serialized_size(self)
+            .map_err(|e| Error::InvalidCommand(format!("the command does not encode: {e}")))?;
+        if encoded > MAX_COMMAND_BYTES {
+            return Err(Error::InvalidCommand(format!(
+                "the command encodes to {encoded} bytes, over the {MAX_COMMAND_BYTES}-byte limit"
+            )));
+        }
+        Ok(())
+    }
+
+    /// What the state machine checks of a command in the log before it applies it: every key
+    /// and value within siftdb's limits, and at most [`MAX_COMMAND_BYTES`] of them. A command
+    /// in the log was appended already, so its encoded size is not asked again (an entry an
+    /// older node accepted is applied the same way by every node).
+    pub(crate) fn check_applicable(&self) -> Result<(), Error> {
         self.check_sizes()?;
         let bytes = self.size_bytes();
         if bytes > MAX_COMMAND_BYTES {
@@ -137,3 +157,37 @@ openraft::declare_raft_types!(
 
 /// A Raft node running over siftdb storage.
 pub type Raft = openraft::Raft<TypeConfig>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A batch of many operations whose keys and values are just under the limit: the old
+    /// check (keys and values only) passed it, yet its log entry encodes to more than siftdb's
+    /// value limit, so its append would fail on every node that leads.
+    #[test]
+    fn a_batch_whose_entry_would_exceed_the_value_limit_is_refused() {
+        const OPS: usize = 1100;
+        let value_len = MAX_COMMAND_BYTES / OPS - 1;
+        // Zeroed allocations are not touched: sizing a command reads lengths only.
+        let batch = Command::Batch(
+            (0..OPS)
+                .map(|_| Command::put(vec![b'k'], vec![0u8; value_len]))
+                .collect(),
+        );
+        assert!(batch.size_bytes() <= MAX_COMMAND_BYTES);
+        assert!(batch.check_applicable().is_ok(), "the old check passes it");
+        let entry = openraft::Entry::<TypeConfig> {
+            log_id: openraft::LogId::new(openraft::CommittedLeaderId::new(1, 1), 1),
+            payload: openraft::EntryPayload::Normal(batch.clone()),
+        };
+        let encoded = postcard::experimental::serialized_size(&entry).expect("size");
+        assert!(
+            encoded > siftdb::MAX_VALUE_SIZE,
+            "the suspect: {encoded} bytes fit the value limit"
+        );
+        assert!(matches!(batch.check(), Err(Error::InvalidCommand(_))));
+        let fits = Command::Batch(vec![Command::put(b"k".to_vec(), vec![0u8; value_len])]);
+        assert!(fits.check().is_ok());
+    }
+}

@@ -145,6 +145,16 @@ impl KeyFormat {
         self.capacity
     }
 
+    /// Key indexes whose keys fit the layout (their prefix number has at most `prefix_size`
+    /// digits): a missing key of any of them is a key no workload writes.
+    pub fn encodable(&self) -> u64 {
+        let prefixes = u32::try_from(self.prefix_size)
+            .ok()
+            .and_then(|digits| 10u64.checked_pow(digits))
+            .unwrap_or(u64::MAX);
+        prefixes.saturating_mul(self.keys_per_prefix)
+    }
+
     /// Number of distinct prefixes of the key range.
     pub fn num_prefixes(&self) -> u64 {
         self.num.div_ceil(self.keys_per_prefix)

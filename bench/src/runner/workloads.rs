@@ -82,6 +82,9 @@ pub struct CheckpointReport {
     pub source_keys: u64,
 }
 
+/// How many times `--num` missing keys readhot's `--hot_false_positives` probes at most.
+const FALSE_POSITIVE_PROBES: u64 = 32;
+
 impl PhaseResult {
     fn new(benchmark: Benchmark, model: &KeyModel) -> PhaseResult {
         PhaseResult {
@@ -907,11 +910,17 @@ impl<'a> Workbench<'a> {
             .collect())
     }
 
-    /// Never-written keys (in `missing`'s order) whose lookup read a data block: each is a
-    /// false positive of some table's filter. Untimed; with siftdb's memo on, these first
-    /// lookups are what warms it.
+    /// Never-written keys whose lookup read a data block: each is a false positive of some
+    /// table's filter. Untimed; with siftdb's memo on, these first lookups are what warms it.
+    ///
+    /// The missing keys of the written range come first (in `missing`'s order), then missing
+    /// keys past it (indexes from `--num` on, under prefixes no fill writes), up to
+    /// [`FALSE_POSITIVE_PROBES`] times `--num` keys in all: with the tree's filter index in
+    /// effect a key must pass it and a table's filter, a few in a million, which the written
+    /// range alone may not hold.
     fn false_positive_set(&self, missing: &Permutation) -> Result<Vec<(u64, Variant)>> {
         let want = self.config.hot_keys as usize;
+        let num = self.config.num;
         let data_blocks = || -> Result<u64> {
             let stats = self.engine.stats().ok_or_else(|| {
                 Error::new(format!(
@@ -924,28 +933,34 @@ impl<'a> Workbench<'a> {
         let mut key = self.keys.key_buffer();
         let mut buf = Vec::new();
         let mut set = Vec::with_capacity(want);
+        let candidates = (0..num).map(|j| missing.get(j)).chain(
+            num..num
+                .saturating_mul(FALSE_POSITIVE_PROBES)
+                .min(self.keys.encodable()),
+        );
         let mut probed = 0u64;
-        for j in 0..self.config.num {
+        let mut before = data_blocks()?;
+        for index in candidates {
             if set.len() == want {
                 break;
             }
-            let index = missing.get(j);
             self.keys.encode(index, Variant::Missing, &mut key);
-            let before = data_blocks()?;
             self.engine.get(self.keys.keyspace(index), &key, &mut buf)?;
             probed += 1;
-            if data_blocks()? > before {
+            let after = data_blocks()?;
+            if after > before {
                 set.push((index, Variant::Missing));
             }
+            before = after;
         }
         eprintln!(
             "readhot: {} false positives of the tree's filters among {probed} missing keys probed",
             set.len()
         );
         if set.is_empty() {
-            return Err(Error::new(
-                "--hot_false_positives: no missing key was a false positive",
-            ));
+            return Err(Error::new(format!(
+                "--hot_false_positives: none of {probed} missing keys was a false positive"
+            )));
         }
         Ok(set)
     }

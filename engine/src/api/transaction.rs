@@ -14,7 +14,9 @@
 //!   (`core/lock_table.rs`) until the transaction ends, waiting up to `lock_timeout`
 //!   ([`Error::LockTimeout`]) and refusing a wait that would deadlock ([`Error::Deadlock`]).
 //!   `commit` cannot conflict. Locks bind transactions only: a plain `Db::put` does not wait
-//!   for them.
+//!   for them. An optimistic commit takes the locks of the keys it writes for the time of its
+//!   write, without waiting: a key a pessimistic transaction holds fails it with
+//!   [`Error::Conflict`], so the two kinds may share a database.
 //!
 //! See `docs/TRANSACTIONS.md` for the isolation level, what a conflict means and how to retry.
 
@@ -361,7 +363,11 @@ impl Transaction {
     pub fn commit_opt(mut self, opts: &WriteOptions) -> Result<()> {
         let writes = std::mem::take(&mut self.writes);
         let check = match self.opts.mode {
-            TransactionMode::Optimistic => Some(self.commit_check(&writes)?),
+            TransactionMode::Optimistic => {
+                let check = self.commit_check(&writes)?;
+                self.hold_written_keys(&writes)?;
+                Some(check)
+            }
             TransactionMode::Pessimistic => None,
         };
         let nothing_to_do = writes.is_empty() && check.as_ref().is_none_or(|c| c.keys.is_empty());
@@ -447,6 +453,24 @@ impl Transaction {
                 if engine.written_after(tree, key, seq)? {
                     return Err(Error::Conflict);
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// Optimistic: takes the locks of the keys the commit writes, without waiting, until the
+    /// write is done. A key a pessimistic transaction holds fails the commit with
+    /// [`Error::Conflict`]: that transaction read the key's newest value under its lock and
+    /// will write over it, so this write would be lost (or, committed between its lock and its
+    /// read, read by it after this transaction's validation).
+    fn hold_written_keys(&mut self, writes: &WriteBatchWithIndex) -> Result<()> {
+        let engine = Arc::clone(self.db.engine());
+        for key in writes.written_keys() {
+            match engine.locks().lock(self.id, key, Duration::ZERO, false) {
+                Ok(true) => self.locked.push(key.clone()),
+                Ok(false) => {}
+                Err(Error::LockTimeout) => return Err(Error::Conflict),
+                Err(e) => return Err(e),
             }
         }
         Ok(())

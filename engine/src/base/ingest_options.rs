@@ -14,8 +14,9 @@ pub struct IngestOptions {
     /// newer than every snapshot even when they overlap nothing (default `true`).
     pub snapshot_consistency: bool,
     /// Allow giving the files a sequence number newer than existing writes (needed when they
-    /// overlap data already in the database, or under `snapshot_consistency` with snapshots);
-    /// without it such an ingestion is refused (default `true`).
+    /// overlap data already in the database, under `snapshot_consistency` with snapshots, and
+    /// under FIFO compaction into a keyspace holding tables, whose oldest-first drops go by
+    /// sequence number); without it such an ingestion is refused (default `true`).
     pub allow_global_seqno: bool,
     /// Flush the memtable when it holds keys in the files' range, stalling writes meanwhile;
     /// without it such an ingestion is refused (default `true`).

@@ -13,6 +13,7 @@ pub(crate) mod file_deleter;
 pub(crate) mod filter_index;
 pub(crate) mod filter_plan;
 pub(crate) mod heat;
+pub(crate) mod ingested_ranges;
 pub(crate) mod key_bounds;
 pub(crate) mod key_head;
 pub(crate) mod level_info;

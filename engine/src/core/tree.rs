@@ -73,6 +73,8 @@ pub(crate) struct Tree {
     pub dropped: AtomicBool,
     /// One filter over the keys of all its tables, probed before theirs.
     pub filter_index: FilterIndex,
+    /// Ranges ingested into its tables, for transactions' conflict checks.
+    pub ingested: crate::core::ingested_ranges::IngestedRanges,
 }
 
 impl std::fmt::Debug for Tree {
@@ -109,6 +111,7 @@ impl Tree {
             l0_files: AtomicUsize::new(0),
             dropped: AtomicBool::new(false),
             filter_index,
+            ingested: Default::default(),
         }
     }
 

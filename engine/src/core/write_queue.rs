@@ -151,17 +151,8 @@ impl WriteQueue {
             spun = false;
             self.changed.wait(&mut queue);
         }
-        // Leader: take a group (our own batch is in it: it was queued before we led).
         queue.leader_active = true;
-        let mut group = Vec::new();
-        let mut bytes = 0;
-        while let Some(write) = queue.pending.pop_front() {
-            bytes += write.batch.size_bytes();
-            group.push(write);
-            if bytes >= MAX_GROUP_BYTES {
-                break;
-            }
-        }
+        let group = take_group(&mut queue.pending, ticket);
         Turn::Lead(Leader {
             queue: self,
             ticket,
@@ -191,6 +182,8 @@ impl WriteQueue {
         for (t, e) in rejected {
             queue.done.insert(t, Err(e));
         }
+        // `take_group` put the leader's own batch in its group, so its result is the group's
+        // (or its own rejection): never the result of a group its batch was not in.
         let own = queue.done.remove(&leader.ticket).unwrap_or(result);
         queue.leader_active = false;
         self.handoffs.fetch_add(1, Ordering::Release);
@@ -215,6 +208,27 @@ impl WriteQueue {
     }
 }
 
+/// The group a new leader commits: every queued write up to and including its own (`ticket`),
+/// which must commit before it and in order, then later ones while the group is under
+/// [`MAX_GROUP_BYTES`]. A group that stopped at the byte limit before the leader's own batch
+/// would leave that batch queued while its writer returned the group's result, an `Ok` for a
+/// write not yet made (and never synced).
+fn take_group(pending: &mut VecDeque<QueuedWrite>, ticket: u64) -> Vec<QueuedWrite> {
+    let mut group = Vec::new();
+    let mut bytes = 0;
+    let mut own_taken = false;
+    while !(own_taken && bytes >= MAX_GROUP_BYTES) {
+        let Some(write) = pending.pop_front() else {
+            break;
+        };
+        own_taken |= write.ticket == ticket;
+        bytes += write.batch.size_bytes();
+        group.push(write);
+    }
+    debug_assert!(own_taken, "a leader's own batch is queued when it leads");
+    group
+}
+
 /// Gives the write path back on drop (see [`WriteQueue::exclusive`]).
 struct ReleaseWritePath<'a>(&'a WriteQueue);
 
@@ -230,6 +244,27 @@ impl Drop for ReleaseWritePath<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_leaders_group_reaches_its_own_batch_past_the_byte_limit() {
+        let big = || {
+            let mut batch = WriteBatch::new();
+            batch.put(b"k", vec![0u8; MAX_GROUP_BYTES]);
+            batch
+        };
+        let mut pending: VecDeque<QueuedWrite> = (0..3)
+            .map(|ticket| QueuedWrite {
+                ticket,
+                batch: big(),
+                sync: false,
+                check: None,
+            })
+            .collect();
+        let group = take_group(&mut pending, 2);
+        let tickets: Vec<u64> = group.iter().map(|w| w.ticket).collect();
+        assert_eq!(tickets, [0, 1, 2], "in order, up to the leader's own");
+        assert!(pending.is_empty());
+    }
 
     #[test]
     fn a_panic_inside_exclusive_gives_the_write_path_back() {

@@ -110,6 +110,10 @@ impl Engine {
     /// `snapshot`.
     pub(crate) fn written_after(&self, tree: &Tree, key: &[u8], snapshot: u64) -> Result<bool> {
         tree.check_live()?;
+        // Ingested tables hold writes the memtables never saw (possibly at sequence 0).
+        if tree.ingested.written_after(key, snapshot) {
+            return Ok(true);
+        }
         let view = tree.read_view_guard();
         let mut scratch = Vec::new();
         let memtables = std::iter::once(&view.mem).chain(view.imm.iter());

@@ -15,10 +15,12 @@
 //! Errors that are not I/O (a panic in a callback, corruption) are returned as they are: the
 //! job would fail the same way again.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
 use crate::base::event_listener::FlushReason;
+use crate::base::version_edit::VersionEdit;
 use crate::core::state::StateGuard;
 use crate::paths::engine::Engine;
 
@@ -77,10 +79,59 @@ impl Engine {
             // No flush thread to wait for (`Db::open_stepped`): flush them here.
             drop(state);
             while crate::jobs::flush::flush_next(&self.shared)? {}
-            return Ok(Some(error.job()));
+        } else {
+            self.wait_for_frozen_memtables(&mut state)?;
+            drop(state);
         }
-        self.wait_for_frozen_memtables(&mut state)?;
+        self.record_new_wal()?;
         Ok(Some(error.job()))
+    }
+
+    /// Records in the manifest that every keyspace's data before the current WAL is in tables
+    /// (their log numbers move to it, with where it starts), when no flush did.
+    ///
+    /// The failed group took sequence numbers that no log holds, so the new WAL starts past a
+    /// gap. Recovery treats a gap as missing records unless the manifest says the log starts
+    /// there; a flush's edit says so, but with nothing in memory (the failed write was the
+    /// first) no flush runs, and the next open would refuse the logs as corrupt. The write path
+    /// is held: every memtable is empty and stays so until this returns.
+    fn record_new_wal(&self) -> Result<()> {
+        let (tree, edit) = {
+            let state = self.shared.state().lock();
+            let wal = state.wal_number;
+            if self
+                .shared
+                .versions()
+                .min_log_number()
+                .is_none_or(|m| m >= wal)
+            {
+                return Ok(());
+            }
+            let idle: Vec<(u32, u64)> = state
+                .trees
+                .iter()
+                .filter(|(_, t)| t.imm.is_empty() && t.mem.is_empty())
+                .map(|(id, t)| (*id, t.mem.wal_number()))
+                .collect();
+            let Some(tree) = state.trees.values().next().map(|t| Arc::clone(&t.tree)) else {
+                return Ok(());
+            };
+            let edit = VersionEdit {
+                wal_starts: state.wal_starts_of(idle.iter().map(|i| i.1)),
+                other_log_numbers: idle,
+                ..VersionEdit::default()
+            };
+            (tree, edit)
+        };
+        self.shared
+            .versions()
+            .log_and_apply(&tree, edit, &[], |_| {})
+            .inspect_err(|e| {
+                self.shared
+                    .state()
+                    .lock()
+                    .set_background_error(|| BackgroundError::new(BackgroundJob::ManifestWrite, e));
+            })
     }
 
     /// Freezes every memtable that holds anything into a new WAL, dropping the old log without

@@ -489,7 +489,8 @@ impl BackupEngine {
 
     /// Removes every file no backup names: those of interrupted backups and deletions, and
     /// of deleted backups (RocksDB's `GarbageCollect`). Runs at open, before each backup and
-    /// after each deletion.
+    /// after each deletion. While a backup's metadata is corrupt, its files are kept: its
+    /// private ones, and every shared one (which of them it names cannot be read).
     pub fn garbage_collect(&mut self) -> Result<()> {
         self.collect_garbage()
     }
@@ -502,6 +503,9 @@ impl BackupEngine {
             .flat_map(|m| &m.files)
             .map(|f| f.stored.as_str())
             .collect();
+        // Which shared files a corrupt backup names cannot be read from its damaged metadata:
+        // while one exists, no shared file is removed (they may be all a repair has).
+        let keep_shared = !self.corrupt.is_empty();
         let kept_private = |name: &str| {
             // A corrupt backup's private files stay until it is deleted: its metadata might
             // be read by hand.
@@ -513,8 +517,9 @@ impl BackupEngine {
             let dir = self.dir.join(sub);
             for name in fs.list(&dir)? {
                 let stored = format!("{sub}/{name}");
-                let kept =
-                    named.contains(stored.as_str()) || (sub == PRIVATE && kept_private(&name));
+                let kept = named.contains(stored.as_str())
+                    || (sub == SHARED && keep_shared)
+                    || (sub == PRIVATE && kept_private(&name));
                 if !kept {
                     fs.remove(&dir.join(&name))?;
                 }

@@ -381,6 +381,10 @@ fn place_and_install(
         let target = crate::paths::write::freeze_for_flush(engine, tree)?;
         crate::paths::write::wait_flushed(engine, tree, target)?;
     }
+    // No snapshot appears from the checks below until the files are installed and their
+    // sequence published: one registered in between at the old sequence would find the excised
+    // tables gone, or files it should not see at sequence 0.
+    let _no_new_snapshots = db.snapshots().hold_new_snapshots();
     let version = db.versions().current(tree);
     let snapshots = opts.snapshot_consistency && !db.snapshots().sequences().is_empty();
     // Tables the excise range covers whole leave in the same edit (not under a snapshot,
@@ -410,7 +414,12 @@ fn place_and_install(
     // deletion never hides the files' own keys.
     let numbers = if opts.excise.is_some() { 2 } else { 1 };
     // An excise always takes them: its deletion must sort after the files it makes room for.
-    let first = if overlaps_tree || snapshots || opts.excise.is_some() {
+    // So does a file joining FIFO's tables: FIFO drops them oldest sequence first, and at
+    // sequence 0 the file would go before the older data.
+    let fifo =
+        tree.options().compaction_style == crate::base::compaction_style::CompactionStyle::Fifo;
+    let fifo_behind = fifo && (0..version.num_levels()).any(|l| !version.level(l).is_empty());
+    let first = if overlaps_tree || snapshots || opts.excise.is_some() || fifo_behind {
         if !opts.allow_global_seqno {
             return Err(Error::InvalidArgument(
                 "the files need a sequence number newer than existing data and \
@@ -423,11 +432,33 @@ fn place_and_install(
         None
     };
     let seqno_of = |f: &Staged| first.map(|g| if f.tombstone { g } else { g + numbers - 1 });
-    install(db, tree, files, seqno_of, &excised)?;
-    if let Some(g) = first {
-        db.versions().publish_sequence(g + numbers - 1);
+    let published = first.map(|g| g + numbers - 1);
+    // Transactions whose snapshot is older conflict on these keys (`core/ingested_ranges.rs`).
+    // Files that keep sequence 0 while snapshots live (no `snapshot_consistency`) count as
+    // written after every write so far: a snapshot taken later at the same sequence conflicts
+    // too, until the next write. With no snapshot no transaction predates them (new ones wait
+    // for the gate held above).
+    let after = published.or_else(|| {
+        let live = !db.snapshots().sequences().is_empty();
+        live.then(|| db.versions().visible_sequence() + 1)
+    });
+    install(db, tree, files, seqno_of, &excised, |_| {
+        if let Some(after) = after {
+            record_ingested(tree, files, after);
+        }
+        if let Some(last) = published {
+            db.versions().publish_sequence(last);
+        }
+    })
+}
+
+/// Records the files' key ranges in `tree`'s ingested ranges (see `core/ingested_ranges.rs`).
+fn record_ingested(tree: &Tree, files: &[Staged], after: u64) {
+    for f in files {
+        let (start, end) = f.user_range();
+        tree.ingested
+            .record(after, start, end, f.largest.is_range_end_sentinel());
     }
-    Ok(())
 }
 
 /// Whether a memtable of `tree` holds a key or range deletion in any file's range.
@@ -484,13 +515,17 @@ fn place(version: &Version, tree: &Tree, file: &Staged, excised: &[(usize, u64)]
 }
 
 /// Opens the staged tables, each at its `seqno_of`, and adds them to the tree by one edit that
-/// also deletes the `excised` tables (level, number). The caller publishes the sequence.
+/// also deletes the `excised` tables (level, number). `on_install` runs under the state lock
+/// before readers see the new version: the caller publishes the files' sequence there, so no
+/// reader pairs the new version (excised tables gone, files at a sequence not yet visible)
+/// with the old sequence.
 fn install(
     db: &Shared,
     tree: &Tree,
     files: &[Staged],
     seqno_of: impl Fn(&Staged) -> Option<u64>,
     excised: &[(usize, u64)],
+    on_install: impl FnOnce(&mut crate::core::state::DbState),
 ) -> Result<()> {
     let mut edit = VersionEdit {
         deleted: excised.to_vec(),
@@ -507,7 +542,8 @@ fn install(
         )?);
         edit.added.push((f.level, meta));
     }
-    db.versions().log_and_apply(tree, edit, &tables, |_| {})?;
+    db.versions()
+        .log_and_apply(tree, edit, &tables, on_install)?;
     for (_, number) in excised {
         db.uncache_table(*number);
     }

@@ -12,6 +12,7 @@
 //! merge operand stacks on the versions below it — the cursor gathers the operands down to their
 //! base and combines them with the merge operator, leaving the result in its own buffers.
 
+use std::ops::Bound;
 use std::sync::Arc;
 
 use siftdb_compaction::{InternalIterator, MergingIterator};
@@ -328,12 +329,16 @@ impl RawIterator {
 
     fn seek_backward(&mut self, key: &[u8]) {
         self.restart(Direction::Reverse);
-        let target = match self.bounds.upper_key() {
-            // The smallest internal key of the bound: every version of it sorts after it, so
-            // the merge lands below the bound (an included bound is within the bounds: `key`
-            // then is not above them).
-            Some(upper) if !self.bounds.below_upper(key) => {
+        let target = match &self.bounds.upper {
+            // The smallest internal key of an excluded bound: every version of it sorts after
+            // it, so the merge lands below the bound.
+            Bound::Excluded(upper) if key >= upper.as_slice() => {
                 InternalKey::for_lookup(upper, MAX_SEQUENCE)
+            }
+            // An included bound is the last key within the bounds: seek from its largest
+            // internal key, as for a `key` equal to it.
+            Bound::Included(upper) if key > upper.as_slice() => {
+                InternalKey::new(upper, 0, ValueKind::Delete)
             }
             // The largest internal key of `key` (sequence 0, the smallest kind): every version
             // of `key` sorts at or before it.

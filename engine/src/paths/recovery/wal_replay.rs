@@ -302,6 +302,9 @@ impl WalReplay<'_> {
                 }
                 Some(_) => {} // already in the keyspace's tables
                 None if op.keyspace < self.manifest.next_keyspace_id => {} // dropped
+                // Beside a writer, a keyspace created after this open read the manifest: it
+                // stays unknown to this open (as one created after the open would).
+                None if self.db.read_only() => {}
                 None => {
                     return Err(Error::corruption(format!(
                         "WAL {number:06}.log writes keyspace id {} that the manifest never created",
