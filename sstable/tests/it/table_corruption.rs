@@ -1,12 +1,11 @@
 //! Damaged tables: every read either returns the right answer (the damaged byte was not read)
 //! or a typed corruption error. Never a wrong value, never a panic.
 
-mod common;
 
 use std::cmp::Reverse;
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use proptest::prelude::*;
 use siftdb_filter::KeyHasher;
 use siftdb_sstable::{

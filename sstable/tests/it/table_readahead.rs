@@ -1,13 +1,12 @@
 //! Reading ahead (`TableIterOptions::readahead_bytes`, a compaction's reads): the same entries
 //! as block-by-block reads, in one file read per window instead of one per block.
 
-mod common;
 
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use siftdb_sstable::{
     RandomAccessFile, Table, TableBuildOptions, TableIterOptions, TableReadOptions,
 };

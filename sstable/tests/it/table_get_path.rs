@@ -1,12 +1,11 @@
 //! The get path touches only what it must: a filter "no" reads no index and no data block, and a
 //! warm cache serves lookups with no file reads at all. The statistics are the oracle.
 
-mod common;
 
 use std::cmp::Reverse;
 use std::sync::atomic::Ordering::Relaxed;
 
-use common::*;
+use crate::common::*;
 use siftdb_sstable::{BlockAccess, FilterOutcome, GetTrace, ReadMode, TableBuildOptions, TableGet};
 
 fn model(n: u64) -> Model {

@@ -2,12 +2,11 @@
 //! cached at that size), every key still found, absent keys filtered at the thinner filter's
 //! rate; the prefix filter and other kinds are read as built.
 
-mod common;
 
 use std::cmp::Reverse;
 use std::sync::atomic::Ordering::Relaxed;
 
-use common::*;
+use crate::common::*;
 use siftdb_filter::FilterKind;
 use siftdb_sstable::{FilterSpec, ReadMode, TableBuildOptions, TableGet};
 

@@ -14,9 +14,12 @@ use siftdb::{
 };
 use siftdb_tests::FaultFs;
 
+/// Called with the call's name and path.
+type Hook = Box<dyn Fn(&'static str, &Path) + Send + Sync>;
+
 /// The real file system, with a hook called before `list` and `open_sequential`.
 struct HookFs {
-    before: Box<dyn Fn(&'static str, &Path) + Send + Sync>,
+    before: Hook,
 }
 
 impl std::fmt::Debug for HookFs {

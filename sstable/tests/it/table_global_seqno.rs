@@ -3,11 +3,10 @@
 //! same entries written at sequence 100 — iteration, seeks both ways, point lookups and range
 //! tombstones — whether its index and filter are partitioned or not, pinned or not.
 
-mod common;
 
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use siftdb_sstable::{
     FragmentedRangeTombstones, GetTrace, InternalKey, ParsedKey, RangeTombstone, ReadMode,
     SstError, Table, TableBuildOptions, TableBuilder, TableGet, TableIter, TableReadOptions,

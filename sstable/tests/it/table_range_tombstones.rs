@@ -2,13 +2,12 @@
 //! sequence range cover the tombstones, a tombstone-only table works, tables without tombstones
 //! (new or of an older format) have none, and damage to the block is a corruption error at open.
 
-mod common;
 
 use std::cmp::Reverse;
 use std::path::Path;
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use siftdb_filter::FilterKind;
 use siftdb_sstable::format::{block_trailer, FOOTER_LEN, NO_COMPRESSION, TABLE_FORMAT_VERSION};
 use siftdb_sstable::{

@@ -1,12 +1,11 @@
 //! The prefix filter skips tables without a prefix, and a table built under another extractor is
 //! never skipped by mistake.
 
-mod common;
 
 use std::cmp::Reverse;
 use std::sync::atomic::Ordering::Relaxed;
 
-use common::*;
+use crate::common::*;
 use siftdb_sstable::{FixedPrefix, ReadMode, TableBuildOptions};
 
 fn model() -> Model {

@@ -1,12 +1,11 @@
 //! Random tables read back exactly as a `BTreeMap` model says: point lookups at every snapshot
 //! and full iteration, through both read modes.
 
-mod common;
 
 use std::cmp::Reverse;
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use proptest::prelude::*;
 use siftdb_filter::FilterKind;
 use siftdb_sstable::{Compression, FilterSpec, ReadMode, TableBuildOptions};
