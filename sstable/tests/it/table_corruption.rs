@@ -1,7 +1,6 @@
 //! Damaged tables: every read either returns the right answer (the damaged byte was not read)
 //! or a typed corruption error. Never a wrong value, never a panic.
 
-
 use std::cmp::Reverse;
 use std::sync::Arc;
 

@@ -2,7 +2,6 @@
 //! cached at that size), every key still found, absent keys filtered at the thinner filter's
 //! rate; the prefix filter and other kinds are read as built.
 
-
 use std::cmp::Reverse;
 use std::sync::atomic::Ordering::Relaxed;
 

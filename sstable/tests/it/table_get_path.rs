@@ -1,7 +1,6 @@
 //! The get path touches only what it must: a filter "no" reads no index and no data block, and a
 //! warm cache serves lookups with no file reads at all. The statistics are the oracle.
 
-
 use std::cmp::Reverse;
 use std::sync::atomic::Ordering::Relaxed;
 

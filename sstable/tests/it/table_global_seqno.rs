@@ -3,7 +3,6 @@
 //! same entries written at sequence 100 — iteration, seeks both ways, point lookups and range
 //! tombstones — whether its index and filter are partitioned or not, pinned or not.
 
-
 use std::sync::Arc;
 
 use crate::common::*;

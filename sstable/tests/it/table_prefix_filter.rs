@@ -1,7 +1,6 @@
 //! The prefix filter skips tables without a prefix, and a table built under another extractor is
 //! never skipped by mistake.
 
-
 use std::cmp::Reverse;
 use std::sync::atomic::Ordering::Relaxed;
 

@@ -2,12 +2,13 @@
 //! keys are mostly answered "none" without reading a data block, a range holding a key never is,
 //! and a table with range tombstones is never skipped.
 
-
 use std::cmp::Reverse;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-use crate::common::{build_bytes, build_bytes_with_tombstones, cache, open_bytes, read_options, Model};
+use crate::common::{
+    build_bytes, build_bytes_with_tombstones, cache, open_bytes, read_options, Model,
+};
 use siftdb_sstable::{FragmentedRangeTombstones, RangeTombstone, ReadMode, TableBuildOptions};
 
 fn key(n: u32) -> Vec<u8> {

@@ -2,7 +2,6 @@
 //! sequence range cover the tombstones, a tombstone-only table works, tables without tombstones
 //! (new or of an older format) have none, and damage to the block is a corruption error at open.
 
-
 use std::cmp::Reverse;
 use std::path::Path;
 use std::sync::Arc;

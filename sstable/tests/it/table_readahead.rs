@@ -1,7 +1,6 @@
 //! Reading ahead (`TableIterOptions::readahead_bytes`, a compaction's reads): the same entries
 //! as block-by-block reads, in one file read per window instead of one per block.
 
-
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -1,7 +1,6 @@
 //! Random tables read back exactly as a `BTreeMap` model says: point lookups at every snapshot
 //! and full iteration, through both read modes.
 
-
 use std::cmp::Reverse;
 use std::sync::Arc;
 
