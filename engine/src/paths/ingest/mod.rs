@@ -371,16 +371,7 @@ fn place_and_install(
     opts: &IngestOptions,
 ) -> Result<()> {
     let db = engine.shared();
-    if memtables_overlap(engine, tree, files)? {
-        if !opts.allow_blocking_flush {
-            return Err(Error::InvalidArgument(
-                "the memtable holds keys in the ingested range and allow_blocking_flush is off"
-                    .to_string(),
-            ));
-        }
-        let target = crate::paths::write::freeze_for_flush(engine, tree)?;
-        crate::paths::write::wait_flushed(engine, tree, target)?;
-    }
+    flush_older_writes(engine, tree, files, opts)?;
     // No snapshot appears from the checks below until the files are installed and their
     // sequence published: one registered in between at the old sequence would find the excised
     // tables gone, or files it should not see at sequence 0.
@@ -459,6 +450,54 @@ fn record_ingested(tree: &Tree, files: &[Staged], after: u64) {
         tree.ingested
             .record(after, start, end, f.largest.is_range_end_sentinel());
     }
+}
+
+/// Flushes `tree`'s memtables first when the files must lie above what they hold: when a
+/// memtable holds a key or range deletion in a file's range (its writes are older and must end
+/// up below the file), and when a file goes to L0 while the memtables hold anything.
+///
+/// L0 tables are ordered by their newest sequence number, so their sequence ranges must not
+/// interleave. A file taken into L0 at a global seqno newer than unflushed writes of other keys
+/// breaks that once a compaction that stays in L0 merges it with an older table: the merged
+/// table's range then spans the memtable's, which flushes later and sorts below it, and reads
+/// found the older table's versions of its keys first (lost updates the stress test found).
+fn flush_older_writes(
+    engine: &Engine,
+    tree: &Arc<Tree>,
+    files: &[Staged],
+    opts: &IngestOptions,
+) -> Result<()> {
+    let overlap = memtables_overlap(engine, tree, files)?;
+    let into_l0 = || {
+        let version = engine.shared().versions().current(tree);
+        files.iter().any(|f| place(&version, tree, f, &[]).0 == 0)
+    };
+    let above_writes = !overlap && memtables_hold_writes(engine, tree)? && into_l0();
+    if !overlap && !above_writes {
+        return Ok(());
+    }
+    if !opts.allow_blocking_flush {
+        let why = if overlap {
+            "the memtable holds keys in the ingested range"
+        } else {
+            "a file goes to L0 above writes the memtable holds"
+        };
+        return Err(Error::InvalidArgument(format!(
+            "{why} and allow_blocking_flush is off"
+        )));
+    }
+    let target = crate::paths::write::freeze_for_flush(engine, tree)?;
+    crate::paths::write::wait_flushed(engine, tree, target)
+}
+
+/// Whether `tree`'s memtables, active or frozen, hold any write.
+fn memtables_hold_writes(engine: &Engine, tree: &Tree) -> Result<bool> {
+    let state = engine.shared().state().lock();
+    let t = state
+        .trees
+        .get(&tree.id)
+        .ok_or_else(|| tree.dropped_error())?;
+    Ok(!t.mem.is_empty() || !t.imm.is_empty())
 }
 
 /// Whether a memtable of `tree` holds a key or range deletion in any file's range.
