@@ -8,13 +8,19 @@
 //!    checked not to overlap itself.
 //! 2. *Place*, with compactions held off (`Compactions::exclusive`, as `compact_range` runs)
 //!    and the write path held: a memtable holding keys in a file's range is flushed first (its
-//!    writes are older and must end up below the file); each file goes to the deepest level
-//!    where nothing at or above it overlaps it. If anything in the tree overlaps a file, or a
-//!    snapshot exists (`snapshot_consistency`), the files get one sequence number newer than
-//!    every write (their *global seqno*, taken with a WAL marker so recovery's run of sequence
-//!    numbers stays unbroken); otherwise they keep sequence 0 and cost nothing to read.
-//! 3. *Install*: the tables are opened at their global seqno and one edit adds them all; only
-//!    then is the sequence number published, so no read sees it before the files.
+//!    writes are older and must end up below the file), and so are memtables holding anything
+//!    when a file goes to L0 (L0 is ordered by newest sequence: a file newer than unflushed
+//!    writes, merged by an L0 compaction with an older table, would sort above their flush);
+//!    each file goes to the deepest level where nothing at or above it overlaps it. If anything
+//!    in the tree overlaps a file, a snapshot exists (`snapshot_consistency`), the ingestion
+//!    excises, or FIFO holds tables, the files get one sequence number newer than every write
+//!    (their *global seqno*, taken with a WAL marker so recovery's run of sequence numbers
+//!    stays unbroken); otherwise they keep sequence 0 and cost nothing to read. New snapshots
+//!    wait from these checks until the install.
+//! 3. *Install*: the tables are opened at their global seqno and one edit adds them all; the
+//!    sequence number is published under the state lock before the new version's read view, so
+//!    no reader pairs the new version with the old sequence. The files' key ranges are recorded
+//!    for transactions' conflict checks (`core/ingested_ranges.rs`).
 
 mod excise;
 
