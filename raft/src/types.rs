@@ -137,7 +137,8 @@ impl Command {
 pub struct Response {
     /// Puts and deletes applied (0 for a blank or membership entry).
     pub ops: u64,
-    /// Why the command was applied as a no-op, if it was (see [`Command::check`]).
+    /// Why the command was applied as a no-op, if it was (the sizes of [`Command::check`],
+    /// without its bound on the encoded size, which the log checked when it took the entry).
     #[serde(default)]
     pub rejected: Option<String>,
 }

@@ -18,8 +18,9 @@ pub struct IngestOptions {
     /// under FIFO compaction into a keyspace holding tables, whose oldest-first drops go by
     /// sequence number); without it such an ingestion is refused (default `true`).
     pub allow_global_seqno: bool,
-    /// Flush the memtable when it holds keys in the files' range, stalling writes meanwhile;
-    /// without it such an ingestion is refused (default `true`).
+    /// Flush the memtable when it holds keys in the files' range, or any write when a file goes
+    /// to L0 (where tables are ordered by sequence), stalling writes meanwhile; without it such
+    /// an ingestion is refused (default `true`).
     pub allow_blocking_flush: bool,
     /// Read every block of every file, checking its checksum and that its keys are in order
     /// and distinct, before anything is ingested (default `true`; RocksDB's default is `false`:

@@ -56,6 +56,16 @@ impl IngestedRanges {
         });
     }
 
+    /// Forgets the writes no snapshot at or above `upto` can predate (`after <= upto`): the
+    /// caller passes the oldest live snapshot's sequence, or the visible one when none lives.
+    pub(crate) fn forget_up_to(&self, upto: u64) {
+        let mut inner = self.inner.lock();
+        inner.ranges.retain(|w| w.after > upto);
+        if inner.forgotten <= upto {
+            inner.forgotten = 0;
+        }
+    }
+
     /// Whether a recorded write may have written `key` after sequence `snapshot`.
     pub(crate) fn written_after(&self, key: &[u8], snapshot: u64) -> bool {
         let inner = self.inner.lock();
@@ -86,6 +96,16 @@ mod tests {
         assert!(!r.written_after(b"e", 0), "outside every range");
         assert!(r.written_after(b"y", 11));
         assert!(!r.written_after(b"z", 11), "an excluded end");
+    }
+
+    #[test]
+    fn ranges_no_snapshot_predates_are_dropped() {
+        let r = IngestedRanges::default();
+        r.record(10, b"a", b"c", false);
+        r.record(20, b"x", b"z", false);
+        r.forget_up_to(15);
+        assert!(!r.written_after(b"b", 9), "the range after 10 is gone");
+        assert!(r.written_after(b"y", 19));
     }
 
     #[test]

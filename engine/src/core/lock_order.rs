@@ -11,7 +11,8 @@
 //! 3. [`Rank::Flush`] — `Shared::flushes`: one flush at a time, for a whole flush (the flush
 //!    thread, or in stepped mode whoever calls `Db::step_flush`, `Db::flush` or `Db::resume`).
 //! 4. [`Rank::SnapshotGate`] — `SnapshotList::gate`: held exclusively by a compaction whose
-//!    filter changed values while it installs, shared while a snapshot registers.
+//!    filter changed values while it installs, by an ingestion from its snapshot checks to its
+//!    install, and by a read-only open's catch-up; shared while a snapshot registers.
 //! 5. [`Rank::FileDeletions`] — `FileDeletions::lock`: from a deletion's pause check to its last
 //!    deletion.
 //! 6. [`Rank::Manifest`] — `VersionSet::manifest`: one manifest writer at a time, for a whole

@@ -10,9 +10,9 @@ use crate::core::lock_order::{Rank, Ranked};
 #[derive(Debug, Default)]
 pub(crate) struct SnapshotList {
     live: Mutex<BTreeMap<u64, usize>>,
-    /// New snapshots are registered under it shared; a compaction whose filter changed values
-    /// holds it exclusively while it checks that no snapshot appeared during its merge and
-    /// installs.
+    /// New snapshots are registered under it shared; held exclusively by a compaction whose
+    /// filter changed values while it checks that no snapshot appeared during its merge and
+    /// installs, by an ingestion from its snapshot checks to its install, and by a catch-up.
     gate: RwLock<()>,
 }
 

@@ -10,7 +10,10 @@
 //!    can drop them): every memtable is frozen into a new WAL, the old one is dropped without
 //!    another sync (that sync could succeed without the lost pages), and resume waits until the
 //!    frozen memtables are in tables, so no later write depends on the damaged log;
-//! 3. the error is cleared and the background jobs retry (a failed flush waits for its retry).
+//! 3. the error is cleared and the background jobs retry (a failed flush waits for its retry);
+//! 4. when no flush recorded it, a manifest edit says where the new WAL starts and moves idle
+//!    keyspaces' log numbers to it: the failed group's sequence numbers are in no log, and
+//!    recovery would read the gap as missing records.
 //!
 //! Errors that are not I/O (a panic in a callback, corruption) are returned as they are: the
 //! job would fail the same way again.
@@ -94,7 +97,8 @@ impl Engine {
     /// gap. Recovery treats a gap as missing records unless the manifest says the log starts
     /// there; a flush's edit says so, but with nothing in memory (the failed write was the
     /// first) no flush runs, and the next open would refuse the logs as corrupt. The write path
-    /// is held: every memtable is empty and stays so until this returns.
+    /// is held: no memtable changes until this returns, and only keyspaces with nothing in
+    /// memory (active or frozen) move their log numbers (after a WAL failure, all of them).
     fn record_new_wal(&self) -> Result<()> {
         let (tree, edit) = {
             let state = self.shared.state().lock();

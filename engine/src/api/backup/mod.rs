@@ -517,8 +517,9 @@ impl BackupEngine {
             let dir = self.dir.join(sub);
             for name in fs.list(&dir)? {
                 let stored = format!("{sub}/{name}");
+                // An interrupted copy (`.tmp`) is never a backup's file, corrupt or not.
                 let kept = named.contains(stored.as_str())
-                    || (sub == SHARED && keep_shared)
+                    || (sub == SHARED && keep_shared && !name.ends_with(".tmp"))
                     || (sub == PRIVATE && kept_private(&name));
                 if !kept {
                     fs.remove(&dir.join(&name))?;

@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use siftdb_sstable::{InternalKey, Table, TableIterOptions, TableReadOptions, MAX_SEQUENCE};
 
-use crate::base::error::{Error, Result};
+use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
 use crate::base::fs::names;
 use crate::base::ingest_options::IngestOptions;
 use crate::base::version_edit::{FileMeta, VersionEdit};
@@ -185,10 +185,15 @@ fn ingest_external_files(
     }
     db.fs().sync_dir(db.dir())?;
     let _compactions = engine.compactions().exclusive();
-    engine
+    let excised = engine
         .writes
         .exclusive(|| place_and_install(engine, tree, &mut set.files, opts))?;
     set.installed = true;
+    if excised {
+        // Outside the write path and the snapshot gate: the listing and deletions of the
+        // excised tables hold up no writer and no new snapshot.
+        crate::jobs::obsolete::delete_obsolete_files(db);
+    }
     let callers = || set.files.iter().filter(|f| !f.tombstone);
     db.counters()
         .files_ingested
@@ -369,44 +374,122 @@ fn check_disjoint(files: &mut [Staged]) -> Result<()> {
 }
 
 /// Step 2 and 3 of the module documentation; the caller holds compactions off and the write
-/// path.
+/// path. Returns whether tables were excised (their files are obsolete now).
 fn place_and_install(
     engine: &Engine,
     tree: &Arc<Tree>,
     files: &mut [Staged],
     opts: &IngestOptions,
+) -> Result<bool> {
+    let db = engine.shared();
+    if memtables_overlap(engine, tree, files)? {
+        flush_memtables(
+            engine,
+            tree,
+            opts,
+            "the memtable holds keys in the ingested range",
+        )?;
+    }
+    let mut flushed_for_l0 = false;
+    loop {
+        // No snapshot appears from the checks below until the files are installed and their
+        // sequence published: one registered in between at the old sequence would find the
+        // excised tables gone, or files it should not see at sequence 0.
+        let no_new_snapshots = db.snapshots().hold_new_snapshots();
+        let plan = Placement::plan(db, tree, files, opts);
+        // L0 is ordered by newest sequence, so L0 tables' sequence ranges must not
+        // interleave: a file taken into L0 at a global seqno newer than unflushed writes,
+        // merged by a compaction that stays in L0 with an older table, would make a table
+        // that sorts above their later flush, and reads would find older versions first.
+        // Placed here, on the version installed (the flush thread may have added an L0
+        // table since the overlap check), with the write path held (nothing new arrives).
+        if files.iter().any(|f| f.level == 0) && memtables_hold_writes(engine, tree)? {
+            drop(no_new_snapshots);
+            if flushed_for_l0 {
+                return Err(Error::Background(BackgroundError::described(
+                    BackgroundJob::Flush,
+                    "ingestion: the memtables hold writes after a flush with writes stopped",
+                )));
+            }
+            let why = "a file goes to L0 above writes the memtable holds";
+            flush_memtables(engine, tree, opts, why)?;
+            flushed_for_l0 = true;
+            continue;
+        }
+        install_placed(engine, tree, files, opts, &plan)?;
+        return Ok(!plan.excised.is_empty());
+    }
+}
+
+/// Flushes `tree`'s memtables (its writes are older than the files and must end up below
+/// them); refused without `allow_blocking_flush`, saying `why`.
+fn flush_memtables(engine: &Engine, tree: &Tree, opts: &IngestOptions, why: &str) -> Result<()> {
+    if !opts.allow_blocking_flush {
+        return Err(Error::InvalidArgument(format!(
+            "{why} and allow_blocking_flush is off"
+        )));
+    }
+    let target = crate::paths::write::freeze_for_flush(engine, tree)?;
+    crate::paths::write::wait_flushed(engine, tree, target)
+}
+
+/// Where an ingestion's files go, decided on the tree's current version.
+struct Placement {
+    version: Arc<Version>,
+    /// Tables the excise range covers whole (level, number): they leave in the same edit.
+    excised: Vec<(usize, u64)>,
+    /// Whether anything in the tree overlaps a file.
+    overlaps_tree: bool,
+    /// Whether snapshots must keep their view (`snapshot_consistency` with snapshots live).
+    snapshots: bool,
+}
+
+impl Placement {
+    /// Sets each file's level; the caller holds new snapshots off.
+    fn plan(db: &Shared, tree: &Tree, files: &mut [Staged], opts: &IngestOptions) -> Placement {
+        let version = db.versions().current(tree);
+        let live_snapshots = !db.snapshots().sequences().is_empty();
+        // Tables the excise range covers whole leave in the same edit (not under a snapshot,
+        // which must keep reading them); the range deletion covers the rest.
+        let excised = match &opts.excise {
+            Some(range) if !live_snapshots => excise::covered_tables(&version, range),
+            _ => Vec::new(),
+        };
+        let mut overlaps_tree = false;
+        // The excise's range deletion first: the files must lie above it (or, in L0, sort
+        // before it by sequence), since a lookup stops at the first table whose deletion
+        // covers its key.
+        files.sort_by_key(|f| !f.tombstone);
+        let mut highest = usize::MAX;
+        for f in files.iter_mut() {
+            let (level, overlapped) = place(&version, tree, f, &excised);
+            f.level = if f.tombstone {
+                highest = level.saturating_sub(1);
+                level
+            } else {
+                level.min(highest)
+            };
+            overlaps_tree |= overlapped;
+        }
+        Placement {
+            version,
+            excised,
+            overlaps_tree,
+            snapshots: opts.snapshot_consistency && live_snapshots,
+        }
+    }
+}
+
+/// Takes the files' global seqno if they need one, installs them where `plan` put them and
+/// publishes the sequence; the caller holds new snapshots off.
+fn install_placed(
+    engine: &Engine,
+    tree: &Tree,
+    files: &[Staged],
+    opts: &IngestOptions,
+    plan: &Placement,
 ) -> Result<()> {
     let db = engine.shared();
-    flush_older_writes(engine, tree, files, opts)?;
-    // No snapshot appears from the checks below until the files are installed and their
-    // sequence published: one registered in between at the old sequence would find the excised
-    // tables gone, or files it should not see at sequence 0.
-    let _no_new_snapshots = db.snapshots().hold_new_snapshots();
-    let version = db.versions().current(tree);
-    let snapshots = opts.snapshot_consistency && !db.snapshots().sequences().is_empty();
-    // Tables the excise range covers whole leave in the same edit (not under a snapshot,
-    // which must keep reading them); the range deletion covers the rest.
-    let excised = match &opts.excise {
-        Some(range) if db.snapshots().sequences().is_empty() => {
-            excise::covered_tables(&version, range)
-        }
-        _ => Vec::new(),
-    };
-    let mut overlaps_tree = false;
-    // The excise's range deletion first: the files must lie above it (or, in L0, sort before
-    // it by sequence), since a lookup stops at the first table whose deletion covers its key.
-    files.sort_by_key(|f| !f.tombstone);
-    let mut highest = usize::MAX;
-    for f in files.iter_mut() {
-        let (level, overlapped) = place(&version, tree, f, &excised);
-        f.level = if f.tombstone {
-            highest = level.saturating_sub(1);
-            level
-        } else {
-            level.min(highest)
-        };
-        overlaps_tree |= overlapped;
-    }
     // With an excise, two numbers: the range deletion's, and the files' just after it, so the
     // deletion never hides the files' own keys.
     let numbers = if opts.excise.is_some() { 2 } else { 1 };
@@ -415,8 +498,9 @@ fn place_and_install(
     // sequence 0 the file would go before the older data.
     let fifo =
         tree.options().compaction_style == crate::base::compaction_style::CompactionStyle::Fifo;
+    let version = &plan.version;
     let fifo_behind = fifo && (0..version.num_levels()).any(|l| !version.level(l).is_empty());
-    let first = if overlaps_tree || snapshots || opts.excise.is_some() || fifo_behind {
+    let first = if plan.overlaps_tree || plan.snapshots || opts.excise.is_some() || fifo_behind {
         if !opts.allow_global_seqno {
             return Err(Error::InvalidArgument(
                 "the files need a sequence number newer than existing data and \
@@ -434,12 +518,15 @@ fn place_and_install(
     // Files that keep sequence 0 while snapshots live (no `snapshot_consistency`) count as
     // written after every write so far: a snapshot taken later at the same sequence conflicts
     // too, until the next write. With no snapshot no transaction predates them (new ones wait
-    // for the gate held above).
+    // for the gate the caller holds).
     let after = published.or_else(|| {
         let live = !db.snapshots().sequences().is_empty();
         live.then(|| db.versions().visible_sequence() + 1)
     });
-    install(db, tree, files, seqno_of, &excised, |_| {
+    install(db, tree, files, seqno_of, &plan.excised, |_| {
+        let oldest = db.snapshots().sequences().first().copied();
+        tree.ingested
+            .forget_up_to(oldest.unwrap_or_else(|| db.versions().visible_sequence()));
         if let Some(after) = after {
             record_ingested(tree, files, after);
         }
@@ -456,44 +543,6 @@ fn record_ingested(tree: &Tree, files: &[Staged], after: u64) {
         tree.ingested
             .record(after, start, end, f.largest.is_range_end_sentinel());
     }
-}
-
-/// Flushes `tree`'s memtables first when the files must lie above what they hold: when a
-/// memtable holds a key or range deletion in a file's range (its writes are older and must end
-/// up below the file), and when a file goes to L0 while the memtables hold anything.
-///
-/// L0 tables are ordered by their newest sequence number, so their sequence ranges must not
-/// interleave. A file taken into L0 at a global seqno newer than unflushed writes of other keys
-/// breaks that once a compaction that stays in L0 merges it with an older table: the merged
-/// table's range then spans the memtable's, which flushes later and sorts below it, and reads
-/// found the older table's versions of its keys first (lost updates the stress test found).
-fn flush_older_writes(
-    engine: &Engine,
-    tree: &Arc<Tree>,
-    files: &[Staged],
-    opts: &IngestOptions,
-) -> Result<()> {
-    let overlap = memtables_overlap(engine, tree, files)?;
-    let into_l0 = || {
-        let version = engine.shared().versions().current(tree);
-        files.iter().any(|f| place(&version, tree, f, &[]).0 == 0)
-    };
-    let above_writes = !overlap && memtables_hold_writes(engine, tree)? && into_l0();
-    if !overlap && !above_writes {
-        return Ok(());
-    }
-    if !opts.allow_blocking_flush {
-        let why = if overlap {
-            "the memtable holds keys in the ingested range"
-        } else {
-            "a file goes to L0 above writes the memtable holds"
-        };
-        return Err(Error::InvalidArgument(format!(
-            "{why} and allow_blocking_flush is off"
-        )));
-    }
-    let target = crate::paths::write::freeze_for_flush(engine, tree)?;
-    crate::paths::write::wait_flushed(engine, tree, target)
 }
 
 /// Whether `tree`'s memtables, active or frozen, hold any write.
@@ -591,9 +640,6 @@ fn install(
         .log_and_apply(tree, edit, &tables, on_install)?;
     for (_, number) in excised {
         db.uncache_table(*number);
-    }
-    if !excised.is_empty() {
-        crate::jobs::obsolete::delete_obsolete_files(db);
     }
     Ok(())
 }

@@ -302,9 +302,17 @@ impl WalReplay<'_> {
                 }
                 Some(_) => {} // already in the keyspace's tables
                 None if op.keyspace < self.manifest.next_keyspace_id => {} // dropped
-                // Beside a writer, a keyspace created after this open read the manifest: it
-                // stays unknown to this open (as one created after the open would).
-                None if self.db.read_only() => {}
+                None if self.db.read_only() => {
+                    // Beside a writer: a keyspace it created after this open read the manifest.
+                    // The reason says "missing", so the read is retried from the manifest
+                    // (`retry_while_writer_moves`), which then knows it; a keyspace no later
+                    // manifest knows stays corruption.
+                    return Err(Error::corruption(format!(
+                        "WAL {number:06}.log writes keyspace id {} missing from the manifest \
+                         read before it",
+                        op.keyspace
+                    )));
+                }
                 None => {
                     return Err(Error::corruption(format!(
                         "WAL {number:06}.log writes keyspace id {} that the manifest never created",
