@@ -168,6 +168,12 @@ op_kinds! {
     Checkpoint, checkpoint, 5, "checkpoint, opened and compared on a run of keys";
     Backup, backup, 2, "backup, restore, open and compare a run of keys";
     Secondary, secondary, 20, "read-only open beside the writer and try_catch_up_with_primary";
+    BankTransfer, bank_transfer, 100, "bank: a transfer by an optimistic or pessimistic transaction";
+    BankIngest, bank_ingest, 5, "bank: an ingestion moving money between two locked accounts";
+    BankAudit, bank_audit, 40, "bank: a snapshot or iterator sum of every account";
+    ExciseWrite, excise_write, 10, "excise range: an excise ingestion rewriting it, or a put";
+    ExciseRead, excise_read, 60, "excise range: lock-free reads that must find every key";
+    Claim, claim, 60, "claims: optimistic, pessimistic and ingestion claimers race for fresh keys";
 }
 
 impl Weights {

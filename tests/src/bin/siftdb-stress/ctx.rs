@@ -30,6 +30,16 @@ pub struct Ctx<'a> {
     pub db: Db,
     /// Its keyspaces, by index of `KEYSPACES`.
     pub ks: Vec<Keyspace>,
+    /// The bank's keyspace (`ops_bank.rs`; no key lock).
+    pub bank: Keyspace,
+    /// The excise range's keyspace (`ops_excise.rs`; no key lock).
+    pub excise: Keyspace,
+    /// What the excise range's writers did.
+    pub excise_state: crate::ops_excise::State,
+    /// The claims' keyspace (`ops_claims.rs`; no key lock).
+    pub claims: Keyspace,
+    /// What the claimers did.
+    pub claims_state: crate::ops_claims::State,
     /// The options it was opened with (checkpoints, backups and the read-only instance open
     /// with them too).
     pub options: Options,

@@ -61,8 +61,30 @@
 //! SstFileWriter + ingest_external_file (with a range deletion, or `excise`),
 //! delete_files_in_range + delete_range, flush (and build_filter_index), compact_range,
 //! set_options, keyspace create and drop, checkpoints (some with file deletions disabled) and
-//! backups (verified, restored) opened and compared on a run of keys, and a read-only instance
-//! with try_catch_up_with_primary.
+//! backups (verified, restored, one in three after their metadata was damaged, the engine
+//! reopened, and repaired) opened and compared on a run of keys, and a read-only instance
+//! with try_catch_up_with_primary (one in four opened afresh). Half the puts are read back at
+//! once; iterators seek (and seek_for_prev) to targets outside their bounds too, half their
+//! upper bounds included.
+//!
+//! # Lock-free workloads (`ops_bank.rs`, `ops_excise.rs`, `ops_claims.rs`)
+//!
+//! Three keyspaces beside the tracked ones ("bank", "excise", "claims"; `setup::open` makes
+//! them) hold workloads that take no key lock, for the faults only concurrent access to the
+//! same keys shows. Each checks an invariant a correct engine keeps in every interleaving:
+//!
+//! - the bank (`--bank_transfer_weight`, `--bank_ingest_weight`, `--bank_audit_weight`): 16
+//!   accounts; transfers by optimistic and pessimistic transactions at once, and moves by an
+//!   ingested file under a pessimistic transaction's locks; a snapshot or iterator sum of every
+//!   account is always the initial total;
+//! - the excise range (`--excise_write_weight`, `--excise_read_weight`): 64 keys rewritten by
+//!   ingestions with `excise` over the range (or puts); readers without locks (gets, a
+//!   snapshot's gets, iterators) find every key, of a generation between its last acknowledged
+//!   write and the newest issued;
+//! - claims (`--claim_weight`): optimistic, pessimistic and ingesting claimers race for fresh
+//!   keys (read absent, then write); at most one claim of a key may succeed.
+//!
+//! Each is set up (or checked) at every open, and checked whole after the threads.
 //!
 //! # After the threads
 //!
@@ -87,6 +109,10 @@
 //! fails (dropping the file's unsynced pages), or the disk is full for a moment. A writer that
 //! meets an error calls `Db::resume` until it succeeds; reads that fail are counted. It uses
 //! 2000 keys and values up to 64 KiB by default (the file system keeps every byte in memory).
+//! The run is cut into rounds of 2 to 8 s; each ends with the threads stopped, a full
+//! verification, then every keyspace flushed (every memtable empty), a fault armed a few calls
+//! ahead and puts until one fails, `resume`, a synced put; then the database is closed and
+//! opened again, which must succeed (a failed open is a mismatch), and the next round starts.
 //!
 //! # Knobs
 //!
@@ -110,8 +136,11 @@ mod faults;
 mod locks;
 mod ops;
 mod ops_admin;
+mod ops_bank;
 mod ops_bulk;
+mod ops_claims;
 mod ops_copies;
+mod ops_excise;
 mod ops_read;
 mod ops_txn;
 mod ops_write;

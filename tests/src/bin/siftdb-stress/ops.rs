@@ -13,7 +13,9 @@ use crate::ctx::Ctx;
 use crate::expected::DELETED;
 use crate::values::{encode, key_name, mix, COUNTERS, KEYSPACES};
 use crate::verify::Checker;
-use crate::{ops_admin, ops_bulk, ops_copies, ops_read, ops_txn, ops_write};
+use crate::{
+    ops_admin, ops_bank, ops_bulk, ops_claims, ops_copies, ops_excise, ops_read, ops_txn, ops_write,
+};
 
 /// A key's new state in a write: (keyspace, key, state).
 pub type Change = (usize, u32, u64);
@@ -80,6 +82,12 @@ fn run_op(w: &mut Worker, kind: OpKind) {
         OpKind::Checkpoint => ops_copies::checkpoint(w),
         OpKind::Backup => ops_copies::backup(w),
         OpKind::Secondary => ops_copies::secondary(w),
+        OpKind::BankTransfer => ops_bank::transfer(w),
+        OpKind::BankIngest => ops_bank::ingest_move(w),
+        OpKind::BankAudit => ops_bank::audit(w),
+        OpKind::ExciseWrite => ops_excise::write(w),
+        OpKind::ExciseRead => ops_excise::read(w),
+        OpKind::Claim => ops_claims::claim(w),
     }
 }
 

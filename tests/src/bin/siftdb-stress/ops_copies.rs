@@ -133,26 +133,25 @@ pub fn checkpoint(w: &mut Worker) {
 }
 
 /// A backup made while a run of 1 to 32 keys is locked, restored into a new directory, opened
-/// read-only and compared on the run; only the two newest backups are kept.
+/// read-only and compared on the run; only the two newest backups are kept. One in three
+/// first damages the new backup's metadata (a flipped byte), opens the backup engine again
+/// (which must list the backup as corrupt and keep its files), repairs the byte and opens the
+/// engine once more: the backup must then verify and restore as if nothing happened.
 pub fn backup(w: &mut Worker) {
     let ctx = w.ctx;
     let mut engine = lock(&ctx.backup);
     if engine.is_none() {
-        let mut opts = BackupEngineOptions::default();
-        if let Some(fs) = &ctx.fault {
-            opts.fs = std::sync::Arc::new(fs.clone());
-        }
-        match BackupEngine::open_with(ctx.scratch.join("backups"), opts) {
+        match open_backup_engine(ctx) {
             Ok(e) => *engine = Some(e),
             Err(e) => return w.failed("BackupEngine::open", "-", "-", &e, false),
         }
     }
-    let Some(engine) = engine.as_mut() else {
-        return;
-    };
     let ks = w.pick_ks();
     let (a, b) = w.pick_run(32);
     let (id, recorded) = {
+        let Some(engine) = engine.as_mut() else {
+            return;
+        };
         let _held = ctx.locks.lock_run(ks, a, b);
         match engine.create_new_backup(&ctx.db) {
             Ok(id) => (
@@ -161,6 +160,12 @@ pub fn backup(w: &mut Worker) {
             ),
             Err(e) => return w.failed("create_new_backup", KEYSPACES[ks], "-", &e, false),
         }
+    };
+    if w.rng.gen_ratio(1, 3) && !damage_and_repair(w, &mut engine, id) {
+        return;
+    }
+    let Some(engine) = engine.as_mut() else {
+        return;
     };
     let dir = ctx.scratch_path("restore");
     let restored = engine
@@ -177,11 +182,119 @@ pub fn backup(w: &mut Worker) {
     }
 }
 
-/// The read-only instance catches up with the writer (or opens), then reads a run of 1 to 32
-/// keys without their locks. A key no write touched meanwhile must read exactly as expected;
-/// any other must read as absent, or as a well-formed value of the key no older than the state
-/// it had before the catch-up (ids grow with time) and no newer than the newest id given.
-/// Under `--faults` only the last rule holds (see below).
+fn open_backup_engine(ctx: &crate::ctx::Ctx) -> siftdb::Result<BackupEngine> {
+    let mut opts = BackupEngineOptions::default();
+    if let Some(fs) = &ctx.fault {
+        opts.fs = std::sync::Arc::new(fs.clone());
+    }
+    BackupEngine::open_with(ctx.scratch.join("backups"), opts)
+}
+
+/// Flips bit 6 of the middle byte of backup `id`'s metadata file (again to repair it); false
+/// if there is no such file.
+fn flip_meta(ctx: &crate::ctx::Ctx, id: u32) -> bool {
+    let path = ctx
+        .scratch
+        .join("backups")
+        .join("meta")
+        .join(id.to_string());
+    match &ctx.fault {
+        Some(fs) => {
+            let len = fs.file_len(&path).unwrap_or(0);
+            len > 0 && fs.flip_bit(&path, len / 2, 6)
+        }
+        None => match std::fs::read(&path) {
+            Ok(mut bytes) if !bytes.is_empty() => {
+                let middle = bytes.len() / 2;
+                bytes[middle] ^= 0x40;
+                std::fs::write(&path, bytes).is_ok()
+            }
+            _ => false,
+        },
+    }
+}
+
+/// Damages backup `id`'s metadata, reopens the engine (it must list `id` as corrupt), repairs
+/// the metadata and reopens the engine again (`id` must be listed as a good backup). False
+/// when the backup cannot be restored for a reason already reported (or an injected fault).
+fn damage_and_repair(w: &Worker, engine: &mut Option<BackupEngine>, id: u32) -> bool {
+    let ctx = w.ctx;
+    // The engine caches what it read: close it before touching its files.
+    *engine = None;
+    if !flip_meta(ctx, id) {
+        let what = format!("meta/{id}");
+        ctx.stats.mismatch(
+            "backup metadata",
+            "-",
+            &what,
+            "the file exists",
+            "it does not",
+        );
+        return false;
+    }
+    let damaged = open_backup_engine(ctx);
+    // Repaired whatever the open did.
+    let repaired = flip_meta(ctx, id);
+    match damaged {
+        Ok(damaged) => {
+            let corrupt = damaged.get_corrupted_backups();
+            if !corrupt.contains(&id) {
+                let what = format!("corrupted backups {corrupt:?}");
+                ctx.stats.mismatch(
+                    "BackupEngine::open with a damaged backup",
+                    "-",
+                    &format!("backup {id}"),
+                    &format!("backup {id} listed as corrupt"),
+                    &what,
+                );
+                return false;
+            }
+        }
+        Err(e) => {
+            w.failed(
+                "BackupEngine::open with a damaged backup",
+                "-",
+                "-",
+                &e,
+                false,
+            );
+            return false;
+        }
+    }
+    if !repaired {
+        return false;
+    }
+    match open_backup_engine(ctx) {
+        Ok(e) => {
+            let listed = e.get_backup_info().iter().any(|i| i.backup_id == id);
+            let corrupt = e.get_corrupted_backups();
+            *engine = Some(e);
+            if !listed || corrupt.contains(&id) {
+                let what = format!("listed: {listed}, corrupted backups {corrupt:?}");
+                ctx.stats.mismatch(
+                    "BackupEngine::open after the repair",
+                    "-",
+                    &format!("backup {id}"),
+                    "the backup listed, not corrupt",
+                    &what,
+                );
+                return false;
+            }
+            true
+        }
+        Err(e) => {
+            w.failed("BackupEngine::open after the repair", "-", "-", &e, false);
+            false
+        }
+    }
+}
+
+/// The read-only instance catches up with the writer (or opens: the first time, and one in four
+/// afresh), then reads a run of 1 to 32 keys without their locks. A key no write touched
+/// meanwhile must read exactly as expected; any other must read as absent, or as a well-formed
+/// value of the key no older than the state it had before the catch-up (ids grow with time)
+/// and no newer than the newest id given. Under `--faults` only the last rule holds (see
+/// below).
 pub fn secondary(w: &mut Worker) {
     let ctx = w.ctx;
     let _gate = ctx.locks.gate_shared();
@@ -191,6 +304,15 @@ pub fn secondary(w: &mut Worker) {
     let before: Vec<(u64, bool)> = (a..b)
         .map(|k| (ctx.exp.committed(ks, k), ctx.exp.is_certain(ks, k)))
         .collect();
+    // One in four opens afresh (an open reads the manifest, then the WAL: a keyspace the writer
+    // creates in between must not fail it).
+    if w.rng.gen_ratio(1, 4) {
+        if let Some(db) = secondary.take() {
+            if let Err(e) = db.close() {
+                w.failed("close of the read-only instance", "-", "-", &e, false);
+            }
+        }
+    }
     let caught_up = match secondary.as_ref() {
         Some(db) => db.try_catch_up_with_primary(),
         None => {

@@ -124,9 +124,9 @@ pub fn iterate(w: &mut Worker) {
             1 => Bound::Excluded(key_name(a)),
             _ => Bound::Included([key_name(a), vec![0]].concat()),
         };
-        let upper = match w.rng.gen_range(0..3) {
+        let upper = match w.rng.gen_range(0..4) {
             0 => Bound::Excluded(key_name(b)),
-            1 => Bound::Included(key_name(b - 1)),
+            1 | 2 => Bound::Included(key_name(b - 1)),
             _ => Bound::Excluded(key_name(b - 1)),
         };
         ((a, b), (lower, upper), None)
@@ -148,8 +148,13 @@ fn walk_and_check(
     mut it: DbIterator,
     what: &str,
 ) {
-    let target = key_name(w.rng.gen_range(run.0..=run.1));
-    let (entries, how) = match w.rng.gen_range(0..5) {
+    // (A prefix iterator's seeks stay within the run: outside its prefix is not its range.)
+    let target = if what == "prefix_iter" || w.rng.gen_bool(0.5) {
+        key_name(w.rng.gen_range(run.0..=run.1))
+    } else {
+        outside_target(w, run)
+    };
+    let (entries, how) = match w.rng.gen_range(0..6) {
         0 => (it.by_ref().collect::<siftdb::Result<Vec<_>>>(), "forward"),
         1 => (reversed(it.by_ref().rev().collect()), "backward"),
         2 => (from_both_ends(w, &mut it), "from both ends"),
@@ -184,6 +189,22 @@ fn reversed(entries: Entries) -> Entries {
         e.reverse();
         e
     })
+}
+
+/// A seek target outside the run `a..b`: just above its last key, at or past its end, far
+/// past it, or below its first key (a seek_for_prev past an included upper bound must land
+/// on the bound; a seek below the lower bound on the first key).
+fn outside_target(w: &mut Worker, (a, b): (u32, u32)) -> Vec<u8> {
+    match w.rng.gen_range(0..5) {
+        0 => [key_name(b.saturating_sub(1)), vec![0]].concat(),
+        1 => [key_name(b.saturating_sub(1)), vec![0xff]].concat(),
+        2 => key_name(b + w.rng.gen_range(0..100)),
+        3 => b"z".to_vec(),
+        _ => match a.checked_sub(1) {
+            Some(k) => [key_name(k), vec![0xff]].concat(),
+            None => b"a".to_vec(),
+        },
+    }
 }
 
 /// Alternates `next` and `next_back` at random until the ends meet.
@@ -243,6 +264,7 @@ pub fn seek(w: &mut Worker) {
             (0, _) => (a, true, "seek_to_first"),
             (1, _) => (b.saturating_sub(1), false, "seek_to_last"),
             (2, _) => (w.rng.gen_range(a..=b), true, "seek"),
+            (3, _) if w.rng.gen_ratio(1, 3) => (b - 1, false, "seek_for_prev past the bound"),
             (3, _) => (w.rng.gen_range(a..b), false, "seek_for_prev"),
             (4, Some(k)) => (k + 1, true, "next"),
             (_, Some(k)) if k > a => (k - 1, false, "prev"),
@@ -254,6 +276,14 @@ pub fn seek(w: &mut Worker) {
             "seek_to_last" => it.seek_to_last(),
             "seek" => it.seek(&key_name(from)),
             "seek_for_prev" => it.seek_for_prev(&key_name(from)),
+            "seek_for_prev past the bound" => {
+                let target = match w.rng.gen_range(0..3) {
+                    0 => key_name(b),
+                    1 => [key_name(b - 1), vec![0xff]].concat(),
+                    _ => b"z".to_vec(),
+                };
+                it.seek_for_prev(&target)
+            }
             "next" => it.next(),
             _ => it.prev(),
         }

@@ -12,7 +12,7 @@ use crate::values::{key_name, COUNTERS, KEYSPACES};
 /// A TTL no run reaches: expiring values are verified like any other.
 pub const TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 
-/// A put (or with `ttl` a `put_with_ttl`) of a new value.
+/// A put (or with `ttl` a `put_with_ttl`) of a new value, half of them read back.
 pub fn put(w: &mut Worker, ttl: bool) {
     let ctx = w.ctx;
     let ks = if ttl { w.pick_value_ks() } else { w.pick_ks() };
@@ -22,13 +22,19 @@ pub fn put(w: &mut Worker, ttl: bool) {
     let (name, value, opts) = (key_name(key), w.bytes_of(ks, key, state), w.write_options());
     let handle = &ctx.ks[ks];
     let op = if ttl { "put_with_ttl" } else { "put" };
-    w.write(op, &[(ks, key, state)], || {
+    let written = w.write(op, &[(ks, key, state)], || {
         if ttl {
             handle.put_with_ttl(&name, &value, TTL)
         } else {
             handle.put_opt(&name, &value, &opts)
         }
     });
+    // Half the puts are read back at once: an acknowledged write is readable (a put whose
+    // `Ok` came before its batch was written, beside large batches, reads older).
+    if written && w.rng.gen_bool(0.5) {
+        w.checker()
+            .read("get right after the put", ks, key, handle.get(&name));
+    }
 }
 
 /// A delete.

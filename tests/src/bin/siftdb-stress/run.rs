@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use siftdb::{Db, Keyspace, Options};
 use siftdb_tests::FaultFs;
 
@@ -119,7 +121,9 @@ impl Layout {
     }
 }
 
-/// The shared state of a run over an open database.
+/// The shared state of a run over an open database (`round`: how many opens of this process
+/// came before, so scratch names stay apart); the lock-free workloads' accounts and range are
+/// written or checked here.
 pub fn context<'a>(
     args: &'a Args,
     exp: &'a Expected,
@@ -127,14 +131,21 @@ pub fn context<'a>(
     layout: &Layout,
     options: Options,
     (db, ks): (Db, Vec<Keyspace>),
-) -> Ctx<'a> {
-    Ctx {
+    round: u64,
+) -> siftdb::Result<Ctx<'a>> {
+    let (bank, excise, claims) = setup::lock_free_handles(&db)?;
+    let ctx = Ctx {
         args,
         exp,
         stats,
         locks: KeyLocks::new(exp.keys()),
         db,
         ks,
+        bank,
+        excise,
+        excise_state: crate::ops_excise::State::new(),
+        claims,
+        claims_state: crate::ops_claims::State::new(),
         options,
         db_path: layout.db.clone(),
         scratch: layout.scratch.clone(),
@@ -143,18 +154,22 @@ pub fn context<'a>(
         secondary: Mutex::new(None),
         scratch_ks: Mutex::new(None),
         resume_lock: Mutex::new(()),
-        unique: AtomicU64::new(0),
-    }
+        unique: AtomicU64::new(round << 40),
+    };
+    crate::ops_bank::init(&ctx.db, &ctx.bank, stats);
+    crate::ops_excise::init(&ctx.db, &ctx.excise, &ctx.excise_state, stats);
+    crate::ops_claims::init(&ctx.claims, &ctx.claims_state, stats);
+    Ok(ctx)
 }
 
 /// Runs the worker threads (with the progress line, and the fault injector under `--faults`)
 /// until they end.
-pub fn run_threads(ctx: &Ctx, deadline: Option<Instant>, progress: bool) {
+pub fn run_threads(ctx: &Ctx, deadline: Option<Instant>, progress: Option<Instant>) {
     let done = AtomicBool::new(false);
-    let started = Instant::now();
     std::thread::scope(|s| {
-        if progress {
-            s.spawn(|| crate::stats::progress_loop(ctx.stats, &done, started));
+        if let Some(started) = progress {
+            let done = &done;
+            s.spawn(move || crate::stats::progress_loop(ctx.stats, done, started));
         }
         if let Some(fs) = &ctx.fault {
             s.spawn(|| faults::inject(fs, ctx.stats, &done));
@@ -208,25 +223,69 @@ pub fn stress(args: &Args, seed: u64) -> ExitCode {
             ""
         }
     );
-    let ctx = context(args, &exp, &stats, &layout, options, opened);
     let mut verifications = 0;
-    if loaded {
-        verifications += full_pass(&ctx.checker(), &ctx.ks, "verification at start");
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(args.duration);
+    let mut rng = StdRng::seed_from_u64(crate::values::mix(seed ^ 0x0005_0f7e));
+    let (mut options, mut opened) = (options, opened);
+    // Under `--faults` the run is cut into rounds of 2 to 8 s, each ended by the scenario of
+    // `faults::fail_with_empty_memtables` and a close and reopen (which must succeed).
+    let mut round = 0;
+    loop {
+        let ctx = match context(args, &exp, &stats, &layout, options, opened, round) {
+            Ok(ctx) => ctx,
+            Err(e) => return fail("cannot open the lock-free workloads' keyspaces", e),
+        };
+        if loaded && round == 0 {
+            verifications += full_pass(&ctx.checker(), &ctx.ks, "verification at start");
+        }
+        let round_end = if args.faults {
+            deadline.min(Instant::now() + Duration::from_millis(rng.gen_range(2000..8000)))
+        } else {
+            deadline
+        };
+        run_threads(&ctx, Some(round_end), Some(started));
+        if let Some(fs) = &ctx.fault {
+            faults::disarm(fs);
+            faults::recover(&ctx);
+        }
+        verifications += full_pass(&ctx.checker(), &ctx.ks, "final verification");
+        check_lock_free(&ctx, "final verification");
+        let failed_empty = ctx.fault.is_some()
+            && !stats.stopped()
+            && faults::fail_with_empty_memtables(&ctx, &mut rng);
+        let last = stats.stopped() || Instant::now() >= deadline;
+        if let Err(e) = close(ctx) {
+            stats.mismatch("close", "-", "-", "success", &format!("error: {e}"));
+            break;
+        }
+        if last {
+            break;
+        }
+        let how = if failed_empty {
+            ", a write failed with every memtable empty and resumed"
+        } else {
+            ""
+        };
+        eprintln!("stress: round {round} over{how}: closed, opening again");
+        round += 1;
+        options = setup::options(args, layout.fs(), setup::style(args, round as usize));
+        opened = match setup::open(&layout.db, &options) {
+            Ok(o) => o,
+            Err(e) => {
+                let what = format!("error: {e}");
+                stats.mismatch("reopen after a round", "-", "-", "success", &what);
+                return finish(args, &stats, verifications);
+            }
+        };
     }
-    let deadline = Instant::now() + Duration::from_secs(args.duration);
-    run_threads(&ctx, Some(deadline), true);
-    if let Some(fs) = &ctx.fault {
-        faults::disarm(fs);
-        faults::recover(&ctx);
-    }
-    verifications += full_pass(&ctx.checker(), &ctx.ks, "final verification");
     let checker = Checker {
         exp: &exp,
         stats: &stats,
         faults: args.faults,
     };
-    let closed = close(ctx);
-    verifications += match closed.and_then(|()| reopen_and_verify(args, &layout, &checker)) {
+    let reopened = reopen_and_verify(args, &layout, &checker, round as usize + 1);
+    verifications += match reopened {
         Ok(n) => n,
         Err(e) => {
             stats.mismatch(
@@ -242,6 +301,26 @@ pub fn stress(args: &Args, seed: u64) -> ExitCode {
     finish(args, &stats, verifications)
 }
 
+/// The lock-free workloads' final checks (no thread running).
+fn check_lock_free(ctx: &Ctx, what: &str) {
+    let faults = ctx.fault.is_some();
+    crate::ops_bank::check_all(ctx.stats, &ctx.bank, &format!("{what} (bank)"), faults);
+    crate::ops_excise::check_all(
+        ctx.stats,
+        &ctx.excise,
+        &ctx.excise_state,
+        &format!("{what} (excise range)"),
+        faults,
+    );
+    crate::ops_claims::check_all(
+        ctx.stats,
+        &ctx.claims,
+        &ctx.claims_state,
+        &format!("{what} (claims)"),
+        faults,
+    );
+}
+
 /// Closes the run's database and every handle the operations kept.
 fn close(ctx: Ctx) -> siftdb::Result<()> {
     if let Some(db) = crate::ctx::lock(&ctx.secondary).take() {
@@ -253,10 +332,23 @@ fn close(ctx: Ctx) -> siftdb::Result<()> {
 }
 
 /// Opens the database again (in the next compaction style of `all`) and verifies every key.
-fn reopen_and_verify(args: &Args, layout: &Layout, checker: &Checker) -> siftdb::Result<u64> {
-    let options = setup::options(args, layout.fs(), setup::style(args, 1));
+fn reopen_and_verify(
+    args: &Args,
+    layout: &Layout,
+    checker: &Checker,
+    open: usize,
+) -> siftdb::Result<u64> {
+    let options = setup::options(args, layout.fs(), setup::style(args, open));
     let (db, ks) = setup::open(&layout.db, &options)?;
     let n = full_pass(checker, &ks, "verification after reopen");
+    let (bank, excise, _) = setup::lock_free_handles(&db)?;
+    let op = "verification after reopen (bank)";
+    crate::ops_bank::check_all(checker.stats, &bank, op, checker.faults);
+    // Every key of the excise range there, of any generation.
+    let any = crate::ops_excise::State::any_generation();
+    let op = "verification after reopen (excise range)";
+    crate::ops_excise::check_all(checker.stats, &excise, &any, op, checker.faults);
+    drop((bank, excise));
     drop(ks);
     db.close()?;
     Ok(n)
@@ -314,8 +406,11 @@ pub fn worker(args: &Args, seed: u64) -> ExitCode {
         Ok(o) => o,
         Err(e) => return fail("cannot open the database", e),
     };
-    let ctx = context(args, &exp, &stats, &layout, options, opened);
-    run_threads(&ctx, None, false);
+    let ctx = match context(args, &exp, &stats, &layout, options, opened, 0) {
+        Ok(ctx) => ctx,
+        Err(e) => return fail("cannot open the lock-free workloads' keyspaces", e),
+    };
+    run_threads(&ctx, None, None);
     if stats.mismatches.load(Relaxed) > 0 {
         eprintln!("stress: worker FAILED with seed {seed}");
         return ExitCode::FAILURE;

@@ -92,7 +92,37 @@ pub fn open(path: &Path, options: &Options) -> siftdb::Result<(Db, Vec<Keyspace>
         };
         handles.push(handle);
     }
+    for name in LOCK_FREE_KEYSPACES {
+        if !names.iter().any(|n| n == name) {
+            db.create_keyspace(name, plain_keyspace_options(options))?;
+        }
+    }
     Ok((db, handles))
+}
+
+/// The keyspaces of the lock-free workloads (`ops_bank.rs`, `ops_excise.rs`), beside
+/// `KEYSPACES`: `open` creates them, `lock_free_handles` hands them out.
+pub const LOCK_FREE_KEYSPACES: [&str; 3] = [
+    crate::ops_bank::BANK_KEYSPACE,
+    crate::ops_excise::EXCISE_KEYSPACE,
+    crate::ops_claims::CLAIMS_KEYSPACE,
+];
+
+/// The options of a keyspace of the lock-free workloads.
+fn plain_keyspace_options(options: &Options) -> KeyspaceOptions {
+    let mut opts = KeyspaceOptions::from(options);
+    opts.prefix_extractor = None;
+    opts.memtable_prefix_bloom_size_ratio = 0.0;
+    opts
+}
+
+/// The bank's keyspace, the excise range's and the claims' (made by `open`).
+pub fn lock_free_handles(db: &Db) -> siftdb::Result<(Keyspace, Keyspace, Keyspace)> {
+    Ok((
+        db.keyspace(LOCK_FREE_KEYSPACES[0])?,
+        db.keyspace(LOCK_FREE_KEYSPACES[1])?,
+        db.keyspace(LOCK_FREE_KEYSPACES[2])?,
+    ))
 }
 
 /// Whether the database has the scratch keyspace now.

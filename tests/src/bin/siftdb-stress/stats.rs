@@ -157,7 +157,7 @@ impl Stats {
 
 /// Prints the progress line to stderr every 10 s until `done` is set.
 pub fn progress_loop(stats: &Stats, done: &AtomicBool, started: Instant) {
-    let mut next = Duration::from_secs(10);
+    let mut next = Duration::from_secs((started.elapsed().as_secs() / 10 + 1) * 10);
     while !done.load(Relaxed) {
         std::thread::sleep(Duration::from_millis(100));
         if started.elapsed() >= next {
