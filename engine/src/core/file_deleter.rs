@@ -43,6 +43,8 @@ struct Queue {
     in_flight: usize,
     /// Whether a thread serves the queue.
     served: bool,
+    /// The database is closing: [`FileDeleter::take`] no longer waits for work.
+    closing: bool,
 }
 
 impl std::fmt::Debug for FileDeleter {
@@ -107,6 +109,14 @@ impl FileDeleter {
         }
     }
 
+    /// The database is closing: the thread waiting in [`FileDeleter::take`] returns now, and
+    /// later calls do not wait, so that it sees the shutdown at once instead of at the end of
+    /// its tick (`Db::close` would otherwise wait that long).
+    pub(crate) fn begin_closing(&self) {
+        self.queue.lock().closing = true;
+        self.changed.notify_all();
+    }
+
     /// Marks the queue as served by a thread (from now on `offer` queues).
     pub(crate) fn start_serving(&self) {
         self.queue.lock().served = true;
@@ -126,7 +136,7 @@ impl FileDeleter {
     /// [`FileDeleter::done`].
     pub(crate) fn take(&self, tick: Duration) -> Vec<PathBuf> {
         let mut queue = self.queue.lock();
-        if queue.paths.is_empty() {
+        if queue.paths.is_empty() && !queue.closing {
             self.changed.wait_for(&mut queue, tick);
         }
         let taken = std::mem::take(&mut queue.paths);
@@ -177,5 +187,27 @@ mod tests {
         assert_eq!(deleter.stop_serving(), [PathBuf::from("c")]);
         deleter.done(1);
         assert_eq!(deleter.offer("d".into()), Err(PathBuf::from("d")));
+    }
+
+    #[test]
+    fn closing_wakes_a_waiting_take_and_later_takes_do_not_wait() {
+        let deleter = FileDeleter::default();
+        deleter.start_serving();
+        std::thread::scope(|s| {
+            // A take that would wait an hour for work returns once closing begins, whether it
+            // waits already (most likely, after the pause) or not yet: a lost wakeup would
+            // hang the test.
+            let waiter = s.spawn(|| deleter.take(Duration::from_secs(3600)));
+            std::thread::sleep(Duration::from_millis(20));
+            deleter.begin_closing();
+            assert!(waiter.join().unwrap().is_empty());
+        });
+        assert!(deleter.take(Duration::from_secs(3600)).is_empty());
+        // What is queued meanwhile is still handed out.
+        deleter.offer("e".into()).unwrap();
+        assert_eq!(
+            deleter.take(Duration::from_secs(3600)),
+            [PathBuf::from("e")]
+        );
     }
 }

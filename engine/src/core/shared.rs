@@ -276,8 +276,11 @@ impl Shared {
         if self.shutting_down.swap(true, Ordering::AcqRel) {
             return false;
         }
-        let _state = self.state.lock();
-        self.state.notify_all();
+        {
+            let _state = self.state.lock();
+            self.state.notify_all();
+        }
+        self.file_deleter.begin_closing();
         true
     }
 
