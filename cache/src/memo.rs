@@ -63,6 +63,15 @@ pub struct MemoStats {
     pub bytes: u64,
 }
 
+impl MemoStats {
+    /// The counters of `self` less those of `before` (an earlier reading); the size figures
+    /// stay as `self` has them.
+    pub fn since(&self, before: &MemoStats) -> MemoStats {
+        crate::stats_since!(MemoStats, self, before,
+            counters [hits, inserts, evictions, forgotten], gauges [entries, bytes])
+    }
+}
+
 /// The memo (see the module docs). Shared by every table of a database.
 #[derive(Debug)]
 pub struct FalsePositiveMemo {

@@ -10,6 +10,25 @@
 
 use crate::key::BlockKind;
 
+/// `$after − $before` of a statistics struct, field by field: `counters` subtract (saturating,
+/// in case a counter was reset), `gauges` keep `$after`'s value, `nested` fields are computed
+/// by the expression given (which may name the field of `$after`). The struct is destructured
+/// without `..`, so a field added to it does not compile until it is sorted here.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! stats_since {
+    ($ty:ident, $after:expr, $before:expr,
+     counters [$($c:ident),* $(,)?], gauges [$($g:ident),* $(,)?]
+     $(, nested [$($n:ident => $e:expr),* $(,)?])?) => {{
+        let $ty { $($c,)* $($g,)* $($($n,)*)? } = $after;
+        $ty {
+            $($c: $c.saturating_sub($before.$c),)*
+            $($g: ::core::clone::Clone::clone($g),)*
+            $($($n: $e,)*)?
+        }
+    }};
+}
+
 /// Counters and current residency for one [`BlockKind`].
 ///
 /// Invariant (per shard, hence for the sum once the cache is quiescent):
@@ -100,7 +119,27 @@ pub struct CacheStats {
     pub num_shards: usize,
 }
 
+impl KindStats {
+    /// The counters of `self` less those of `before` (an earlier reading); the residency
+    /// figures stay as `self` has them.
+    pub fn since(&self, before: &KindStats) -> KindStats {
+        stats_since!(KindStats, self, before,
+            counters [hits, misses, inserts, evictions, erasures, rejections, not_admitted],
+            gauges [entries, bytes])
+    }
+}
+
 impl CacheStats {
+    /// The counters of `self` less those of `before` (an earlier reading), per kind; the
+    /// usage and capacity figures stay as `self` has them.
+    pub fn since(&self, before: &CacheStats) -> CacheStats {
+        stats_since!(CacheStats, self, before,
+            counters [],
+            gauges [capacity, usage, pinned_usage, high_priority_usage, high_priority_capacity,
+                entries, pinned_entries, num_shards],
+            nested [per_kind => std::array::from_fn(|i| per_kind[i].since(&before.per_kind[i]))])
+    }
+
     /// The counters of one kind.
     pub fn kind(&self, kind: BlockKind) -> &KindStats {
         &self.per_kind[kind.index()]

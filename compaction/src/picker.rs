@@ -53,6 +53,15 @@ impl CompactionPri {
             CompactionPri::RoundRobin => "round_robin",
         }
     }
+
+    /// The priority named `name` (see [`CompactionPri::name`]).
+    pub fn from_name(name: &str) -> Option<CompactionPri> {
+        match name {
+            "min_overlapping_ratio" => Some(CompactionPri::MinOverlappingRatio),
+            "round_robin" => Some(CompactionPri::RoundRobin),
+            _ => None,
+        }
+    }
 }
 
 /// Shape of the tree.

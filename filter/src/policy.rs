@@ -30,6 +30,16 @@ impl FilterAllocation {
             FilterAllocation::Adaptive => "adaptive",
         }
     }
+
+    /// The allocation named `name` (see [`FilterAllocation::name`]).
+    pub fn from_name(name: &str) -> Option<FilterAllocation> {
+        match name {
+            "monkey" => Some(FilterAllocation::Monkey),
+            "uniform" => Some(FilterAllocation::Uniform),
+            "adaptive" => Some(FilterAllocation::Adaptive),
+            _ => None,
+        }
+    }
 }
 
 /// The filter policy of a tree: blocked bloom on levels `< bloom_before_level` (L0 is built on

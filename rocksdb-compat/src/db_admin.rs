@@ -19,7 +19,6 @@ const NO_EFFECT_LIVE: &[&str] = &[
     "max_sequential_skip_in_iterations",
     "soft_pending_compaction_bytes_limit",
     "hard_pending_compaction_bytes_limit",
-    "level0_slowdown_writes_trigger",
     "inplace_update_num_locks",
     "memtable_huge_page_size",
     "max_successive_merges",

@@ -136,6 +136,17 @@ impl Options {
         self.inner.level0_file_num_compaction_trigger = count(n);
     }
 
+    /// L0 tables from which writes slow down (siftdb's `level0_slowdown_writes_trigger`).
+    pub fn set_level_zero_slowdown_writes_trigger(&mut self, n: i32) {
+        self.inner.level0_slowdown_writes_trigger = count(n);
+    }
+
+    /// Bytes per second of slowed-down writes (siftdb's `delayed_write_rate`; 0, RocksDB's
+    /// "derive it", is its default of 16 MiB/s).
+    pub fn set_delayed_write_rate(&mut self, rate: u64) {
+        self.inner.delayed_write_rate = if rate == 0 { 16 << 20 } else { rate };
+    }
+
     /// L0 tables at which writes stop (siftdb's `level0_stop_writes_trigger`).
     pub fn set_level_zero_stop_writes_trigger(&mut self, n: i32) {
         self.inner.level0_stop_writes_trigger = count(n);
@@ -588,8 +599,6 @@ impl Options {
         set_soft_pending_compaction_bytes_limit(limit: usize);
         /// Bytes at which writes stop.
         set_hard_pending_compaction_bytes_limit(limit: usize);
-        /// L0 files at which writes slow down.
-        set_level_zero_slowdown_writes_trigger(n: i32);
         /// Target size growth per level of files.
         set_target_file_size_multiplier(multiplier: i32);
         /// Periodic compaction seconds.

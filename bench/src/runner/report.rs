@@ -643,16 +643,18 @@ fn stall_causes_text(s: &Stats) -> String {
         s.stall_micros_l0_files,
         s.stall_micros_memtables,
         s.stall_micros_memory_budget,
+        s.stall_micros_l0_slowdown,
     ];
     if causes.iter().all(|c| *c == 0) {
         return String::new();
     }
     let ms = |c: u64| c as f64 / 1000.0;
     format!(
-        " (L0 files {:.1}, memtables {:.1}, memory budget {:.1} ms)",
+        " (L0 files {:.1}, memtables {:.1}, memory budget {:.1}, L0 slowdown {:.1} ms)",
         ms(causes[0]),
         ms(causes[1]),
-        ms(causes[2])
+        ms(causes[2]),
+        ms(causes[3])
     )
 }
 
@@ -1017,6 +1019,14 @@ fn stats_json(s: &Stats, point_reads_only: bool, map: &mut Map<String, Value>) {
     }
     put("cache_hit_ratio", Value::Object(hit));
     put("cache_lookups", Value::Object(lookups));
+    write_stats_json(s, map);
+}
+
+/// The write side of [`stats_json`]: bytes written, flushes, compactions, stalls, checkpoints.
+fn write_stats_json(s: &Stats, map: &mut Map<String, Value>) {
+    let mut put = |k: &str, v: Value| {
+        map.insert(k.to_string(), v);
+    };
     put("keys_written", json!(s.keys_written));
     put("bytes_written_user", json!(s.bytes_written_user));
     put("wal_bytes", json!(s.wal_bytes));
@@ -1054,6 +1064,10 @@ fn stats_json(s: &Stats, point_reads_only: bool, map: &mut Map<String, Value>) {
     put(
         "stall_micros_memory_budget",
         json!(s.stall_micros_memory_budget),
+    );
+    put(
+        "stall_micros_l0_slowdown",
+        json!(s.stall_micros_l0_slowdown),
     );
     put("checkpoints", json!(s.checkpoints));
     put("checkpoint_files_linked", json!(s.checkpoint_files_linked));

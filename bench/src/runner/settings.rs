@@ -61,6 +61,16 @@ pub fn blob_text(config: &Config, gc: &str) -> String {
     )
 }
 
+/// The "L0 slowdown" row of the engines given siftdb's L0 triggers (siftdb and RocksDB).
+pub fn slowdown_text(o: &Options) -> String {
+    format!(
+        "slowed to {}/s from {} L0 files, stopped at {}",
+        human_bytes(o.delayed_write_rate),
+        o.level0_slowdown_writes_trigger,
+        o.level0_stop_writes_trigger
+    )
+}
+
 /// One engine's values, by row name.
 pub type SettingRows = Vec<(&'static str, String)>;
 

@@ -230,10 +230,7 @@ pub fn siftdb_rows(config: &Config) -> SettingRows {
         ),
         ("sync (--sync)", sync_text(config, "fdatasync of the WAL")),
         ("writeback", super::settings::writeback_text(&o)),
-        (
-            "L0 slowdown",
-            format!("none: stop at {} L0 files", o.level0_stop_writes_trigger),
-        ),
+        ("L0 slowdown", super::settings::slowdown_text(&o)),
         ("statistics", "counters only (no timers)".to_string()),
         (
             "background work",

@@ -108,108 +108,6 @@ impl PhaseResult {
     }
 }
 
-/// The statistics that happened between `before` and `after` (counters subtracted; gauges and
-/// fields this runner does not know are taken from `after`).
-pub fn stats_delta(after: &Stats, before: &Stats) -> Stats {
-    let d = |a: u64, b: u64| a.saturating_sub(b);
-    let mut delta = after.clone();
-    for (a, b) in delta
-        .cache
-        .per_kind
-        .iter_mut()
-        .zip(before.cache.per_kind.iter())
-    {
-        a.hits = d(a.hits, b.hits);
-        a.misses = d(a.misses, b.misses);
-        a.inserts = d(a.inserts, b.inserts);
-        a.evictions = d(a.evictions, b.evictions);
-        a.erasures = d(a.erasures, b.erasures);
-        a.rejections = d(a.rejections, b.rejections);
-    }
-    for (i, a) in delta.levels.iter_mut().enumerate() {
-        let b = before.levels.get(i).copied().unwrap_or_default();
-        a.checked = d(a.checked, b.checked);
-        a.useful = d(a.useful, b.useful);
-        a.positive = d(a.positive, b.positive);
-        a.true_positive = d(a.true_positive, b.true_positive);
-        a.data_block_accesses = d(a.data_block_accesses, b.data_block_accesses);
-        a.memo_hits = d(a.memo_hits, b.memo_hits);
-        a.memo_inserts = d(a.memo_inserts, b.memo_inserts);
-        a.expected_false_positives_ppb = d(
-            a.expected_false_positives_ppb,
-            b.expected_false_positives_ppb,
-        );
-    }
-    // The memo's size (entries, bytes) stays as it is after the phase; its tickers are deltas.
-    delta.memo.hits = d(after.memo.hits, before.memo.hits);
-    delta.memo.inserts = d(after.memo.inserts, before.memo.inserts);
-    delta.memo.evictions = d(after.memo.evictions, before.memo.evictions);
-    delta.memo.forgotten = d(after.memo.forgotten, before.memo.forgotten);
-    delta.gets = d(after.gets, before.gets);
-    delta.gets_found = d(after.gets_found, before.gets_found);
-    delta.memtable_hits = d(after.memtable_hits, before.memtable_hits);
-    delta.memtable_bloom_checked = d(after.memtable_bloom_checked, before.memtable_bloom_checked);
-    delta.memtable_bloom_useful = d(after.memtable_bloom_useful, before.memtable_bloom_useful);
-    delta.data_block_reads = d(after.data_block_reads, before.data_block_reads);
-    delta.index_block_reads = d(after.index_block_reads, before.index_block_reads);
-    delta.filter_block_reads = d(after.filter_block_reads, before.filter_block_reads);
-    delta.bytes_read = d(after.bytes_read, before.bytes_read);
-    delta.prefix_checked = d(after.prefix_checked, before.prefix_checked);
-    delta.range_checked = d(after.range_checked, before.range_checked);
-    delta.range_useful = d(after.range_useful, before.range_useful);
-    delta.prefix_useful = d(after.prefix_useful, before.prefix_useful);
-    delta.keys_written = d(after.keys_written, before.keys_written);
-    delta.bytes_written_user = d(after.bytes_written_user, before.bytes_written_user);
-    delta.wal_bytes = d(after.wal_bytes, before.wal_bytes);
-    delta.wal_syncs = d(after.wal_syncs, before.wal_syncs);
-    delta.write_groups = d(after.write_groups, before.write_groups);
-    delta.flushes = d(after.flushes, before.flushes);
-    delta.flush_bytes = d(after.flush_bytes, before.flush_bytes);
-    delta.blob_bytes_written = d(after.blob_bytes_written, before.blob_bytes_written);
-    delta.blob_bytes_relocated = d(after.blob_bytes_relocated, before.blob_bytes_relocated);
-    delta.compactions = d(after.compactions, before.compactions);
-    delta.compaction_bytes_read = d(after.compaction_bytes_read, before.compaction_bytes_read);
-    delta.compaction_bytes_written = d(
-        after.compaction_bytes_written,
-        before.compaction_bytes_written,
-    );
-    delta.compaction_blocks_read = d(after.compaction_blocks_read, before.compaction_blocks_read);
-    delta.trivial_moves = d(after.trivial_moves, before.trivial_moves);
-    delta.filters_thinned_by_moves = d(
-        after.filters_thinned_by_moves,
-        before.filters_thinned_by_moves,
-    );
-    delta.subcompactions = d(after.subcompactions, before.subcompactions);
-    delta.fifo_tables_dropped = d(after.fifo_tables_dropped, before.fifo_tables_dropped);
-    delta.table_bytes_uncompressed = d(
-        after.table_bytes_uncompressed,
-        before.table_bytes_uncompressed,
-    );
-    delta.stall_micros = d(after.stall_micros, before.stall_micros);
-    delta.stall_micros_l0_files = d(after.stall_micros_l0_files, before.stall_micros_l0_files);
-    delta.stall_micros_memtables = d(after.stall_micros_memtables, before.stall_micros_memtables);
-    delta.stall_micros_memory_budget = d(
-        after.stall_micros_memory_budget,
-        before.stall_micros_memory_budget,
-    );
-    delta.filter_index_checked = d(after.filter_index_checked, before.filter_index_checked);
-    delta.filter_index_useful = d(after.filter_index_useful, before.filter_index_useful);
-    delta.filter_index_false_positives = d(
-        after.filter_index_false_positives,
-        before.filter_index_false_positives,
-    );
-    delta.checkpoints = d(after.checkpoints, before.checkpoints);
-    delta.checkpoint_files_linked = d(
-        after.checkpoint_files_linked,
-        before.checkpoint_files_linked,
-    );
-    delta.checkpoint_bytes_copied = d(
-        after.checkpoint_bytes_copied,
-        before.checkpoint_bytes_copied,
-    );
-    delta
-}
-
 /// Everything a workload needs: the engine, the key layout, the key model and the values.
 pub struct Workbench<'a> {
     config: &'a Config,
@@ -297,7 +195,7 @@ impl<'a> Workbench<'a> {
         }
         let after = self.engine.stats();
         result.stats = match (&after, &before) {
-            (Some(a), Some(b)) => Some(stats_delta(a, b)),
+            (Some(a), Some(b)) => Some(a.since(b)),
             _ => None,
         };
         result.measured = Some(measured);
@@ -554,7 +452,7 @@ impl<'a> Workbench<'a> {
         measured.totals.found = keys;
         measured.totals.expected = source_keys;
         let delta = match (&after, &before) {
-            (Some(a), Some(b)) => Some(stats_delta(a, b)),
+            (Some(a), Some(b)) => Some(a.since(b)),
             _ => None,
         };
         // Only an engine that counts its checkpoints (siftdb) says what it linked and copied.
@@ -1211,7 +1109,7 @@ mod tests {
             ..Stats::default()
         };
         after.cache.per_kind[0].hits = 10;
-        let d = stats_delta(&after, &before);
+        let d = after.since(&before);
         assert_eq!(d.gets, 15);
         assert_eq!(d.stall_micros, 7);
         assert_eq!(d.stall_micros_memtables, 5);

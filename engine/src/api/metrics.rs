@@ -178,6 +178,7 @@ const STALL_CAUSES: &[StallCause] = &[
     ("l0_files", |s| s.stall_micros_l0_files),
     ("memtables", |s| s.stall_micros_memtables),
     ("memory_budget", |s| s.stall_micros_memory_budget),
+    ("l0_slowdown", |s| s.stall_micros_l0_slowdown),
 ];
 
 impl Db {

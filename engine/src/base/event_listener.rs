@@ -111,22 +111,25 @@ pub enum TableFileCreationReason {
     Compaction,
 }
 
-/// Whether writes wait (RocksDB's `WriteStallCondition`; siftdb never slows writes down, it
-/// stops them until the cause is gone).
+/// Whether writes wait (RocksDB's `WriteStallCondition`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum WriteStallCondition {
     /// Writes go through.
     Normal,
-    /// Writes wait.
+    /// Writes wait until the cause is gone.
     Stopped,
+    /// Writes go at `Options::delayed_write_rate` (a keyspace's L0 holds
+    /// `level0_slowdown_writes_trigger` tables).
+    Delayed,
 }
 
 /// What writes wait for (`Stats::stall_micros_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum WriteStallCause {
-    /// A keyspace's L0 holds `level0_stop_writes_trigger` tables: compactions must catch up.
+    /// A keyspace's L0 holds `level0_stop_writes_trigger` tables (stopped) or
+    /// `level0_slowdown_writes_trigger` (delayed): compactions must catch up.
     L0Files,
     /// A keyspace has `max_write_buffer_number` memtables, all full: flushes must catch up.
     Memtables,

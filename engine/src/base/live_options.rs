@@ -3,80 +3,25 @@
 //! value parsed, the result valid — or nothing changes.
 
 use crate::base::error::{Error, Result};
-use crate::base::keyspace_options::{set_field, KeyspaceOptions};
-use crate::base::options::Options;
+use crate::base::keyspace_options::{is_text_key, set_field, KeyspaceOptions};
+use crate::base::option_table::OptionInfo;
+use crate::base::options::{Options, DB_OPTIONS, KEYSPACE_OPTIONS};
 
-/// A keyspace's options that `Db::set_options` and `Keyspace::set_options` change live: new
-/// memtables, the stall checks, compaction picks and new tables follow them.
-pub(crate) const MUTABLE_KEYSPACE_OPTIONS: &[&str] = &[
-    "write_buffer_size",
-    "max_write_buffer_number",
-    "level0_file_num_compaction_trigger",
-    "level0_stop_writes_trigger",
-    "target_file_size_base",
-    "max_bytes_for_level_base",
-    "max_bytes_for_level_multiplier",
-    "disable_auto_compactions",
-    "filter_bits_per_key",
-    "optimize_filters_for_hits",
-    "bloom_before_level",
-    "compression",
-    "compression_per_level",
-    "enable_blob_files",
-    "min_blob_size",
-    "blob_file_size",
-    "blob_compression_type",
-    "enable_blob_garbage_collection",
-    "blob_garbage_collection_age_cutoff",
-    "blob_garbage_collection_force_threshold",
-];
+/// Whether the option `name` is in `table` and changes live.
+fn live_in(table: &[OptionInfo], name: &str) -> bool {
+    table.iter().any(|o| o.live && o.name == name)
+}
 
-/// The database's options `Db::set_options` changes live: the compaction threads.
-pub(crate) const MUTABLE_DB_OPTIONS: &[&str] =
-    &["max_background_jobs", "max_background_compactions"];
+/// Whether `name` is a database option `Db::set_options` changes live (the compaction threads).
+pub(crate) fn is_live_db_option(name: &str) -> bool {
+    live_in(DB_OPTIONS, name)
+}
 
-/// Options a user may name that stay as the database was opened with them: the rest of a
-/// keyspace's (their text form's names) and the database's.
-const FIXED_DB_OPTIONS: &[&str] = &[
-    "create_if_missing",
-    "error_if_exists",
-    "max_subcompactions",
-    "compaction_readahead_size",
-    "level_compaction_dynamic_file_size",
-    "block_cache_capacity",
-    "block_cache_admission",
-    "block_cache",
-    "false_positive_memo_bytes",
-    "filter_index_bits_per_key",
-    "filter_hasher",
-    "paranoid_checks",
-    "read_mode",
-    "compression_parallel_threads",
-    "fs",
-    "keyspaces",
-    "max_total_wal_size",
-    "db_write_buffer_size",
-    "allow_stall",
-    "max_open_files",
-    "max_manifest_file_size",
-    "compaction_filter",
-    "merge_operator",
-    "listeners",
-    "clock",
-    "rate_limiter",
-    "bytes_per_sync",
-    "wal_bytes_per_sync",
-];
-
-/// Whether `name` is an option siftdb has that cannot change on an open database.
+/// Whether `name` is an option siftdb has that cannot change on an open database: a fixed
+/// option of either table, or a line of the keyspace options' text (`universal_size_ratio`).
 fn is_fixed(name: &str) -> bool {
-    if FIXED_DB_OPTIONS.contains(&name) {
-        return true;
-    }
-    let text = crate::base::keyspace_options::options_text(&KeyspaceOptions::default());
-    text.lines()
-        .filter_map(|l| l.split_once('='))
-        .any(|(key, _)| key == name)
+    let fixed = |table: &[OptionInfo]| table.iter().any(|o| !o.live && o.name == name);
+    fixed(DB_OPTIONS) || fixed(KEYSPACE_OPTIONS) || is_text_key(name)
 }
 
 /// The error for a change `set_options` refuses.
@@ -87,10 +32,10 @@ fn refused(name: &str, why: &str) -> Error {
 /// Checks that `name` may change live; `db_wide` says whether the call may change the
 /// database's options too (`Db::set_options`) or a keyspace's only.
 pub(crate) fn check_name(name: &str, db_wide: bool) -> Result<()> {
-    if MUTABLE_KEYSPACE_OPTIONS.contains(&name) {
+    if live_in(KEYSPACE_OPTIONS, name) {
         return Ok(());
     }
-    if MUTABLE_DB_OPTIONS.contains(&name) {
+    if is_live_db_option(name) {
         return if db_wide {
             Ok(())
         } else {
@@ -110,11 +55,11 @@ pub(crate) fn check_name(name: &str, db_wide: bool) -> Result<()> {
 }
 
 /// `current` (a keyspace's options) with the keyspace `changes` applied, validated. Names of
-/// [`MUTABLE_DB_OPTIONS`] are skipped (the caller applies them).
+/// live database options are skipped (the caller applies them).
 pub(crate) fn with_changes(current: &Options, changes: &[(&str, &str)]) -> Result<Options> {
     let mut tree = KeyspaceOptions::from(current);
     for (name, value) in changes {
-        if MUTABLE_DB_OPTIONS.contains(name) {
+        if is_live_db_option(name) {
             continue;
         }
         check_name(name, false)?;

@@ -13,6 +13,8 @@ pub(crate) mod ingest_options;
 pub(crate) mod keyspace_options;
 pub(crate) mod live_options;
 pub mod merge;
+pub(crate) mod option_table;
+pub(crate) mod option_text;
 pub(crate) mod options;
 pub(crate) mod options_file;
 pub(crate) mod rate_limiter;

@@ -11,6 +11,7 @@ use crate::base::compaction_style::{
 };
 use crate::base::error::{Error, Result};
 use crate::base::fs::{FileSystem, RealFs};
+use crate::base::option_table::define_options;
 
 /// Number of levels (L0..L6).
 pub const MAX_LEVELS: usize = 7;
@@ -22,307 +23,349 @@ pub const MAX_MEMTABLE_BLOOM_RATIO: f64 = 0.25;
 /// more only costs memory).
 pub const MAX_FILTER_BITS_PER_KEY: f64 = 64.0;
 
-/// Options of a database. `Options::default()` is a sensible start. The fields are public and
-/// named after RocksDB's options of the same meaning (`write_buffer_size`,
-/// `level0_file_num_compaction_trigger`, `compression_per_level`, ...), so a RocksDB
-/// configuration maps field by field; set them with struct-update syntax or one by one.
-///
-/// ```
-/// let mut options = siftdb::Options::default();
-/// options.write_buffer_size = 16 << 20;
-/// options.filter_bits_per_key = 12.0;
-/// options.prefix_extractor = Some(siftdb::FixedPrefix::shared(8));
-/// ```
-#[derive(Clone)]
-pub struct Options {
-    /// Create the database if the directory holds none.
-    pub create_if_missing: bool,
-    /// Fail if a database already exists.
-    pub error_if_exists: bool,
-    /// Bytes of memtable before it is frozen and flushed to L0.
-    pub write_buffer_size: usize,
-    /// Memtables in memory at most (the active one plus immutable ones waiting for flush);
-    /// writers stall beyond that.
-    pub max_write_buffer_number: usize,
-    /// L0 file count that triggers an L0 → L1 compaction.
-    pub level0_file_num_compaction_trigger: usize,
-    /// L0 file count at which writes stop until compaction catches up.
-    pub level0_stop_writes_trigger: usize,
-    /// No background compaction of the keyspace's tree (RocksDB's option of this name; usually
-    /// set for a bulk load and cleared after it with [`Db::set_options`](crate::Db::set_options)).
-    /// `compact_range` still compacts. Writes still stop at `level0_stop_writes_trigger` L0
-    /// tables. Default `false`.
-    pub disable_auto_compactions: bool,
-    /// Background jobs, flushes and compactions together (RocksDB's name): one flush thread
-    /// (memtables are flushed and installed oldest first, so flushes are never queued behind a
-    /// compaction) and `max_background_jobs - 1` compaction threads, at least one. Default: the
-    /// machine's cores, between 2 and 8 (see [`default_background_jobs`]).
-    pub max_background_jobs: usize,
-    /// Background compaction threads; 0 (the default) derives them from
-    /// [`Options::max_background_jobs`], another value overrides it (as RocksDB's option of this
-    /// name still does). Compactions run side by side when they share no input file and write
-    /// disjoint key ranges; `compact_range` runs alone. [`Options::compaction_threads`] is the
-    /// count in effect.
-    pub max_background_compactions: usize,
-    /// Key ranges one compaction may be split into, each merged on a thread of its own and
-    /// all installed by one edit (RocksDB's name; default 1: no split). A job is split only
-    /// into ranges of at least `target_file_size_base` input bytes. More ranges shorten a
-    /// large compaction (an L0 → L1 one blocks the next flushes' compaction) on idle cores.
-    pub max_subcompactions: usize,
-    /// Bytes a compaction reads from an input table at once (RocksDB's name and default,
-    /// 2 MiB): one `pread` per this many bytes instead of one per data block. Each block read
-    /// ahead is still checked by its own checksum. 0: a read per block. A rebuild of the filter
-    /// index reads the tables this way too.
-    pub compaction_readahead_size: usize,
-    /// A leveled compaction's output past three quarters of `target_file_size_base` ends where
-    /// a table of the level below the output level ends, growing to five quarters of the
-    /// target to reach one (RocksDB's name, on by default as there): compacted down later, an
-    /// output cut so overlaps no table it holds no keys of (see `docs/TUNING.md`). `false`:
-    /// outputs end at the target size.
-    pub level_compaction_dynamic_file_size: bool,
-    /// Target size of a compaction output table.
-    pub target_file_size_base: u64,
-    /// Target size of L1.
-    pub max_bytes_for_level_base: u64,
-    /// Growth factor of level target sizes.
-    pub max_bytes_for_level_multiplier: f64,
-    /// Which file of an oversized level a compaction moves down first (RocksDB's option of
-    /// this name): the one that rewrites the fewest bytes of the next level per byte moved
-    /// (the default, as RocksDB's), or round robin over the key space.
-    pub compaction_pri: CompactionPri,
-    /// How the tree compacts (RocksDB's option of this name): leveled (the default), universal
-    /// (size-tiered) or FIFO. See [`CompactionStyle`] and `docs/TUNING.md`.
-    pub compaction_style: CompactionStyle,
-    /// Settings of universal compaction (RocksDB's option of this name).
-    pub compaction_options_universal: UniversalCompactionOptions,
-    /// Settings of FIFO compaction (RocksDB's option of this name, with its `ttl`).
-    pub compaction_options_fifo: FifoCompactionOptions,
-    /// Target size of a data block.
-    pub block_size: usize,
-    /// Entries between restart points in data blocks.
-    pub block_restart_interval: usize,
-    /// Block cache capacity in bytes (of the database's own cache: unused when
-    /// [`block_cache`](Options::block_cache) names a shared one).
-    pub block_cache_capacity: usize,
-    /// A block cache this database shares with others ([`BlockCache`](crate::BlockCache)):
-    /// `None` (the default) gives the database a cache of its own, of `block_cache_capacity`
-    /// bytes and `block_cache_admission`. With one, [`Db::stats`](crate::Db::stats)' cache
-    /// figures are the shared cache's, every database's blocks counted.
-    pub block_cache: Option<crate::base::block_cache::BlockCache>,
-    /// Which data blocks the block cache lets in once full ([`CacheAdmission`]): with
-    /// `SecondSighting` (the default) a data block enters on its second read within a window
-    /// of recent misses, so a scan larger than the cache does not push out what lookups keep
-    /// reading; `All` is a plain LRU. Filter and index blocks always enter. See
-    /// `docs/TUNING.md`.
+// The one declaration of every option: its documentation, whether `set_options` may change it
+// on an open database (`live`) or not (`fixed`), its name, type and default. The keyspace part
+// makes `KeyspaceOptions` and its text form too (`base::option_table` says what is generated).
+define_options! {
+    /// Options of a database. `Options::default()` is a sensible start. The fields are public and
+    /// named after RocksDB's options of the same meaning (`write_buffer_size`,
+    /// `level0_file_num_compaction_trigger`, `compression_per_level`, ...), so a RocksDB
+    /// configuration maps field by field; set them with struct-update syntax or one by one.
     ///
-    /// [`CacheAdmission`]: crate::CacheAdmission
-    pub block_cache_admission: siftdb_cache::Admission,
-    /// Bytes of the memo of hot false positives, shared by all keyspaces (0: off). A lookup
-    /// whose filter says "maybe" for a table that then turns out not to hold the key remembers
-    /// (table, key), so the next lookup of that key skips the table's index and data blocks;
-    /// entries leave with their table and under memory pressure (LRU). Only filter "maybe"s
-    /// consult it, so lookups the filters answer pay nothing. See `docs/TUNING.md`.
-    pub false_positive_memo_bytes: usize,
-    /// Keep L0 tables' filter and index blocks pinned in the cache.
-    pub pin_l0_filter_and_index_blocks_in_cache: bool,
-    /// Average filter bits per key over the tree. `0` writes no whole-key filter at all (the
-    /// articles' advice for tables that are only scanned): lookups go straight to a table's
-    /// index, and each table records why it has none (`filter_omitted`).
-    pub filter_bits_per_key: f64,
-    /// Bits per key of the tree-wide filter index: one blocked bloom filter over the keys of all
-    /// of a keyspace's tables, probed before any table's own filter, so a key no table holds
-    /// costs one cache line whatever the depth. Sized for twice the tree's entries when it is
-    /// (re)built in the background, so it takes about `2 × this` bits per entry; charged to the
-    /// block cache. `0` keeps no index. See `docs/TUNING.md`.
-    pub filter_index_bits_per_key: f64,
-    /// Write no whole-key filter on the bottom level (RocksDB's option of the same name): for
-    /// workloads whose lookups almost always find their key, where the bottom filter (about
-    /// 90 % of filter memory) only costs, since a present key's lookup reaches the bottom level
-    /// anyway. Monkey then splits the budget (bits per key of the levels that keep filters)
-    /// over the upper levels only. Flushes to L0 keep their filters (except a sequential
-    /// load's, headed for the bottom unchanged); a table with a filter is rewritten, not moved,
-    /// into the bottom level. The bottom is the deepest level that holds tables: when the tree
-    /// grows a level, the old bottom's unfiltered tables stay so until compacted down. Tables
-    /// written without a filter record why (`filter_omitted`), shown in `siftdb.levels`.
-    pub optimize_filters_for_hits: bool,
-    /// Levels below this use blocked bloom filters; this level and deeper use ribbon.
-    pub bloom_before_level: usize,
-    /// How filter memory is split across levels.
-    pub filter_allocation: FilterAllocation,
-    /// The filter kind of the levels from `bloom_before_level` on: [`FilterKind::Ribbon`]
-    /// (default; ~30 % smaller than a bloom filter at equal FPR) or [`FilterKind::BinaryFuse`]
-    /// (faster queries and builds; 8- or 16-bit fingerprints, so about 9 or 18 bits/key, which
-    /// Monkey plans in those steps). `BlockedBloom` is allowed too.
+    /// ```
+    /// let mut options = siftdb::Options::default();
+    /// options.write_buffer_size = 16 << 20;
+    /// options.filter_bits_per_key = 12.0;
+    /// options.prefix_extractor = Some(siftdb::FixedPrefix::shared(8));
+    /// ```
+    pub struct Options;
+    /// Options of one keyspace's LSM tree: everything [`Options`] holds that shapes a tree (memtable,
+    /// levels, filters, blocks, compression). The database-wide settings (block cache, file system,
+    /// WAL, threads, filter hasher) stay in [`Options`], whose tree fields are the `"default"`
+    /// keyspace's. `KeyspaceOptions::default()` equals the tree fields of `Options::default()`.
     ///
-    /// [`FilterKind::Ribbon`]: crate::FilterKind::Ribbon
-    /// [`FilterKind::BinaryFuse`]: crate::FilterKind::BinaryFuse
-    pub deep_filter_kind: siftdb_filter::FilterKind,
-    /// Bits per key of each table's range filter (0: none, the default). A range filter
-    /// (Grafite, over an order-preserving image of the table's keys) answers "does this table
-    /// hold any key in `[a, b)`?", so a range scan over an empty stretch of keys can skip the
-    /// table's index and data blocks. FPR for a range of `w` key positions ≈ `w / 2^(bits-2)`.
-    /// Tables keep the range filter they were written with. See `docs/TUNING.md`.
-    pub range_filter_bits_per_key: f64,
-    /// Hash of keys for filters (seeded xxh3 by default; keyed SipHash for adversarial keys).
-    /// Recorded in every filter block; a reader with another hasher refuses the block.
-    pub filter_hasher: KeyHasher,
-    /// A bloom filter in each memtable over its keys' prefixes (RocksDB's option of the same
-    /// name), asked by `get` and `prefix_iter` before the skiplist: a lookup of a key the
-    /// memtable lacks skips the skiplist search. The ratio (0 to 0.25; 0, the default, is off)
-    /// caps the filter's memory as a fraction of `write_buffer_size`; the filter is a scalable
-    /// bloom (it grows with the memtable's keys, FPR under 1 %, until the cap) and its memory
-    /// is charged to the memtable. Holds prefixes by `prefix_extractor`, and whole keys with
-    /// `memtable_whole_key_filtering` or without an extractor. See `docs/TUNING.md`.
-    pub memtable_prefix_bloom_size_ratio: f64,
-    /// Put whole keys in the memtable bloom too (RocksDB's option of the same name), for
-    /// point lookups; implied without a prefix extractor.
-    pub memtable_whole_key_filtering: bool,
-    /// With an extractor, every table carries a prefix filter consulted by `prefix_iter`.
-    pub prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
-    /// Refuse to open a database whose WAL is damaged before its tail (instead of recovering
-    /// up to the damage).
-    pub paranoid_checks: bool,
-    /// How table files are read: `pread` per block-cache miss (the default, as RocksDB's
-    /// `allow_mmap_reads = false`), or through a memory map (`ReadMode::Mmap`: no system call
-    /// per miss, ~10-15 % faster point reads that miss the cache on a large tree, but every
-    /// page a read touches stays in the process's resident set while its table lives; a tree
-    /// read at random ends up resident whole). Compactions read around the map either way.
-    /// `docs/TUNING.md` ("Reading tables: pread or mmap") has the measurements.
-    pub read_mode: ReadMode,
-    /// Codec of the data blocks of every level `compression_per_level` does not name (RocksDB's
-    /// `compression`). A block is stored compressed only where that saves an eighth of it;
-    /// the block cache holds blocks uncompressed.
-    pub compression: Compression,
-    /// Codec per level (index = level; the last entry holds for every deeper level), RocksDB's
-    /// `compression_per_level`; empty: `compression` everywhere. The default leaves L0 and L1
-    /// uncompressed and compresses from L2 on with LZ4 (see `docs/TUNING.md`).
-    pub compression_per_level: Vec<Compression>,
-    /// Compress index blocks too (RocksDB's `enable_index_compression`). Filter blocks never are.
-    pub compress_index: bool,
-    /// Threads compressing a table's data blocks beside the thread that builds it (RocksDB's
-    /// `CompressionOptions::parallel_threads`): flushes, compactions and `SstFileWriter` hand
-    /// each block to one of that many workers and go on with the next keys, and (above 1) one
-    /// more worker builds a partitioned filter's partitions as their blocks are cut; the
-    /// tables' bytes are the same. 1 (the default) does both where the table is built. Worth it where
-    /// compression is most of a table build's time (a bulk load of LZ4 or Zstandard tables)
-    /// and a core is free. See `docs/TUNING.md`.
-    pub compression_parallel_threads: usize,
-    /// A table whose index or whole-key filter would be larger than this (bytes) gets both
-    /// partitioned (RocksDB's partitioned index + `partition_filters`): small top levels the
-    /// table holds, and partitions of about `metadata_block_size` that go through the block
-    /// cache, so a lookup reads one filter partition and one index partition instead of loading
-    /// the whole filter and index. `None`: never.
-    pub partition_above: Option<usize>,
-    /// Target size of an index partition (RocksDB's `metadata_block_size`).
-    pub metadata_block_size: usize,
-    /// Key-value separation (RocksDB's integrated BlobDB `enable_blob_files`): flushes write
-    /// values of at least `min_blob_size` bytes to blob files, and tables keep a small blob
-    /// index in their place, so compactions move keys and references instead of the values.
-    /// Reads fetch a value from its blob file (through the block cache) only once its key is
-    /// found. See `docs/TUNING.md` ("Blob files").
-    pub enable_blob_files: bool,
-    /// Values of at least this many bytes go to blob files when `enable_blob_files` is on
-    /// (RocksDB's `min_blob_size`; 0: every value).
-    pub min_blob_size: usize,
-    /// A blob file is cut once it holds about this many bytes (RocksDB's `blob_file_size`).
-    pub blob_file_size: u64,
-    /// Codec of the values in blob files (RocksDB's `blob_compression_type`), each value
-    /// compressed alone and stored compressed only where that saves bytes.
-    pub blob_compression_type: Compression,
-    /// Compactions relocate the live values of the oldest blob files into new ones, so that
-    /// files holding mostly overwritten values can go (RocksDB's
-    /// `enable_blob_garbage_collection`).
-    pub enable_blob_garbage_collection: bool,
-    /// The share of blob files, oldest first, whose values compactions relocate when garbage
-    /// collection is on (RocksDB's `blob_garbage_collection_age_cutoff`, 0 to 1).
-    pub blob_garbage_collection_age_cutoff: f64,
-    /// A blob file is collected only once at least this share of its bytes is garbage
-    /// (fjall's `staleness_threshold`, Titan's `blob_file_discardable_ratio`; RocksDB has no
-    /// such bound and collects every file within the age cutoff). Relocating a file moves its
-    /// live bytes to free all of it: at 0.5 (the default, Titan's), collection never moves
-    /// more bytes than it frees; at 0, a file with one overwritten value has all its others
-    /// moved. A file below the ratio holds at most twice its live bytes at 0.5. 0 to 1; the age
-    /// cutoff counts only the files at or above it.
-    pub blob_garbage_collection_min_garbage_ratio: f64,
-    /// Among those oldest files, once the ones a compaction could rewrite hold at least this
-    /// share of garbage, a compaction is scheduled for them (RocksDB's
-    /// `blob_garbage_collection_force_threshold`, 0 to 1; 1: never forced).
-    pub blob_garbage_collection_force_threshold: f64,
-    /// The file system all I/O goes through.
-    pub fs: Arc<dyn FileSystem>,
-    /// Options for named keyspaces at open, overriding what was recorded when each was created
-    /// (RocksDB's column family descriptors). A keyspace not named here opens with its recorded
-    /// options; name one here to change its tuning or to give it a prefix extractor that cannot
-    /// be rebuilt from its name. `"default"` takes the tree fields of these `Options` instead.
-    pub keyspaces: Vec<(String, crate::KeyspaceOptions)>,
-    /// With several keyspaces, the WAL bytes kept before the memtables that hold the oldest WAL
-    /// are flushed so that it can be deleted (RocksDB's `max_total_wal_size`): a keyspace written
-    /// rarely would otherwise keep every WAL since its last flush. 0: four times the memtable
-    /// memory of all keyspaces (`write_buffer_size · max_write_buffer_number` each).
-    pub max_total_wal_size: u64,
-    /// Memtable memory of all keyspaces together (RocksDB's `db_write_buffer_size`): above it,
-    /// the largest active memtable is switched and flushed, so that several keyspaces, each
-    /// allowed `write_buffer_size`, stay within one budget. 0: no shared budget (each keyspace
-    /// is bounded by its own `write_buffer_size · max_write_buffer_number`).
-    pub db_write_buffer_size: usize,
-    /// Writers wait while the memtables of all keyspaces together — frozen ones waiting for
-    /// flush included — hold `db_write_buffer_size`, until flushes free memory (RocksDB's
-    /// `WriteBufferManager` with `allow_stall`; counted in `Stats::stall_micros`). `true` by
-    /// default, so that the budget bounds memory; RocksDB's default is `false`, where the
-    /// budget only triggers flushes and memory can pass it while they fall behind.
-    pub allow_stall: bool,
-    /// Table files open at once, database-wide (RocksDB's and LevelDB's `max_open_files`): a
-    /// table cache keeps the most recently read ones open and closes others to stay within
-    /// it, opening a table again when a read needs a block the block cache does not hold.
-    /// Filters, indexes and data blocks stay in the block cache either way, so a lookup whose
-    /// blocks are cached costs the same. `-1`: every live table stays open (one descriptor —
-    /// and in `ReadMode::Mmap` one mapping — per table). Counted in `Stats::table_cache_*`.
-    pub max_open_files: i32,
-    /// The manifest is started afresh, with a snapshot of every keyspace's version, once it
-    /// grows past this many bytes (RocksDB's `max_manifest_file_size`): a database that is
-    /// never reopened would otherwise keep every edit it ever made, and its next open replay
-    /// them all.
-    pub max_manifest_file_size: u64,
-    /// Asked about values as compactions rewrite them: keep, remove or change (see
-    /// [`CompactionFilter`](crate::CompactionFilter)). Applies to every keyspace.
-    pub compaction_filter: Option<Arc<dyn crate::CompactionFilter>>,
-    /// Combines the operands [`Db::merge`](crate::Db::merge) stores with the values they apply
-    /// to (see [`MergeOperator`](crate::MergeOperator); ready ones in [`crate::base::merge`]). Applies
-    /// to every keyspace; `merge` without one is [`Error::InvalidArgument`]. Its name is
-    /// recorded in `OPTIONS`: a database holding operands refuses to open under another.
-    pub merge_operator: Option<Arc<dyn crate::MergeOperator>>,
-    /// Told of flushes, compactions, table files, background errors, write stalls and sealed
-    /// memtables (see [`EventListener`](crate::EventListener)), on a thread of their own, in
-    /// order. Empty by default.
-    pub listeners: Vec<Arc<dyn crate::EventListener>>,
-    /// The clock expiring values (`Db::put_with_ttl`) are written and judged by
-    /// ([`SystemClock`](crate::SystemClock) by default; tests move one by hand).
-    pub clock: Arc<dyn crate::Clock>,
-    /// Paces the bytes flushes and compactions write (RocksDB's `rate_limiter`; see
-    /// [`RateLimiter`](crate::RateLimiter)): flushes first, compactions one refill in
-    /// `fairness`. `None` (the default): background writes go as fast as the disk takes them.
-    /// Share one limiter between databases to cap them together. WAL and manifest writes are
-    /// never paced (a user's write waits on them).
-    pub rate_limiter: Option<Arc<crate::RateLimiter>>,
-    /// Every this many bytes a flush or compaction writes to a table or blob file, the OS is
-    /// asked to start writing them to storage (RocksDB's `bytes_per_sync`, with
-    /// `sync_file_range` on Linux; a hint elsewhere ignored). The sync that ends each file then
-    /// waits for its last stretch only, and the disk is not left idle until it: with 4 KiB
-    /// values in blob files, a fill's stalls on memtables waiting for their flush fell from
-    /// 10 s to 1 s (`docs/TUNING.md`). Durability does not change: it comes from that sync. 0:
-    /// writeback is left to the OS. Default 1 MiB.
-    pub bytes_per_sync: u64,
-    /// As `bytes_per_sync`, for the WAL (RocksDB's `wal_bytes_per_sync`), started by the
-    /// writer that appends to it. Without it, the WAL's pages wait for the OS's own writeback,
-    /// which then competes with the flush's sync in bursts (a fill of 4 KiB values: 85,000
-    /// ops/s without, 120,000 with). 0: left to the OS. Default 1 MiB.
-    pub wal_bytes_per_sync: u64,
-    /// How often the publisher thread records the database's statistics through the `metrics`
-    /// crate (cargo feature `metrics`; see [`Db::publish_metrics`](crate::Db) and
-    /// `docs/METRICS.md`). `None`: no thread, figures are published only when the application
-    /// calls `publish_metrics`. Default: every second with the feature, `None` without it (the
-    /// field is ignored then). Read-only opens start no publisher.
-    pub metrics_interval: Option<std::time::Duration>,
+    /// ```
+    /// use siftdb::{Compression, KeyspaceOptions};
+    /// // A queue that is scanned more than probed: lean filters, small memtables, Zstd below L0.
+    /// let queue = KeyspaceOptions {
+    ///     filter_bits_per_key: 4.0,
+    ///     write_buffer_size: 4 << 20,
+    ///     compression_per_level: vec![Compression::None, Compression::Zstd],
+    ///     ..KeyspaceOptions::default()
+    /// };
+    /// # let _ = queue;
+    /// ```
+    pub struct KeyspaceOptions;
+    database {
+        /// Create the database if the directory holds none.
+        fixed create_if_missing: bool = true,
+        /// Fail if a database already exists.
+        fixed error_if_exists: bool = false,
+        /// Background jobs, flushes and compactions together (RocksDB's name): one flush thread
+        /// (memtables are flushed and installed oldest first, so flushes are never queued behind a
+        /// compaction) and `max_background_jobs - 1` compaction threads, at least one. Default: the
+        /// machine's cores, between 2 and 8 (see [`default_background_jobs`]).
+        live max_background_jobs: usize = default_background_jobs(),
+        /// Bytes per second writes go at while a keyspace they write is slowed down
+        /// (`level0_slowdown_writes_trigger`; RocksDB's `delayed_write_rate`, 16 MiB/s by
+        /// default as there): each write group waits its bytes' time at this rate before it is
+        /// written, the writers queued behind it with it. 0: no slowdown.
+        fixed delayed_write_rate: u64 = 16 << 20,
+        /// Background compaction threads; 0 (the default) derives them from
+        /// [`Options::max_background_jobs`], another value overrides it (as RocksDB's option of this
+        /// name still does). Compactions run side by side when they share no input file and write
+        /// disjoint key ranges; `compact_range` runs alone. [`Options::compaction_threads`] is the
+        /// count in effect.
+        live max_background_compactions: usize = 0,
+        /// Key ranges one compaction may be split into, each merged on a thread of its own and
+        /// all installed by one edit (RocksDB's name; default 1: no split). A job is split only
+        /// into ranges of at least `target_file_size_base` input bytes. More ranges shorten a
+        /// large compaction (an L0 → L1 one blocks the next flushes' compaction) on idle cores.
+        fixed max_subcompactions: usize = 1,
+        /// Bytes a compaction reads from an input table at once (RocksDB's name and default,
+        /// 2 MiB): one `pread` per this many bytes instead of one per data block. Each block read
+        /// ahead is still checked by its own checksum. 0: a read per block. A rebuild of the filter
+        /// index reads the tables this way too.
+        fixed compaction_readahead_size: usize = 2 << 20,
+        /// A leveled compaction's output past three quarters of `target_file_size_base` ends where
+        /// a table of the level below the output level ends, growing to five quarters of the
+        /// target to reach one (RocksDB's name, on by default as there): compacted down later, an
+        /// output cut so overlaps no table it holds no keys of (see `docs/TUNING.md`). `false`:
+        /// outputs end at the target size.
+        fixed level_compaction_dynamic_file_size: bool = true,
+        /// Block cache capacity in bytes (of the database's own cache: unused when
+        /// [`block_cache`](Options::block_cache) names a shared one).
+        fixed block_cache_capacity: usize = 64 << 20,
+        /// A block cache this database shares with others ([`BlockCache`](crate::BlockCache)):
+        /// `None` (the default) gives the database a cache of its own, of `block_cache_capacity`
+        /// bytes and `block_cache_admission`. With one, [`Db::stats`](crate::Db::stats)' cache
+        /// figures are the shared cache's, every database's blocks counted.
+        fixed block_cache: Option<crate::base::block_cache::BlockCache> = None,
+        /// Which data blocks the block cache lets in once full ([`CacheAdmission`]): with
+        /// `SecondSighting` (the default) a data block enters on its second read within a window
+        /// of recent misses, so a scan larger than the cache does not push out what lookups keep
+        /// reading; `All` is a plain LRU. Filter and index blocks always enter. See
+        /// `docs/TUNING.md`.
+        ///
+        /// [`CacheAdmission`]: crate::CacheAdmission
+        fixed block_cache_admission: siftdb_cache::Admission = siftdb_cache::Admission::SecondSighting,
+        /// Bytes of the memo of hot false positives, shared by all keyspaces (0: off). A lookup
+        /// whose filter says "maybe" for a table that then turns out not to hold the key remembers
+        /// (table, key), so the next lookup of that key skips the table's index and data blocks;
+        /// entries leave with their table and under memory pressure (LRU). Only filter "maybe"s
+        /// consult it, so lookups the filters answer pay nothing. See `docs/TUNING.md`.
+        fixed false_positive_memo_bytes: usize = DEFAULT_FALSE_POSITIVE_MEMO_BYTES,
+        /// Bits per key of the tree-wide filter index: one blocked bloom filter over the keys of all
+        /// of a keyspace's tables, probed before any table's own filter, so a key no table holds
+        /// costs one cache line whatever the depth. Sized for twice the tree's entries when it is
+        /// (re)built in the background, so it takes about `2 × this` bits per entry; charged to the
+        /// block cache. `0` keeps no index. See `docs/TUNING.md`.
+        fixed filter_index_bits_per_key: f64 = 10.0,
+        /// Hash of keys for filters (seeded xxh3 by default; keyed SipHash for adversarial keys).
+        /// Recorded in every filter block; a reader with another hasher refuses the block.
+        fixed filter_hasher: KeyHasher = KeyHasher::default(),
+        /// Refuse to open a database whose WAL is damaged before its tail (instead of recovering
+        /// up to the damage).
+        fixed paranoid_checks: bool = true,
+        /// How table files are read: `pread` per block-cache miss (the default, as RocksDB's
+        /// `allow_mmap_reads = false`), or through a memory map (`ReadMode::Mmap`: no system call
+        /// per miss, ~10-15 % faster point reads that miss the cache on a large tree, but every
+        /// page a read touches stays in the process's resident set while its table lives; a tree
+        /// read at random ends up resident whole). Compactions read around the map either way.
+        /// `docs/TUNING.md` ("Reading tables: pread or mmap") has the measurements.
+        fixed read_mode: ReadMode = ReadMode::Pread,
+        /// Threads compressing a table's data blocks beside the thread that builds it (RocksDB's
+        /// `CompressionOptions::parallel_threads`): flushes, compactions and `SstFileWriter` hand
+        /// each block to one of that many workers and go on with the next keys, and (above 1) one
+        /// more worker builds a partitioned filter's partitions as their blocks are cut; the
+        /// tables' bytes are the same. 1 (the default) does both where the table is built. Worth it where
+        /// compression is most of a table build's time (a bulk load of LZ4 or Zstandard tables)
+        /// and a core is free. See `docs/TUNING.md`.
+        fixed compression_parallel_threads: usize = 1,
+        /// The file system all I/O goes through.
+        fixed fs: Arc<dyn FileSystem> = Arc::new(RealFs),
+        /// Options for named keyspaces at open, overriding what was recorded when each was created
+        /// (RocksDB's column family descriptors). A keyspace not named here opens with its recorded
+        /// options; name one here to change its tuning or to give it a prefix extractor that cannot
+        /// be rebuilt from its name. `"default"` takes the tree fields of these `Options` instead.
+        fixed keyspaces: Vec<(String, crate::KeyspaceOptions)> = Vec::new(),
+        /// With several keyspaces, the WAL bytes kept before the memtables that hold the oldest WAL
+        /// are flushed so that it can be deleted (RocksDB's `max_total_wal_size`): a keyspace written
+        /// rarely would otherwise keep every WAL since its last flush. 0: four times the memtable
+        /// memory of all keyspaces (`write_buffer_size · max_write_buffer_number` each).
+        fixed max_total_wal_size: u64 = 0,
+        /// Memtable memory of all keyspaces together (RocksDB's `db_write_buffer_size`): above it,
+        /// the largest active memtable is switched and flushed, so that several keyspaces, each
+        /// allowed `write_buffer_size`, stay within one budget. 0: no shared budget (each keyspace
+        /// is bounded by its own `write_buffer_size · max_write_buffer_number`).
+        fixed db_write_buffer_size: usize = 0,
+        /// Writers wait while the memtables of all keyspaces together — frozen ones waiting for
+        /// flush included — hold `db_write_buffer_size`, until flushes free memory (RocksDB's
+        /// `WriteBufferManager` with `allow_stall`; counted in `Stats::stall_micros`). `true` by
+        /// default, so that the budget bounds memory; RocksDB's default is `false`, where the
+        /// budget only triggers flushes and memory can pass it while they fall behind.
+        fixed allow_stall: bool = true,
+        /// Table files open at once, database-wide (RocksDB's and LevelDB's `max_open_files`): a
+        /// table cache keeps the most recently read ones open and closes others to stay within
+        /// it, opening a table again when a read needs a block the block cache does not hold.
+        /// Filters, indexes and data blocks stay in the block cache either way, so a lookup whose
+        /// blocks are cached costs the same. `-1`: every live table stays open (one descriptor —
+        /// and in `ReadMode::Mmap` one mapping — per table). Counted in `Stats::table_cache_*`.
+        fixed max_open_files: i32 = 1000,
+        /// The manifest is started afresh, with a snapshot of every keyspace's version, once it
+        /// grows past this many bytes (RocksDB's `max_manifest_file_size`): a database that is
+        /// never reopened would otherwise keep every edit it ever made, and its next open replay
+        /// them all.
+        fixed max_manifest_file_size: u64 = 64 << 20,
+        /// Asked about values as compactions rewrite them: keep, remove or change (see
+        /// [`CompactionFilter`](crate::CompactionFilter)). Applies to every keyspace.
+        fixed compaction_filter: Option<Arc<dyn crate::CompactionFilter>> = None,
+        /// Combines the operands [`Db::merge`](crate::Db::merge) stores with the values they apply
+        /// to (see [`MergeOperator`](crate::MergeOperator); ready ones in [`crate::base::merge`]). Applies
+        /// to every keyspace; `merge` without one is [`Error::InvalidArgument`]. Its name is
+        /// recorded in `OPTIONS`: a database holding operands refuses to open under another.
+        fixed merge_operator: Option<Arc<dyn crate::MergeOperator>> = None,
+        /// Told of flushes, compactions, table files, background errors, write stalls and sealed
+        /// memtables (see [`EventListener`](crate::EventListener)), on a thread of their own, in
+        /// order. Empty by default.
+        fixed listeners: Vec<Arc<dyn crate::EventListener>> = Vec::new(),
+        /// The clock expiring values (`Db::put_with_ttl`) are written and judged by
+        /// ([`SystemClock`](crate::SystemClock) by default; tests move one by hand).
+        fixed clock: Arc<dyn crate::Clock> = Arc::new(crate::SystemClock),
+        /// Paces the bytes flushes and compactions write (RocksDB's `rate_limiter`; see
+        /// [`RateLimiter`](crate::RateLimiter)): flushes first, compactions one refill in
+        /// `fairness`. `None` (the default): background writes go as fast as the disk takes them.
+        /// Share one limiter between databases to cap them together. WAL and manifest writes are
+        /// never paced (a user's write waits on them).
+        fixed rate_limiter: Option<Arc<crate::RateLimiter>> = None,
+        /// Every this many bytes a flush or compaction writes to a table or blob file, the OS is
+        /// asked to start writing them to storage (RocksDB's `bytes_per_sync`, with
+        /// `sync_file_range` on Linux; a hint elsewhere ignored). The sync that ends each file then
+        /// waits for its last stretch only, and the disk is not left idle until it: with 4 KiB
+        /// values in blob files, a fill's stalls on memtables waiting for their flush fell from
+        /// 10 s to 1 s (`docs/TUNING.md`). Durability does not change: it comes from that sync. 0:
+        /// writeback is left to the OS. Default 1 MiB.
+        fixed bytes_per_sync: u64 = 1 << 20,
+        /// As `bytes_per_sync`, for the WAL (RocksDB's `wal_bytes_per_sync`), started by the
+        /// writer that appends to it. Without it, the WAL's pages wait for the OS's own writeback,
+        /// which then competes with the flush's sync in bursts (a fill of 4 KiB values: 85,000
+        /// ops/s without, 120,000 with). 0: left to the OS. Default 1 MiB.
+        fixed wal_bytes_per_sync: u64 = 1 << 20,
+        /// How often the publisher thread records the database's statistics through the `metrics`
+        /// crate (cargo feature `metrics`; see [`Db::publish_metrics`](crate::Db) and
+        /// `docs/METRICS.md`). `None`: no thread, figures are published only when the application
+        /// calls `publish_metrics`. Default: every second with the feature, `None` without it (the
+        /// field is ignored then). Read-only opens start no publisher.
+        fixed metrics_interval: Option<std::time::Duration> = if cfg!(feature = "metrics") {
+                    Some(std::time::Duration::from_secs(1))
+                } else {
+                    None
+                },
+    }
+    keyspace {
+        /// Bytes of memtable before it is frozen and flushed to L0.
+        live write_buffer_size: usize = 64 << 20,
+        /// Memtables in memory at most (the active one plus immutable ones waiting for flush);
+        /// writers stall beyond that.
+        live max_write_buffer_number: usize = 2,
+        /// L0 file count that triggers an L0 → L1 compaction.
+        live level0_file_num_compaction_trigger: usize = 4,
+        /// L0 file count from which writes are slowed down to `delayed_write_rate` (RocksDB's
+        /// option of this name and default), so that compactions out of L0 catch up before
+        /// writes must stop at `level0_stop_writes_trigger` (at or above it: no slowdown stage).
+        /// Below `level0_file_num_compaction_trigger` it counts as that (no write is slowed
+        /// before a compaction can end it). Not applied with `disable_auto_compactions` or FIFO
+        /// compaction. Counted in `Stats::stall_micros_l0_slowdown`.
+        live level0_slowdown_writes_trigger: usize = 20,
+        /// L0 file count at which writes stop until compaction catches up.
+        live level0_stop_writes_trigger: usize = 36,
+        /// No background compaction of the keyspace's tree (RocksDB's option of this name; usually
+        /// set for a bulk load and cleared after it with [`Db::set_options`](crate::Db::set_options)).
+        /// `compact_range` still compacts. Writes still stop at `level0_stop_writes_trigger` L0
+        /// tables. Default `false`.
+        live disable_auto_compactions: bool = false,
+        /// Target size of a compaction output table.
+        live target_file_size_base: u64 = 64 << 20,
+        /// Target size of L1.
+        live max_bytes_for_level_base: u64 = 256 << 20,
+        /// Growth factor of level target sizes.
+        live max_bytes_for_level_multiplier: f64 = 10.0,
+        /// Which file of an oversized level a compaction moves down first (RocksDB's option of
+        /// this name): the one that rewrites the fewest bytes of the next level per byte moved
+        /// (the default, as RocksDB's), or round robin over the key space.
+        fixed compaction_pri: CompactionPri = CompactionPri::MinOverlappingRatio,
+        /// How the tree compacts (RocksDB's option of this name): leveled (the default), universal
+        /// (size-tiered) or FIFO. See [`CompactionStyle`] and `docs/TUNING.md`.
+        fixed compaction_style: CompactionStyle = CompactionStyle::Level,
+        /// Settings of universal compaction (RocksDB's option of this name).
+        fixed compaction_options_universal: UniversalCompactionOptions = UniversalCompactionOptions::default(),
+        /// Settings of FIFO compaction (RocksDB's option of this name, with its `ttl`).
+        fixed compaction_options_fifo: FifoCompactionOptions = FifoCompactionOptions::default(),
+        /// Target size of a data block.
+        fixed block_size: usize = 4096,
+        /// Entries between restart points in data blocks.
+        fixed block_restart_interval: usize = 16,
+        /// Keep L0 tables' filter and index blocks pinned in the cache.
+        fixed pin_l0_filter_and_index_blocks_in_cache: bool = true,
+        /// Average filter bits per key over the tree. `0` writes no whole-key filter at all (the
+        /// articles' advice for tables that are only scanned): lookups go straight to a table's
+        /// index, and each table records why it has none (`filter_omitted`).
+        live filter_bits_per_key: f64 = 10.0,
+        /// Write no whole-key filter on the bottom level (RocksDB's option of the same name): for
+        /// workloads whose lookups almost always find their key, where the bottom filter (about
+        /// 90 % of filter memory) only costs, since a present key's lookup reaches the bottom level
+        /// anyway. Monkey then splits the budget (bits per key of the levels that keep filters)
+        /// over the upper levels only. Flushes to L0 keep their filters (except a sequential
+        /// load's, headed for the bottom unchanged); a table with a filter is rewritten, not moved,
+        /// into the bottom level. The bottom is the deepest level that holds tables: when the tree
+        /// grows a level, the old bottom's unfiltered tables stay so until compacted down. Tables
+        /// written without a filter record why (`filter_omitted`), shown in `siftdb.levels`.
+        live optimize_filters_for_hits: bool = false,
+        /// A bloom filter in each memtable over its keys' prefixes (RocksDB's option of the same
+        /// name), asked by `get` and `prefix_iter` before the skiplist: a lookup of a key the
+        /// memtable lacks skips the skiplist search. The ratio (0 to 0.25; 0, the default, is off)
+        /// caps the filter's memory as a fraction of `write_buffer_size`; the filter is a scalable
+        /// bloom (it grows with the memtable's keys, FPR under 1 %, until the cap) and its memory
+        /// is charged to the memtable. Holds prefixes by `prefix_extractor`, and whole keys with
+        /// `memtable_whole_key_filtering` or without an extractor. See `docs/TUNING.md`.
+        fixed memtable_prefix_bloom_size_ratio: f64 = 0.0,
+        /// Put whole keys in the memtable bloom too (RocksDB's option of the same name), for
+        /// point lookups; implied without a prefix extractor.
+        fixed memtable_whole_key_filtering: bool = false,
+        /// Levels below this use blocked bloom filters; this level and deeper use ribbon.
+        live bloom_before_level: usize = 2,
+        /// How filter memory is split across levels.
+        fixed filter_allocation: FilterAllocation = FilterAllocation::Monkey,
+        /// The filter kind of the levels from `bloom_before_level` on: [`FilterKind::Ribbon`]
+        /// (default; ~30 % smaller than a bloom filter at equal FPR) or [`FilterKind::BinaryFuse`]
+        /// (faster queries and builds; 8- or 16-bit fingerprints, so about 9 or 18 bits/key, which
+        /// Monkey plans in those steps). `BlockedBloom` is allowed too.
+        ///
+        /// [`FilterKind::Ribbon`]: crate::FilterKind::Ribbon
+        /// [`FilterKind::BinaryFuse`]: crate::FilterKind::BinaryFuse
+        fixed deep_filter_kind: siftdb_filter::FilterKind = siftdb_filter::FilterKind::Ribbon,
+        /// Bits per key of each table's range filter (0: none, the default). A range filter
+        /// (Grafite, over an order-preserving image of the table's keys) answers "does this table
+        /// hold any key in `[a, b)`?", so a range scan over an empty stretch of keys can skip the
+        /// table's index and data blocks. FPR for a range of `w` key positions ≈ `w / 2^(bits-2)`.
+        /// Tables keep the range filter they were written with. See `docs/TUNING.md`.
+        fixed range_filter_bits_per_key: f64 = 0.0,
+        /// With an extractor, every table carries a prefix filter consulted by `prefix_iter`.
+        /// A keyspace records it by name: a `fixed:N` extractor is rebuilt at the next open;
+        /// another kind must be given again through `Options::keyspaces`.
+        fixed prefix_extractor: Option<Arc<dyn PrefixExtractor>> = None,
+        /// Codec of the data blocks of every level `compression_per_level` does not name (RocksDB's
+        /// `compression`). A block is stored compressed only where that saves an eighth of it;
+        /// the block cache holds blocks uncompressed.
+        live compression: Compression = Compression::Lz4,
+        /// Codec per level (index = level; the last entry holds for every deeper level), RocksDB's
+        /// `compression_per_level`; empty: `compression` everywhere. The default leaves L0 and L1
+        /// uncompressed and compresses from L2 on with LZ4 (see `docs/TUNING.md`).
+        live compression_per_level: Vec<Compression> = vec![Compression::None, Compression::None, Compression::Lz4],
+        /// Compress index blocks too (RocksDB's `enable_index_compression`). Filter blocks never are.
+        fixed compress_index: bool = true,
+        /// A table whose index or whole-key filter would be larger than this (bytes) gets both
+        /// partitioned (RocksDB's partitioned index + `partition_filters`): small top levels the
+        /// table holds, and partitions of about `metadata_block_size` that go through the block
+        /// cache, so a lookup reads one filter partition and one index partition instead of loading
+        /// the whole filter and index. `None`: never.
+        fixed partition_above: Option<usize> = Some(siftdb_sstable::DEFAULT_PARTITION_ABOVE),
+        /// Target size of an index partition (RocksDB's `metadata_block_size`).
+        fixed metadata_block_size: usize = 4096,
+        /// Key-value separation (RocksDB's integrated BlobDB `enable_blob_files`): flushes write
+        /// values of at least `min_blob_size` bytes to blob files, and tables keep a small blob
+        /// index in their place, so compactions move keys and references instead of the values.
+        /// Reads fetch a value from its blob file (through the block cache) only once its key is
+        /// found. See `docs/TUNING.md` ("Blob files").
+        live enable_blob_files: bool = false,
+        /// Values of at least this many bytes go to blob files when `enable_blob_files` is on
+        /// (RocksDB's `min_blob_size`; 0: every value).
+        live min_blob_size: usize = 0,
+        /// A blob file is cut once it holds about this many bytes (RocksDB's `blob_file_size`).
+        live blob_file_size: u64 = 256 << 20,
+        /// Codec of the values in blob files (RocksDB's `blob_compression_type`), each value
+        /// compressed alone and stored compressed only where that saves bytes.
+        live blob_compression_type: Compression = Compression::None,
+        /// Compactions relocate the live values of the oldest blob files into new ones, so that
+        /// files holding mostly overwritten values can go (RocksDB's
+        /// `enable_blob_garbage_collection`).
+        live enable_blob_garbage_collection: bool = false,
+        /// The share of blob files, oldest first, whose values compactions relocate when garbage
+        /// collection is on (RocksDB's `blob_garbage_collection_age_cutoff`, 0 to 1).
+        live blob_garbage_collection_age_cutoff: f64 = 0.25,
+        /// A blob file is collected only once at least this share of its bytes is garbage
+        /// (fjall's `staleness_threshold`, Titan's `blob_file_discardable_ratio`; RocksDB has no
+        /// such bound and collects every file within the age cutoff). Relocating a file moves its
+        /// live bytes to free all of it: at 0.5 (the default, Titan's), collection never moves
+        /// more bytes than it frees; at 0, a file with one overwritten value has all its others
+        /// moved. A file below the ratio holds at most twice its live bytes at 0.5. 0 to 1; the age
+        /// cutoff counts only the files at or above it.
+        fixed blob_garbage_collection_min_garbage_ratio: f64 = 0.5,
+        /// Among those oldest files, once the ones a compaction could rewrite hold at least this
+        /// share of garbage, a compaction is scheduled for them (RocksDB's
+        /// `blob_garbage_collection_force_threshold`, 0 to 1; 1: never forced).
+        live blob_garbage_collection_force_threshold: f64 = 1.0,
+    }
 }
 
 /// The most threads [`Options::compression_parallel_threads`] may ask for.
@@ -380,85 +423,6 @@ impl std::fmt::Debug for Options {
             .field("bytes_per_sync", &self.bytes_per_sync)
             .field("wal_bytes_per_sync", &self.wal_bytes_per_sync)
             .finish_non_exhaustive()
-    }
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            create_if_missing: true,
-            error_if_exists: false,
-            write_buffer_size: 64 << 20,
-            max_write_buffer_number: 2,
-            level0_file_num_compaction_trigger: 4,
-            level0_stop_writes_trigger: 36,
-            max_background_jobs: default_background_jobs(),
-            max_background_compactions: 0,
-            max_subcompactions: 1,
-            compaction_readahead_size: 2 << 20,
-            level_compaction_dynamic_file_size: true,
-            target_file_size_base: 64 << 20,
-            max_bytes_for_level_base: 256 << 20,
-            max_bytes_for_level_multiplier: 10.0,
-            compaction_pri: CompactionPri::MinOverlappingRatio,
-            compaction_style: CompactionStyle::Level,
-            compaction_options_universal: UniversalCompactionOptions::default(),
-            compaction_options_fifo: FifoCompactionOptions::default(),
-            block_size: 4096,
-            block_restart_interval: 16,
-            block_cache_capacity: 64 << 20,
-            block_cache_admission: siftdb_cache::Admission::SecondSighting,
-            block_cache: None,
-            false_positive_memo_bytes: DEFAULT_FALSE_POSITIVE_MEMO_BYTES,
-            pin_l0_filter_and_index_blocks_in_cache: true,
-            filter_bits_per_key: 10.0,
-            filter_index_bits_per_key: 10.0,
-            optimize_filters_for_hits: false,
-            memtable_prefix_bloom_size_ratio: 0.0,
-            memtable_whole_key_filtering: false,
-            bloom_before_level: 2,
-            filter_allocation: FilterAllocation::Monkey,
-            deep_filter_kind: siftdb_filter::FilterKind::Ribbon,
-            range_filter_bits_per_key: 0.0,
-            filter_hasher: KeyHasher::default(),
-            prefix_extractor: None,
-            paranoid_checks: true,
-            read_mode: ReadMode::Pread,
-            compression: Compression::Lz4,
-            compression_per_level: vec![Compression::None, Compression::None, Compression::Lz4],
-            compress_index: true,
-            compression_parallel_threads: 1,
-            partition_above: Some(siftdb_sstable::DEFAULT_PARTITION_ABOVE),
-            metadata_block_size: 4096,
-            enable_blob_files: false,
-            min_blob_size: 0,
-            blob_file_size: 256 << 20,
-            blob_compression_type: Compression::None,
-            enable_blob_garbage_collection: false,
-            blob_garbage_collection_age_cutoff: 0.25,
-            blob_garbage_collection_min_garbage_ratio: 0.5,
-            blob_garbage_collection_force_threshold: 1.0,
-            fs: Arc::new(RealFs),
-            keyspaces: Vec::new(),
-            max_total_wal_size: 0,
-            db_write_buffer_size: 0,
-            allow_stall: true,
-            max_open_files: 1000,
-            max_manifest_file_size: 64 << 20,
-            compaction_filter: None,
-            merge_operator: None,
-            listeners: Vec::new(),
-            disable_auto_compactions: false,
-            clock: Arc::new(crate::SystemClock),
-            rate_limiter: None,
-            bytes_per_sync: 1 << 20,
-            wal_bytes_per_sync: 1 << 20,
-            metrics_interval: if cfg!(feature = "metrics") {
-                Some(std::time::Duration::from_secs(1))
-            } else {
-                None
-            },
-        }
     }
 }
 
@@ -708,7 +672,8 @@ impl Options {
     }
 }
 
-/// Options of one read ([`Db::get_opt`](crate::Db::get_opt), [`Db::iter_opt`](crate::Db::iter_opt)).
+/// Options of one read ([`Readable::get_opt`](crate::Readable::get_opt),
+/// [`Readable::iter_opt`](crate::Readable::iter_opt)).
 /// More fields may come; build it with `..ReadOptions::default()`.
 ///
 /// ```

@@ -1,6 +1,15 @@
 //! The memtables of every keyspace and the write-ahead log they share, under one lock, with the
 //! condition variables that waiters on them sleep on. The trees' metadata (versions, file
 //! numbers, the manifest) belongs to the [`VersionSet`](super::version_set::VersionSet).
+//!
+//! Per keyspace id the state holds its `TreeMemtables` (the active memtable and the immutable ones
+//! waiting for flush) beside the one WAL every keyspace appends to, the numbers of the live WALs
+//! and the sequence each starts at, and the first background error. A batch may write several
+//! keyspaces: each op carries its keyspace id in the WAL record, so the batch is atomic across
+//! them; the write leader resolves the ids here. A WAL is obsolete once it is older than every
+//! keyspace's log number in the manifest and than every live memtable's oldest WAL (the latter
+//! is `min_live_wal`). Lookups and scans never take this lock: they load a tree's published
+//! view.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -10,7 +19,7 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
-use crate::base::event_listener::WriteStallCondition::{Normal, Stopped};
+use crate::base::event_listener::WriteStallCondition::{self, Normal, Stopped};
 use crate::base::event_listener::{BackgroundErrorInfo, WriteStallCause, WriteStallInfo};
 use crate::base::wal::writer::LogWriter;
 use crate::core::events::{Event, Events};
@@ -38,7 +47,10 @@ pub(crate) struct DbState {
     pub events: Events,
     /// The stall writes are in now, if they wait (`on_stall_conditions_changed`): its cause and
     /// keyspace.
-    pub stall: Option<(WriteStallCause, Option<u32>)>,
+    pub stall: Option<Stall>,
+    /// While writes are slowed down: when the bytes let through so far would all be written
+    /// at `Options::delayed_write_rate` (the write path's pacing; `None` at full speed).
+    pub delayed_until: Option<std::time::Instant>,
 }
 
 impl DbState {
@@ -53,6 +65,7 @@ impl DbState {
             bg_error: None,
             events: Events::default(),
             stall: None,
+            delayed_until: None,
         }
     }
 
@@ -137,19 +150,20 @@ impl DbState {
 
     /// Records the stall writes are in (`None`: they go through), announcing a change
     /// (`on_stall_conditions_changed`).
-    pub(crate) fn set_stall(&mut self, stall: Option<(WriteStallCause, Option<u32>)>) {
+    pub(crate) fn set_stall(&mut self, stall: Option<Stall>) {
         if self.stall == stall {
             return;
         }
-        let (cause, id, condition, previous) = match (stall, self.stall) {
-            (Some((cause, id)), None) => (cause, id, Stopped, Normal),
-            // Another cause now: still stopped.
-            (Some((cause, id)), Some(_)) => (cause, id, Stopped, Stopped),
-            (None, Some((cause, id))) => (cause, id, Normal, Stopped),
-            (None, None) => return,
+        let previous = self.stall.map_or(Normal, |s| s.condition);
+        let Some(Stall {
+            cause, keyspace, ..
+        }) = stall.or(self.stall)
+        else {
+            return;
         };
+        let condition = stall.map_or(Normal, |s| s.condition);
         self.stall = stall;
-        let keyspace = id
+        let keyspace = keyspace
             .and_then(|id| self.trees.get(&id))
             .map(|t| t.tree.name.to_string());
         self.events.emit(|| {
@@ -160,6 +174,26 @@ impl DbState {
                 previous,
             })
         });
+    }
+}
+
+/// A stall of writes: stopped or slowed down, why, and the keyspace that causes it (`None`:
+/// all of them, the memory budget).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stall {
+    pub condition: WriteStallCondition,
+    pub cause: WriteStallCause,
+    pub keyspace: Option<u32>,
+}
+
+impl Stall {
+    /// Writes stop for `cause`.
+    pub(crate) fn stopped(cause: WriteStallCause, keyspace: Option<u32>) -> Stall {
+        Stall {
+            condition: Stopped,
+            cause,
+            keyspace,
+        }
     }
 }
 

@@ -45,6 +45,7 @@ pub(crate) struct EngineCounters {
     pub stall_micros_l0_files: AtomicU64,
     pub stall_micros_memtables: AtomicU64,
     pub stall_micros_memory_budget: AtomicU64,
+    pub stall_micros_l0_slowdown: AtomicU64,
     pub checkpoints: AtomicU64,
     pub checkpoint_files_linked: AtomicU64,
     pub checkpoint_bytes_copied: AtomicU64,
@@ -87,6 +88,14 @@ pub struct LevelFilterStats {
 }
 
 impl LevelFilterStats {
+    /// The tickers of `self` less those of `before` (an earlier reading).
+    pub fn since(&self, before: &LevelFilterStats) -> LevelFilterStats {
+        siftdb_cache::stats_since!(LevelFilterStats, self, before,
+            counters [checked, useful, positive, true_positive, data_block_accesses, memo_hits,
+                memo_inserts, expected_false_positives_ppb],
+            gauges [])
+    }
+
     /// False positives: "maybe" for a key that was not there.
     pub fn false_positives(&self) -> u64 {
         self.positive.saturating_sub(self.true_positive)
@@ -212,7 +221,7 @@ pub struct Stats {
     /// What the tables written by flushes and compactions (`flush_bytes +
     /// compaction_bytes_written` on disk) would have taken uncompressed.
     pub table_bytes_uncompressed: u64,
-    /// Microseconds writers spent stalled (the three causes below together).
+    /// Microseconds writers spent stalled or slowed down (the four causes below together).
     pub stall_micros: u64,
     /// Of `stall_micros`, the stalls on too many L0 tables (`level0_stop_writes_trigger`): the
     /// compactions out of L0 are behind.
@@ -223,6 +232,9 @@ pub struct Stats {
     /// Of `stall_micros`, the stalls on the shared memtable budget (`db_write_buffer_size` with
     /// `allow_stall`): the flushes that free it are behind.
     pub stall_micros_memory_budget: u64,
+    /// Of `stall_micros`, the time write groups waited while slowed down by a keyspace's L0
+    /// (`level0_slowdown_writes_trigger`, at `Options::delayed_write_rate`).
+    pub stall_micros_l0_slowdown: u64,
     /// Checkpoints written.
     pub checkpoints: u64,
     /// Table files checkpoints hard-linked (no bytes copied).
@@ -294,6 +306,50 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// What happened between `before` (an earlier reading of the same database) and `self`:
+    /// every counter less its earlier value; the figures that describe the database now (sizes,
+    /// open files, the last open's recovery, peaks) as `self` has them.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
+    /// let before = db.stats();
+    /// db.put(b"k", b"v")?;
+    /// assert_eq!(db.stats().since(&before).keys_written, 1);
+    /// # Ok::<(), siftdb::Error>(())
+    /// ```
+    pub fn since(&self, before: &Stats) -> Stats {
+        siftdb_cache::stats_since!(Stats, self, before,
+        counters [gets, gets_found, memtable_hits, memtable_bloom_checked,
+            memtable_bloom_useful, filter_index_checked, filter_index_useful,
+            filter_index_false_positives, filter_index_rebuilds, filter_index_retirements,
+            data_block_reads, index_block_reads, filter_block_reads, bytes_read,
+            prefix_checked, prefix_useful, range_checked, range_useful, keys_written,
+            bytes_written_user, wal_bytes, wal_syncs, write_groups, flushes, flush_bytes,
+            blob_bytes_written, blob_bytes_relocated, compactions, compaction_bytes_read,
+            compaction_bytes_written, compaction_blocks_read, trivial_moves,
+            filters_thinned_by_moves, subcompactions, fifo_tables_dropped,
+            table_bytes_uncompressed, stall_micros, stall_micros_l0_files,
+            stall_micros_memtables, stall_micros_memory_budget, stall_micros_l0_slowdown, checkpoints,
+            checkpoint_files_linked, checkpoint_bytes_copied, files_ingested,
+            files_deleted_in_range, ingested_bytes_linked, ingested_bytes_copied,
+            compaction_filter_removed, compaction_filter_changed,
+            compaction_filter_failures, range_deleted_dropped, range_tombstones_dropped,
+            merges_in_compaction, table_cache_hits, table_cache_misses, table_cache_opens,
+            table_cache_evictions, manifest_rollovers, event_listener_panics],
+        gauges [filter_index_bytes, blob_files, blob_file_bytes, blob_garbage_bytes,
+            compactions_peak_concurrency, recovery_dropped_wal_fragments,
+            recovery_dropped_wal_bytes, recovery_dropped_wals, open_table_files,
+            manifest_file_size],
+        nested [
+            levels => levels.iter().enumerate().map(|(i, level)| {
+                level.since(&before.levels.get(i).copied().unwrap_or_default())
+            }).collect(),
+            cache => cache.since(&before.cache),
+            memo => memo.since(&before.memo),
+        ])
+    }
+
     /// All levels' filter tickers added up.
     pub fn filter_total(&self) -> LevelFilterStats {
         self.levels
@@ -429,6 +485,7 @@ impl EngineCounters {
             stall_micros_l0_files: self.stall_micros_l0_files.load(Relaxed),
             stall_micros_memtables: self.stall_micros_memtables.load(Relaxed),
             stall_micros_memory_budget: self.stall_micros_memory_budget.load(Relaxed),
+            stall_micros_l0_slowdown: self.stall_micros_l0_slowdown.load(Relaxed),
             checkpoints: self.checkpoints.load(Relaxed),
             checkpoint_files_linked: self.checkpoint_files_linked.load(Relaxed),
             checkpoint_bytes_copied: self.checkpoint_bytes_copied.load(Relaxed),

@@ -4,7 +4,7 @@
 //! threads' count is the caller's to apply (`jobs::compaction::set_threads`).
 
 use crate::base::error::Result;
-use crate::base::live_options::{check_name, thread_count, with_changes, MUTABLE_DB_OPTIONS};
+use crate::base::live_options::{check_name, is_live_db_option, thread_count, with_changes};
 use crate::base::options_file::{write_options_file, RecordedOptions};
 use crate::core::tree::Tree;
 use crate::paths::engine::Engine;
@@ -33,7 +33,7 @@ impl Engine {
         let threads = self.compaction_threads_after(&live, changes)?;
         let mut recorded = live.clone();
         for (name, value) in changes {
-            let keyspace = if MUTABLE_DB_OPTIONS.contains(name) {
+            let keyspace = if is_live_db_option(name) {
                 "*"
             } else {
                 &tree.name
@@ -67,7 +67,7 @@ impl Engine {
         live: &LiveChanges,
         changes: &[(&str, &str)],
     ) -> Result<Option<usize>> {
-        if !changes.iter().any(|(n, _)| MUTABLE_DB_OPTIONS.contains(n)) {
+        if !changes.iter().any(|(n, _)| is_live_db_option(n)) {
             return Ok(None);
         }
         let mut options = self.shared.options().clone();

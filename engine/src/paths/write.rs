@@ -1,10 +1,38 @@
 //! The write path: group commit through the WAL into the memtable.
 //!
 //! Writers queue up; the first one in line becomes the leader, takes every queued batch (its
-//! group), makes room in the memtable (stalling if flushes are behind), appends the group to the
-//! WAL with one flush (and one sync if any writer asked for it), inserts it into the memtable,
-//! publishes the new sequence number and wakes the group. Concurrent writers thus share WAL
-//! writes and syncs.
+//! group, up to 1 MiB), makes room in the memtable (stalling if flushes are behind), appends the
+//! group to the WAL with one flush (and one sync if any writer asked for it), inserts it into the
+//! memtable, publishes the new sequence number and wakes the group. Concurrent writers thus share
+//! WAL writes and syncs.
+//!
+//! The leader's steps, and which lock each runs under (`commit_group`):
+//! 1. no lock: optimistic transactions' commit checks (`paths/conflict.rs`), which read the trees;
+//! 2. the state lock: batches naming a dropped keyspace fail alone (`Error::KeyspaceDropped`),
+//!    `make_room` for every keyspace the group writes, sequence numbers reserved for the group,
+//!    the WAL taken out of the state;
+//! 3. no lock: one WAL record per batch, one `write` for the group, one `fdatasync` if any
+//!    writer asked (the logs closed by earlier switches first: a synced write makes everything
+//!    acknowledged before it durable); then the memtable inserts;
+//! 4. the state lock again: the WAL put back, or, after a failure, the background error recorded
+//!    (the log may hold part of the group: nothing more may be appended until `Db::resume`);
+//! 5. `VersionSet::publish_sequence`: readers see the group, never a write the WAL lacks.
+//!
+//! `make_room` switches a full memtable (`switch_memtables`: a new WAL, whose creation and
+//! directory sync run with the state lock released; the old log is handed to the OS unsynced and
+//! left to `core/closed_wals.rs`), flushes the keyspaces holding the oldest WAL once the WALs
+//! exceed `max_total_wal_size` and the largest memtables once all together exceed
+//! `db_write_buffer_size`, and stalls while a keyspace has `max_write_buffer_number` memtables
+//! waiting or `level0_stop_writes_trigger` L0 tables, or memory is over budget (stall time in
+//! `Stats::stall_micros`, by cause). In stepped mode (`Db::open_stepped`) writes never stall: a
+//! stall is flow control, and an L0 stall could not be ended inline (a compaction may not start
+//! on the write path, which ranks below the compaction lock).
+//!
+//! A switch happens under the write path (the leader, or `WriteQueue::exclusive`), so no group
+//! can append meanwhile; memtables record the oldest WAL that may hold their writes, which is
+//! what `DbState::min_live_wal` keeps alive. Sequence numbers taken outside a batch (an
+//! ingestion's global sequence number) are written as a marker record so that recovery's run of
+//! sequence numbers stays unbroken (`take_sequences_holding_writes`).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -15,11 +43,13 @@ use siftdb_sstable::MAX_SEQUENCE;
 
 use crate::base::batch::{self, WriteBatch};
 use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
-use crate::base::event_listener::{FlushReason, MemTableInfo, WriteStallCause};
+use crate::base::event_listener::{
+    FlushReason, MemTableInfo, WriteStallCause, WriteStallCondition,
+};
 use crate::base::wal::writer::LogWriter;
 use crate::core::events::{Event, Events};
 use crate::core::memtable::Memtable;
-use crate::core::state::{DbState, StateGuard};
+use crate::core::state::{DbState, Stall, StateGuard};
 use crate::core::tree::Tree;
 use crate::core::write_queue::{CommitCheck, QueuedWrite, Turn};
 use crate::paths::engine::Engine;
@@ -80,7 +110,8 @@ impl Engine {
         // Conditional batches first, with no lock held: they read the trees.
         self.reject_conflicting(group, rejected);
         // Reserve room and sequence numbers, and take the WAL out for the unlocked append.
-        let (mems, mut wal, first_seq, count, sync) = {
+        let mut delayed = false;
+        let (mems, mut wal, first_seq, count, sync) = loop {
             let mut state = self.shared.state().lock();
             reject_dropped(&state, group, rejected);
             let mut touched: Vec<u32> = group.iter().flat_map(|w| w.batch.keyspace_ids()).collect();
@@ -89,6 +120,15 @@ impl Engine {
             self.make_room(&mut state, &touched)?;
             if group.is_empty() {
                 return Ok(());
+            }
+            // Slowed down: the group waits once, without the lock, then makes room again.
+            if !delayed {
+                if let Some((until, slowed)) = self.slowdown(&mut state, group) {
+                    drop(state);
+                    self.wait_slowed(until, &slowed);
+                    delayed = true;
+                    continue;
+                }
             }
             let count: u64 = group.iter().map(|w| w.batch.len() as u64).sum();
             let sync = group.iter().any(|w| w.sync);
@@ -110,7 +150,7 @@ impl Engine {
                 .iter()
                 .filter_map(|id| state.trees.get(id).map(|t| (*id, Arc::clone(&t.mem))))
                 .collect();
-            (mems, wal, first, count, sync)
+            break (mems, wal, first, count, sync);
         };
         let appended = {
             // The WAL is out of the state: a panic here (the file system's, or a prefix
@@ -207,7 +247,7 @@ impl Engine {
             // Stepped mode (tests): no thread would end a stall; see `Db::open_stepped`.
             let room = room_for(state, ids, !self.shared.stepped());
             if let Room::Stall(cause, id) = room {
-                state.set_stall(Some((cause.into(), Some(id))));
+                state.set_stall(Some(Stall::stopped(cause.into(), Some(id))));
                 // The compactions that would end the stall keep failing in the user's filter:
                 // waiting would never end.
                 if let Some(why) = self.compactions.filter_failure() {
@@ -244,7 +284,7 @@ impl Engine {
             // Every keyspace's memtables together hold the whole budget, and switching more
             // frees nothing: wait for the flushes under way to free their memory.
             stalled.get_or_insert_with(|| (Instant::now(), StallCause::MemoryBudget));
-            state.set_stall(Some((WriteStallCause::MemoryBudget, None)));
+            state.set_stall(Some(Stall::stopped(WriteStallCause::MemoryBudget, None)));
             self.shared.state().work().notify_all();
             self.shared.state().wait_changed(state);
         };
@@ -255,6 +295,64 @@ impl Engine {
         result
     }
 
+    /// Whether `group` waits before it is written, and until when: while a keyspace's L0 holds
+    /// `level0_slowdown_writes_trigger` tables, the database writes at
+    /// `Options::delayed_write_rate` (RocksDB's delayed writes, database-wide as there), so that
+    /// compactions catch up before writes must stop. Groups are paced by the time their bytes
+    /// take at that rate; a group waits only once the pace is a millisecond ahead of the clock
+    /// (a sleep shorter than that would cost more than it asks). Records the condition.
+    fn slowdown(
+        &self,
+        state: &mut StateGuard<'_>,
+        group: &[QueuedWrite],
+    ) -> Option<(Instant, Arc<Tree>)> {
+        let rate = self.shared.options().delayed_write_rate;
+        let slowed = if rate == 0 || self.shared.stepped() {
+            None
+        } else {
+            state
+                .trees
+                .values()
+                .find(|t| is_slowed(&t.tree))
+                .map(|t| Arc::clone(&t.tree))
+        };
+        if state
+            .stall
+            .is_none_or(|s| s.condition == WriteStallCondition::Delayed)
+        {
+            state.set_stall(slowed.as_ref().map(|tree| Stall {
+                condition: WriteStallCondition::Delayed,
+                cause: WriteStallCause::L0Files,
+                keyspace: Some(tree.id),
+            }));
+        }
+        let Some(slowed) = slowed else {
+            state.delayed_until = None;
+            return None;
+        };
+        let bytes: u64 = group.iter().map(|w| w.batch.size_bytes() as u64).sum();
+        let cost = Duration::from_nanos(bytes.saturating_mul(1_000_000_000) / rate);
+        let now = Instant::now();
+        let until = state.delayed_until.filter(|t| *t > now).unwrap_or(now) + cost;
+        state.delayed_until = Some(until);
+        (until >= now + Duration::from_millis(1)).then_some((until, slowed))
+    }
+
+    /// Waits until `until`, in slices of at most a millisecond: the wait ends early once
+    /// `slowed` no longer slows writes (its compactions caught up) or the database closes.
+    /// Counted as a stall of its own cause.
+    fn wait_slowed(&self, until: Instant, slowed: &Tree) {
+        let start = Instant::now();
+        loop {
+            let now = Instant::now();
+            if now >= until || self.shared.is_shutting_down() || !is_slowed(slowed) {
+                break;
+            }
+            std::thread::sleep((until - now).min(Duration::from_millis(1)));
+        }
+        self.count_stall(start.elapsed().as_micros() as u64, StallCause::L0Slowdown);
+    }
+
     /// Adds a stall of `micros` to the total and to its cause's counter.
     fn count_stall(&self, micros: u64, cause: StallCause) {
         let counters = self.shared.counters();
@@ -263,6 +361,7 @@ impl Engine {
             StallCause::L0Files => &counters.stall_micros_l0_files,
             StallCause::Memtables => &counters.stall_micros_memtables,
             StallCause::MemoryBudget => &counters.stall_micros_memory_budget,
+            StallCause::L0Slowdown => &counters.stall_micros_l0_slowdown,
         };
         by_cause.fetch_add(micros, Ordering::Relaxed);
     }
@@ -651,6 +750,9 @@ enum StallCause {
     Memtables,
     /// All memtables together hold `db_write_buffer_size`.
     MemoryBudget,
+    /// A keyspace's L0 holds `level0_slowdown_writes_trigger` tables (writes delayed, not
+    /// stopped).
+    L0Slowdown,
 }
 
 /// What the memtables of a group's keyspaces need before it can be written.
@@ -666,7 +768,7 @@ enum Room {
 impl From<StallCause> for WriteStallCause {
     fn from(cause: StallCause) -> WriteStallCause {
         match cause {
-            StallCause::L0Files => WriteStallCause::L0Files,
+            StallCause::L0Files | StallCause::L0Slowdown => WriteStallCause::L0Files,
             StallCause::Memtables => WriteStallCause::Memtables,
             StallCause::MemoryBudget => WriteStallCause::MemoryBudget,
         }
@@ -715,6 +817,22 @@ fn room_for(state: &DbState, ids: &[u32], may_stall: bool) -> Room {
     } else {
         Room::Switch(full)
     }
+}
+
+/// Whether writes to `tree` are slowed down: its L0 holds `level0_slowdown_writes_trigger`
+/// tables (at least `level0_file_num_compaction_trigger`, so that a compaction is due to end
+/// it) but fewer than the stop; never with automatic compactions off or FIFO compaction, where
+/// no compaction would end it.
+fn is_slowed(tree: &Tree) -> bool {
+    let o = tree.options();
+    let l0 = tree.l0_files.load(Ordering::Acquire);
+    let from = o
+        .level0_slowdown_writes_trigger
+        .max(o.level0_file_num_compaction_trigger);
+    o.compaction_style != crate::base::compaction_style::CompactionStyle::Fifo
+        && !o.disable_auto_compactions
+        && l0 >= from
+        && l0 < o.level0_stop_writes_trigger
 }
 
 /// Moves the batches of `group` that name a keyspace no longer in `state` (dropped) to

@@ -188,6 +188,7 @@ fn write_while_flushes_lag(allow_stall: bool) -> (usize, u64) {
         stats.stall_micros_l0_files
             + stats.stall_micros_memtables
             + stats.stall_micros_memory_budget
+            + stats.stall_micros_l0_slowdown
     );
     let result = (
         most.load(Ordering::Relaxed),

@@ -1,6 +1,6 @@
 //! Each stall is counted under what it waited for (`Stats::stall_micros_*`), and the causes
 //! add up to `stall_micros`: too many memtables (flushes behind), too many L0 tables
-//! (compactions out of L0 behind).
+//! (compactions out of L0 behind), and the writes slowed down before the L0 stop.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -44,7 +44,10 @@ fn fill(options: Options) -> Stats {
 }
 
 fn causes_sum(s: &Stats) -> u64 {
-    s.stall_micros_l0_files + s.stall_micros_memtables + s.stall_micros_memory_budget
+    s.stall_micros_l0_files
+        + s.stall_micros_memtables
+        + s.stall_micros_memory_budget
+        + s.stall_micros_l0_slowdown
 }
 
 #[test]
@@ -77,4 +80,54 @@ fn stalls_on_l0_tables_are_counted_as_such() {
     assert!(stats.stall_micros_l0_files > 0, "{stats:?}");
     assert_eq!(stats.stall_micros_memory_budget, 0);
     assert_eq!(causes_sum(&stats), stats.stall_micros);
+}
+
+#[test]
+fn writes_slow_down_from_the_slowdown_trigger_and_never_stop_there() {
+    // Compactions out of L0 fall behind; the stop is far away: from 2 L0 tables each write
+    // group waits its bytes' time at `delayed_write_rate`, and no write stops.
+    let stats = fill(Options {
+        write_buffer_size: 64 << 10,
+        max_write_buffer_number: 1_000,
+        level0_file_num_compaction_trigger: 2,
+        level0_slowdown_writes_trigger: 2,
+        level0_stop_writes_trigger: 10_000,
+        delayed_write_rate: 8 << 20,
+        fs: slow_tables(),
+        ..Options::default()
+    });
+    assert!(stats.stall_micros_l0_slowdown > 0, "{stats:?}");
+    assert_eq!(stats.stall_micros_l0_files, 0);
+    assert_eq!(stats.stall_micros_memory_budget, 0);
+    assert_eq!(causes_sum(&stats), stats.stall_micros);
+}
+
+#[test]
+fn no_write_slows_down_without_automatic_compactions_or_at_rate_zero() {
+    for options in [
+        Options {
+            disable_auto_compactions: true,
+            ..Options::default()
+        },
+        Options {
+            delayed_write_rate: 0,
+            ..Options::default()
+        },
+    ] {
+        let dir = siftdb_tests::temp_dir();
+        let options = Options {
+            level0_file_num_compaction_trigger: 1,
+            level0_slowdown_writes_trigger: 1,
+            level0_stop_writes_trigger: 10_000,
+            ..options
+        };
+        let db = Db::open(dir.path(), options).unwrap();
+        for i in 0..3 {
+            db.put(format!("k{i}"), "v").unwrap();
+            db.flush().unwrap();
+        }
+        db.put("last", "v").unwrap();
+        let stats = db.stats();
+        assert_eq!(stats.stall_micros_l0_slowdown, 0, "{stats:?}");
+    }
 }

@@ -56,6 +56,7 @@ const CHANGES: &[(&str, &[&str])] = &[
     ),
     ("max_write_buffer_number", &["2", "3", "4"]),
     ("level0_file_num_compaction_trigger", &["2", "4", "8"]),
+    ("level0_slowdown_writes_trigger", &["4", "8", "20"]),
     ("target_file_size_base", &["524288", "1048576", "4194304"]),
     (
         "max_bytes_for_level_base",
