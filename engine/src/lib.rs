@@ -51,6 +51,7 @@ pub use crate::api::batch_index::{BatchAndDbIterator, WriteBatchWithIndex};
 pub use crate::api::db::Db;
 pub use crate::api::keyspace::Keyspace;
 pub use crate::api::pinned_value::PinnedValue;
+pub use crate::api::readable::Readable;
 pub use crate::api::snapshot::Snapshot;
 pub use crate::api::sst_file_reader::{SstEntry, SstEntryKind, SstFileIter, SstFileReader};
 pub use crate::api::sst_file_writer::{ExternalFileInfo, SstFileWriter};

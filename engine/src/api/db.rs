@@ -1,4 +1,7 @@
-//! The database handle: public API, shared state, the read path.
+//! The database handle: [`Db`] is an `Arc<Engine>` (`paths::engine`) plus what only the handle
+//! owns, the background threads and the directory lock (`CloseOnDrop`, closed by the last clone
+//! or by [`Db::close`]). Its reads are [`Readable`](crate::Readable)'s (`api::readable`); the
+//! read path itself is `paths/read.rs`.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -7,7 +10,7 @@ use std::thread::JoinHandle;
 use parking_lot::Mutex;
 
 use crate::api::keyspace::Keyspace;
-use crate::api::pinned_value::PinnedValue;
+use crate::api::readable::{forward_reads_to_readable, readable_through_target, ReadTarget};
 use crate::api::snapshot::Snapshot;
 use crate::api::transaction::{Transaction, TransactionOptions};
 use crate::base::batch::WriteBatch;
@@ -503,77 +506,6 @@ impl Db {
         timed(Op::Put, None, || self.engine.write(batch, opts.sync))
     }
 
-    /// The value of `key`, or `None`.
-    pub fn get<K: AsRef<[u8]>>(&self, key: K) -> Result<Option<Vec<u8>>> {
-        let mut value = Vec::new();
-        let found = self.get_into(key, &mut value)?;
-        Ok(found.then_some(value))
-    }
-
-    /// [`Db::get`] reading as `opts` say (`fill_cache: false` leaves the block cache as it
-    /// was: blocks it holds are used, others are read and dropped).
-    pub fn get_opt<K: AsRef<[u8]>>(&self, key: K, opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
-        let mut value = Vec::new();
-        let tree = self.engine.default_tree();
-        let found = timed(Op::Get, Some(&tree.name), || {
-            self.engine.get_latest(tree, key.as_ref(), opts, &mut value)
-        })?;
-        Ok(found.then_some(value))
-    }
-
-    /// The value of `key` without a copy where it can be (see [`PinnedValue`]): a plain put
-    /// in a table is handed back inside its cached data block.
-    pub fn get_pinned<K: AsRef<[u8]>>(&self, key: K) -> Result<Option<PinnedValue>> {
-        self.get_pinned_opt(key, &ReadOptions::default())
-    }
-
-    /// [`Db::get_pinned`] reading as `opts` say.
-    pub fn get_pinned_opt<K: AsRef<[u8]>>(
-        &self,
-        key: K,
-        opts: &ReadOptions,
-    ) -> Result<Option<PinnedValue>> {
-        let (mut copied, mut pinned) = (Vec::new(), None);
-        let tree = self.engine.default_tree();
-        let found = timed(Op::Get, Some(&tree.name), || {
-            self.engine
-                .get_latest_pinned(tree, key.as_ref(), opts, &mut copied, &mut pinned)
-        })?;
-        Ok(crate::api::pinned_value::answer(found, pinned, copied))
-    }
-
-    /// Reads `key` into `buf` (cleared first); returns whether it was found. The value is copied
-    /// once, straight from the memtable or the data block into `buf`, so a caller that reuses
-    /// one buffer allocates nothing per lookup.
-    pub fn get_into<K: AsRef<[u8]>>(&self, key: K, buf: &mut Vec<u8>) -> Result<bool> {
-        buf.clear();
-        let tree = self.engine.default_tree();
-        timed(Op::Get, Some(&tree.name), || {
-            self.engine
-                .get_latest(tree, key.as_ref(), &ReadOptions::default(), buf)
-        })
-    }
-
-    /// Looks up every key of `keys` at one point in time, answers in the same order: as many
-    /// `get`s, but each key hashed once and the filters of all keys probed level by level with
-    /// their memory requested ahead (RocksDB's `MultiGet`). An error (a damaged block) is the
-    /// answer of the keys it concerns only.
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir()?;
-    /// # let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
-    /// db.put("a", "1")?;
-    /// db.put("c", "3")?;
-    /// let got = db.multi_get(&["c", "b", "a"]);
-    /// let got: Vec<Option<Vec<u8>>> = got.into_iter().collect::<Result<_, _>>()?;
-    /// assert_eq!(got, [Some(b"3".to_vec()), None, Some(b"1".to_vec())]);
-    /// # Ok::<(), siftdb::Error>(())
-    /// ```
-    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Vec<u8>>>> {
-        let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
-        self.engine.multi_get(self.engine.default_tree(), &keys)
-    }
-
     /// A consistent view of the database (every keyspace) as of now.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot::new(Arc::clone(&self.engine))
@@ -609,68 +541,6 @@ impl Db {
     /// ```
     pub fn transaction_opt(&self, opts: &TransactionOptions) -> Transaction {
         Transaction::begin(self, opts)
-    }
-
-    /// An iterator over all keys in order (`.rev()` for descending order). It owns what it
-    /// reads (no borrow of `Db`) and can move to another thread; it sees the database as of its
-    /// creation. Use [`DbIterator::seek`] to start at a key.
-    pub fn iter(&self) -> DbIterator {
-        self.iter_opt(&ReadOptions::default())
-    }
-
-    /// [`Db::iter`] reading as `opts` say (`fill_cache: false` for a scan that must not push
-    /// the working set out of the block cache).
-    pub fn iter_opt(&self, opts: &ReadOptions) -> DbIterator {
-        crate::paths::read::iterator::<&[u8], _>(
-            &self.engine,
-            self.engine.default_tree(),
-            None,
-            &(..),
-            None,
-            opts,
-        )
-    }
-
-    /// An iterator over the keys in `range`, any [`RangeBounds`](std::ops::RangeBounds) of
-    /// byte strings: `db.range("a".."m")`, `db.range(b"k".to_vec()..)`,
-    /// `db.range::<&[u8], _>((Bound::Excluded(start), Bound::Included(end)))`. Both bounds hold
-    /// in both directions and after a [`DbIterator::seek`].
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir()?;
-    /// # let db = siftdb::Db::open(dir.path(), siftdb::Options::default())?;
-    /// for k in ["apple", "banana", "cherry", "date"] {
-    ///     db.put(k, "fruit")?;
-    /// }
-    /// let keys: Vec<Vec<u8>> = db
-    ///     .range("b"..="cherry")
-    ///     .rev()
-    ///     .map(|kv| kv.map(|(k, _)| k))
-    ///     .collect::<Result<_, _>>()?;
-    /// assert_eq!(keys, [b"cherry".to_vec(), b"banana".to_vec()]);
-    /// # Ok::<(), siftdb::Error>(())
-    /// ```
-    pub fn range<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(&self, range: R) -> DbIterator {
-        crate::paths::read::iterator(
-            &self.engine,
-            self.engine.default_tree(),
-            None,
-            &range,
-            None,
-            &ReadOptions::default(),
-        )
-    }
-
-    /// An iterator over the keys that start with `prefix`, in order (`.rev()`: descending); it
-    /// never yields another key. Tables whose prefix filter says the prefix is absent are
-    /// skipped without being read.
-    pub fn prefix_iter<P: AsRef<[u8]>>(&self, prefix: P) -> DbIterator {
-        crate::paths::read::prefix_iterator(
-            &self.engine,
-            self.engine.default_tree(),
-            None,
-            prefix.as_ref(),
-        )
     }
 
     /// A cursor over all keys, both ways, that lends its key and value instead of copying them
@@ -986,3 +856,10 @@ impl Db {
         self.guard.close()
     }
 }
+
+readable_through_target!(Db, |db| ReadTarget {
+    engine: &db.engine,
+    tree: db.engine.default_tree(),
+    sequence: None,
+});
+forward_reads_to_readable!(Db, DbIterator);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use siftdb_sstable::ValueKind;
 
 use crate::api::db::Db;
-use crate::api::pinned_value::PinnedValue;
+use crate::api::readable::{forward_reads_to_readable, readable_through_target, ReadTarget};
 use crate::base::batch::{KeyspaceTag, WriteBatch};
 use crate::base::error::Result;
 use crate::base::options::{ReadOptions, WriteOptions};
@@ -14,7 +14,6 @@ use crate::core::level_info::LevelInfo;
 use crate::core::tree::Tree;
 use crate::paths::engine::Engine;
 use crate::paths::iterator::{DbIterator, RawIterator};
-use crate::paths::latency::{timed, Op};
 
 /// A handle to one keyspace of a [`Db`]: the same reads and writes as `Db`'s own methods (which
 /// act on the keyspace `"default"`), on this keyspace's tree. `Clone`, `Send` and `Sync`; it keeps
@@ -154,89 +153,6 @@ impl Keyspace {
         self.db.write_opt(batch, opts)
     }
 
-    /// The value of `key`, or `None`.
-    pub fn get<K: AsRef<[u8]>>(&self, key: K) -> Result<Option<Vec<u8>>> {
-        self.get_opt(key, &ReadOptions::default())
-    }
-
-    /// [`Keyspace::get`] reading as `opts` say.
-    pub fn get_opt<K: AsRef<[u8]>>(&self, key: K, opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
-        let mut value = Vec::new();
-        let found = timed(Op::Get, Some(&self.tree.name), || {
-            self.engine()
-                .get_latest(&self.tree, key.as_ref(), opts, &mut value)
-        })?;
-        Ok(found.then_some(value))
-    }
-
-    /// The value of `key` without a copy where it can be (see [`Db::get_pinned`]).
-    pub fn get_pinned<K: AsRef<[u8]>>(&self, key: K) -> Result<Option<PinnedValue>> {
-        self.get_pinned_opt(key, &ReadOptions::default())
-    }
-
-    /// [`Keyspace::get_pinned`] reading as `opts` say.
-    pub fn get_pinned_opt<K: AsRef<[u8]>>(
-        &self,
-        key: K,
-        opts: &ReadOptions,
-    ) -> Result<Option<PinnedValue>> {
-        let (mut copied, mut pinned) = (Vec::new(), None);
-        let found = timed(Op::Get, Some(&self.tree.name), || {
-            self.engine().get_latest_pinned(
-                &self.tree,
-                key.as_ref(),
-                opts,
-                &mut copied,
-                &mut pinned,
-            )
-        })?;
-        Ok(crate::api::pinned_value::answer(found, pinned, copied))
-    }
-
-    /// Reads `key` into `buf` (cleared first); returns whether it was found.
-    pub fn get_into<K: AsRef<[u8]>>(&self, key: K, buf: &mut Vec<u8>) -> Result<bool> {
-        buf.clear();
-        timed(Op::Get, Some(&self.tree.name), || {
-            self.engine()
-                .get_latest(&self.tree, key.as_ref(), &ReadOptions::default(), buf)
-        })
-    }
-
-    /// Looks up every key of `keys` in this keyspace at one point in time (see
-    /// [`Db::multi_get`]); answers in the same order.
-    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Vec<Result<Option<Vec<u8>>>> {
-        let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
-        self.engine().multi_get(&self.tree, &keys)
-    }
-
-    /// An iterator over all keys of this keyspace in order (see [`Db::iter`]).
-    pub fn iter(&self) -> DbIterator {
-        self.iter_opt(&ReadOptions::default())
-    }
-
-    /// [`Keyspace::iter`] reading as `opts` say.
-    pub fn iter_opt(&self, opts: &ReadOptions) -> DbIterator {
-        crate::paths::read::iterator::<&[u8], _>(self.engine(), &self.tree, None, &(..), None, opts)
-    }
-
-    /// An iterator over the keys of this keyspace in `range` (see [`Db::range`]).
-    pub fn range<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(&self, range: R) -> DbIterator {
-        crate::paths::read::iterator(
-            self.engine(),
-            &self.tree,
-            None,
-            &range,
-            None,
-            &ReadOptions::default(),
-        )
-    }
-
-    /// An iterator over the keys of this keyspace that start with `prefix` (see
-    /// [`Db::prefix_iter`]).
-    pub fn prefix_iter<P: AsRef<[u8]>>(&self, prefix: P) -> DbIterator {
-        crate::paths::read::prefix_iterator(self.engine(), &self.tree, None, prefix.as_ref())
-    }
-
     /// A raw cursor over this keyspace (see [`Db::raw_iter`]).
     pub fn raw_iter(&self) -> RawIterator {
         self.raw_iter_opt(&ReadOptions::default())
@@ -307,6 +223,13 @@ impl Keyspace {
         crate::paths::properties::property(self.engine(), &self.tree, name)
     }
 }
+
+readable_through_target!(Keyspace, |ks| ReadTarget {
+    engine: ks.engine(),
+    tree: &ks.tree,
+    sequence: None,
+});
+forward_reads_to_readable!(Keyspace, DbIterator);
 
 impl WriteBatch {
     /// Adds a put to keyspace `ks`. A keyspace of another database, or one dropped before the

@@ -1,15 +1,22 @@
 //! [`PinnedValue`]: a value read without copying it out of the block cache.
+//!
+//! `get_pinned` takes the path of `get` (`paths/read.rs`) with one difference at the table:
+//! `Table::get_prepared_pinned` hands back the data block (an `Arc` shared with the block cache)
+//! and where the value lies in it (siftdb-sstable's `PinnedValue`) instead of copying the value
+//! out. Only a plain put found in a table stays pinned: a value from a memtable, a merge operand,
+//! a blob index, an expiring value or a version a range tombstone hides is copied into the
+//! lookup's buffer for the resolution that follows (`unpin_unless_put`). This type wraps either
+//! form, so no sstable type shows in the API.
 
 use std::ops::Deref;
 
-/// A value read by `get_pinned` ([`Db::get_pinned`](crate::Db::get_pinned),
-/// [`Keyspace::get_pinned`](crate::Keyspace::get_pinned),
-/// [`Snapshot::get_pinned`](crate::Snapshot::get_pinned)): RocksDB's `PinnableSlice`.
+/// A value read by [`Readable::get_pinned`](crate::Readable::get_pinned) (of a `Db`, a
+/// `Keyspace`, a `Snapshot` or a `Transaction`): RocksDB's `PinnableSlice`.
 ///
 /// A value stored as a plain put in a table is not copied: the handle shares the data block
 /// that holds it (with the block cache, which may evict the block meanwhile — the handle keeps
 /// its memory alive until it is dropped). A value from a memtable, a merge, a blob file or with
-/// a TTL is copied, as [`Db::get`](crate::Db::get) copies it. Either way it reads as the
+/// a TTL is copied, as [`Readable::get`](crate::Readable::get) copies it. Either way it reads as the
 /// value's bytes (`Deref<Target = [u8]>`).
 ///
 /// Holding many handles holds their blocks: copy a value out ([`PinnedValue::to_vec`]) to keep

@@ -4,10 +4,12 @@ use std::sync::Arc;
 
 use crate::api::keyspace::Keyspace;
 use crate::api::pinned_value::PinnedValue;
+use crate::api::readable::{forward_reads_to_readable, readable_through_target, ReadTarget};
 use crate::base::error::{Error, Result};
 use crate::base::options::ReadOptions;
 use crate::paths::engine::Engine;
 use crate::paths::iterator::{DbIterator, RawIterator};
+use crate::Readable;
 
 /// A consistent read-only view of the database at one point in time. Reads through it see
 /// exactly the writes acknowledged before it was taken, whatever happens after (writes,
@@ -46,18 +48,6 @@ impl Snapshot {
         self.sequence
     }
 
-    /// The value of `key` as of the snapshot (in the "default" keyspace).
-    pub fn get<K: AsRef<[u8]>>(&self, key: K) -> Result<Option<Vec<u8>>> {
-        let mut value = Vec::new();
-        let found = self.get_into(key, &mut value)?;
-        Ok(found.then_some(value))
-    }
-
-    /// [`Snapshot::get`] without a copy where it can be (see [`PinnedValue`]).
-    pub fn get_pinned<K: AsRef<[u8]>>(&self, key: K) -> Result<Option<PinnedValue>> {
-        self.get_pinned_at(self.db.default_tree(), key.as_ref())
-    }
-
     /// [`Snapshot::get_in`] without a copy where it can be (see [`PinnedValue`]).
     pub fn get_pinned_in<K: AsRef<[u8]>>(
         &self,
@@ -65,26 +55,8 @@ impl Snapshot {
         key: K,
     ) -> Result<Option<PinnedValue>> {
         self.check_same_db(ks)?;
-        self.get_pinned_at(ks.tree(), key.as_ref())
-    }
-
-    fn get_pinned_at(
-        &self,
-        tree: &crate::core::tree::Tree,
-        key: &[u8],
-    ) -> Result<Option<PinnedValue>> {
-        let (mut copied, mut pinned) = (Vec::new(), None);
-        let found = self
-            .db
-            .get_at_pinned(tree, key, self.sequence, &mut copied, &mut pinned)?;
-        Ok(crate::api::pinned_value::answer(found, pinned, copied))
-    }
-
-    /// [`Snapshot::get`] into `buf` (cleared first); returns whether the key was found.
-    pub fn get_into<K: AsRef<[u8]>>(&self, key: K, buf: &mut Vec<u8>) -> Result<bool> {
-        buf.clear();
-        self.db
-            .get_at(self.db.default_tree(), key.as_ref(), self.sequence, buf)
+        self.in_keyspace(ks)
+            .get_pinned_opt(key, &ReadOptions::default())
     }
 
     /// The value of `key` in keyspace `ks` as of the snapshot: a snapshot covers every keyspace
@@ -102,9 +74,7 @@ impl Snapshot {
     /// ```
     pub fn get_in(&self, ks: &Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.check_same_db(ks)?;
-        let mut value = Vec::new();
-        let found = self.db.get_at(ks.tree(), key, self.sequence, &mut value)?;
-        Ok(found.then_some(value))
+        self.in_keyspace(ks).get(key)
     }
 
     /// An iterator over keyspace `ks` as of the snapshot.
@@ -112,14 +82,15 @@ impl Snapshot {
         if let Err(e) = self.check_same_db(ks) {
             return DbIterator::failed(self.db.shared(), ks.tree(), e);
         }
-        crate::paths::read::iterator::<&[u8], _>(
-            &self.db,
-            ks.tree(),
-            Some(self.sequence),
-            &(..),
-            None,
-            &ReadOptions::default(),
-        )
+        self.in_keyspace(ks).iter()
+    }
+
+    /// Reads of keyspace `ks` at the snapshot's sequence.
+    fn in_keyspace<'a>(&'a self, ks: &'a Keyspace) -> SnapshotOf<'a> {
+        SnapshotOf {
+            snapshot: self,
+            tree: ks.tree(),
+        }
     }
 
     fn check_same_db(&self, ks: &Keyspace) -> Result<()> {
@@ -129,33 +100,6 @@ impl Snapshot {
             ));
         }
         Ok(())
-    }
-
-    /// An iterator over the database as of the snapshot (`.rev()` for descending order).
-    pub fn iter(&self) -> DbIterator {
-        self.range::<&[u8], _>(..)
-    }
-
-    /// An iterator over the keys in `range` as of the snapshot (see [`Db::range`](crate::Db::range)).
-    pub fn range<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(&self, range: R) -> DbIterator {
-        crate::paths::read::iterator(
-            &self.db,
-            self.db.default_tree(),
-            Some(self.sequence),
-            &range,
-            None,
-            &ReadOptions::default(),
-        )
-    }
-
-    /// An iterator over the keys that start with `prefix` as of the snapshot.
-    pub fn prefix_iter<P: AsRef<[u8]>>(&self, prefix: P) -> DbIterator {
-        crate::paths::read::prefix_iterator(
-            &self.db,
-            self.db.default_tree(),
-            Some(self.sequence),
-            prefix.as_ref(),
-        )
     }
 
     /// A raw cursor over the database as of the snapshot (see [`RawIterator`]).
@@ -174,6 +118,25 @@ impl Snapshot {
         )
     }
 }
+
+readable_through_target!(Snapshot, |s| ReadTarget {
+    engine: &s.db,
+    tree: s.db.default_tree(),
+    sequence: Some(s.sequence),
+});
+forward_reads_to_readable!(Snapshot, DbIterator);
+
+/// A snapshot's reads of one keyspace (`Snapshot::get_in` and friends).
+struct SnapshotOf<'a> {
+    snapshot: &'a Snapshot,
+    tree: &'a Arc<crate::core::tree::Tree>,
+}
+
+readable_through_target!(SnapshotOf<'_>, |of| ReadTarget {
+    engine: &of.snapshot.db,
+    tree: of.tree,
+    sequence: Some(of.snapshot.sequence),
+});
 
 impl Clone for Snapshot {
     /// Another handle on the same point in time, released on its own drop. The sequence is

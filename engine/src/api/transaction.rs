@@ -21,13 +21,13 @@
 //! See `docs/TRANSACTIONS.md` for the isolation level, what a conflict means and how to retry.
 
 use std::collections::BTreeSet;
-use std::ops::Bound;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::api::batch_index::{owned_bounds, BatchAndDbIterator, WriteBatchWithIndex};
+use crate::api::batch_index::{BatchAndDbIterator, WriteBatchWithIndex};
 use crate::api::db::Db;
 use crate::api::keyspace::Keyspace;
+use crate::api::readable::{forward_reads_to_readable, Readable, Scan, Sealed};
 use crate::api::snapshot::Snapshot;
 use crate::base::error::{Error, Result};
 use crate::base::options::{ReadOptions, WriteOptions};
@@ -37,6 +37,7 @@ use crate::core::write_queue::CommitCheck;
 
 /// How a transaction keeps others from changing what it depends on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum TransactionMode {
     /// Validate at commit: [`Error::Conflict`] if a key written or read for update changed
     /// after the snapshot (RocksDB's `OptimisticTransactionDB`).
@@ -171,20 +172,13 @@ impl Transaction {
         &self.writes
     }
 
-    /// The value of `key` (the "default" keyspace) as the transaction sees it: its own write,
-    /// else the database's at its snapshot (or now, pessimistic without a snapshot).
-    pub fn get<K: AsRef<[u8]>>(&self, key: K) -> Result<Option<Vec<u8>>> {
-        let tree = Arc::clone(self.db.engine().default_tree());
-        self.read(&tree, key.as_ref(), self.snapshot_sequence())
-    }
-
-    /// [`Transaction::get`] in keyspace `ks`.
+    /// [`Transaction::get`](Readable::get) in keyspace `ks`.
     pub fn get_in<K: AsRef<[u8]>>(&self, ks: &Keyspace, key: K) -> Result<Option<Vec<u8>>> {
         self.check_same_db(ks)?;
         self.read(ks.tree(), key.as_ref(), self.snapshot_sequence())
     }
 
-    /// [`Transaction::get`] of a key the transaction depends on: optimistic, `commit` fails
+    /// [`Transaction::get`](Readable::get) of a key the transaction depends on: optimistic, `commit` fails
     /// with [`Error::Conflict`] if anyone commits the key after the snapshot; pessimistic, the
     /// key is locked until the end and the newest committed value returned.
     pub fn get_for_update<K: AsRef<[u8]>>(&mut self, key: K) -> Result<Option<Vec<u8>>> {
@@ -287,40 +281,24 @@ impl Transaction {
         Ok(())
     }
 
-    /// The entries of `range` (the "default" keyspace) as the transaction sees them, in key
-    /// order (`.rev()`: descending): its writes merged over the database's at its snapshot.
-    pub fn range<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(
-        &self,
-        range: R,
-    ) -> BatchAndDbIterator<'_> {
-        let tree = Arc::clone(self.db.engine().default_tree());
-        self.scan(tree, owned_bounds(&range), None)
-    }
-
-    /// [`Transaction::range`] in keyspace `ks`.
+    /// [`Transaction::range`](Readable::range) in keyspace `ks`.
     pub fn range_in<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(
         &self,
         ks: &Keyspace,
         range: R,
     ) -> BatchAndDbIterator<'_> {
-        self.scan(Arc::clone(ks.tree()), owned_bounds(&range), None)
+        let scan = Scan::range(&range);
+        self.scan(Arc::clone(ks.tree()), scan, &ReadOptions::default())
     }
 
-    /// The entries whose keys start with `prefix` (the "default" keyspace) as the transaction
-    /// sees them, in key order (`.rev()`: descending).
-    pub fn prefix_iter<P: AsRef<[u8]>>(&self, prefix: P) -> BatchAndDbIterator<'_> {
-        let tree = Arc::clone(self.db.engine().default_tree());
-        self.scan(tree, prefix_bounds(prefix.as_ref()), Some(prefix.as_ref()))
-    }
-
-    /// [`Transaction::prefix_iter`] in keyspace `ks`.
+    /// [`Transaction::prefix_iter`](Readable::prefix_iter) in keyspace `ks`.
     pub fn prefix_iter_in<P: AsRef<[u8]>>(
         &self,
         ks: &Keyspace,
         prefix: P,
     ) -> BatchAndDbIterator<'_> {
-        let bounds = prefix_bounds(prefix.as_ref());
-        self.scan(Arc::clone(ks.tree()), bounds, Some(prefix.as_ref()))
+        let scan = Scan::prefix(prefix.as_ref());
+        self.scan(Arc::clone(ks.tree()), scan, &ReadOptions::default())
     }
 
     /// Marks the transaction as it is now: [`Transaction::rollback_to_savepoint`] returns it
@@ -387,14 +365,23 @@ impl Transaction {
         Ok(())
     }
 
+    /// The value of `key` in `tree` as the transaction sees it: its own write over the
+    /// database's at `seq` (the newest without one).
     fn read(&self, tree: &Arc<Tree>, key: &[u8], seq: Option<u64>) -> Result<Option<Vec<u8>>> {
+        self.read_opt(tree, key, seq, &ReadOptions::default())
+    }
+
+    fn read_opt(
+        &self,
+        tree: &Arc<Tree>,
+        key: &[u8],
+        seq: Option<u64>,
+        opts: &ReadOptions,
+    ) -> Result<Option<Vec<u8>>> {
         let engine = self.db.engine();
         self.writes.get_over(tree, key, || {
             let mut value = Vec::new();
-            let found = match seq {
-                Some(seq) => engine.get_at(tree, key, seq, &mut value)?,
-                None => engine.get_latest(tree, key, &ReadOptions::default(), &mut value)?,
-            };
+            let found = engine.get_point(tree, key, seq, opts, &mut value, None)?;
             Ok(found.then_some(value))
         })
     }
@@ -501,26 +488,15 @@ impl Transaction {
         Ok(CommitCheck { snapshot, keys })
     }
 
-    fn scan(
-        &self,
-        tree: Arc<Tree>,
-        bounds: (Bound<Vec<u8>>, Bound<Vec<u8>>),
-        prefix: Option<&[u8]>,
-    ) -> BatchAndDbIterator<'_> {
+    /// The entries of `scan` in `tree` as the transaction sees them, within `opts`' bounds
+    /// (its own writes too).
+    fn scan(&self, tree: Arc<Tree>, scan: Scan, opts: &ReadOptions) -> BatchAndDbIterator<'_> {
         let engine = self.db.engine();
         let seq = self.snapshot_sequence();
-        let base = match prefix {
-            Some(prefix) => crate::paths::read::prefix_iterator(engine, &tree, seq, prefix),
-            None => crate::paths::read::iterator(
-                engine,
-                &tree,
-                seq,
-                &(bounds.0.clone(), bounds.1.clone()),
-                None,
-                &ReadOptions::default(),
-            ),
-        };
-        self.writes.iterator_over(tree, base, bounds)
+        let scan = scan.within(opts);
+        let base =
+            crate::paths::read::iterator(engine, &tree, seq, &scan.bounds, scan.prefix, opts);
+        self.writes.iterator_over(tree, base, scan.bounds)
     }
 
     fn expiry_after(&self, ttl: Duration) -> u64 {
@@ -547,25 +523,34 @@ impl Transaction {
     }
 }
 
+impl Sealed for Transaction {}
+
+/// Reads of the `"default"` keyspace: the transaction's writes over the database at its
+/// snapshot (the newest data, pessimistic without a snapshot).
+impl Readable for Transaction {
+    type Iter<'a> = BatchAndDbIterator<'a>;
+
+    fn read_value(
+        &self,
+        key: &[u8],
+        opts: &ReadOptions,
+        value: &mut Vec<u8>,
+        _pinned: Option<&mut Option<siftdb_sstable::PinnedValue>>,
+    ) -> Result<bool> {
+        let tree = Arc::clone(self.db.engine().default_tree());
+        let found = self.read_opt(&tree, key, self.snapshot_sequence(), opts)?;
+        Ok(found.map(|v| *value = v).is_some())
+    }
+
+    fn read_scan(&self, scan: Scan, opts: &ReadOptions) -> BatchAndDbIterator<'_> {
+        let tree = Arc::clone(self.db.engine().default_tree());
+        self.scan(tree, scan, opts)
+    }
+}
+forward_reads_to_readable!(Transaction, BatchAndDbIterator<'_>);
+
 impl Drop for Transaction {
     fn drop(&mut self) {
         self.db.engine().locks().unlock(self.id, &self.locked);
     }
-}
-
-/// The key range of the keys that start with `prefix`: from the prefix to the first key past
-/// all of them (none past them when the prefix is all `0xff`).
-fn prefix_bounds(prefix: &[u8]) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
-    let mut end = prefix.to_vec();
-    while end.last() == Some(&0xff) {
-        end.pop();
-    }
-    let upper = match end.last_mut() {
-        Some(last) => {
-            *last += 1;
-            Bound::Excluded(end)
-        }
-        None => Bound::Unbounded,
-    };
-    (Bound::Included(prefix.to_vec()), upper)
 }

@@ -21,77 +21,26 @@ use crate::paths::iterator::{
 };
 
 impl Engine {
-    /// The newest value of `key` in `tree`, copied into `value` (cleared by the caller).
-    pub(crate) fn get_latest(
+    /// The value of `key` in `tree` as of `sequence` (a registered snapshot's), or the newest
+    /// without one, copied into `value` (cleared by the caller). With `pinned`, a value found
+    /// as a plain put in a table's data block is left there, without a copy; every other value
+    /// (from a memtable, merged, from a blob file, expiring) is still copied into `value`, and
+    /// `pinned` left `None`.
+    pub(crate) fn get_point(
         &self,
         tree: &Tree,
         key: &[u8],
+        sequence: Option<u64>,
         opts: &ReadOptions,
         value: &mut Vec<u8>,
+        pinned: Option<&mut Option<PinnedValue>>,
     ) -> Result<bool> {
         tree.check_live()?;
-        let (view, seq) = self.read_point_borrowed(tree);
-        self.get_in(tree, &view, key, seq, opts, value, None)
-    }
-
-    /// [`Engine::get_latest`] that leaves a value found as a plain put in a table's data block
-    /// in `pinned`, without copying it; every other value (from a memtable, merged, from a
-    /// blob file, expiring) is copied into `value` as `get_latest` copies it, and `pinned`
-    /// left `None`.
-    pub(crate) fn get_latest_pinned(
-        &self,
-        tree: &Tree,
-        key: &[u8],
-        opts: &ReadOptions,
-        value: &mut Vec<u8>,
-        pinned: &mut Option<PinnedValue>,
-    ) -> Result<bool> {
-        tree.check_live()?;
-        let (view, seq) = self.read_point_borrowed(tree);
-        self.get_in(tree, &view, key, seq, opts, value, Some(pinned))
-    }
-
-    /// [`Engine::get_at`] with a pinned value as [`Engine::get_latest_pinned`] has it.
-    pub(crate) fn get_at_pinned(
-        &self,
-        tree: &Tree,
-        key: &[u8],
-        seq: u64,
-        value: &mut Vec<u8>,
-        pinned: &mut Option<PinnedValue>,
-    ) -> Result<bool> {
-        tree.check_live()?;
-        let opts = ReadOptions::default();
-        self.get_in(
-            tree,
-            &tree.read_view_guard(),
-            key,
-            seq,
-            &opts,
-            value,
-            Some(pinned),
-        )
-    }
-
-    /// The value of `key` in `tree` as of `seq` (a registered snapshot's sequence), in the
-    /// tree's current view.
-    pub(crate) fn get_at(
-        &self,
-        tree: &Tree,
-        key: &[u8],
-        seq: u64,
-        value: &mut Vec<u8>,
-    ) -> Result<bool> {
-        tree.check_live()?;
-        self.get_in(
-            tree,
-            &tree.read_view_guard(),
-            key,
-            seq,
-            &ReadOptions::default(),
-            value,
-            None,
-        )
+        let (view, seq) = match sequence {
+            Some(seq) => (tree.read_view_guard(), seq),
+            None => self.read_point_borrowed(tree),
+        };
+        self.get_in(tree, &view, key, seq, opts, value, pinned)
     }
 
     /// The read path: memtables, then L0 newest first, then one table per deeper level. A found
@@ -813,23 +762,6 @@ pub(crate) fn iterator<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(
         opts.iterate_upper_bound.as_deref(),
     );
     DbIterator::new(db.shared(), tree, view, seq, bounds, prefix, opts.clone())
-}
-
-/// An iterator over the keys of `tree` that start with `prefix`.
-pub(crate) fn prefix_iterator(
-    db: &Engine,
-    tree: &Arc<Tree>,
-    sequence: Option<u64>,
-    prefix: &[u8],
-) -> DbIterator {
-    iterator::<&[u8], _>(
-        db,
-        tree,
-        sequence,
-        &(..),
-        Some(prefix.to_vec()),
-        &ReadOptions::default(),
-    )
 }
 
 /// A raw cursor over `tree` (at `sequence`, or the latest), within `opts`' bounds.
