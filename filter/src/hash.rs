@@ -43,6 +43,7 @@ pub const DEFAULT_SEED: u64 = 0x5349_4654_4442_0001; // "SIFTDB" + 1
 /// assert_ne!(h.hash(b"apple"), KeyHasher::xxh3(7).hash(b"apple"));
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum KeyHasher {
     /// XXH3-64 with this seed.
     Xxh3 {

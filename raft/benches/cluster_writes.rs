@@ -152,6 +152,7 @@ fn apply_command(data: &mut BTreeMap<Vec<u8>, Vec<u8>>, c: &Command) -> u64 {
             1
         }
         Command::Batch(cs) => cs.iter().map(|c| apply_command(data, c)).sum(),
+        other => panic!("the benchmark's state machine does not know {other:?}"),
     }
 }
 

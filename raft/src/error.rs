@@ -6,6 +6,7 @@ use crate::NodeId;
 
 /// What can go wrong in the store.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The database refused or failed an operation.
     #[error("siftdb: {0}")]

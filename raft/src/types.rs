@@ -16,6 +16,7 @@ pub type KeyValue = (Vec<u8>, Vec<u8>);
 
 /// A command of the replicated key-value state machine.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum Command {
     /// Sets `key` to `value`.
     Put {

@@ -2,6 +2,7 @@
 
 /// What can stop a node from starting or serving.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ServerError {
     /// A bad setting: the config file, or Raft's timings.
     #[error("configuration: {0}")]

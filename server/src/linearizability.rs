@@ -24,6 +24,7 @@ use std::collections::{BTreeMap, HashSet};
 
 /// What an operation did to its key, or what it read.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Kind {
     /// Set the key to this value.
     Put(Vec<u8>),

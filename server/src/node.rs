@@ -28,6 +28,7 @@ pub struct WriteAck {
 
 /// Why an operation did not happen (or may not have).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum OpError {
     /// This node is not the leader: the operation must go to `leader` (unknown while an
     /// election runs). Nothing was done.

@@ -1,4 +1,26 @@
 //! Writes a table: data blocks, filter blocks, range tombstones, properties, index, footer.
+//!
+//! Entries arrive in internal-key order (one out of order is refused with `SstError::OutOfOrder`,
+//! and the builder stays usable). Each goes into the current data block; a block is cut at
+//! `block_size` and its last key becomes its index entry. Each new user key adds its hash to the
+//! filter builder (and its prefix to the prefix filter's). A cut data block is compressed with
+//! the level's codec and kept compressed only if that saves an eighth of it.
+//!
+//! Filters are sized at `finish`, from the exact number of distinct keys. `finish` also decides
+//! whether to partition (index or filter above `partition_above`, 64 KiB by default): if so it
+//! groups the data blocks into runs of about 4 KiB of index entries and writes, per run, a filter
+//! partition built from exactly the keys of those blocks and an index partition, then the two
+//! top levels; otherwise one filter and one index. The prefix filter, range tombstones and
+//! properties are written too, and the footer last (the byte layout is in `docs/FORMAT.md`).
+//! Tables written for L0 (whose filter is pinned) keep a whole filter beside a partitioned index
+//! (`partition_filters = false`).
+//!
+//! With worker threads (`compression_threads` above 1; `compress_pool.rs`,
+//! `partition_filters.rs`) cut blocks go to compression workers in batches and come back in
+//! order, and the run rule (`RunCutter`) is applied as blocks are cut, so each closed run's
+//! filter partition is built by a worker while later keys arrive. `finish` uses a worker's
+//! partition only where it would have built the same one; the bytes equal one thread's
+//! (`sstable/tests/it/table_parallel_compression.rs`).
 
 use std::io::Write;
 use std::sync::Arc;

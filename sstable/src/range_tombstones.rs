@@ -15,6 +15,20 @@
 //! Adjacent fragments with identical sequence lists are merged when fragmenting, so a fragment
 //! ends exactly where coverage changes (a gap between fragments is uncovered).
 //!
+//! # Through flushes and compactions
+//!
+//! A flush writes a memtable's tombstones into the L0 table's range tombstone block. A
+//! compaction fragments its inputs' tombstones together, collapses them (`collapsed`: per
+//! fragment only the newest sequence of each snapshot stripe is kept, and at the bottom none
+//! that every snapshot sees), clips them at each output's boundaries (`clipped`), and drops
+//! every entry a tombstone deletes within the entry's own stripe (`GcRules::range_deleted` in
+//! siftdb-compaction). A table's boundary keys cover its tombstones: when they reach past its
+//! last point key, its largest key is an *end sentinel* (the end's user key at the largest
+//! sequence, kind `RangeDelete`: `InternalKey::range_end_sentinel`), exclusive, so the next
+//! table of the level may start at that very user key. Reads check tombstones independently of
+//! the filter (a filter "no" still lets a table's tombstones delete the key); a table without
+//! any pays one `Option` test.
+//!
 //! # Block encoding
 //!
 //! The table's range tombstone block (never compressed; the usual block trailer and CRC

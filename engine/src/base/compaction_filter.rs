@@ -1,5 +1,14 @@
 //! Compaction filters (RocksDB's `CompactionFilter`): the user's say on values as compaction
 //! rewrites them — drop expired sessions, rewrite a format, purge a tenant lazily.
+//!
+//! Every compaction job installs a `JobFilter` as its merge's `EntryFilter` (siftdb-compaction):
+//! it removes expired values and asks the user's filter, if any, about the rest. The merge asks
+//! only about the newest version of a key that no live snapshot can see, and turns a removal into
+//! a tombstone unless the output is the bottom and no snapshot is live, so no older version can
+//! resurface. A panic in the user's filter abandons the job (`Error::CompactionFilter`): nothing
+//! is lost, background compactions retry after a growing pause, and `wait_for_compaction` and
+//! stalled writers report it. When the filter acted, the job installs only if no snapshot
+//! appeared during its merge (it checks under the snapshot gate; `jobs/compaction/job.rs`).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;

@@ -248,6 +248,7 @@ pub(crate) mod names {
 
     /// What a directory entry is, by its name.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    #[non_exhaustive]
     pub enum FileKind {
         /// A write-ahead log.
         Wal(u64),

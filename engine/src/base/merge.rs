@@ -4,6 +4,20 @@
 //!
 //! Two operators ship ready to use: [`U64Add`] (a little-endian `u64` counter) and [`Append`]
 //! (values joined with a separator).
+//!
+//! How operands are resolved:
+//! * a read whose newest visible version of a key is an operand gathers the operands down to
+//!   their base — a value, or nothing at a tombstone, a range deletion, an expired value or the
+//!   key's first version — and calls [`MergeOperator::full_merge`]; only keys that hold
+//!   operands pay for it (a seek bounded to the key). A failed merge is an
+//!   `Error::Corruption` naming the key;
+//! * compaction folds a run of operands into one value when no live snapshot lies between them
+//!   and their base, or when nothing older is left and the output is the bottom level;
+//!   otherwise into one operand with [`MergeOperator::partial_merge`], or it leaves them.
+//!   An expiring base is left for reads to judge, and an operator that fails or panics in a
+//!   compaction leaves the entries as they were: compaction never loses data to it;
+//! * the `OPTIONS` file records the operator's name: a database holding operands refuses to
+//!   open with another operator or none.
 
 use std::sync::Arc;
 

@@ -26,6 +26,7 @@ use crate::base::fs::WritableFile;
 
 /// Whose write a request paces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum IoPriority {
     /// Compaction output (may wait; one refill in `fairness` serves it first).
     Low,

@@ -5,6 +5,12 @@
 //! value; values written without a TTL are plain `Put`s and carry no extra byte. A read compares
 //! the expiry with [`Options::clock`](crate::Options::clock): an expired value reads as absent
 //! (hiding older versions, as the overwrite it was), and compactions remove it.
+//!
+//! Readers judge an expiring value when they meet one: `get` and `multi_get` read the clock only
+//! then; an iterator reads it once, at creation (one cursor, one time). An expired value answers
+//! like a tombstone. Compactions remove expired values through their `JobFilter`
+//! (`compaction_filter.rs`), with the time fixed when the job starts; a merge operand stacked on
+//! an expiring value is left for reads to judge.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -17,6 +17,18 @@
 //! is made with the budget corrected by that difference, spread over the tree, so rewrites pull
 //! the tree back to its budget (gain 16, bounded to ±10% of it: a wider bound let tables of
 //! one level differ so much that the level's mean FPR rose, FPR being convex in bits/key).
+//!
+//! The kind comes from the policy (bloom before `bloom_before_level`, the deep kind after); under
+//! `FilterAllocation::Adaptive` a compaction then scales each output's bits/key by the lookup heat
+//! of the key range it covers (`core/heat.rs`, `jobs/compaction/heat_map.rs`).
+//!
+//! Filters left out by choice (`filter_for`): `filter_bits_per_key = 0` gives every table none;
+//! `optimize_filters_for_hits` gives none to tables written to the bottom level (the deepest that
+//! holds tables; never L0). Such a table records why in its `filter_omitted` property. The plan
+//! then leaves the bottom level out of Monkey's budget (its keys count as 0), and the budget
+//! correction leaves unfiltered tables out of what the tree holds, so the upper levels get the
+//! budget's bits per key of their own keys, no more. A table with a filter is rewritten rather
+//! than moved into an unfiltered bottom level (`filters_fit_output_level` in the compaction job).
 
 use siftdb_filter::LevelFilter;
 use siftdb_sstable::FilterSpec;

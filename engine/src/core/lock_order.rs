@@ -8,7 +8,7 @@
 //! 2. [`Rank::WritePath`] — the write path: being the write leader, or inside
 //!    `WriteQueue::exclusive` (memtable switches outside a write, keyspace changes,
 //!    checkpoints). Not a mutex: a role handed over under the queue's mutex.
-//! 3. [`Rank::Flush`] — `Shared::flushes`: one flush at a time, for a whole flush (the flush
+//! 3. [`Rank::Flush`] — `Shared::flush_role`: one flush at a time, for a whole flush (the flush
 //!    thread, or in stepped mode whoever calls `Db::step_flush`, `Db::flush` or `Db::resume`).
 //! 4. [`Rank::SnapshotGate`] — `SnapshotList::gate`: held exclusively by a compaction whose
 //!    filter changed values while it installs, by an ingestion from its snapshot checks to its
@@ -25,6 +25,17 @@
 //! failure, the handle's thread list and directory lock, the sync-point registry, the locks
 //! inside the block cache and memtables, and `ClosedWals`' two (its sync lock, held across the
 //! closed logs' `fdatasync`s, takes only its own list lock; `core/closed_wals.rs`).
+//!
+//! Outside the ranks:
+//! * the lock table's stripes and its wait-for graph (`core/lock_table.rs`) are leaves too, but
+//!   for the graph taken inside a stripe (never the other way); the key locks of pessimistic
+//!   transactions are not mutexes, and a transaction waits for one holding no engine lock;
+//! * the catch-up gate (`Engine::catch_up_gate`, read-only opens only) is taken shared by a
+//!   reader around loading its view and sequence (no lock is taken inside it), and exclusively
+//!   by a catch-up between the snapshot gate (4) and the state lock (7) (`recovery/catch_up.rs`).
+//!
+//! No lock is held across a manifest or WAL `fsync` but the manifest lock, the write path and
+//! `ClosedWals`' sync lock: readers never wait for the disk behind a writer's lock.
 //!
 //! In builds with debug assertions (tests run so: `test-release` keeps them), every ranked lock
 //! is taken through [`Held::enter`], which panics when a thread takes a lock while holding one at

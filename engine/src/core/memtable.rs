@@ -1,4 +1,20 @@
 //! The memtable: a concurrent skiplist of internal keys, flushed to an L0 table when full.
+//!
+//! * Keys and values are copied once into the memtable's arena (`core/arena.rs`): an insert costs
+//!   one copy and no allocation beyond the skiplist node, a flush reads entries in place, and a
+//!   flushed memtable is freed in a few chunks. The skiplist holds borrows of the arena typed
+//!   `'static` inside this file only; the skiplist is dropped before the arena (field order), and
+//!   every accessor shortens a borrow to the memtable's.
+//! * Skiplist keys carry their user key's head (`core/key_head.rs`) inline, so comparisons rarely
+//!   follow a key's pointer.
+//! * Range tombstones (`Db::delete_range`) are kept apart, in the memtable's own list, never among
+//!   the point entries; readers get them fragmented, built by the first reader after a change and
+//!   shared until the next.
+//! * With `memtable_prefix_bloom_size_ratio`, a bloom of prefixes (and whole keys) lets lookups
+//!   and prefix scans pass the memtable by (`core/memtable_bloom.rs`); the writer inserts into the
+//!   bloom before the skiplist, so a reader that can see an entry finds it in the bloom.
+//! * A memtable records the oldest WAL that may hold its writes (an empty one moves up to the
+//!   newest at each switch), which keeps that WAL alive until the memtable is flushed.
 
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

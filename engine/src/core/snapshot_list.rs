@@ -1,4 +1,14 @@
 //! The sequence numbers of live snapshots, which compaction keeps the versions of.
+//!
+//! A snapshot's sequence is chosen inside the list's lock (`acquire_current`), and a compaction
+//! reads the list only after choosing its inputs: either it sees the snapshot, or all its inputs
+//! are older than the snapshot's sequence, so what it keeps is what the snapshot sees.
+//!
+//! The list also holds the snapshot gate (rank 4 of `core/lock_order.rs`): a new snapshot
+//! registers under it shared (`acquire_gated`); it is held exclusively by a compaction whose
+//! compaction filter changed values (from checking that no snapshot appeared during its merge to
+//! its install), by an ingestion (from its snapshot checks to its install) and by a read-only
+//! open's catch-up.
 
 use std::collections::BTreeMap;
 

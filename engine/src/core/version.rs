@@ -1,4 +1,17 @@
 //! Versions: the set of live tables per level, replaced (never mutated) by each edit.
+//!
+//! A version is what a reader holds while it reads (inside the tree's published `ReadView`), so a
+//! compaction may replace tables under an iterator that still reads them; a table's file goes only
+//! once no live `TableFile` refers to it (`core/live_tables.rs`).
+//!
+//! The order a lookup meets the candidates in (`tables_for_key`) finds the newest version first:
+//! L0 newest first — by largest sequence number, not file number, since an intra-L0 compaction's
+//! output is numbered after a flush that began before it — then at most one table per level ≥ 1,
+//! found by binary search over the level's key ranges (`find_with_head`). The searches compare
+//! key heads first (`core/key_head.rs`), kept per level in one contiguous array, so they rarely
+//! touch a table's own metadata or call `memcmp`. A table whose largest key is a range
+//! tombstone's end sentinel ends just before that user key, which the next table of the level may
+//! start with.
 
 use std::sync::{Arc, OnceLock};
 

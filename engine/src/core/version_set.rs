@@ -7,12 +7,26 @@
 //! of a keyspace through [`VersionSet::create_tree`] / [`VersionSet::drop_tree`]; each appends its
 //! edit to the manifest and syncs it **without** holding the state mutex (writers, readers and
 //! `get` never wait behind a manifest `fsync`), then installs the change and republishes the read
-//! view under it. Keyspace changes also run with write groups held off (`WriteQueue::exclusive`). Manifest writers go one at a time (the manifest lock is held for the whole
-//! call), so the version an edit is applied to is still current when it is installed.
+//! view under it. Keyspace changes also run with write groups held off (`WriteQueue::exclusive`).
+//! Manifest writers go one at a time (the manifest lock is held for the whole call), so the
+//! version an edit is applied to is still current when it is installed. A failed append marks
+//! the manifest failed: nothing more is appended (and `delete_obsolete_files` deletes nothing)
+//! until `Db::resume` rolls over to a new manifest (`roll_failed_manifest`) or the database is
+//! reopened. A manifest past `max_manifest_file_size` is replaced the same way, by one that
+//! starts with `snapshot_edits` (every keyspace's whole version), `CURRENT` renamed to name it.
+//!
+//! File numbers are never reused. A table about to be written takes its number with
+//! [`VersionSet::new_output`], which registers it as pending in the lock that also holds the
+//! current versions; installing a version releases its tables from pending in the same critical
+//! section, and a job that gives up releases them (`release_outputs`: they become orphans).
+//! `delete_obsolete_files` lists the directory first, then reads the live and pending sets
+//! together ([`VersionSet::live_files`]), so it can never delete an output being written.
+//! [`VersionSet::pick_compaction`] picks and reserves in one critical section; the reservation it
+//! returns releases the files and the output range on drop.
 //!
 //! The set is built with what it needs from the rest of the engine ([`VersionSetContext`]: the
 //! state cell it installs into, the file system and directory of the manifest), not with the
-//! database. Lock order (the engine's whole order is in `docs/ARCHITECTURE.md`): `manifest` →
+//! database. Lock order (the engine's whole order is in `core/lock_order.rs`): `manifest` →
 //! the state lock → `files`. `files` is only ever held briefly and never while taking another
 //! lock.
 

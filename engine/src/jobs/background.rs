@@ -1,4 +1,11 @@
 //! Starting the engine's background threads.
+//!
+//! Every job runs inside `contained`: a panic in it (a user callback's, the file system's) becomes
+//! the background error of that job instead of killing the thread, so writers and waiters see an
+//! error rather than wait forever. `record_failure` records a job's ordinary failure the same way,
+//! except an echo of the background error itself (a job that stopped on it records nothing, or
+//! it would bring back an error `Db::resume` cleared). The write path guards the WAL the same way
+//! with `StateCell::fail_on_panic`.
 
 use std::sync::Arc;
 

@@ -1,4 +1,31 @@
-//! Flushing immutable memtables to L0 tables, on a background thread.
+//! Flushing immutable memtables to L0 tables, on a background thread (`siftdb-flush`).
+//!
+//! One flush runs at a time (the flush role, `Shared::flush_role`), for the whole flush, so L0
+//! tables are installed in the order their memtables were frozen. Of all keyspaces' immutable
+//! memtables, the next is the one in the oldest WAL: its flush is what lets that WAL go.
+//!
+//! A flush, step by step (`flush_next`, the thread's loop body and all of `Db::step_flush`):
+//! 1. a new output number (pending in the version set, so no cleanup deletes the file);
+//! 2. the table's filter planned by `filter_plan::for_flush`: as an L0 run of its size, or, when
+//!    its keys overlap no table of the tree (a sequential load whose table will move down
+//!    unchanged), as a bottom-level table;
+//! 3. the memtable written as an L0 table (`table_io::write_l0_table`: large values go to blob
+//!    files; the file is synced, then opened, its filter and index pinned unless
+//!    `pin_l0_filter_and_index_blocks_in_cache` is off), its keys added to the tree's filter
+//!    index before it is installed;
+//! 4. the logs closed by WAL switches synced (`core/closed_wals.rs`): the edit makes older logs
+//!    obsolete for this keyspace, and a power loss must never keep the table but lose older
+//!    writes of other keyspaces still in those logs;
+//! 5. one edit through `VersionSet::log_and_apply`: the table added, the keyspace's new log
+//!    number (the WAL of the next memtable), and the log numbers of idle keyspaces (nothing in
+//!    memory), so that they do not pin old WALs. The memtable leaves the immutable list under the
+//!    state lock, in the same step that installs the version;
+//! 6. obsolete files deleted.
+//!
+//! A keyspace dropped meanwhile makes `log_and_apply` fail with `KeyspaceDropped`: the flush
+//! ends quietly and its outputs are orphans, deleted as such. Any other failure is recorded as
+//! the background error (writes stop until `Db::resume`). The thread also wakes every 200 ms to
+//! warn, once per episode, about levels whose measured FPR is over twice the expected one.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -1,7 +1,8 @@
 //! The engine behind a `Db` handle: the shared state its readers and jobs see, the write queue,
-//! the compaction controls, the "default" keyspace and the instance id. The read path
-//! (`read.rs`), the write path (`write.rs`) and keyspace changes (`keyspaces.rs`) are its
-//! methods; the background threads and the directory lock belong to the handle (`api/db.rs`).
+//! the compaction controls, the "default" keyspace, the instance id and, for read-only opens, the
+//! catch-up gate (`recovery/catch_up.rs`). The read path (`read.rs`), the write path (`write.rs`)
+//! and keyspace changes (`keyspaces.rs`) are its methods; the background threads and the
+//! directory lock belong to the handle (`api/db.rs`).
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;

@@ -3,6 +3,16 @@
 //! Every keyspace is its own LSM tree — memtables, versions, compaction, filter plan and options
 //! — and all share the database's WAL, sequence, block cache and manifest. A keyspace is created
 //! and dropped by one manifest record each, so a crash leaves it wholly there or wholly gone.
+//!
+//! Both run with write groups held off (`WriteQueue::exclusive`), sync the WAL first (a keyspace
+//! change never survives a power loss that loses writes acknowledged before it), and append their
+//! record through the version set under the manifest lock. A drop then removes the tree from the
+//! state and the version set, marks its handles dropped (their calls fail with
+//! `Error::KeyspaceDropped`), erases its blocks from the cache and deletes its tables as obsolete.
+//! A flush or compaction of the keyspace still running ends quietly (`KeyspaceDropped` from
+//! `log_and_apply`; its outputs are orphans), and a batch naming it fails alone while the rest of
+//! its group commits. Keyspace ids are never reused (`next_keyspace_id` in the manifest), so WAL
+//! records of a dropped keyspace are never replayed into a new one of the same name.
 
 use std::sync::Arc;
 

@@ -1,5 +1,12 @@
 //! Reading a table's blocks: from the file (checked against their trailer's CRC, decompressed),
 //! through the block cache, or from what the table holds.
+//!
+//! A block read from the file is checked against its trailer's CRC before it is parsed, then
+//! decompressed if its trailer names a codec, and cached uncompressed (charged by that size), so a
+//! cache hit never pays decompression; parsing is bounds-checked, so damaged bytes are an
+//! `SstError`, never a wrong answer or a panic. Reads without `fill_cache` (compactions,
+//! `ReadOptions::fill_cache = false`) use a cached block through `BlockCache::peek` (no lookup
+//! counted, recency unchanged) and read any other from the file without inserting it.
 
 use std::sync::Arc;
 

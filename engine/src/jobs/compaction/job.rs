@@ -2,6 +2,34 @@
 //! [`CompactionJob::run`] either moves them down by a manifest edit alone (a trivial move) or
 //! writes their merge into new tables and installs those. The job owns its reservation and the
 //! outputs it has numbered but not installed; dropping it — however the job ends — releases both.
+//!
+//! * **Drop** (FIFO): the picked tables leave the version by one edit; nothing is written.
+//! * **Move** (LevelDB's `IsTrivialMove`, for several files as RocksDB allows): inputs all of one
+//!   level, overlapping neither each other nor the output level, nor too much of the level below
+//!   it, go down by one edit: no byte written, their cached blocks still valid. Their filters
+//!   must suit the new level (`filters_fit_output_level`); under Monkey a ribbon filter richer
+//!   than the level's plan moves too, read thinned to the plan (its cap recorded in the
+//!   manifest). A table whose values blob garbage collection relocates is rewritten instead.
+//! * **Write**: the garbage-collection rules (`GcRules`: live snapshots, bottommost, the inputs'
+//!   range tombstones collapsed per snapshot stripe) are fixed only now, after the inputs were
+//!   chosen (see `SnapshotList::acquire_current`). The inputs are read through one cursor per
+//!   L0 table and one level iterator per sorted level, with `fill_cache = false` (cached blocks
+//!   used without being promoted or counted, others read and not cached), merged, filtered by
+//!   the `JobFilter` (expired values, the user's compaction filter) and written by the
+//!   `TableSink` into outputs of about `target_file_size_base`, each with the filter planned for
+//!   its level (`core/filter_plan.rs`; under adaptive allocation scaled by the heat of its key
+//!   range, `heat_map.rs`). Outputs are synced, their directory synced, then opened.
+//! * **Subcompactions** (`Options::max_subcompactions`): a job with at least a target table's
+//!   bytes per range is split into key ranges bounded by first user keys of sorted-level inputs;
+//!   each is merged on a scoped thread into a `TableSink` bounded to it (every version of a user
+//!   key falls in one range), so the ranges' outputs never overlap and one edit installs them.
+//!   A failing range fails the job, which gives back every range's output numbers.
+//! * **Install**: one edit deletes the inputs and adds the outputs; the inputs' blocks leave the
+//!   cache and their files become obsolete (readers holding them keep reading).
+//!
+//! When the user's compaction filter changed a value, a snapshot taken during the merge would
+//! see the change: the job then installs under the snapshot gate only if the live snapshots are
+//! those its merge respected, and otherwise merges again (the last attempt without the filter).
 
 use std::ops::Range;
 use std::sync::atomic::Ordering;

@@ -1,6 +1,30 @@
-//! Leveled compaction: the background threads and `wait_for_compaction` (`compact_range` is in
-//! `paths/manual_compaction.rs`). What one job does — prepare, write (or move), install — is in
-//! `job.rs`; its output tables are cut in `sink.rs`.
+//! Compaction: the background threads and `wait_for_compaction` (`compact_range` is in
+//! `paths/manual_compaction.rs`). What one job does — prepare, write (or move, or drop), install —
+//! is in `job.rs`; its output tables are cut in `sink.rs` where `cuts.rs` says, and adaptive
+//! filters' heat is mapped in `heat_map.rs`.
+//!
+//! `Options::compaction_threads()` threads (`siftdb-compact-<i>`; `max_background_jobs - 1`, at
+//! least one, unless `max_background_compactions` overrides it) wake after every version install
+//! and every 200 ms, and run `compact_next` until nothing is due. `compact_next` asks
+//! `VersionSet::pick_compaction`, which picks with the tree's style (`siftdb_compaction`'s
+//! leveled, universal or FIFO picker; keyspaces in turn) and reserves the pick's input files and
+//! the key range it writes into its output level in the same critical section. The pickers skip
+//! reserved files, leave them out of their level's score and never write a range into a level
+//! another job is writing into: jobs side by side never share an input, and their outputs never
+//! overlap inside a sorted level. The reservation goes when the job is dropped, however it ends.
+//!
+//! Background jobs hold the compaction lock (`Compactions`) shared; `compact_range`,
+//! `delete_files_in_range`, ingestion and `Db::resume` hold it exclusively and so run alone.
+//! `wait_for_compaction` wakes the threads and waits until no pick is due and none runs; it runs
+//! no job itself, so at most `compaction_threads()` ever run
+//! (`Stats::compactions_peak_concurrency`).
+//! In stepped mode (`Db::open_stepped`) there are no threads: `Db::step_compaction` calls
+//! `compact_next`, and `wait_for_compaction` compacts inline until nothing is due.
+//!
+//! A job abandoned in the user's compaction filter (`Error::CompactionFilter`) loses nothing and
+//! stops no write: it is counted, remembered for `wait_for_compaction` and stalled writers to
+//! report, and retried after a pause that doubles up to 10 s. Any other failure but a dropped
+//! keyspace is recorded as the background error.
 
 mod cuts;
 mod heat_map;

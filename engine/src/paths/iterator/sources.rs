@@ -2,6 +2,15 @@
 //! level — each limited to the tables whose key range meets the scan's bounds and, for a prefix
 //! scan, whose prefix filter does not rule the prefix out. Table children also pass over a
 //! table at each seek whose range filter rules out what the seek would read (`range_skip.rs`).
+//!
+//! The tables of a sorted level a scan meets are a contiguous run, read by one level iterator
+//! that opens one table at a time, so a seek reads one index and one data block per level, plus
+//! the L0 tables (`tests/tests/it/iterator_cost.rs`); a prefix scan's prefix is hashed once for
+//! all the prefix filters. A prefix filter that cannot be read makes the cursor report that
+//! error after every seek (`RawIterator::failed`); a range filter that cannot be read stops its
+//! child with the error. The merge switches direction with `seek_for_prev` (not LevelDB's
+//! `seek` + `prev`), so each child is told which way the walk goes. Compaction reads its inputs
+//! through the same merge, a sorted level's inputs as one level iterator.
 
 use std::sync::Arc;
 

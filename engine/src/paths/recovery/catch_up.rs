@@ -1,5 +1,18 @@
 //! A read-only open catching up with the writer beside it (RocksDB's secondary instance): the
 //! manifest, the tables and the live WALs read again, and every keyspace's view replaced.
+//!
+//! The read runs with no lock but the snapshot gate, held exclusively throughout: no snapshot is
+//! taken meanwhile, catch-ups run one at a time (a slower one must not install an older state
+//! over a newer one), and it is refused while snapshots exist (the writer keeps no versions for
+//! another process's snapshots). `OPTIONS` is read again, and merge operands the handle's merge
+//! operator cannot read are refused, as an open refuses them.
+//!
+//! The install holds the engine's catch-up gate (`Engine::catch_up_gate`) exclusively, taken
+//! after the snapshot gate and before the state lock. A read-only engine's readers take it shared
+//! while they load a view and then the sequence (`Engine::read_point`; a writable open skips it),
+//! so every keyspace's view and the sequence change together for them: a reader never pairs a
+//! new view (whose tables may have lost versions the writer's compactions dropped) with an older
+//! sequence, and never sees half of a batch across keyspaces.
 
 use crate::base::error::{Error, Result};
 use crate::base::options_file;

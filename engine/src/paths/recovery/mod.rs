@@ -5,6 +5,34 @@
 //! filled up during the WAL replay: orphans no manifest names, deleted by the next open. A
 //! read-only open writes nothing, stops before the commit and keeps what the WALs held in
 //! memory.
+//!
+//! The phases of [`open`], each refusing what it can before the next one writes anything:
+//! 1. `Options::validate`, then `inspect_directory`: a non-empty directory without `CURRENT` is
+//!    refused without a write (`NotADatabase`, or `Corruption` if it holds siftdb files);
+//! 2. `options_file::check`: a newer format (`UnsupportedVersion`) or another filter hasher
+//!    (`InvalidArgument`) is refused before anything is locked;
+//! 3. `lock_directory`: `Locked` if another instance holds it;
+//! 4. `ManifestState::read`: `CURRENT`, then the manifest's edits folded per keyspace. Damage is
+//!    `Corruption`, never an empty database; a torn last record (an edit never acknowledged) is
+//!    dropped;
+//! 5. the live tables opened (`open_versions`); a WAL the manifest's log numbers name that is
+//!    gone means lost edits: `Corruption`;
+//! 6. `replay_wals`: the WALs from the smallest log number on, oldest first (`wal_replay.rs`);
+//! 7. the merge operator checked against the operands the database holds, and only then
+//!    `OPTIONS` rewritten (a refused open leaves it as it was);
+//! 8. [`commit`]: what the replay left in memtables written as L0 tables, the new WAL created,
+//!    a new manifest of every keyspace's version synced and named by `CURRENT` (on a full disk
+//!    with nothing recovered, the old manifest stays current: `VersionSet::defer_manifest`);
+//! 9. obsolete files deleted: old WALs and manifests, orphan tables, leftover temporary files.
+//!
+//! File numbers are never reused: the next is above every file on disk, not only above what the
+//! manifest recorded (WALs are created without a manifest edit).
+//!
+//! A read-only open ([`open_read_only`]) takes no lock and writes nothing: manifest, listing,
+//! tables and WALs are read into an engine whose memtables keep the WALs' writes. A file a
+//! concurrent writer deleted in between (its compactions and flushes move on) makes the read
+//! start over, a few times. The tables stay open, so the writer's later compactions do not
+//! disturb the open. `catch_up.rs` repeats the same read later, against the same engine.
 
 mod catch_up;
 mod wal_replay;
