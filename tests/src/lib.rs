@@ -9,6 +9,7 @@ use std::time::Duration;
 pub mod create_hook_fs;
 pub mod fault_fs;
 pub mod fuzz_entry;
+pub mod own_process;
 pub mod pause;
 pub use create_hook_fs::CreateHookFs;
 pub use fault_fs::FaultFs;

@@ -1,11 +1,11 @@
 //! siftdb's integration tests, one binary: a module per suite (as LevelDB builds one test
 //! binary). Each module's own documentation says what it holds.
 //!
-//! Suites that need a process of their own stay separate binaries beside this folder:
-//! `crash_kill.rs` and `read_only_process.rs` re-execute their test binary as a child,
-//! `set_options_threads.rs` counts the process's threads, `table_cache_open_files.rs` its open
-//! files and lowers their limit, and `wal_replay_memory.rs` installs a counting global
-//! allocator.
+//! Tests that need a process of their own run this binary again for themselves alone, with
+//! `--exact` (`siftdb_tests::own_process`, or their own child protocol): `crash_kill` and
+//! `read_only_process` kill and watch a writer child, `set_options_threads` counts the
+//! process's threads, `table_cache_open_files` its open files under a lowered limit, and
+//! `wal_replay_memory` its heap (the binary's global allocator counts only in that child).
 
 mod backup_engine;
 mod backup_power_loss;
@@ -32,6 +32,7 @@ mod compaction_universal;
 mod compat_old_formats;
 mod compression_parallel_threads;
 mod corruption_sweep;
+mod crash_kill;
 mod db_basic;
 mod db_concurrency;
 mod db_concurrency_compaction;
@@ -74,18 +75,23 @@ mod power_loss;
 mod range_delete_levels;
 mod range_filter_scans;
 mod rate_limiter_pacing;
+mod read_only_process;
 mod read_sequence_race;
 mod read_sequence_stress;
+mod readable_handles;
 mod schedule_model;
 mod set_options_live;
+mod set_options_threads;
 mod snapshot_clone;
 mod sst_file_reader;
 mod sync_failures;
+mod table_cache_open_files;
 mod transaction_bank;
 mod transaction_locks;
 mod transaction_validation;
 mod ttl_model;
 mod wal_replay_flushes;
+mod wal_replay_memory;
 mod wal_switch_unsynced;
 mod write_batch_log_data;
 mod write_opt_sync;

@@ -1,7 +1,7 @@
 //! `siftdb::inspect` through the library: what each function reports about files whose contents
 //! the test knows, and the damage the checks find.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -110,7 +110,7 @@ impl Writer {
         let mut child = Command::new(exe)
             .args([
                 "--exact",
-                "read_only_writer_child",
+                "read_only_process::read_only_writer_child",
                 "--nocapture",
                 "--test-threads=1",
             ])

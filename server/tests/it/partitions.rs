@@ -4,7 +4,7 @@
 //! recorded as unknown outcomes, must pass the linearizability checker; a read served by a
 //! deposed leader without the read index must not.
 
-mod sim;
+use crate::sim;
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -213,6 +213,7 @@ async fn run_seed(seed: u64) {
 }
 
 async fn run_seeds(first: u64) {
+    let _beside_other_simulations = crate::CLUSTERS.read().await;
     let seeds: Vec<u64> = (first..first + SEEDS_PER_TEST).collect();
     for pair in seeds.chunks(SEEDS_PER_TEST as usize) {
         let runs: Vec<_> = pair
@@ -252,6 +253,7 @@ async fn histories_across_partitions_are_linearizable_seeds_16_to_20() {
 /// replaced. The checker must reject that history; the real read path does not answer there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_checker_rejects_a_read_served_by_a_deposed_leader_without_the_read_index() {
+    let _beside_other_simulations = crate::CLUSTERS.read().await;
     let cluster = SimCluster::start(3, 99, DEADLINE).await;
     let old = cluster.wait_leader(Duration::from_secs(10)).await;
     let mut history = Vec::new();

@@ -327,6 +327,7 @@ fn the_raft_store_v1_fixture_opens_with_its_exact_contents() {
                 EntryPayload::Normal(Command::Put { .. }) => "put".to_string(),
                 EntryPayload::Normal(Command::Delete { .. }) => "delete".to_string(),
                 EntryPayload::Normal(Command::Batch(_)) => "batch".to_string(),
+                EntryPayload::Normal(other) => format!("{other:?}"),
                 EntryPayload::Membership(_) => "membership".to_string(),
             })
             .collect();

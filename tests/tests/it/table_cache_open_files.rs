@@ -123,7 +123,7 @@ fn several_hundred_tables_answer_under_ulimit_96() {
     let exe = std::env::current_exe().unwrap();
     let out = Command::new("sh")
         .arg("-c")
-        .arg(r#"ulimit -n 96 && exec "$0" --exact open_files_child --nocapture --test-threads=1"#)
+        .arg(r#"ulimit -n 96 && exec "$0" --exact table_cache_open_files::open_files_child --nocapture --test-threads=1"#)
         .arg(&exe)
         .env(CHILD_ENV, dir.path())
         .output()

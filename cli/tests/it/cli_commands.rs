@@ -1,7 +1,7 @@
 //! The built `siftdb` binary on a real database: each subcommand's output, the read-only
 //! default, and clean refusals.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -98,7 +98,12 @@ struct Acked {
 
 fn run_child(exe: &std::path::Path, dir: &std::path::Path, millis: u64) -> Acked {
     let mut child = Command::new(exe)
-        .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "crash_kill_append::crash_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -7,28 +7,40 @@
 //! Run the 1 GiB measurement (in release; it writes 1 GiB to a temporary directory):
 //!
 //! ```text
-//! SIFTDB_WAL_GIB=1 cargo test --profile test-release -p siftdb-tests --test wal_replay_memory \
-//!     -- --nocapture wal_replay_of_a_gib_wal
+//! SIFTDB_WAL_GIB=1 cargo test --profile test-release -p siftdb-tests --test it \
+//!     -- --nocapture wal_replay_memory::wal_replay_of_a_gib_wal
 //! ```
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::Path;
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering::Relaxed};
 use std::time::Instant;
 
 use siftdb::{Db, Options, WriteBatch};
 
-/// The system allocator, counting the bytes allocated now and their peak.
+/// The system allocator of the whole test binary, counting the bytes allocated (and their
+/// peak) while [`COUNTING`] is on: in the process of its own a test of this module runs in
+/// (`siftdb_tests::own_process`), where no other test allocates. Off, it costs one load.
 struct Counting;
 
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
+/// Whether allocations are counted. Memory allocated before it was set and freed after counts
+/// negative: the counts are differences, read around what is measured.
+static COUNTING: AtomicBool = AtomicBool::new(false);
+static CURRENT: AtomicIsize = AtomicIsize::new(0);
+static PEAK: AtomicIsize = AtomicIsize::new(0);
 
 fn grew(by: usize) {
-    let now = CURRENT.fetch_add(by, Relaxed) + by;
-    PEAK.fetch_max(now, Relaxed);
+    if COUNTING.load(Relaxed) {
+        let now = CURRENT.fetch_add(by as isize, Relaxed) + by as isize;
+        PEAK.fetch_max(now, Relaxed);
+    }
+}
+
+fn shrank(by: usize) {
+    if COUNTING.load(Relaxed) {
+        CURRENT.fetch_sub(by as isize, Relaxed);
+    }
 }
 
 // SAFETY: every call goes to `System` with the caller's arguments; the counting only reads the
@@ -55,7 +67,7 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: the caller's contract, passed on.
         unsafe { System.dealloc(ptr, layout) };
-        CURRENT.fetch_sub(layout.size(), Relaxed);
+        shrank(layout.size());
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
@@ -65,7 +77,7 @@ unsafe impl GlobalAlloc for Counting {
             if new_size >= layout.size() {
                 grew(new_size - layout.size());
             } else {
-                CURRENT.fetch_sub(layout.size() - new_size, Relaxed);
+                shrank(layout.size() - new_size);
             }
         }
         p
@@ -74,9 +86,6 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
-
-/// The heap counts are process-wide: the tests of this binary run one at a time.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 const MIB: usize = 1 << 20;
 const VALUE_LEN: usize = 1000;
@@ -147,32 +156,35 @@ fn l0_files(db: &Db) -> usize {
 /// much again for its records, and for the one memtable they went into): well over the bound.
 #[test]
 fn wal_replay_peak_heap_is_bounded_by_the_write_buffer() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = siftdb_tests::temp_dir();
-    let n = write_wal(dir.path(), 64 * MIB);
-    let wal = wal_bytes(dir.path());
-    assert!(wal >= 64 * MIB as u64);
-    let write_buffer_size = 4 * MIB;
-    let before = CURRENT.load(Relaxed);
-    PEAK.store(before, Relaxed);
-    let started = Instant::now();
-    let db = Db::open(dir.path(), options(write_buffer_size)).unwrap();
-    let peak = PEAK.load(Relaxed).saturating_sub(before);
-    let bound = 2 * write_buffer_size + 16 * MIB;
-    eprintln!(
-        "open replayed {} MiB of WAL in {:?}: peak heap growth {:.1} MiB (bound {} MiB), {} L0 tables",
-        wal >> 20,
-        started.elapsed(),
-        peak as f64 / MIB as f64,
-        bound / MIB,
-        l0_files(&db)
-    );
-    assert!(
-        peak < bound,
-        "the open grew the heap by {peak} bytes at its peak (bound {bound})"
-    );
-    assert!(l0_files(&db) >= 10, "the replay should have flushed");
-    check_some_values(&db, n);
+    let name = "wal_replay_peak_heap_is_bounded_by_the_write_buffer";
+    siftdb_tests::own_process::run_alone(module_path!(), name, || {
+        COUNTING.store(true, Relaxed);
+        let dir = siftdb_tests::temp_dir();
+        let n = write_wal(dir.path(), 64 * MIB);
+        let wal = wal_bytes(dir.path());
+        assert!(wal >= 64 * MIB as u64);
+        let write_buffer_size = 4 * MIB;
+        let before = CURRENT.load(Relaxed);
+        PEAK.store(before, Relaxed);
+        let started = Instant::now();
+        let db = Db::open(dir.path(), options(write_buffer_size)).unwrap();
+        let peak = (PEAK.load(Relaxed) - before).max(0) as usize;
+        let bound = 2 * write_buffer_size + 16 * MIB;
+        eprintln!(
+            "open replayed {} MiB of WAL in {:?}: peak heap growth {:.1} MiB (bound {} MiB), {} L0 tables",
+            wal >> 20,
+            started.elapsed(),
+            peak as f64 / MIB as f64,
+            bound / MIB,
+            l0_files(&db)
+        );
+        assert!(
+            peak < bound,
+            "the open grew the heap by {peak} bytes at its peak (bound {bound})"
+        );
+        assert!(l0_files(&db) >= 10, "the replay should have flushed");
+        check_some_values(&db, n);
+    });
 }
 
 /// Set in the child process of [`wal_replay_of_a_gib_wal_peak_rss`]: the database to open.
@@ -207,7 +219,6 @@ fn wal_replay_of_a_gib_wal_peak_rss() {
         eprintln!("skipped: set SIFTDB_WAL_GIB=1 to replay a 1 GiB WAL and measure its peak RSS");
         return;
     }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     // On disk rather than tmpfs: 1 GiB of tmpfs pages is memory, if not this process's.
     let dir = tempfile::Builder::new()
         .prefix("siftdb-wal-gib-")
@@ -221,7 +232,11 @@ fn wal_replay_of_a_gib_wal_peak_rss() {
         started.elapsed()
     );
     let output = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "wal_replay_of_a_gib_wal_peak_rss", "--nocapture"])
+        .args([
+            "--exact",
+            "wal_replay_memory::wal_replay_of_a_gib_wal_peak_rss",
+            "--nocapture",
+        ])
         .env(CHILD_DIR, dir.path())
         .output()
         .unwrap();
@@ -237,6 +252,7 @@ fn wal_replay_of_a_gib_wal_peak_rss() {
 
 /// The child of [`wal_replay_of_a_gib_wal_peak_rss`]: opens `dir` and reports its peak RSS.
 fn reopen_in_child(dir: &Path) {
+    COUNTING.store(true, Relaxed);
     let write_buffer_size = Options::default().write_buffer_size;
     let wal = wal_bytes(dir);
     let at_start = peak_rss();
@@ -253,7 +269,7 @@ fn reopen_in_child(dir: &Path) {
         peak >> 20,
         at_start >> 20,
         bound >> 20,
-        PEAK.load(Relaxed) / MIB
+        PEAK.load(Relaxed).max(0) as usize / MIB
     );
     assert!(peak < bound, "peak RSS {peak} bytes, bound {bound}");
 }

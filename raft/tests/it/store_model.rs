@@ -159,6 +159,7 @@ fn apply_command(state: &mut State, command: &Command) {
             state.remove(key);
         }
         Command::Batch(commands) => commands.iter().for_each(|c| apply_command(state, c)),
+        other => panic!("the model does not know {other:?}"),
     }
 }
 

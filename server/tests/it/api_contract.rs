@@ -1,7 +1,7 @@
 //! The HTTP API of `siftdb-server` (docs/DISTRIBUTED.md), on a 3-process cluster: status codes,
 //! the redirect to the leader, stale reads, batches, percent-encoded keys, cluster calls.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -52,6 +52,7 @@ async fn stale_eventually(server: &Server, path: &str, want: Option<&[u8]>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_http_api_keeps_its_contract() {
+    let _beside_simulations = crate::CLUSTERS.read().await;
     let root = tempfile::tempdir().unwrap();
     let (servers, leader_id) = cluster(root.path()).await;
     let leader = &servers[&leader_id];

@@ -119,7 +119,12 @@ fn run_cycles(sync: bool, cycles: usize, seed: u64) -> (usize, u64) {
     let mut acked_total = 0u64;
     for cycle in 0..cycles {
         let mut child = Command::new(&exe)
-            .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
+            .args([
+                "--exact",
+                "crash_kill::crash_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(CHILD_ENV, dir.path())
             .env(SYNC_ENV, if sync { "1" } else { "0" })
             .stdout(Stdio::piped())
@@ -329,7 +334,7 @@ fn run_multi_cycles(sync: bool, cycles: usize, seed: u64) -> (u64, usize) {
         let mut child = Command::new(&exe)
             .args([
                 "--exact",
-                "crash_child_multi",
+                "crash_kill::crash_child_multi",
                 "--nocapture",
                 "--test-threads=1",
             ])

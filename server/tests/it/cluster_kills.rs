@@ -3,7 +3,7 @@
 //! restarted, and a node is wiped and replaced by a new one seeded by a snapshot. No
 //! acknowledged put is lost, and the cluster takes writes again within a bound after each kill.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -110,6 +110,7 @@ async fn kill_and_restart(servers: &mut BTreeMap<u64, Server>, id: u64, load: &L
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_acknowledged_put_is_lost_across_kills_restarts_and_a_reseeded_node() {
+    let _alone = crate::CLUSTERS.write().await;
     let root = tempfile::tempdir().unwrap();
     let mut servers = common::start_cluster(root.path(), 1).await;
     let client = Client::new(addrs(&servers));
