@@ -221,10 +221,10 @@ impl<V> Shard<V> {
     /// Adds a pin to the entry pinned as `pin_id` (a guard being cloned). A
     /// no-op if that pinned episode is over (the entry was erased).
     pub(crate) fn add_pin(&mut self, key: &BlockKey, pin_id: u64) {
-        if let Some(pinned) = self.pinned.get_mut(key) {
-            if pinned.pin_id == pin_id {
-                pinned.pins += 1;
-            }
+        if let Some(pinned) = self.pinned.get_mut(key)
+            && pinned.pin_id == pin_id
+        {
+            pinned.pins += 1;
         }
     }
 

@@ -50,20 +50,3 @@ pub(crate) fn key_info(k: &siftdb::inspect::KeyInfo, hex: bool) -> String {
         k.kind.name()
     )
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hex_round_trips_and_text_escapes_what_is_not_printable() {
-        assert_eq!(parse("00ff10", true, "key").unwrap(), vec![0, 255, 16]);
-        assert_eq!(parse("0x41", true, "key").unwrap(), b"A".to_vec());
-        assert!(parse("abc", true, "key").is_err());
-        assert!(parse("zz", true, "key").is_err());
-        assert_eq!(show(&[0, 255, 16], true), "00ff10");
-        assert_eq!(show(b"plain", false), "plain");
-        assert_eq!(show(b"a\x00b", false), "a\\x00b");
-        assert_eq!(show(&[0xff], false), "\\xff");
-    }
-}

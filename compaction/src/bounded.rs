@@ -4,7 +4,7 @@
 
 use siftdb_sstable::{user_key_of, InternalKey, SstError, MAX_SEQUENCE};
 
-use crate::iter::InternalIterator;
+use siftdb_sstable::InternalIterator;
 
 /// `inner`, seen only where its user keys lie in `[lower, upper)` (`None`: unbounded).
 pub struct BoundedIterator {
@@ -103,8 +103,8 @@ impl InternalIterator for BoundedIterator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::VecIter;
     use siftdb_sstable::ValueKind;
+    use siftdb_sstable::VecIter;
 
     fn entries() -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut out = Vec::new();

@@ -9,7 +9,7 @@
 
 use siftdb_sstable::{FragmentedRangeTombstones, InternalKey, ParsedKey, SstError, ValueKind};
 
-use crate::iter::InternalIterator;
+use siftdb_sstable::InternalIterator;
 
 /// What decides garbage collection.
 #[derive(Debug, Clone, Default)]
@@ -357,14 +357,14 @@ impl OperandRun {
                 stats.shadowed_dropped += self.operands.len() as u64 - 1;
                 return Ok(());
             }
-        } else if self.operands.len() > 1 {
-            if let Some(operand) = merger.partial_merge(&self.user_key, &oldest_first) {
-                sink.add(&self.operands[0].0, &operand, first_of_key)?;
-                stats.entries_out += 1;
-                stats.merges_partial += 1;
-                stats.shadowed_dropped += self.operands.len() as u64 - 1;
-                return Ok(());
-            }
+        } else if self.operands.len() > 1
+            && let Some(operand) = merger.partial_merge(&self.user_key, &oldest_first)
+        {
+            sink.add(&self.operands[0].0, &operand, first_of_key)?;
+            stats.entries_out += 1;
+            stats.merges_partial += 1;
+            stats.shadowed_dropped += self.operands.len() as u64 - 1;
+            return Ok(());
         }
         self.write_unchanged(sink, first_of_key, stats)
     }
@@ -391,8 +391,8 @@ impl OperandRun {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::VecIter;
     use siftdb_sstable::InternalKey;
+    use siftdb_sstable::VecIter;
 
     #[derive(Default)]
     struct Collect(Vec<(String, u64, ValueKind, bool)>);

@@ -312,10 +312,10 @@ pub fn pick_besides(
             candidates.sort_by_cached_key(|f| overlap_per_mille(f, next));
         }
         for file in candidates {
-            if let Some(p) = pick_files(levels, level, vec![file.number]) {
-                if fits(&p) {
-                    return Some(p);
-                }
+            if let Some(p) = pick_files(levels, level, vec![file.number])
+                && fits(&p)
+            {
+                return Some(p);
             }
         }
     }
@@ -344,11 +344,11 @@ pub fn pending_compaction_bytes(levels: &[Vec<LevelFile>], config: &PickerConfig
     let bytes = |files: &[LevelFile]| files.iter().map(|f| f.size).sum::<u64>();
     let mut pending = 0u64;
     let mut incoming = 0u64;
-    if let Some(l0) = levels.first() {
-        if l0.len() >= config.l0_trigger.max(1) {
-            incoming = bytes(l0);
-            pending = incoming + levels.get(1).map_or(0, |l1| bytes(l1));
-        }
+    if let Some(l0) = levels.first()
+        && l0.len() >= config.l0_trigger.max(1)
+    {
+        incoming = bytes(l0);
+        pending = incoming + levels.get(1).map_or(0, |l1| bytes(l1));
     }
     let last = levels.len().saturating_sub(1);
     for (level, files) in levels

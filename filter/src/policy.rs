@@ -153,7 +153,7 @@ impl FilterPolicy {
 pub fn pooled_level_keys(level_keys: &[u64]) -> Vec<u64> {
     // Pools of (sum, members) over the non-empty levels, shallowest first.
     let mut pools: Vec<(u128, Vec<usize>)> = Vec::new();
-    for (level, &keys) in level_keys.iter().enumerate().filter(|(_, &k)| k > 0) {
+    for (level, &keys) in level_keys.iter().enumerate().filter(|&(_, &k)| k > 0) {
         pools.push((u128::from(keys), vec![level]));
         // Merge while the pool above has a larger mean than the last one.
         while pools.len() >= 2 {

@@ -940,7 +940,7 @@ mod tests {
 
     fn random_hashes(n: usize, seed: u64) -> Vec<u64> {
         let mut rng = StdRng::seed_from_u64(seed);
-        (0..n).map(|_| rng.gen()).collect()
+        (0..n).map(|_| rng.r#gen()).collect()
     }
 
     fn assert_no_false_negatives(f: &RibbonFilter, hashes: &[u64]) {
@@ -1053,7 +1053,7 @@ mod tests {
         assert!((p - ribbon_expected_fpr(n, bpk)).abs() < 1e-12 || f.params().seed >= 16);
         let mut rng = StdRng::seed_from_u64(seed ^ 0xdead_beef);
         let fp = (0..queries)
-            .filter(|_| f.may_contain_hash(rng.gen()))
+            .filter(|_| f.may_contain_hash(rng.r#gen()))
             .count() as f64;
         let mean = p * queries as f64;
         let sigma = (queries as f64 * p * (1.0 - p)).sqrt();
@@ -1090,7 +1090,7 @@ mod tests {
             let mut rng = StdRng::seed_from_u64(bits.to_bits());
             let queries = 200_000;
             let fp = (0..queries)
-                .filter(|_| t.may_contain_hash(rng.gen()))
+                .filter(|_| t.may_contain_hash(rng.r#gen()))
                 .count() as f64;
             let (mean, sigma) = (p * queries as f64, (queries as f64 * p * (1.0 - p)).sqrt());
             assert!(

@@ -367,14 +367,12 @@ impl<W: Write> TableBuilder<W> {
             }
             if let (Some(extractor), Some(pf)) =
                 (&self.options.prefix_extractor, &mut self.prefix_filter)
+                && let Some(prefix) = extractor.prefix(parsed.user_key)
+                && self.last_prefix.as_deref() != Some(prefix)
             {
-                if let Some(prefix) = extractor.prefix(parsed.user_key) {
-                    if self.last_prefix.as_deref() != Some(prefix) {
-                        pf.add_key(prefix);
-                        self.props.distinct_prefixes += 1;
-                        self.last_prefix = Some(prefix.to_vec());
-                    }
-                }
+                pf.add_key(prefix);
+                self.props.distinct_prefixes += 1;
+                self.last_prefix = Some(prefix.to_vec());
             }
         }
         if first {

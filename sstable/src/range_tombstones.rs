@@ -473,16 +473,17 @@ impl FragmentedRangeTombstones {
     /// [`Self::push`], extending the last fragment instead when it ends at `start` with the
     /// same sequences.
     fn push_merging(&mut self, start: &[u8], end: &[u8], seqs: &[u64]) {
-        if let Some(&prev) = self.pieces.last() {
-            if self.end_of(&prev) == start && self.seqs_of(&prev) == seqs {
-                // The last fragment's end is the last key written: replace it.
-                self.keys.truncate(prev.end_at);
-                self.keys.extend_from_slice(end);
-                if let Some(last) = self.pieces.last_mut() {
-                    last.end_len = end.len();
-                }
-                return;
+        if let Some(&prev) = self.pieces.last()
+            && self.end_of(&prev) == start
+            && self.seqs_of(&prev) == seqs
+        {
+            // The last fragment's end is the last key written: replace it.
+            self.keys.truncate(prev.end_at);
+            self.keys.extend_from_slice(end);
+            if let Some(last) = self.pieces.last_mut() {
+                last.end_len = end.len();
             }
+            return;
         }
         self.push(start, end, seqs);
     }

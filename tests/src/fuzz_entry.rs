@@ -320,11 +320,9 @@ pub fn backup_meta_decode(data: &[u8]) {
         verified || !restored,
         "a backup that does not verify was restored"
     );
-    if restored {
-        if let Ok(db) = Db::open("/restored", options(&fs)) {
-            let _ = db.get(b"k1");
-            let _ = db.iter().take(10_000).count();
-        }
+    if restored && let Ok(db) = Db::open("/restored", options(&fs)) {
+        let _ = db.get(b"k1");
+        let _ = db.iter().take(10_000).count();
     }
 }
 

@@ -11,6 +11,7 @@ pub mod fault_fs;
 pub mod fuzz_entry;
 pub mod own_process;
 pub mod pause;
+pub mod stress_values;
 pub use create_hook_fs::CreateHookFs;
 pub use fault_fs::FaultFs;
 
@@ -19,13 +20,12 @@ pub use fault_fs::FaultFs;
 /// tested by the crash tests, which use the real disk.
 pub fn temp_dir() -> tempfile::TempDir {
     let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        if let Ok(dir) = tempfile::Builder::new()
+    if shm.is_dir()
+        && let Ok(dir) = tempfile::Builder::new()
             .prefix("siftdb-test-")
             .tempdir_in(shm)
-        {
-            return dir;
-        }
+    {
+        return dir;
     }
     tempfile::Builder::new()
         .prefix("siftdb-test-")

@@ -68,4 +68,70 @@ mod tests {
         assert_eq!(field_kib(status, "VmRSS:"), Some(1024));
         assert_eq!(field_kib(status, "VmSwap:"), None);
     }
+
+    /// Set in the child process that runs [`peak_rss_follows_allocations_and_freed_memory_is_handed_back`].
+    const ALONE: &str = "SIFTDB_BENCH_MEMORY_TEST_ALONE";
+
+    /// The peak follows an allocation after a reset, and freed memory is handed back. It runs
+    /// in a process of its own (this test binary run again for it alone), so that no other
+    /// test allocates or frees beside it while the resident set is read.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn peak_rss_follows_allocations_and_freed_memory_is_handed_back() {
+        let name =
+            "runner::memory::tests::peak_rss_follows_allocations_and_freed_memory_is_handed_back";
+        if std::env::var_os(ALONE).is_none() {
+            let exe = std::env::current_exe().unwrap();
+            let out = std::process::Command::new(exe)
+                .args(["--exact", name, "--nocapture", "--test-threads=1"])
+                .env(ALONE, "1")
+                .output()
+                .unwrap();
+            let shown = String::from_utf8_lossy(&out.stdout).to_string()
+                + &String::from_utf8_lossy(&out.stderr);
+            assert!(
+                out.status.success() && shown.contains("1 passed"),
+                "{shown}"
+            );
+            return;
+        }
+        /// Writes the first byte of every page of `bytes` with stores the optimizer can neither drop
+        /// nor move past the reading of `/proc`, so the pages are resident when it is read.
+        fn touch(bytes: &mut [u8]) {
+            for page in bytes.chunks_mut(4096) {
+                // SAFETY: `page` is a live, exclusive slice of at least one byte; `write_volatile`
+                // writes its first byte, in bounds and aligned (u8).
+                unsafe { std::ptr::write_volatile(page.as_mut_ptr(), 1) };
+            }
+        }
+
+        // The peak after a reset follows a 64 MiB allocation.
+        assert!(reset_peak());
+        let before = read().unwrap();
+        let mut block = vec![0u8; 64 << 20];
+        touch(&mut block);
+        let during = read().unwrap();
+        assert!(
+            during.peak >= before.current + (60 << 20),
+            "{before:?} {during:?}"
+        );
+        assert_eq!(block.chunks(4096).filter(|p| p[0] == 1).count(), 16 << 10);
+        drop(block);
+
+        // Many small blocks live in a malloc arena and can stay resident after free until trimmed.
+        let mut blocks: Vec<Vec<u8>> = (0..8192).map(|_| vec![0u8; 16 << 10]).collect();
+        for b in &mut blocks {
+            touch(b);
+        }
+        let full = read().unwrap();
+        drop(blocks);
+        release_free_memory();
+        let after = read().unwrap();
+        assert!(
+            after.current + (96 << 20) < full.current,
+            "{full:?} {after:?}"
+        );
+        assert!(reset_peak());
+        assert!(read().unwrap().peak < full.peak);
+    }
 }

@@ -551,7 +551,7 @@ impl<'a> Workbench<'a> {
     }
 
     /// Number of batches covering `entries` entries, and the entries of batch `step`.
-    fn batches(&self, entries: u64) -> (u64, impl Fn(u64) -> (u64, u64)) {
+    fn batches(&self, entries: u64) -> (u64, impl Fn(u64) -> (u64, u64) + use<>) {
         let bs = self.config.batch_size as u64;
         (entries.div_ceil(bs), move |step: u64| {
             let first = step * bs;

@@ -170,6 +170,38 @@ fn get_and_scan_print_the_keys_and_values() {
     assert_eq!(stdout(&out), want, "{}", stderr(&out));
 }
 
+/// Bytes given as hex (with or without `0x`) are those bytes; printed as text, bytes that are
+/// not printable are escaped (`\x00`); bad hex is refused before anything is written.
+#[test]
+fn hex_arguments_and_escaped_text_are_the_bytes_they_stand_for() {
+    let (_tmp, dir) = fresh_db();
+    let db = dir.to_str().unwrap();
+    let events = ["--keyspace", "events"];
+    let put = |key: &str, value: &str| {
+        let out = siftdb(&[&["--write", "put", db, "--hex", key, value][..], &events].concat());
+        assert!(out.status.success(), "{}", stderr(&out));
+    };
+    put("0x41", "00ff10");
+    put("610062", "ff");
+    let get = |key: &str, hex: bool| {
+        let flag: &[&str] = if hex { &["--hex"] } else { &[] };
+        stdout(&siftdb(&[&["get", db, key][..], flag, &events].concat()))
+    };
+    assert_eq!(get("41", true), "00ff10\n");
+    assert_eq!(get("A", false), "\\x00\\xff\\x10\n");
+    assert_eq!(get("0x610062", true), "ff\n");
+    let out = siftdb(&[&["scan", db][..], &events].concat());
+    assert!(
+        stdout(&out).contains("a\\x00b => \\xff\n"),
+        "{}",
+        stdout(&out)
+    );
+    for bad in ["abc", "zz"] {
+        let out = siftdb(&[&["--write", "put", db, "--hex", bad, "00"][..], &events].concat());
+        assert!(!out.status.success(), "hex {bad:?} was taken");
+    }
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

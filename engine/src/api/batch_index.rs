@@ -18,7 +18,7 @@ use crate::api::keyspace::Keyspace;
 use crate::base::batch::{BatchMark, WriteBatch};
 use crate::base::error::{Error, Result};
 use crate::base::merge::{full_merge_for_read, MergeOperator};
-use crate::core::tree::Tree;
+use crate::core::keyspace_tree::KeyspaceTree;
 use crate::paths::iterator::DbIterator;
 
 /// What a key is once the batch applies.
@@ -288,7 +288,7 @@ impl WriteBatchWithIndex {
         db: &Db,
         key: K,
     ) -> Result<Option<Vec<u8>>> {
-        let tree = db.engine().default_tree();
+        let tree = db.engine().default_keyspace();
         self.get_over(tree, key.as_ref(), || db.get(key.as_ref()))
     }
 
@@ -305,7 +305,7 @@ impl WriteBatchWithIndex {
     /// database reads give it (the newest, or a snapshot's).
     pub(crate) fn get_over(
         &self,
-        tree: &Tree,
+        tree: &KeyspaceTree,
         key: &[u8],
         base: impl FnOnce() -> Result<Option<Vec<u8>>>,
     ) -> Result<Option<Vec<u8>>> {
@@ -343,7 +343,7 @@ impl WriteBatchWithIndex {
         db: &Db,
         range: R,
     ) -> BatchAndDbIterator<'_> {
-        let tree = Arc::clone(db.engine().default_tree());
+        let tree = Arc::clone(db.engine().default_keyspace());
         let bounds = owned_bounds(&range);
         self.iterator_over(tree, db.range(range), bounds)
     }
@@ -362,7 +362,7 @@ impl WriteBatchWithIndex {
     /// the database's iterator over the same range (the newest state, or a snapshot's).
     pub(crate) fn iterator_over(
         &self,
-        tree: Arc<Tree>,
+        tree: Arc<KeyspaceTree>,
         base: DbIterator,
         (lower, upper): (Bound<Vec<u8>>, Bound<Vec<u8>>),
     ) -> BatchAndDbIterator<'_> {
@@ -413,7 +413,7 @@ fn merge_over(
 }
 
 /// The clock of `tree`'s database now, in milliseconds (what an expiring put is judged by).
-fn now_millis(tree: &Tree) -> u64 {
+fn now_millis(tree: &KeyspaceTree) -> u64 {
     crate::base::ttl::millis(tree.options().clock.now())
 }
 
@@ -451,7 +451,7 @@ struct Peeked<'a> {
 /// The entries of a range once a [`WriteBatchWithIndex`] applies over the database
 /// ([`WriteBatchWithIndex::iterator_with_base`]); both directions.
 pub struct BatchAndDbIterator<'a> {
-    tree: Arc<Tree>,
+    tree: Arc<KeyspaceTree>,
     /// The clock when the iterator was made, for the batch's expiring puts.
     now: u64,
     base: DbIterator,

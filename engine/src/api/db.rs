@@ -126,8 +126,8 @@ impl Db {
                 shared,
                 engine.compactions(),
             ))
-            .chain(crate::jobs::filter_index::start_background(shared))
-            .chain(crate::jobs::file_deleter::start_background(shared))
+            .chain(crate::jobs::filter_index_rebuild::start_background(shared))
+            .chain(crate::jobs::deleter_thread::start_background(shared))
             .collect();
         let db = Db::with_engine(engine, threads, Some(lock));
         #[cfg(feature = "metrics")]
@@ -290,7 +290,7 @@ impl Db {
             }
             None => self
                 .engine
-                .create_tree(name, &KeyspaceOptions::default(), true)?,
+                .create_keyspace_tree(name, &KeyspaceOptions::default(), true)?,
         };
         Ok(Keyspace::new(self.clone(), tree))
     }
@@ -312,7 +312,7 @@ impl Db {
     /// ```
     pub fn create_keyspace(&self, name: &str, opts: KeyspaceOptions) -> Result<Keyspace> {
         self.engine.check_open()?;
-        let tree = self.engine.create_tree(name, &opts, false)?;
+        let tree = self.engine.create_keyspace_tree(name, &opts, false)?;
         Ok(Keyspace::new(self.clone(), tree))
     }
 
@@ -322,7 +322,7 @@ impl Db {
     pub fn drop_keyspace(&self, name: &str) -> Result<()> {
         crate::base::keyspace_options::validate_name(name)?;
         self.engine.check_open()?;
-        self.engine.drop_tree(name)
+        self.engine.drop_keyspace_tree(name)
     }
 
     /// The names of the keyspaces, `"default"` first, then in creation order.
@@ -579,13 +579,13 @@ impl Db {
     /// # Ok::<(), siftdb::Error>(())
     /// ```
     pub fn raw_iter_opt(&self, opts: &ReadOptions) -> RawIterator {
-        let tree = self.engine.default_tree();
+        let tree = self.engine.default_keyspace();
         crate::paths::read::raw_iterator(&self.engine, tree, None, opts).in_keyspace(&tree.name)
     }
 
     /// Flushes the memtable to an L0 table and waits until it (and any earlier one) is on disk.
     pub fn flush(&self) -> Result<()> {
-        self.engine.flush(self.engine.default_tree())
+        self.engine.flush(self.engine.default_keyspace())
     }
 
     /// Ingests table files built by [`SstFileWriter`](crate::SstFileWriter) (RocksDB's
@@ -621,7 +621,7 @@ impl Db {
         let paths: Vec<std::path::PathBuf> =
             paths.iter().map(|p| p.as_ref().to_path_buf()).collect();
         self.engine
-            .ingest_external_files(self.engine.default_tree(), &paths, opts)
+            .ingest_external_files(self.engine.default_keyspace(), &paths, opts)
     }
 
     /// Deletes the tables below L0 whose keys all lie in `[start, end]` (RocksDB's
@@ -650,8 +650,11 @@ impl Db {
         start: impl AsRef<[u8]>,
         end: impl AsRef<[u8]>,
     ) -> Result<usize> {
-        self.engine
-            .delete_files_in_range(self.engine.default_tree(), start.as_ref(), end.as_ref())
+        self.engine.delete_files_in_range(
+            self.engine.default_keyspace(),
+            start.as_ref(),
+            end.as_ref(),
+        )
     }
 
     /// Compacts the key range `[start, end]` (`None` = open end) down to the bottom level,
@@ -659,7 +662,7 @@ impl Db {
     /// the whole database. Flushes the memtable first. Waits until done.
     pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         self.engine
-            .compact_range(self.engine.default_tree(), start, end)
+            .compact_range(self.engine.default_keyspace(), start, end)
     }
 
     /// Waits until every keyspace's tree is in shape (no level over its target, L0 below its
@@ -724,13 +727,13 @@ impl Db {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn set_options(&self, changes: &[(&str, &str)]) -> Result<()> {
-        self.set_tree_options(self.engine.default_tree(), changes, true)
+        self.set_tree_options(self.engine.default_keyspace(), changes, true)
     }
 
     /// [`Db::set_options`] on `tree`; `db_wide`: the database's options may be named too.
     pub(crate) fn set_tree_options(
         &self,
-        tree: &Arc<crate::core::tree::Tree>,
+        tree: &Arc<crate::core::keyspace_tree::KeyspaceTree>,
         changes: &[(&str, &str)],
         db_wide: bool,
     ) -> Result<()> {
@@ -777,7 +780,7 @@ impl Db {
     /// Every level of the current tree (index = level), with the filters its tables were built
     /// with: where the filter memory went. The same figures as the `siftdb.levels` property.
     pub fn level_info(&self) -> Vec<LevelInfo> {
-        let tree = self.engine.default_tree();
+        let tree = self.engine.default_keyspace();
         crate::core::level_info::level_reports(tree, &tree.read_view().version)
     }
 
@@ -793,7 +796,7 @@ impl Db {
     /// unknown. The tree properties are the
     /// "default" keyspace's ([`Keyspace::property`] for another).
     pub fn property(&self, name: &str) -> Option<String> {
-        crate::paths::properties::property(&self.engine, self.engine.default_tree(), name)
+        crate::paths::properties::property(&self.engine, self.engine.default_keyspace(), name)
     }
 
     /// Installs `callback` at the named pause point (see the `sync_point` module); it runs on
@@ -859,7 +862,7 @@ impl Db {
 
 readable_through_target!(Db, |db| ReadTarget {
     engine: &db.engine,
-    tree: db.engine.default_tree(),
+    tree: db.engine.default_keyspace(),
     sequence: None,
 });
 forward_reads_to_readable!(Db, DbIterator);

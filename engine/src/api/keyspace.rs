@@ -10,8 +10,8 @@ use crate::api::readable::{forward_reads_to_readable, readable_through_target, R
 use crate::base::batch::{KeyspaceTag, WriteBatch};
 use crate::base::error::Result;
 use crate::base::options::{ReadOptions, WriteOptions};
+use crate::core::keyspace_tree::KeyspaceTree;
 use crate::core::level_info::LevelInfo;
-use crate::core::tree::Tree;
 use crate::paths::engine::Engine;
 use crate::paths::iterator::{DbIterator, RawIterator};
 
@@ -34,7 +34,7 @@ use crate::paths::iterator::{DbIterator, RawIterator};
 #[derive(Clone)]
 pub struct Keyspace {
     db: Db,
-    tree: Arc<Tree>,
+    tree: Arc<KeyspaceTree>,
 }
 
 impl std::fmt::Debug for Keyspace {
@@ -47,7 +47,7 @@ impl std::fmt::Debug for Keyspace {
 }
 
 impl Keyspace {
-    pub(crate) fn new(db: Db, tree: Arc<Tree>) -> Keyspace {
+    pub(crate) fn new(db: Db, tree: Arc<KeyspaceTree>) -> Keyspace {
         Keyspace { db, tree }
     }
 
@@ -60,7 +60,7 @@ impl Keyspace {
         }
     }
 
-    pub(crate) fn tree(&self) -> &Arc<Tree> {
+    pub(crate) fn tree(&self) -> &Arc<KeyspaceTree> {
         &self.tree
     }
 

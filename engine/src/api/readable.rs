@@ -13,7 +13,7 @@ use std::sync::Arc;
 use crate::api::pinned_value::PinnedValue;
 use crate::base::error::Result;
 use crate::base::options::ReadOptions;
-use crate::core::tree::Tree;
+use crate::core::keyspace_tree::KeyspaceTree;
 use crate::paths::engine::Engine;
 use crate::paths::iterator::DbIterator;
 use crate::paths::latency::{timed, Op};
@@ -264,7 +264,7 @@ pub trait Readable: Sealed {
 /// newest.
 pub(crate) struct ReadTarget<'a> {
     pub engine: &'a Arc<Engine>,
-    pub tree: &'a Arc<Tree>,
+    pub tree: &'a Arc<KeyspaceTree>,
     pub sequence: Option<u64>,
 }
 

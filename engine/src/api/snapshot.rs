@@ -112,7 +112,7 @@ impl Snapshot {
     pub fn raw_iter_opt(&self, opts: &ReadOptions) -> RawIterator {
         crate::paths::read::raw_iterator(
             &self.db,
-            self.db.default_tree(),
+            self.db.default_keyspace(),
             Some(self.sequence),
             opts,
         )
@@ -121,7 +121,7 @@ impl Snapshot {
 
 readable_through_target!(Snapshot, |s| ReadTarget {
     engine: &s.db,
-    tree: s.db.default_tree(),
+    tree: s.db.default_keyspace(),
     sequence: Some(s.sequence),
 });
 forward_reads_to_readable!(Snapshot, DbIterator);
@@ -129,7 +129,7 @@ forward_reads_to_readable!(Snapshot, DbIterator);
 /// A snapshot's reads of one keyspace (`Snapshot::get_in` and friends).
 struct SnapshotOf<'a> {
     snapshot: &'a Snapshot,
-    tree: &'a Arc<crate::core::tree::Tree>,
+    tree: &'a Arc<crate::core::keyspace_tree::KeyspaceTree>,
 }
 
 readable_through_target!(SnapshotOf<'_>, |of| ReadTarget {

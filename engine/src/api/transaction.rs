@@ -31,8 +31,8 @@ use crate::api::readable::{forward_reads_to_readable, Readable, Scan, Sealed};
 use crate::api::snapshot::Snapshot;
 use crate::base::error::{Error, Result};
 use crate::base::options::{ReadOptions, WriteOptions};
+use crate::core::keyspace_tree::KeyspaceTree;
 use crate::core::lock_table::LockKey;
-use crate::core::tree::Tree;
 use crate::core::write_queue::CommitCheck;
 
 /// How a transaction keeps others from changing what it depends on.
@@ -118,7 +118,7 @@ pub struct Transaction {
     snapshot: Option<Snapshot>,
     writes: WriteBatchWithIndex,
     /// The trees the transaction touched, by keyspace id (the default's first).
-    trees: Vec<Arc<Tree>>,
+    trees: Vec<Arc<KeyspaceTree>>,
     /// Optimistic: keys read with `get_for_update`, in order (repeats allowed).
     tracked: Vec<LockKey>,
     /// Pessimistic: keys locked, in the order they were first locked.
@@ -148,7 +148,7 @@ impl Transaction {
             opts: opts.clone(),
             snapshot,
             writes: WriteBatchWithIndex::new(),
-            trees: vec![Arc::clone(db.engine().default_tree())],
+            trees: vec![Arc::clone(db.engine().default_keyspace())],
             tracked: Vec::new(),
             locked: Vec::new(),
             savepoints: Vec::new(),
@@ -182,7 +182,7 @@ impl Transaction {
     /// with [`Error::Conflict`] if anyone commits the key after the snapshot; pessimistic, the
     /// key is locked until the end and the newest committed value returned.
     pub fn get_for_update<K: AsRef<[u8]>>(&mut self, key: K) -> Result<Option<Vec<u8>>> {
-        let tree = Arc::clone(self.db.engine().default_tree());
+        let tree = Arc::clone(self.db.engine().default_keyspace());
         self.read_for_update(&tree, key.as_ref())
     }
 
@@ -262,7 +262,7 @@ impl Transaction {
     /// Adds a merge operand for `key` (the "default" keyspace; the database needs a merge
     /// operator); the transaction's reads of the key apply it.
     pub fn merge<K: AsRef<[u8]>, V: AsRef<[u8]>>(&mut self, key: K, operand: V) -> Result<()> {
-        self.check_merge_operator(self.db.engine().default_tree())?;
+        self.check_merge_operator(self.db.engine().default_keyspace())?;
         self.claim_default(key.as_ref())?;
         self.writes.merge(key, operand);
         Ok(())
@@ -367,13 +367,18 @@ impl Transaction {
 
     /// The value of `key` in `tree` as the transaction sees it: its own write over the
     /// database's at `seq` (the newest without one).
-    fn read(&self, tree: &Arc<Tree>, key: &[u8], seq: Option<u64>) -> Result<Option<Vec<u8>>> {
+    fn read(
+        &self,
+        tree: &Arc<KeyspaceTree>,
+        key: &[u8],
+        seq: Option<u64>,
+    ) -> Result<Option<Vec<u8>>> {
         self.read_opt(tree, key, seq, &ReadOptions::default())
     }
 
     fn read_opt(
         &self,
-        tree: &Arc<Tree>,
+        tree: &Arc<KeyspaceTree>,
         key: &[u8],
         seq: Option<u64>,
         opts: &ReadOptions,
@@ -386,10 +391,10 @@ impl Transaction {
         })
     }
 
-    fn read_for_update(&mut self, tree: &Arc<Tree>, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    fn read_for_update(&mut self, tree: &Arc<KeyspaceTree>, key: &[u8]) -> Result<Option<Vec<u8>>> {
         match self.opts.mode {
             TransactionMode::Optimistic => {
-                self.note_tree(tree);
+                self.note_keyspace(tree);
                 self.tracked.push((tree.id, key.to_vec()));
                 self.read(tree, key, self.snapshot_sequence())
             }
@@ -404,7 +409,7 @@ impl Transaction {
 
     /// Before a write of `key` in the default keyspace: its lock, when pessimistic.
     fn claim_default(&mut self, key: &[u8]) -> Result<()> {
-        let tree = Arc::clone(self.db.engine().default_tree());
+        let tree = Arc::clone(self.db.engine().default_keyspace());
         self.claim(&tree, key)
     }
 
@@ -413,8 +418,8 @@ impl Transaction {
         self.claim(&Arc::clone(ks.tree()), key)
     }
 
-    fn claim(&mut self, tree: &Arc<Tree>, key: &[u8]) -> Result<()> {
-        self.note_tree(tree);
+    fn claim(&mut self, tree: &Arc<KeyspaceTree>, key: &[u8]) -> Result<()> {
+        self.note_keyspace(tree);
         match self.opts.mode {
             TransactionMode::Optimistic => Ok(()),
             TransactionMode::Pessimistic => self.lock(tree, key),
@@ -424,7 +429,7 @@ impl Transaction {
     /// Locks `key` of `tree` for this transaction; with a snapshot, fails with
     /// [`Error::Conflict`] when the key was committed after it (the lock is kept: it is
     /// released with the others).
-    fn lock(&mut self, tree: &Arc<Tree>, key: &[u8]) -> Result<()> {
+    fn lock(&mut self, tree: &Arc<KeyspaceTree>, key: &[u8]) -> Result<()> {
         tree.check_live()?;
         let lock_key = (tree.id, key.to_vec());
         let engine = self.db.engine();
@@ -436,10 +441,10 @@ impl Transaction {
         )?;
         if fresh {
             self.locked.push(lock_key);
-            if let Some(seq) = self.snapshot_sequence() {
-                if engine.written_after(tree, key, seq)? {
-                    return Err(Error::Conflict);
-                }
+            if let Some(seq) = self.snapshot_sequence()
+                && engine.written_after(tree, key, seq)?
+            {
+                return Err(Error::Conflict);
             }
         }
         Ok(())
@@ -463,7 +468,7 @@ impl Transaction {
         Ok(())
     }
 
-    fn note_tree(&mut self, tree: &Arc<Tree>) {
+    fn note_keyspace(&mut self, tree: &Arc<KeyspaceTree>) {
         if !self.trees.iter().any(|t| t.id == tree.id) {
             self.trees.push(Arc::clone(tree));
         }
@@ -490,7 +495,12 @@ impl Transaction {
 
     /// The entries of `scan` in `tree` as the transaction sees them, within `opts`' bounds
     /// (its own writes too).
-    fn scan(&self, tree: Arc<Tree>, scan: Scan, opts: &ReadOptions) -> BatchAndDbIterator<'_> {
+    fn scan(
+        &self,
+        tree: Arc<KeyspaceTree>,
+        scan: Scan,
+        opts: &ReadOptions,
+    ) -> BatchAndDbIterator<'_> {
         let engine = self.db.engine();
         let seq = self.snapshot_sequence();
         let scan = scan.within(opts);
@@ -504,7 +514,7 @@ impl Transaction {
         crate::base::ttl::expiry_after(clock.as_ref(), ttl)
     }
 
-    fn check_merge_operator(&self, tree: &Tree) -> Result<()> {
+    fn check_merge_operator(&self, tree: &KeyspaceTree) -> Result<()> {
         if tree.options().merge_operator.is_none() {
             return Err(Error::InvalidArgument(
                 "merge needs a merge operator (Options::merge_operator)".to_string(),
@@ -537,13 +547,13 @@ impl Readable for Transaction {
         value: &mut Vec<u8>,
         _pinned: Option<&mut Option<siftdb_sstable::PinnedValue>>,
     ) -> Result<bool> {
-        let tree = Arc::clone(self.db.engine().default_tree());
+        let tree = Arc::clone(self.db.engine().default_keyspace());
         let found = self.read_opt(&tree, key, self.snapshot_sequence(), opts)?;
         Ok(found.map(|v| *value = v).is_some())
     }
 
     fn read_scan(&self, scan: Scan, opts: &ReadOptions) -> BatchAndDbIterator<'_> {
-        let tree = Arc::clone(self.db.engine().default_tree());
+        let tree = Arc::clone(self.db.engine().default_keyspace());
         self.scan(tree, scan, opts)
     }
 }

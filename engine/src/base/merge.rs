@@ -263,7 +263,7 @@ impl OperandStack {
     /// file is read with `blob` (given its stored blob index: the value, or `None` if expired).
     pub(crate) fn take_versions(
         &mut self,
-        cursor: &mut dyn siftdb_compaction::InternalIterator,
+        cursor: &mut dyn siftdb_sstable::InternalIterator,
         key: &[u8],
         seq: u64,
         covered: Option<u64>,

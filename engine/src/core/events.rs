@@ -131,10 +131,10 @@ impl Events {
         };
         queue.sender.lock().take();
         let thread = queue.thread.lock().take();
-        if let Some(thread) = thread {
-            if thread.thread().id() != std::thread::current().id() {
-                let _ = thread.join();
-            }
+        if let Some(thread) = thread
+            && thread.thread().id() != std::thread::current().id()
+        {
+            let _ = thread.join();
         }
     }
 }

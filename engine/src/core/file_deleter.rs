@@ -1,4 +1,4 @@
-//! Obsolete table files handed to a background thread to delete (`jobs/file_deleter.rs`), so
+//! Obsolete table files handed to a background thread to delete (`jobs/deleter_thread.rs`), so
 //! that the compaction and flush threads do not wait for the file system to free a table's
 //! blocks: on ext4 an `unlink` of a 4 MiB table took about 1.5 ms, 1.3 s of the compaction
 //! thread's time in one configuration-B fill (905 tables; `docs/benchmarks/writes.md`).

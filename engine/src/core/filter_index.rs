@@ -14,14 +14,14 @@
 //! by its own filter as before. Bits are never cleared, so a key that compaction drops stays
 //! "maybe" until the next rebuild: the index errs only towards "maybe".
 //!
-//! **How readers use it.** Each published [`ReadView`](crate::core::tree::ReadView) carries the
+//! **How readers use it.** Each published [`ReadView`](crate::core::keyspace_tree::ReadView) carries the
 //! current filter and whether it covers every table of the view's version. A key the filter
 //! rules out is then answered by the memtables alone; otherwise only the uncovered tables are
 //! probed.
 //!
 //! **Sizing.** A rebuild sizes the filter for `ROOM` times the exact entry count of the
 //! version's tables at `Options::filter_index_bits_per_key`, so flushes can add keys until it
-//! is full; it is rebuilt (by the background job in `jobs::filter_index`) once the keys added
+//! is full; it is rebuilt (by the background job in `jobs::filter_index_rebuild`) once the keys added
 //! reach its room, once uncovered tables hold more than an eighth of the entries, or once the
 //! tree shrank to a quarter of the room. Its memory is charged to the block cache.
 //!
@@ -85,7 +85,7 @@ pub(crate) fn index_hash(hash: u64) -> u64 {
 #[derive(Debug)]
 pub(crate) struct IndexFilter {
     /// Tables with this `index_gen` are covered (never 0: 0 marks a table no filter covers).
-    pub gen: u64,
+    pub r#gen: u64,
     bloom: AtomicBlockedBloom,
     /// The keys the filter was sized for.
     room: u64,
@@ -98,7 +98,7 @@ pub(crate) struct IndexFilter {
 impl IndexFilter {
     /// An empty filter of generation `gen` with room for `room` keys.
     pub(crate) fn new(
-        gen: u64,
+        r#gen: u64,
         room: u64,
         bits_per_key: f64,
         cache: &TableCache,
@@ -106,7 +106,7 @@ impl IndexFilter {
         let bloom = AtomicBlockedBloom::with_capacity(room, bits_per_key).ok()?;
         let charge = CacheReservation::charge(cache, bloom.size_bytes());
         Some(IndexFilter {
-            gen,
+            r#gen,
             bloom,
             room,
             added: AtomicU64::new(0),
@@ -210,7 +210,7 @@ struct Usage {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Usefulness {
     /// The current filter (of generation `gen`) ruled out almost none of them.
-    Idle { gen: u64 },
+    Idle { r#gen: u64 },
     /// Without a filter, enough of them found nothing.
     Missed,
 }
@@ -243,7 +243,7 @@ impl std::fmt::Debug for FilterIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FilterIndex")
             .field("bits_per_key", &self.bits_per_key)
-            .field("current", &self.current.load().as_ref().map(|c| c.gen))
+            .field("current", &self.current.load().as_ref().map(|c| c.r#gen))
             .finish_non_exhaustive()
     }
 }
@@ -256,7 +256,7 @@ pub(crate) enum RebuildNeed {
     /// It should be rebuilt, sized for this many keys.
     Now { room: u64 },
     /// Lookups find their keys: the filter of this generation should be dropped.
-    Retire { gen: u64 },
+    Retire { r#gen: u64 },
 }
 
 impl FilterIndex {
@@ -296,7 +296,7 @@ impl FilterIndex {
         let current = self.current();
         let all = current
             .as_ref()
-            .is_some_and(|c| version.all().all(|(_, f)| f.index_gen() == c.gen));
+            .is_some_and(|c| version.all().all(|(_, f)| f.index_gen() == c.r#gen));
         (current, all)
     }
 
@@ -323,7 +323,7 @@ impl FilterIndex {
         }
         self.touch();
         let mut rebuild = self.rebuild.lock();
-        let current = self.current().filter(|c| table.index_gen() != c.gen);
+        let current = self.current().filter(|c| table.index_gen() != c.r#gen);
         let rebuild = rebuild.as_mut().filter(|r| !r.covers(table));
         let targets: Vec<&IndexFilter> = current
             .as_deref()
@@ -344,7 +344,7 @@ impl FilterIndex {
             t.count_added(keys);
         }
         if let Some(c) = &current {
-            table.mark_covered(c.gen);
+            table.mark_covered(c.r#gen);
         }
         if let Some(r) = rebuild {
             r.cover(table);
@@ -360,15 +360,15 @@ impl FilterIndex {
         }
         self.touch();
         let mut rebuild = self.rebuild.lock();
-        if let Some(c) = self.current() {
-            if inputs.iter().all(|f| f.index_gen() == c.gen) {
-                outputs.iter().for_each(|o| o.mark_covered(c.gen));
-            }
+        if let Some(c) = self.current()
+            && inputs.iter().all(|f| f.index_gen() == c.r#gen)
+        {
+            outputs.iter().for_each(|o| o.mark_covered(c.r#gen));
         }
-        if let Some(r) = rebuild.as_mut() {
-            if inputs.iter().all(|f| r.covers(f)) {
-                outputs.iter().for_each(|o| r.cover(o));
-            }
+        if let Some(r) = rebuild.as_mut()
+            && inputs.iter().all(|f| r.covers(f))
+        {
+            outputs.iter().for_each(|o| r.cover(o));
         }
     }
 
@@ -380,7 +380,7 @@ impl FilterIndex {
         let entries: u64 = version.all().map(|(_, f)| f.meta.entries).sum();
         let room = ((entries as f64 * ROOM) as u64).max(1024);
         match self.usage_verdict() {
-            Some(Usefulness::Idle { gen }) => return RebuildNeed::Retire { gen },
+            Some(Usefulness::Idle { r#gen }) => return RebuildNeed::Retire { r#gen },
             Some(Usefulness::Missed) if entries > 0 => return RebuildNeed::Now { room },
             _ if self.usage.lock().aside => return RebuildNeed::No,
             _ => {}
@@ -404,7 +404,7 @@ impl FilterIndex {
         };
         let uncovered: u64 = version
             .all()
-            .filter(|(_, f)| f.index_gen() != current.gen)
+            .filter(|(_, f)| f.index_gen() != current.r#gen)
             .map(|(_, f)| f.meta.entries)
             .sum();
         let too_uncovered = quiet && uncovered > 0 && uncovered * 8 > entries;
@@ -441,7 +441,9 @@ impl FilterIndex {
             (telling * RETURN_AT >= lookups).then_some(Usefulness::Missed)
         } else {
             let current = self.current()?;
-            (telling * RETIRE_BELOW < lookups).then_some(Usefulness::Idle { gen: current.gen })
+            (telling * RETIRE_BELOW < lookups).then_some(Usefulness::Idle {
+                r#gen: current.r#gen,
+            })
         }
     }
 
@@ -469,9 +471,9 @@ impl FilterIndex {
     /// Drops the current index if it is still generation `gen` (a forced rebuild may have
     /// replaced it since it was judged); its memory goes back to the cache until lookups miss
     /// again. The caller republishes the tree's view.
-    pub(crate) fn retire(&self, gen: u64) {
+    pub(crate) fn retire(&self, r#gen: u64) {
         let _rebuild = self.rebuild.lock();
-        if self.current().is_none_or(|c| c.gen != gen) {
+        if self.current().is_none_or(|c| c.r#gen != r#gen) {
             return;
         }
         self.current.store(None);
@@ -488,8 +490,8 @@ impl FilterIndex {
     /// by the caller *after* this returns, so that every later flush adds to the new filter
     /// too); `None` if the filter cannot be made.
     pub(crate) fn begin_rebuild(&self, room: u64, cache: &TableCache) -> Option<Arc<IndexFilter>> {
-        let gen = self.next_gen.fetch_add(1, Ordering::Relaxed);
-        let filter = Arc::new(IndexFilter::new(gen, room, self.bits_per_key, cache)?);
+        let r#gen = self.next_gen.fetch_add(1, Ordering::Relaxed);
+        let filter = Arc::new(IndexFilter::new(r#gen, room, self.bits_per_key, cache)?);
         *self.rebuild.lock() = Some(Rebuild {
             filter: Arc::clone(&filter),
             covers: HashMap::new(),
@@ -514,7 +516,7 @@ impl FilterIndex {
             return;
         };
         for table in r.covers.values() {
-            table.mark_covered(r.filter.gen);
+            table.mark_covered(r.filter.r#gen);
         }
         self.current.store(Some(r.filter));
         // A fresh window for the new filter.

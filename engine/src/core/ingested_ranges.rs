@@ -43,10 +43,10 @@ impl IngestedRanges {
     /// that every snapshot below `after` predates.
     pub(crate) fn record(&self, after: u64, start: &[u8], end: &[u8], end_excluded: bool) {
         let mut inner = self.inner.lock();
-        if inner.ranges.len() >= KEPT {
-            if let Some(old) = inner.ranges.pop_front() {
-                inner.forgotten = inner.forgotten.max(old.after);
-            }
+        if inner.ranges.len() >= KEPT
+            && let Some(old) = inner.ranges.pop_front()
+        {
+            inner.forgotten = inner.forgotten.max(old.after);
         }
         inner.ranges.push_back(Written {
             after,

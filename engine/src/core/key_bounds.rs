@@ -59,10 +59,10 @@ impl KeyBounds {
     /// on that side): RocksDB's `iterate_lower_bound` and `iterate_upper_bound`.
     pub(crate) fn narrowed(mut self, lower: Option<&[u8]>, upper: Option<&[u8]>) -> KeyBounds {
         // `≥ lower` is the tighter bound exactly when `lower` itself is within the current one.
-        if let Some(l) = lower {
-            if self.above_lower(l) {
-                self.lower = Bound::Included(l.to_vec());
-            }
+        if let Some(l) = lower
+            && self.above_lower(l)
+        {
+            self.lower = Bound::Included(l.to_vec());
         }
         if let Some(u) = upper {
             let tighter = match &self.upper {

@@ -1,8 +1,8 @@
 //! What each level of a tree holds and the filters its tables were built with
 //! ([`LevelInfo`]), and the over-fill check behind the FPR warning.
 
+use crate::core::keyspace_tree::KeyspaceTree;
 use crate::core::stats::LevelFilterStats;
-use crate::core::tree::Tree;
 use crate::core::version::Version;
 
 /// Negative lookups a level needs before its measured FPR is trusted for the warning.
@@ -44,7 +44,7 @@ pub struct LevelInfo {
     pub filter_omitted: String,
 }
 
-pub(crate) fn level_reports(tree: &Tree, version: &Version) -> Vec<LevelInfo> {
+pub(crate) fn level_reports(tree: &KeyspaceTree, version: &Version) -> Vec<LevelInfo> {
     let levels = crate::core::stats::level_filter_stats(std::iter::once(&tree.levels));
     (0..version.num_levels())
         .map(|level| {

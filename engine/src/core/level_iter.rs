@@ -10,7 +10,7 @@ use std::cmp::Ordering;
 use std::ops::Range;
 use std::sync::Arc;
 
-use siftdb_compaction::InternalIterator;
+use siftdb_sstable::InternalIterator;
 use siftdb_sstable::{compare_internal, SstError, TableIter, TableIterOptions};
 
 use crate::core::range_skip::RangeProbe;

@@ -16,12 +16,12 @@
 //! 5. [`Rank::FileDeletions`] — `FileDeletions::lock`: from a deletion's pause check to its last
 //!    deletion.
 //! 6. [`Rank::Manifest`] — `VersionSet::manifest`: one manifest writer at a time, for a whole
-//!    `log_and_apply`, `create_tree` or `drop_tree`.
+//!    `log_and_apply`, `create_keyspace_tree` or `drop_keyspace_tree`.
 //! 7. [`Rank::State`] — the state lock (`StateCell`): memtables, the WAL, the background error.
 //! 8. [`Rank::Files`] — `VersionSet::files`: current versions, pending outputs, log numbers.
 //!
 //! Leaves, never held while another lock is taken: each tree's published view
-//! (`Tree::view`), the write queue's mutex, the live snapshot list, the compaction filter's last
+//! (`KeyspaceTree::view`), the write queue's mutex, the live snapshot list, the compaction filter's last
 //! failure, the handle's thread list and directory lock, the sync-point registry, the locks
 //! inside the block cache and memtables, and `ClosedWals`' two (its sync lock, held across the
 //! closed logs' `fdatasync`s, takes only its own list lock; `core/closed_wals.rs`).

@@ -227,7 +227,10 @@ impl Memtable {
     }
 
     /// An empty memtable of a tree with `options` (with the memtable bloom they ask for).
-    pub(crate) fn for_tree(wal_number: u64, options: &crate::base::options::Options) -> Memtable {
+    pub(crate) fn for_keyspace(
+        wal_number: u64,
+        options: &crate::base::options::Options,
+    ) -> Memtable {
         Memtable {
             bloom: MemtableBloom::for_options(options),
             ..Memtable::new(wal_number)
@@ -297,7 +300,7 @@ impl Memtable {
     }
 
     /// Whether the memtable may hold a point entry of the prefix hashed as `prefix_hash` (see
-    /// `Tree::prefix_hash`), by its bloom (`true` without one): `false` is certain.
+    /// `KeyspaceTree::prefix_hash`), by its bloom (`true` without one): `false` is certain.
     pub(crate) fn may_contain_prefix_hash(&self, prefix_hash: u64) -> bool {
         self.bloom
             .as_ref()

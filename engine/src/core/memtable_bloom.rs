@@ -44,7 +44,7 @@ impl MemtableBloom {
             initial,
             MEMTABLE_BLOOM_FPR,
             max_bytes,
-            // The tree's hasher: prefix hashes then match `Tree::prefix_hash`.
+            // The tree's hasher: prefix hashes then match `KeyspaceTree::prefix_hash`.
             options.filter_hasher,
         )
         .ok()?;

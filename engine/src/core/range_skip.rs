@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use siftdb_compaction::InternalIterator;
+use siftdb_sstable::InternalIterator;
 use siftdb_sstable::{SstError, Table, TableIter};
 
 use crate::core::key_bounds::KeyBounds;
@@ -56,10 +56,10 @@ impl RangeProbe {
         // `target` included: the half-open end is its successor, or the range's end if lower.
         let mut to = target.to_vec();
         to.push(0);
-        if let Some(end) = self.end.as_deref() {
-            if end < to.as_slice() {
-                to = end.to_vec();
-            }
+        if let Some(end) = self.end.as_deref()
+            && end < to.as_slice()
+        {
+            to = end.to_vec();
         }
         if start >= to.as_slice() {
             return Ok(true);

@@ -123,7 +123,7 @@ impl Shared {
         &self.dir
     }
 
-    /// The database's options (a keyspace's tree options are in its `Tree`).
+    /// The database's options (a keyspace's tree options are in its `KeyspaceTree`).
     pub(crate) fn options(&self) -> &Options {
         &self.options
     }

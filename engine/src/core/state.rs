@@ -2,7 +2,7 @@
 //! condition variables that waiters on them sleep on. The trees' metadata (versions, file
 //! numbers, the manifest) belongs to the [`VersionSet`](super::version_set::VersionSet).
 //!
-//! Per keyspace id the state holds its `TreeMemtables` (the active memtable and the immutable ones
+//! Per keyspace id the state holds its `KeyspaceMemtables` (the active memtable and the immutable ones
 //! waiting for flush) beside the one WAL every keyspace appends to, the numbers of the live WALs
 //! and the sequence each starts at, and the first background error. A batch may write several
 //! keyspaces: each op carries its keyspace id in the WAL record, so the batch is atomic across
@@ -23,13 +23,13 @@ use crate::base::event_listener::WriteStallCondition::{self, Normal, Stopped};
 use crate::base::event_listener::{BackgroundErrorInfo, WriteStallCause, WriteStallInfo};
 use crate::base::wal::writer::LogWriter;
 use crate::core::events::{Event, Events};
+use crate::core::keyspace_tree::{KeyspaceMemtables, KeyspaceTree};
 use crate::core::lock_order::{Rank, Ranked};
-use crate::core::tree::{Tree, TreeMemtables};
 
 /// What the state lock guards (see the module documentation).
 pub(crate) struct DbState {
     /// Per keyspace id (0 = "default" first), its memtables.
-    pub trees: BTreeMap<u32, TreeMemtables>,
+    pub trees: BTreeMap<u32, KeyspaceMemtables>,
     /// The WAL being appended to (taken out by the write leader while it appends).
     pub wal: Option<LogWriter>,
     /// The number of that WAL.
@@ -55,7 +55,7 @@ pub(crate) struct DbState {
 
 impl DbState {
     /// A state holding `trees`, before any WAL is open.
-    pub(crate) fn new(trees: BTreeMap<u32, TreeMemtables>) -> DbState {
+    pub(crate) fn new(trees: BTreeMap<u32, KeyspaceMemtables>) -> DbState {
         DbState {
             trees,
             wal: None,
@@ -97,7 +97,7 @@ impl DbState {
     pub(crate) fn min_live_wal(&self) -> u64 {
         self.trees
             .values()
-            .map(TreeMemtables::oldest_wal)
+            .map(KeyspaceMemtables::oldest_wal)
             .min()
             .unwrap_or(self.wal_number)
     }
@@ -114,7 +114,7 @@ impl DbState {
     }
 
     /// The live tree named `name`.
-    pub(crate) fn tree_named(&self, name: &str) -> Option<Arc<Tree>> {
+    pub(crate) fn tree_named(&self, name: &str) -> Option<Arc<KeyspaceTree>> {
         self.trees
             .values()
             .find(|t| &*t.tree.name == name)
@@ -122,7 +122,7 @@ impl DbState {
     }
 
     /// Every live tree, "default" first.
-    pub(crate) fn all_trees(&self) -> Vec<Arc<Tree>> {
+    pub(crate) fn all_trees(&self) -> Vec<Arc<KeyspaceTree>> {
         self.trees.values().map(|t| Arc::clone(&t.tree)).collect()
     }
 

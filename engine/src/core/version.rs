@@ -87,9 +87,9 @@ impl TableFile {
 
     /// Marks the table covered by filter index generation `gen`: every key of it is in that
     /// filter already (released to the readers that see the mark).
-    pub(crate) fn mark_covered(&self, gen: u64) {
+    pub(crate) fn mark_covered(&self, r#gen: u64) {
         self.index_gen
-            .fetch_max(gen, std::sync::atomic::Ordering::Release);
+            .fetch_max(r#gen, std::sync::atomic::Ordering::Release);
     }
 
     /// The largest sequence number of the table's entries: an ingested table's global seqno,

@@ -4,7 +4,7 @@
 //! sequence number and the outputs being written.
 //!
 //! Every change of a tree goes through [`VersionSet::log_and_apply`], and every creation or drop
-//! of a keyspace through [`VersionSet::create_tree`] / [`VersionSet::drop_tree`]; each appends its
+//! of a keyspace through [`VersionSet::create_keyspace_tree`] / [`VersionSet::drop_keyspace_tree`]; each appends its
 //! edit to the manifest and syncs it **without** holding the state mutex (writers, readers and
 //! `get` never wait behind a manifest `fsync`), then installs the change and republishes the read
 //! view under it. Keyspace changes also run with write groups held off (`WriteQueue::exclusive`).
@@ -46,15 +46,15 @@ use crate::base::fs::FileSystem;
 use crate::base::options::{Options, MAX_LEVELS};
 use crate::base::version_edit::VersionEdit;
 use crate::core::blob_file::BlobFile;
+use crate::core::keyspace_tree::{KeyspaceMemtables, KeyspaceTree, ReadView};
 use crate::core::lock_order::{Rank, Ranked};
 use crate::core::manifest::Manifest;
 use crate::core::state::{DbState, StateCell};
-use crate::core::tree::{ReadView, Tree, TreeMemtables};
 use crate::core::version::{TableFile, Version};
 
 /// One keyspace's tree as the set knows it.
 struct TreeFiles {
-    tree: Arc<Tree>,
+    tree: Arc<KeyspaceTree>,
     current: Arc<Version>,
     /// Per level, the largest key of the last compaction out of it (round-robin cursor).
     compact_cursors: Vec<Vec<u8>>,
@@ -63,7 +63,7 @@ struct TreeFiles {
 }
 
 impl TreeFiles {
-    fn new(tree: Arc<Tree>, current: Version) -> TreeFiles {
+    fn new(tree: Arc<KeyspaceTree>, current: Version) -> TreeFiles {
         tree.l0_files
             .store(current.level(0).len(), Ordering::Release);
         TreeFiles {
@@ -147,10 +147,10 @@ impl Drop for Reservation<'_> {
     fn drop(&mut self) {
         {
             let mut files = self.versions.files();
-            if let Some(t) = files.trees.get_mut(&self.tree) {
-                if let Some(i) = t.compacting.iter().position(|r| *r == self.running) {
-                    t.compacting.swap_remove(i);
-                }
+            if let Some(t) = files.trees.get_mut(&self.tree)
+                && let Some(i) = t.compacting.iter().position(|r| *r == self.running)
+            {
+                t.compacting.swap_remove(i);
             }
         }
         // Waiters (`wait_for_compaction`, stalled writers) sleep on the state lock's condvars.
@@ -163,7 +163,7 @@ impl Drop for Reservation<'_> {
 /// A picked compaction: the tree, what to compact, the version it was picked from, and the
 /// reservation that keeps other picks off its files.
 pub(crate) struct PickedCompaction<'a> {
-    pub tree: Arc<Tree>,
+    pub tree: Arc<KeyspaceTree>,
     pub pick: Pick,
     pub version: Arc<Version>,
     pub reservation: Reservation<'a>,
@@ -240,7 +240,7 @@ impl VersionSet {
     }
 
     /// The current version of `tree` (empty once the tree is dropped).
-    pub(crate) fn current(&self, tree: &Tree) -> Arc<Version> {
+    pub(crate) fn current(&self, tree: &KeyspaceTree) -> Arc<Version> {
         self.files
             .lock()
             .trees
@@ -311,7 +311,7 @@ impl VersionSet {
     }
 
     /// Every tree's current version, read together.
-    pub(crate) fn all_current(&self) -> Vec<(Arc<Tree>, Arc<Version>)> {
+    pub(crate) fn all_current(&self) -> Vec<(Arc<KeyspaceTree>, Arc<Version>)> {
         let files = self.files();
         files
             .trees
@@ -374,7 +374,7 @@ impl VersionSet {
     ) -> Result<()> {
         let (trees, log_numbers) = {
             let files = self.files();
-            let trees: Vec<(Arc<Tree>, Version)> = files
+            let trees: Vec<(Arc<KeyspaceTree>, Version)> = files
                 .trees
                 .values()
                 .map(|t| (Arc::clone(&t.tree), (*t.current).clone()))
@@ -399,7 +399,12 @@ impl VersionSet {
 
     /// Makes `version` (the tree recovery built) current for `tree`, before any background
     /// work runs.
-    pub(crate) fn install_recovered(&self, tree: &Arc<Tree>, version: Version, log_number: u64) {
+    pub(crate) fn install_recovered(
+        &self,
+        tree: &Arc<KeyspaceTree>,
+        version: Version,
+        log_number: u64,
+    ) {
         let mut files = self.files();
         files.log_numbers.insert(tree.id, log_number);
         for (_, f) in version.all() {
@@ -515,7 +520,7 @@ impl VersionSet {
     /// the current version.
     pub(crate) fn log_and_apply(
         &self,
-        tree: &Tree,
+        tree: &KeyspaceTree,
         edit: VersionEdit,
         outputs: &[Arc<TableFile>],
         on_install: impl FnOnce(&mut DbState),
@@ -527,7 +532,7 @@ impl VersionSet {
     /// `edit.blob_files` are taken from `blob_outputs` (opened by the caller).
     pub(crate) fn log_and_apply_with_blobs(
         &self,
-        tree: &Tree,
+        tree: &KeyspaceTree,
         mut edit: VersionEdit,
         outputs: &[Arc<TableFile>],
         blob_outputs: &[Arc<BlobFile>],
@@ -615,13 +620,13 @@ impl VersionSet {
     /// Creates keyspace `name` with `options` (recorded as `options_text`): one manifest record,
     /// then the empty tree joins the state. If the name exists: that tree when `exists_ok`,
     /// [`Error::AlreadyExists`] otherwise.
-    pub(crate) fn create_tree(
+    pub(crate) fn create_keyspace_tree(
         &self,
         name: &str,
         options: Options,
         options_text: &str,
         exists_ok: bool,
-    ) -> Result<Arc<Tree>> {
+    ) -> Result<Arc<KeyspaceTree>> {
         let mut writer = self.manifest_writer()?;
         let existing = self.ctx.state.lock().tree_named(name);
         if let Some(existing) = existing {
@@ -649,12 +654,12 @@ impl VersionSet {
         self.next_keyspace_id.store(next, Ordering::Relaxed);
         self.files().log_numbers.insert(id, log_number);
         let mut state = self.ctx.state.lock();
-        let tree = Tree::new_in_wal(id, name, options, state.wal_number);
+        let tree = KeyspaceTree::new_in_wal(id, name, options, state.wal_number);
         self.files
             .lock()
             .trees
             .insert(id, TreeFiles::new(Arc::clone(&tree), Version::empty()));
-        let memtables = TreeMemtables::of_new_tree(Arc::clone(&tree), state.wal_number);
+        let memtables = KeyspaceMemtables::of_new_keyspace(Arc::clone(&tree), state.wal_number);
         state.trees.insert(id, memtables);
         self.publish_view(&state, id);
         Ok(tree)
@@ -663,7 +668,7 @@ impl VersionSet {
     /// Drops `tree`: one manifest record, then it leaves the state (its memtables go) and the
     /// set (its tables become obsolete). Returns its last version. The caller keeps write groups
     /// out meanwhile.
-    pub(crate) fn drop_tree(&self, tree: &Arc<Tree>) -> Result<Arc<Version>> {
+    pub(crate) fn drop_keyspace_tree(&self, tree: &Arc<KeyspaceTree>) -> Result<Arc<Version>> {
         let mut writer = self.manifest_writer()?;
         if tree.check_live().is_err() {
             return Err(tree.dropped_error());
@@ -751,9 +756,9 @@ impl VersionSet {
 /// the file and keyspace numbers), then per keyspace its creation (with the options it runs
 /// with), its log number with where that WAL starts, and its tables.
 pub(crate) fn snapshot_edits(
-    trees: &[(Arc<Tree>, Version)],
+    trees: &[(Arc<KeyspaceTree>, Version)],
     last_sequence: u64,
-    log_number: impl Fn(&Tree) -> (u64, Option<u64>),
+    log_number: impl Fn(&KeyspaceTree) -> (u64, Option<u64>),
 ) -> Vec<VersionEdit> {
     let header = VersionEdit {
         last_sequence: Some(last_sequence),
@@ -781,16 +786,14 @@ pub(crate) fn snapshot_edits(
 /// A table that left L0 by a trivial move gives its pinned blocks back to the LRU.
 fn unpin_moved_tables(version: &Version, edit: &VersionEdit) {
     for (level, meta) in &edit.added {
-        if *level > 0 {
-            if let Some(f) = version
+        if *level > 0
+            && let Some(f) = version
                 .level(*level)
                 .iter()
                 .find(|f| f.meta.number == meta.number)
-            {
-                if f.table.is_pinned() {
-                    f.table.unpin();
-                }
-            }
+            && f.table.is_pinned()
+        {
+            f.table.unpin();
         }
     }
 }

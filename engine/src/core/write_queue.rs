@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use crate::base::batch::WriteBatch;
 use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
+use crate::core::keyspace_tree::KeyspaceTree;
 use crate::core::lock_order::{Held, Rank};
-use crate::core::tree::Tree;
 
 /// Largest group a leader assembles (bytes of encoded batches).
 const MAX_GROUP_BYTES: usize = 1 << 20;
@@ -35,7 +35,7 @@ pub(crate) struct QueuedWrite {
 pub(crate) struct CommitCheck {
     pub snapshot: u64,
     /// (tree, key): the keys the transaction wrote or read for update.
-    pub keys: Vec<(Arc<Tree>, Vec<u8>)>,
+    pub keys: Vec<(Arc<KeyspaceTree>, Vec<u8>)>,
 }
 
 #[derive(Default)]

@@ -21,9 +21,9 @@ use std::sync::Arc;
 use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
 use crate::base::fs::names;
 use crate::base::options_file::{write_options_file, RecordedOptions};
+use crate::core::keyspace_tree::KeyspaceTree;
 use crate::core::manifest::Manifest;
 use crate::core::shared::Shared;
-use crate::core::tree::Tree;
 use crate::core::version::Version;
 use crate::core::write_queue::WriteQueue;
 
@@ -35,7 +35,7 @@ struct Point {
     /// Every WAL the keyspaces need, oldest first (the active one last).
     wals: Vec<u64>,
     /// Per keyspace: its version and the oldest WAL its memtables need.
-    trees: Vec<(Arc<Tree>, Arc<Version>, u64)>,
+    trees: Vec<(Arc<KeyspaceTree>, Arc<Version>, u64)>,
     /// Where those WALs start (see `DbState::wal_starts`).
     wal_starts: std::collections::BTreeMap<u64, u64>,
 }
@@ -199,12 +199,12 @@ fn copy_wals(db: &Shared, point: &Point, target: &Path) -> Result<()> {
 
 /// Writes the checkpoint's manifest (numbered above every file it names) and `CURRENT`.
 fn write_manifest(db: &Shared, point: &Point, target: &Path) -> Result<()> {
-    let trees: Vec<(Arc<Tree>, Version)> = point
+    let trees: Vec<(Arc<KeyspaceTree>, Version)> = point
         .trees
         .iter()
         .map(|(tree, version, _)| (Arc::clone(tree), Version::clone(version)))
         .collect();
-    let oldest = |tree: &Tree| {
+    let oldest = |tree: &KeyspaceTree| {
         let wal = point
             .trees
             .iter()

@@ -35,10 +35,10 @@ use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
 use crate::base::event_listener::{FlushJobInfo, TableFileCreationInfo, TableFileCreationReason};
 use crate::base::version_edit::VersionEdit;
 use crate::core::events::{table_info, Event};
+use crate::core::keyspace_tree::KeyspaceTree;
 use crate::core::memtable::Memtable;
 use crate::core::shared::Shared;
 use crate::core::state::DbState;
-use crate::core::tree::Tree;
 use crate::core::version::TableFile;
 use crate::jobs::background::{contained, record_failure};
 
@@ -112,7 +112,7 @@ struct FlushAnnouncement {
 
 impl FlushAnnouncement {
     /// Announces the flush of `mem`, of `tree`, beginning (if anyone listens).
-    fn begin(db: &Shared, tree: &Tree, mem: &Memtable) -> FlushAnnouncement {
+    fn begin(db: &Shared, tree: &KeyspaceTree, mem: &Memtable) -> FlushAnnouncement {
         let info = db.events().listening().then(|| FlushJobInfo {
             keyspace: tree.name.to_string(),
             job_id: db.events().next_job_id(),
@@ -159,7 +159,7 @@ impl FlushAnnouncement {
 
 /// The immutable memtable to flush next: of all keyspaces', the one in the oldest WAL (its
 /// flush is what lets that WAL go).
-fn oldest_immutable(state: &DbState) -> Option<(Arc<Tree>, Arc<Memtable>)> {
+fn oldest_immutable(state: &DbState) -> Option<(Arc<KeyspaceTree>, Arc<Memtable>)> {
     state
         .trees
         .values()
@@ -198,7 +198,7 @@ fn warn_on_overfull_filters(
 /// and the WALs it no longer needs. Returns the table installed (`None`: nothing to keep).
 fn flush_memtable(
     db: &Arc<Shared>,
-    tree: &Tree,
+    tree: &KeyspaceTree,
     mem: &Arc<Memtable>,
 ) -> Result<Option<Arc<TableFile>>> {
     let number = db.versions().new_output();
@@ -277,7 +277,7 @@ fn flush_memtable(
 
 /// Adds the keys of `mem`, flushed to `file`, to `tree`'s filter index (see
 /// `FilterIndex::add_flushed`).
-fn index_flushed(db: &Shared, tree: &Tree, mem: &Memtable, file: &Arc<TableFile>) {
+fn index_flushed(db: &Shared, tree: &KeyspaceTree, mem: &Memtable, file: &Arc<TableFile>) {
     let hasher = db.options().filter_hasher;
     tree.filter_index.add_flushed(file, |add| {
         mem.for_each_user_key(|key| add(hasher.hash(key)));
@@ -288,7 +288,7 @@ fn index_flushed(db: &Shared, tree: &Tree, mem: &Memtable, file: &Arc<TableFile>
 /// after it (`imm[1]`, or the active one) still needs its WAL, the flushed one's is obsolete
 /// once the edit is durable — and those of idle keyspaces (nothing in memory), so that they do
 /// not keep old WALs alive.
-fn log_numbers_after_flush(db: &Shared, tree: &Tree) -> VersionEdit {
+fn log_numbers_after_flush(db: &Shared, tree: &KeyspaceTree) -> VersionEdit {
     let state = db.state().lock();
     let next_log = state.trees.get(&tree.id).map(|t| {
         t.imm

@@ -21,7 +21,7 @@ use siftdb_sstable::{GetTrace, Lookup, MAX_SEQUENCE};
 use crate::base::batch::{self, WriteBatch};
 use crate::base::error::{printable_key, Error, Result};
 use crate::core::key_head::KeyHead;
-use crate::core::tree::Tree;
+use crate::core::keyspace_tree::KeyspaceTree;
 use crate::core::write_queue::{CommitCheck, QueuedWrite};
 use crate::paths::engine::Engine;
 use siftdb_sstable::ValueKind;
@@ -108,7 +108,12 @@ impl Engine {
 
     /// Whether `tree` holds a version of `key` (or a range tombstone over it) newer than
     /// `snapshot`.
-    pub(crate) fn written_after(&self, tree: &Tree, key: &[u8], snapshot: u64) -> Result<bool> {
+    pub(crate) fn written_after(
+        &self,
+        tree: &KeyspaceTree,
+        key: &[u8],
+        snapshot: u64,
+    ) -> Result<bool> {
         tree.check_live()?;
         // Ingested tables hold writes the memtables never saw (possibly at sequence 0).
         if tree.ingested.written_after(key, snapshot) {

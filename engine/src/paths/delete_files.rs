@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use crate::base::error::Result;
 use crate::base::version_edit::VersionEdit;
-use crate::core::tree::Tree;
+use crate::core::keyspace_tree::KeyspaceTree;
 use crate::paths::engine::Engine;
 
 impl Engine {
@@ -19,7 +19,7 @@ impl Engine {
     /// many. Background compactions wait meanwhile (none holds a table this deletes).
     pub(crate) fn delete_files_in_range(
         &self,
-        tree: &Arc<Tree>,
+        tree: &Arc<KeyspaceTree>,
         start: &[u8],
         end: &[u8],
     ) -> Result<usize> {

@@ -8,10 +8,10 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use crate::base::error::Result;
+use crate::core::keyspace_tree::{KeyspaceTree, ReadView};
 use crate::core::lock_table::LockTable;
 use crate::core::shared::Shared;
 use crate::core::stats::Stats;
-use crate::core::tree::{ReadView, Tree};
 use crate::core::write_queue::WriteQueue;
 use crate::jobs::compaction::Compactions;
 
@@ -21,7 +21,7 @@ pub(crate) struct Engine {
     pub(in crate::paths) writes: WriteQueue,
     pub(in crate::paths) compactions: Arc<Compactions>,
     /// The keyspace "default", which `Db`'s own methods act on.
-    pub(in crate::paths) default: Arc<Tree>,
+    pub(in crate::paths) default: Arc<KeyspaceTree>,
     /// Tells this open instance apart from others (a batch may only name its keyspaces).
     pub(in crate::paths) instance: u64,
     /// The point locks of pessimistic transactions.
@@ -29,7 +29,7 @@ pub(crate) struct Engine {
     /// The next transaction's id (never reused: the lock table's wait-for graph relies on it).
     next_transaction: AtomicU64,
     /// What `set_options` changed (one call at a time holds it).
-    pub(in crate::paths) live_changes: parking_lot::Mutex<crate::paths::live_options::LiveChanges>,
+    pub(in crate::paths) live_changes: parking_lot::Mutex<crate::paths::set_options::LiveChanges>,
     /// A read-only open's readers take it shared while they load a view and a sequence; a
     /// catch-up with the writer (`recovery/catch_up.rs`) takes it exclusively while it installs
     /// every keyspace's view and the sequence, so a reader sees all of one state or all of the
@@ -42,7 +42,7 @@ static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
 
 impl Engine {
     /// The engine of a database whose shared state recovery built.
-    pub(in crate::paths) fn new(shared: Arc<Shared>, default: Arc<Tree>) -> Engine {
+    pub(in crate::paths) fn new(shared: Arc<Shared>, default: Arc<KeyspaceTree>) -> Engine {
         Engine {
             shared,
             writes: WriteQueue::default(),
@@ -78,7 +78,7 @@ impl Engine {
     }
 
     /// The keyspace "default".
-    pub(crate) fn default_tree(&self) -> &Arc<Tree> {
+    pub(crate) fn default_keyspace(&self) -> &Arc<KeyspaceTree> {
         &self.default
     }
 
@@ -107,17 +107,24 @@ impl Engine {
     /// version the view kept of any key is visible to the read. Loaded *before* the view, the
     /// sequence could predate an overwrite whose compaction removed the version the read should
     /// see (issue 11's race: the key seemed absent).
-    pub(crate) fn read_point(&self, tree: &Tree) -> (Arc<ReadView>, u64) {
-        self.read_point_by(tree, Tree::read_view)
+    pub(crate) fn read_point(&self, tree: &KeyspaceTree) -> (Arc<ReadView>, u64) {
+        self.read_point_by(tree, KeyspaceTree::read_view)
     }
 
-    /// [`Engine::read_point`] with the view borrowed for one lookup (`Tree::read_view_guard`).
-    pub(crate) fn read_point_borrowed(&self, tree: &Tree) -> (arc_swap::Guard<Arc<ReadView>>, u64) {
-        self.read_point_by(tree, Tree::read_view_guard)
+    /// [`Engine::read_point`] with the view borrowed for one lookup (`KeyspaceTree::read_view_guard`).
+    pub(crate) fn read_point_borrowed(
+        &self,
+        tree: &KeyspaceTree,
+    ) -> (arc_swap::Guard<Arc<ReadView>>, u64) {
+        self.read_point_by(tree, KeyspaceTree::read_view_guard)
     }
 
     /// The view as `load` reads it, then the sequence (in that order: see `read_point`).
-    fn read_point_by<V>(&self, tree: &Tree, load: impl FnOnce(&Tree) -> V) -> (V, u64) {
+    fn read_point_by<V>(
+        &self,
+        tree: &KeyspaceTree,
+        load: impl FnOnce(&KeyspaceTree) -> V,
+    ) -> (V, u64) {
         // Only a read-only open is ever caught up (a writable one pays this check alone).
         let _not_mid_catch_up = self.shared.read_only().then(|| self.catch_up_gate.read());
         let view = load(tree);
@@ -165,14 +172,14 @@ impl Engine {
 
     /// Switches `tree`'s memtable (if it holds anything) and waits until every memtable of the
     /// tree frozen so far is in a table.
-    pub(crate) fn flush(&self, tree: &Tree) -> Result<()> {
+    pub(crate) fn flush(&self, tree: &KeyspaceTree) -> Result<()> {
         crate::paths::write::flush_and_wait(self, tree)
     }
 
     /// Compacts `[start, end]` of `tree` down to its bottom level (see `Db::compact_range`).
     pub(crate) fn compact_range(
         &self,
-        tree: &Arc<Tree>,
+        tree: &Arc<KeyspaceTree>,
         start: Option<&[u8]>,
         end: Option<&[u8]>,
     ) -> Result<()> {
@@ -193,7 +200,7 @@ impl Engine {
     /// Rebuilds every tree's filter index now (see `Db::build_filter_index`).
     pub(crate) fn build_filter_index(&self) -> Result<usize> {
         self.check_open()?;
-        crate::jobs::filter_index::rebuild_due(&self.shared, true)
+        crate::jobs::filter_index_rebuild::rebuild_due(&self.shared, true)
     }
 
     /// Flushes the oldest immutable memtable of any keyspace, if one (see `Db::step_flush`).

@@ -20,23 +20,23 @@ use crate::base::error::{Error, Result};
 use crate::base::keyspace_options::{
     options_text, validate_name, KeyspaceOptions, DEFAULT_KEYSPACE,
 };
-use crate::core::tree::Tree;
+use crate::core::keyspace_tree::KeyspaceTree;
 use crate::paths::engine::Engine;
 
 impl Engine {
     /// The live tree named `name`.
-    pub(crate) fn tree_named(&self, name: &str) -> Option<Arc<Tree>> {
+    pub(crate) fn tree_named(&self, name: &str) -> Option<Arc<KeyspaceTree>> {
         self.shared.state().lock().tree_named(name)
     }
 
     /// Creates keyspace `name` (one manifest record), unless it exists: then `Ok(None)` when
     /// `exists_ok`, [`Error::AlreadyExists`] otherwise.
-    pub(crate) fn create_tree(
+    pub(crate) fn create_keyspace_tree(
         &self,
         name: &str,
         opts: &KeyspaceOptions,
         exists_ok: bool,
-    ) -> Result<Arc<Tree>> {
+    ) -> Result<Arc<KeyspaceTree>> {
         validate_name(name)?;
         self.check_writable()?;
         let options = opts.apply_to(self.shared.options());
@@ -45,14 +45,17 @@ impl Engine {
         // again under the manifest lock so two creators of one name cannot both succeed.
         self.writes.exclusive(|| {
             self.sync_wal()?;
-            self.shared
-                .versions()
-                .create_tree(name, options, &options_text(opts), exists_ok)
+            self.shared.versions().create_keyspace_tree(
+                name,
+                options,
+                &options_text(opts),
+                exists_ok,
+            )
         })
     }
 
     /// Drops keyspace `name`: one manifest record, then its memtables, cached blocks and files go.
-    pub(crate) fn drop_tree(&self, name: &str) -> Result<()> {
+    pub(crate) fn drop_keyspace_tree(&self, name: &str) -> Result<()> {
         self.check_writable()?;
         if name == DEFAULT_KEYSPACE {
             return Err(Error::InvalidArgument(
@@ -66,7 +69,7 @@ impl Engine {
         // (and is dropped with it) or resolves the keyspace after and fails.
         let version = self.writes.exclusive(|| {
             self.sync_wal()?;
-            self.shared.versions().drop_tree(&tree)
+            self.shared.versions().drop_keyspace_tree(&tree)
         })?;
         for (_, f) in version.all() {
             self.shared.uncache_table(f.meta.number);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use siftdb_compaction::picker::{self, LevelFile, Pick};
 
 use crate::base::error::{BackgroundJob, Error, Result};
-use crate::core::tree::Tree;
+use crate::core::keyspace_tree::KeyspaceTree;
 use crate::core::version_set::level_files;
 use crate::jobs::compaction::CompactionJob;
 use crate::paths::engine::Engine;
@@ -31,7 +31,7 @@ fn stop_writes_unless_retryable(db: &crate::core::shared::Shared, e: &Error) {
 /// same way). Under FIFO compaction only the flush happens.
 pub(crate) fn compact_range(
     engine: &Engine,
-    tree: &Arc<Tree>,
+    tree: &Arc<KeyspaceTree>,
     start: Option<&[u8]>,
     end: Option<&[u8]>,
 ) -> Result<()> {
@@ -143,7 +143,7 @@ fn tables_holding_collectable_blobs(
 /// Runs the compaction `pick` describes, if any, on `version`.
 fn run_pick(
     db: &Arc<crate::core::shared::Shared>,
-    tree: &Arc<Tree>,
+    tree: &Arc<KeyspaceTree>,
     version: Arc<crate::core::version::Version>,
     pick: Option<Pick>,
 ) -> Result<()> {

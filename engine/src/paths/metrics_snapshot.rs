@@ -6,8 +6,8 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
+use crate::core::keyspace_tree::KeyspaceTree;
 use crate::core::stats::{LevelFilterStats, Stats};
-use crate::core::tree::Tree;
 use crate::core::version::Version;
 use crate::paths::engine::Engine;
 
@@ -92,7 +92,7 @@ pub(crate) fn snapshot(engine: &Engine) -> MetricsSnapshot {
     }
 }
 
-fn keyspace_figures(engine: &Engine, tree: &Tree, version: &Version) -> KeyspaceFigures {
+fn keyspace_figures(engine: &Engine, tree: &KeyspaceTree, version: &Version) -> KeyspaceFigures {
     let view = tree.read_view();
     let index = &tree.filter_index;
     let (blob_files, blob_file_bytes, blob_garbage_bytes) = version.blob_totals();
@@ -126,7 +126,7 @@ fn keyspace_figures(engine: &Engine, tree: &Tree, version: &Version) -> Keyspace
 }
 
 /// Every level of `version` with `tree`'s tickers for it.
-fn level_figures(tree: &Tree, version: &Version) -> Vec<LevelFigures> {
+fn level_figures(tree: &KeyspaceTree, version: &Version) -> Vec<LevelFigures> {
     let tickers = crate::core::stats::level_filter_stats(std::iter::once(&tree.levels));
     (0..version.num_levels())
         .map(|level| {

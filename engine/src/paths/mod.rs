@@ -8,7 +8,6 @@ pub(crate) mod ingest;
 pub(crate) mod iterator;
 pub(crate) mod keyspaces;
 pub(crate) mod latency;
-pub(crate) mod live_options;
 pub(crate) mod manual_compaction;
 #[cfg(feature = "metrics")]
 pub(crate) mod metrics_snapshot;
@@ -16,4 +15,5 @@ pub(crate) mod properties;
 pub(crate) mod read;
 pub(crate) mod recovery;
 pub(crate) mod resume;
+pub(crate) mod set_options;
 pub(crate) mod write;

@@ -2,13 +2,13 @@
 
 use std::fmt::Write as _;
 
+use crate::core::keyspace_tree::KeyspaceTree;
 use crate::core::level_info::{level_reports, LevelInfo};
-use crate::core::tree::Tree;
 use crate::paths::engine::Engine;
 
 /// Property `name` of `tree` (or of the whole database, for `siftdb.stats`,
 /// `siftdb.keyspaces`, `siftdb.total-size-all-mem-tables` and `siftdb.memtables-memory-bytes`).
-pub(crate) fn property(db: &Engine, tree: &Tree, name: &str) -> Option<String> {
+pub(crate) fn property(db: &Engine, tree: &KeyspaceTree, name: &str) -> Option<String> {
     let view = tree.read_view();
     match name {
         "siftdb.levels" => {
@@ -56,7 +56,7 @@ pub(crate) fn property(db: &Engine, tree: &Tree, name: &str) -> Option<String> {
 }
 
 /// Bytes compaction owes the tree in its style (RocksDB's property of the same name).
-fn pending_compaction_bytes(tree: &Tree, version: &crate::core::version::Version) -> u64 {
+fn pending_compaction_bytes(tree: &KeyspaceTree, version: &crate::core::version::Version) -> u64 {
     use crate::base::compaction_style::{universal_config, CompactionStyle};
     let levels = crate::core::version_set::level_files(version);
     let o = &tree.options();
@@ -76,7 +76,7 @@ fn pending_compaction_bytes(tree: &Tree, version: &crate::core::version::Version
 /// The filter index's row under the levels (`core::filter_index`): the tables it covers, the
 /// keys added to it, its bytes, bits per key at those keys, its expected and measured FPR and
 /// the keys it ruled out; "planned" is its room in keys.
-fn index_row(out: &mut String, tree: &Tree, version: &crate::core::version::Version) {
+fn index_row(out: &mut String, tree: &KeyspaceTree, version: &crate::core::version::Version) {
     use std::sync::atomic::Ordering::Relaxed;
     let Some(index) = tree.filter_index.current() else {
         return;
@@ -91,7 +91,7 @@ fn index_row(out: &mut String, tree: &Tree, version: &crate::core::version::Vers
     };
     let covered = version
         .all()
-        .filter(|(_, f)| f.index_gen() == index.gen)
+        .filter(|(_, f)| f.index_gen() == index.r#gen)
         .count();
     let files = version.all().count();
     let _ = writeln!(
@@ -117,7 +117,7 @@ fn index_row(out: &mut String, tree: &Tree, version: &crate::core::version::Vers
 /// keys, bytes, key range (lossy UTF-8), filter kind and bits/key, and — under adaptive filter
 /// allocation — the filter probes and false positives counted since it was opened and its heat
 /// (probes per key against Monkey's assumption for its level; see `heat.rs`).
-fn sstables_table(tree: &Tree, version: &crate::core::version::Version) -> String {
+fn sstables_table(tree: &KeyspaceTree, version: &crate::core::version::Version) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,

@@ -11,9 +11,9 @@ use crate::base::error::Result;
 use crate::base::merge::OperandStack;
 use crate::base::options::ReadOptions;
 use crate::core::key_head::KeyHead;
+use crate::core::keyspace_tree::KeyspaceTree;
+use crate::core::keyspace_tree::ReadView;
 use crate::core::memtable::{Memtable, MemtableIter};
-use crate::core::tree::ReadView;
-use crate::core::tree::Tree;
 use crate::core::version::TableFile;
 use crate::paths::engine::Engine;
 use crate::paths::iterator::{
@@ -28,7 +28,7 @@ impl Engine {
     /// `pinned` left `None`.
     pub(crate) fn get_point(
         &self,
-        tree: &Tree,
+        tree: &KeyspaceTree,
         key: &[u8],
         sequence: Option<u64>,
         opts: &ReadOptions,
@@ -49,7 +49,7 @@ impl Engine {
     #[allow(clippy::too_many_arguments)]
     fn get_in(
         &self,
-        tree: &Tree,
+        tree: &KeyspaceTree,
         view: &ReadView,
         key: &[u8],
         seq: u64,
@@ -138,7 +138,7 @@ impl Engine {
     #[allow(clippy::too_many_arguments)]
     fn resolve(
         &self,
-        tree: &Tree,
+        tree: &KeyspaceTree,
         view: &ReadView,
         key: &[u8],
         seq: u64,
@@ -213,7 +213,7 @@ impl Engine {
     /// expired value or the end — and merging them (`merge_state.rs`).
     fn get_merged(
         &self,
-        tree: &Tree,
+        tree: &KeyspaceTree,
         view: &ReadView,
         key: &[u8],
         seq: u64,
@@ -265,7 +265,7 @@ impl Engine {
     /// first, then one table per level); the first that holds any version decides.
     fn get_from_tables(
         &self,
-        tree: &Tree,
+        tree: &KeyspaceTree,
         view: &ReadView,
         key: &[u8],
         seq: u64,
@@ -387,14 +387,14 @@ enum IndexVerdict {
     /// The index covers every table and rules the key out.
     Absent,
     /// The index rules the key out of the tables of generation `gen`; the others are probed.
-    AbsentFrom { gen: u64 },
+    AbsentFrom { r#gen: u64 },
 }
 
 impl IndexVerdict {
     /// The verdict on the key of (per-table filter) hash `hash` in `view`, counted in the
     /// tree's index tickers.
     #[inline]
-    fn of(tree: &Tree, view: &ReadView, hash: u64) -> IndexVerdict {
+    fn of(tree: &KeyspaceTree, view: &ReadView, hash: u64) -> IndexVerdict {
         use std::sync::atomic::Ordering::Relaxed;
         let tickers = &tree.filter_index.tickers;
         let Some(index) = view.index.as_deref() else {
@@ -409,21 +409,21 @@ impl IndexVerdict {
         if view.index_covers_all {
             IndexVerdict::Absent
         } else {
-            IndexVerdict::AbsentFrom { gen: index.gen }
+            IndexVerdict::AbsentFrom { r#gen: index.r#gen }
         }
     }
 
     /// The index generation whose tables need no probe.
     fn skip_gen(self) -> Option<u64> {
         match self {
-            IndexVerdict::AbsentFrom { gen } => Some(gen),
+            IndexVerdict::AbsentFrom { r#gen } => Some(r#gen),
             IndexVerdict::NoIndex | IndexVerdict::Maybe | IndexVerdict::Absent => None,
         }
     }
 
     /// Counts a lookup no table answered: a false positive of an index that said "maybe"
     /// while covering every table (`covers_all`), or a miss without an index.
-    fn count_miss_of(self, tree: &Tree, covers_all: bool) {
+    fn count_miss_of(self, tree: &KeyspaceTree, covers_all: bool) {
         use std::sync::atomic::Ordering::Relaxed;
         let tickers = &tree.filter_index.tickers;
         match self {
@@ -481,7 +481,11 @@ impl Engine {
     /// serves the others), keys that share a table share its filter (one block cache lookup for
     /// all of them, unless the filter is partitioned), and each key's table in a sorted level is
     /// found by galloping from the previous key's.
-    pub(crate) fn multi_get(&self, tree: &Tree, keys: &[&[u8]]) -> Vec<Result<Option<Vec<u8>>>> {
+    pub(crate) fn multi_get(
+        &self,
+        tree: &KeyspaceTree,
+        keys: &[&[u8]],
+    ) -> Vec<Result<Option<Vec<u8>>>> {
         use std::sync::atomic::Ordering::Relaxed;
         if let Err(e) = tree.check_live().and_then(|()| self.shared.check_open()) {
             return keys.iter().map(|_| Err(e.duplicate())).collect();
@@ -592,7 +596,7 @@ impl Engine {
     /// memory waits of a batch overlap.
     fn index_verdicts(
         &self,
-        tree: &Tree,
+        tree: &KeyspaceTree,
         view: &ReadView,
         keys: &[&[u8]],
     ) -> Vec<(u64, IndexVerdict)> {
@@ -622,7 +626,7 @@ impl Engine {
     /// found. Every filter is located and prefetched before the first is probed.
     fn probe_tables(
         &self,
-        tree: &Tree,
+        tree: &KeyspaceTree,
         view: &ReadView,
         level: usize,
         batch: &[(&Arc<TableFile>, &Probe)],
@@ -692,7 +696,7 @@ impl Engine {
     /// kept in a blob file is left for [`Engine::read_blobs`].
     fn answer(
         &self,
-        tree: &Tree,
+        tree: &KeyspaceTree,
         view: &ReadView,
         key: &[u8],
         seq: u64,
@@ -733,7 +737,7 @@ impl Answer {
 
 /// The view and sequence a scan of `tree` reads: the latest, or the tree's view at a snapshot's
 /// `sequence`.
-fn scan_point(db: &Engine, tree: &Tree, sequence: Option<u64>) -> (Arc<ReadView>, u64) {
+fn scan_point(db: &Engine, tree: &KeyspaceTree, sequence: Option<u64>) -> (Arc<ReadView>, u64) {
     match sequence {
         Some(seq) => (tree.read_view(), seq),
         None => db.read_point(tree),
@@ -743,7 +747,7 @@ fn scan_point(db: &Engine, tree: &Tree, sequence: Option<u64>) -> (Arc<ReadView>
 /// An iterator over `range` of `tree` (at `sequence`, or the latest).
 pub(crate) fn iterator<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(
     db: &Engine,
-    tree: &Arc<Tree>,
+    tree: &Arc<KeyspaceTree>,
     sequence: Option<u64>,
     range: &R,
     prefix: Option<Vec<u8>>,
@@ -767,7 +771,7 @@ pub(crate) fn iterator<K: AsRef<[u8]>, R: std::ops::RangeBounds<K>>(
 /// A raw cursor over `tree` (at `sequence`, or the latest), within `opts`' bounds.
 pub(crate) fn raw_iterator(
     db: &Engine,
-    tree: &Arc<Tree>,
+    tree: &Arc<KeyspaceTree>,
     sequence: Option<u64>,
     opts: &ReadOptions,
 ) -> RawIterator {

@@ -48,9 +48,9 @@ use crate::base::event_listener::{
 };
 use crate::base::wal::writer::LogWriter;
 use crate::core::events::{Event, Events};
+use crate::core::keyspace_tree::KeyspaceTree;
 use crate::core::memtable::Memtable;
 use crate::core::state::{DbState, Stall, StateGuard};
-use crate::core::tree::Tree;
 use crate::core::write_queue::{CommitCheck, QueuedWrite, Turn};
 use crate::paths::engine::Engine;
 
@@ -122,13 +122,11 @@ impl Engine {
                 return Ok(());
             }
             // Slowed down: the group waits once, without the lock, then makes room again.
-            if !delayed {
-                if let Some((until, slowed)) = self.slowdown(&mut state, group) {
-                    drop(state);
-                    self.wait_slowed(until, &slowed);
-                    delayed = true;
-                    continue;
-                }
+            if !delayed && let Some((until, slowed)) = self.slowdown(&mut state, group) {
+                drop(state);
+                self.wait_slowed(until, &slowed);
+                delayed = true;
+                continue;
             }
             let count: u64 = group.iter().map(|w| w.batch.len() as u64).sum();
             let sync = group.iter().any(|w| w.sync);
@@ -305,7 +303,7 @@ impl Engine {
         &self,
         state: &mut StateGuard<'_>,
         group: &[QueuedWrite],
-    ) -> Option<(Instant, Arc<Tree>)> {
+    ) -> Option<(Instant, Arc<KeyspaceTree>)> {
         let rate = self.shared.options().delayed_write_rate;
         let slowed = if rate == 0 || self.shared.stepped() {
             None
@@ -341,7 +339,7 @@ impl Engine {
     /// Waits until `until`, in slices of at most a millisecond: the wait ends early once
     /// `slowed` no longer slows writes (its compactions caught up) or the database closes.
     /// Counted as a stall of its own cause.
-    fn wait_slowed(&self, until: Instant, slowed: &Tree) {
+    fn wait_slowed(&self, until: Instant, slowed: &KeyspaceTree) {
         let start = Instant::now();
         loop {
             let now = Instant::now();
@@ -498,7 +496,7 @@ impl Engine {
                 let events = state.events.clone();
                 for id in ids {
                     if let Some(t) = state.trees.get_mut(id) {
-                        let fresh = Arc::new(Memtable::for_tree(number, &t.tree.options()));
+                        let fresh = Arc::new(Memtable::for_keyspace(number, &t.tree.options()));
                         let old = std::mem::replace(&mut t.mem, fresh);
                         old.seal(reason);
                         announce_sealed(&events, &t.tree.name, &old, reason);
@@ -620,7 +618,7 @@ impl Engine {
 
 /// Switches `tree`'s memtable (if it holds anything) and waits until every memtable of the tree
 /// frozen so far is in a table.
-pub(crate) fn flush_and_wait(engine: &Engine, tree: &Tree) -> Result<()> {
+pub(crate) fn flush_and_wait(engine: &Engine, tree: &KeyspaceTree) -> Result<()> {
     let db = engine.shared();
     db.check_open()?;
     db.check_writable()?;
@@ -630,7 +628,7 @@ pub(crate) fn flush_and_wait(engine: &Engine, tree: &Tree) -> Result<()> {
 
 /// Freezes `tree`'s memtable if it holds anything; returns the WAL number of the newest frozen
 /// memtable (`None`: none to wait for). The caller holds the write path.
-pub(crate) fn freeze_for_flush(engine: &Engine, tree: &Tree) -> Result<Option<u64>> {
+pub(crate) fn freeze_for_flush(engine: &Engine, tree: &KeyspaceTree) -> Result<Option<u64>> {
     let mut state = engine.shared().state().lock();
     state.check_background()?;
     let t = state
@@ -650,7 +648,11 @@ pub(crate) fn freeze_for_flush(engine: &Engine, tree: &Tree) -> Result<Option<u6
 /// Waits until `tree`'s frozen memtables up to the one of WAL `target` are in tables (flushing
 /// them here in a stepped database). It needs no lock of the write path, so a caller holding
 /// it may wait (an ingestion stalls writes while the memtable it overlaps flushes).
-pub(crate) fn wait_flushed(engine: &Engine, tree: &Tree, target: Option<u64>) -> Result<()> {
+pub(crate) fn wait_flushed(
+    engine: &Engine,
+    tree: &KeyspaceTree,
+    target: Option<u64>,
+) -> Result<()> {
     let db = engine.shared();
     let Some(target) = target else { return Ok(()) };
     let mut state = db.state().lock();
@@ -823,7 +825,7 @@ fn room_for(state: &DbState, ids: &[u32], may_stall: bool) -> Room {
 /// tables (at least `level0_file_num_compaction_trigger`, so that a compaction is due to end
 /// it) but fewer than the stop; never with automatic compactions off or FIFO compaction, where
 /// no compaction would end it.
-fn is_slowed(tree: &Tree) -> bool {
+fn is_slowed(tree: &KeyspaceTree) -> bool {
     let o = tree.options();
     let l0 = tree.l0_files.load(Ordering::Acquire);
     let from = o

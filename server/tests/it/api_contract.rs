@@ -99,6 +99,22 @@ async fn the_http_api_keeps_its_contract() {
         assert_eq!(&r.bytes().await.unwrap()[..], value.as_bytes(), "{path}");
     }
     stale_eventually(follower, "/kv/a%2Fb%00%FF", Some(b"bytes")).await;
+    // The key is the decoded bytes: another spelling of them names the same key.
+    let r = http
+        .get(leader.url("/kv/a%2fb%00%ff"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(&r.bytes().await.unwrap()[..], b"bytes");
+    // A path that is not /kv/ and one non-empty segment names no key: a client error.
+    for path in ["/kv/", "/kv/a/b", "/other/a"] {
+        for r in [
+            http.get(leader.url(path)).send().await.unwrap(),
+            http.put(leader.url(path)).body("v").send().await.unwrap(),
+        ] {
+            assert!(r.status().is_client_error(), "{path}: {}", r.status());
+        }
+    }
 
     // DELETE, then 404.
     let r = http.delete(leader.url("/kv/alpha")).send().await.unwrap();

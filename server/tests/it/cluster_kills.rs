@@ -56,11 +56,11 @@ async fn writer(client: Client, load: Arc<Load>) {
                 let skip = (round as usize * 7919) % acked.len().max(1);
                 acked.iter().nth(skip).map(|(n, v)| (*n, v.clone()))
             };
-            if let Some((n, value)) = probe {
-                if let Some(got) = client.get(&key(n), Duration::from_secs(15)).await {
-                    assert_eq!(got, Some(value.into_bytes()), "key {n} read back");
-                    load.reads_checked.fetch_add(1, Ordering::Relaxed);
-                }
+            if let Some((n, value)) = probe
+                && let Some(got) = client.get(&key(n), Duration::from_secs(15)).await
+            {
+                assert_eq!(got, Some(value.into_bytes()), "key {n} read back");
+                load.reads_checked.fetch_add(1, Ordering::Relaxed);
             }
         }
     }

@@ -263,10 +263,10 @@ pub async fn wait_leader(addrs: &[String], within: Duration) -> u64 {
                 seen.push(m["current_leader"].as_u64());
             }
         }
-        if let Some(Some(leader)) = seen.first() {
-            if seen.iter().all(|l| *l == Some(*leader)) {
-                return *leader;
-            }
+        if let Some(Some(leader)) = seen.first()
+            && seen.iter().all(|l| *l == Some(*leader))
+        {
+            return *leader;
         }
         assert!(Instant::now() < until, "no leader agreed on: {seen:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;

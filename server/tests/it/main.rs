@@ -8,6 +8,8 @@ mod api_contract;
 mod cli_errors;
 mod cluster_kills;
 mod common;
+mod config_file;
+mod linearizability_checker;
 mod partitions;
 mod sim;
 

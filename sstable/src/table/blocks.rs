@@ -117,10 +117,10 @@ impl Table {
         if let Some(b) = self.held_partition(handle, kind) {
             return Ok(b);
         }
-        if let Some(entry) = self.cache.peek(&self.block_key(handle)) {
-            if let CachedBlock::Block(b) = entry.as_ref() {
-                return Ok(Arc::clone(b));
-            }
+        if let Some(entry) = self.cache.peek(&self.block_key(handle))
+            && let CachedBlock::Block(b) = entry.as_ref()
+        {
+            return Ok(Arc::clone(b));
         }
         let len = self.stored_len(handle)?;
         let raw = match ahead.slice(handle.offset, len) {
@@ -214,10 +214,10 @@ impl Table {
         stats: Option<&ReadStatistics>,
         once: bool,
     ) -> Result<(Arc<Block>, BlockAccess)> {
-        if let Some(entry) = self.cache.peek(&self.block_key(handle)) {
-            if let CachedBlock::Block(b) = entry.as_ref() {
-                return Ok((Arc::clone(b), BlockAccess::CacheHit));
-            }
+        if let Some(entry) = self.cache.peek(&self.block_key(handle))
+            && let CachedBlock::Block(b) = entry.as_ref()
+        {
+            return Ok((Arc::clone(b), BlockAccess::CacheHit));
         }
         let block = self.read_block(handle, kind, stats, once)?;
         Ok((Arc::new(block), BlockAccess::FileRead))

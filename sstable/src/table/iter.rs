@@ -280,10 +280,10 @@ impl TableIter {
         if self.error.is_some() {
             return;
         }
-        if self.load_data_block() {
-            if let Some(d) = self.data.as_mut() {
-                position(d);
-            }
+        if self.load_data_block()
+            && let Some(d) = self.data.as_mut()
+        {
+            position(d);
         }
         self.skip_exhausted_blocks(forward);
     }

@@ -1156,12 +1156,12 @@ fn run_txn(variant: Variant, db: &Db, model: &mut Model, t: &Txn) {
             }
             TxStep::Flush => db.flush().unwrap(),
         }
-        if let Some((at, k, v)) = &t.outside {
-            if *at == i {
-                db.put(k, v).unwrap();
-                model.insert(k.clone(), v.clone());
-                outside_key = Some(k.clone());
-            }
+        if let Some((at, k, v)) = &t.outside
+            && *at == i
+        {
+            db.put(k, v).unwrap();
+            model.insert(k.clone(), v.clone());
+            outside_key = Some(k.clone());
         }
     }
     if !t.commit {

@@ -99,7 +99,7 @@ impl WritableFile for GateFile {
 
 impl GateFs {
     /// The real file system whose files pass this gate when synced.
-    fn file_system(&self) -> impl FileSystem {
+    fn file_system(&self) -> impl FileSystem + use<> {
         let gate = self.clone();
         siftdb_tests::CreateHookFs(move |path: &Path| -> io::Result<Box<dyn WritableFile>> {
             let name = path

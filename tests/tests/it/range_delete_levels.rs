@@ -19,7 +19,7 @@ fn key(i: u32) -> Vec<u8> {
 }
 
 /// Values of generation `gen` (each generation is written on another level).
-fn value(gen: u32, i: u32) -> Vec<u8> {
+fn value(r#gen: u32, i: u32) -> Vec<u8> {
     let mut v = format!("gen{gen}-{i}-").into_bytes();
     v.resize(100, b'.');
     v
@@ -159,11 +159,11 @@ fn build_tree(dir: &Path) -> (Db, Model) {
     let mut model = Model::new();
     // L1 of 16 KiB: the first generation (about 330 KiB) goes down to L2.
     let db = open(dir, 16 << 10);
-    let mut put_all = |db: &Db, gen: u32, keys: &mut dyn Iterator<Item = u32>| {
+    let mut put_all = |db: &Db, r#gen: u32, keys: &mut dyn Iterator<Item = u32>| {
         let mut b = WriteBatch::new();
         for i in keys {
-            b.put(key(i), value(gen, i));
-            model.insert(key(i), value(gen, i));
+            b.put(key(i), value(r#gen, i));
+            model.insert(key(i), value(r#gen, i));
         }
         db.write(b).unwrap();
     };

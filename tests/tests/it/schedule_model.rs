@@ -315,11 +315,11 @@ impl Case {
                 }
             }
             Op::HoldIter(i) => {
-                if self.iters.len() < 3 {
-                    if let Some((ks, model)) = &self.spaces[*i].live {
-                        let want = model.clone().into_iter().collect();
-                        self.iters.push((ks.iter(), want));
-                    }
+                if self.iters.len() < 3
+                    && let Some((ks, model)) = &self.spaces[*i].live
+                {
+                    let want = model.clone().into_iter().collect();
+                    self.iters.push((ks.iter(), want));
                 }
             }
             Op::DrainIter(n) => {

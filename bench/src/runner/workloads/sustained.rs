@@ -231,10 +231,10 @@ impl Workbench<'_> {
 
 /// Why `trial` did not sustain its rate under `report`'s limits (`None`: it did).
 fn why_failed(trial: &Trial, report: &SustainedReport) -> Option<String> {
-    if let Some(target) = trial.target {
-        if trial.achieved < KEEP_UP * target {
-            return Some(format!("the writer fell behind: {:.0}/s", trial.achieved));
-        }
+    if let Some(target) = trial.target
+        && trial.achieved < KEEP_UP * target
+    {
+        return Some(format!("the writer fell behind: {:.0}/s", trial.achieved));
     }
     if let Some(stall) = trial.stall_micros.filter(|&s| s > 0) {
         return Some(format!("writes stalled {:.1} ms", stall as f64 / 1000.0));

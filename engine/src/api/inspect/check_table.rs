@@ -55,10 +55,10 @@ fn verify_blocks(table: &RawTable, check: &mut FileCheck, ctx: TableContext) -> 
     for data in table.data_handles()? {
         check.blocks += 1;
         walk_block(table, data.handle, |key, _| {
-            if let Some(prev) = &previous {
-                if compare_internal(prev, key) != std::cmp::Ordering::Less {
-                    return Err(table.corruption(data.handle.offset, "keys out of order"));
-                }
+            if let Some(prev) = &previous
+                && compare_internal(prev, key) != std::cmp::Ordering::Less
+            {
+                return Err(table.corruption(data.handle.offset, "keys out of order"));
             }
             previous = Some(key.to_vec());
             check.entries += 1;

@@ -10,19 +10,21 @@
 mod blob;
 mod check;
 mod check_table;
-mod manifest;
-mod options;
+mod manifest_edits;
 mod raw_table;
+mod recorded_options;
 mod table;
 
 use std::path::Path;
 
 pub use check::{check_db, check_table, CheckReport, CheckedFileKind, FileCheck};
-pub use manifest::{
+pub use manifest_edits::{
     current_version, manifest_edits, KeyspaceVersion, ManifestBlobFile, ManifestEditInfo,
     ManifestFile, VersionInfo,
 };
-pub use options::{open_options, read_only_options, recorded_options, RecordedOptionsInfo};
+pub use recorded_options::{
+    open_options, read_only_options, recorded_options, RecordedOptionsInfo,
+};
 pub use table::{
     table_entries, table_info, EntryKind, FilterInfo, IndexEntry, KeyInfo, TableEntry, TableInfo,
 };

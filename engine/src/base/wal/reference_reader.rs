@@ -75,10 +75,10 @@ fn take_fragment(
                 return Err("fragment without a first part");
             };
             buf.extend_from_slice(payload);
-            if kind == RecordType::Last {
-                if let Some((buf, _)) = pending.take() {
-                    contents.records.push(buf);
-                }
+            if kind == RecordType::Last
+                && let Some((buf, _)) = pending.take()
+            {
+                contents.records.push(buf);
             }
             Ok(())
         }

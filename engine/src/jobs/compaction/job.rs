@@ -36,9 +36,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use siftdb_compaction::picker::Pick;
-use siftdb_compaction::{merge_into, BoundedIterator, GcRules, InternalIterator, MergingIterator};
+use siftdb_compaction::{merge_into, BoundedIterator, GcRules};
 use siftdb_filter::FilterAllocation;
 use siftdb_sstable::{FragmentedRangeTombstones, TableIterOptions};
+use siftdb_sstable::{InternalIterator, MergingIterator};
 
 use super::cuts::MAX_GRANDPARENT_OVERLAP_FILES;
 use super::heat_map::HeatMap;
@@ -51,17 +52,17 @@ use crate::base::event_listener::{
 };
 use crate::base::version_edit::VersionEdit;
 use crate::core::events::{table_info, Event};
+use crate::core::keyspace_tree::KeyspaceTree;
 use crate::core::level_iter::LevelIterator;
 use crate::core::range_skip::RangeProbe;
 use crate::core::shared::Shared;
-use crate::core::tree::Tree;
 use crate::core::version::{TableFile, Version};
 use crate::core::version_set::Reservation;
 
 /// See the module documentation.
 pub(crate) struct CompactionJob<'a> {
     db: &'a Arc<Shared>,
-    tree: Arc<Tree>,
+    tree: Arc<KeyspaceTree>,
     /// The version the inputs were picked from.
     version: Arc<Version>,
     level: usize,
@@ -150,7 +151,7 @@ impl<'a> CompactionJob<'a> {
     /// if none of the picked files is in `version`.
     pub(crate) fn prepare(
         db: &'a Arc<Shared>,
-        tree: &Arc<Tree>,
+        tree: &Arc<KeyspaceTree>,
         version: Arc<Version>,
         pick: &Pick,
         reservation: Option<Reservation<'a>>,

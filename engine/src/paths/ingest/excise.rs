@@ -17,8 +17,8 @@ use siftdb_sstable::{FragmentedRangeTombstones, RangeTombstone, TableBuilder};
 use super::{open_staged, staged_from, Staged};
 use crate::base::error::{Error, Result};
 use crate::base::fs::names;
+use crate::core::keyspace_tree::KeyspaceTree;
 use crate::core::shared::Shared;
-use crate::core::tree::Tree;
 use crate::core::version::Version;
 
 /// Refuses an excise range that is empty or does not hold every file.
@@ -49,7 +49,7 @@ pub(super) fn check_inside(files: &[Staged], range: &Range<Vec<u8>>) -> Result<(
 /// external file), synced, and stages it.
 pub(super) fn stage_tombstone(
     db: &Shared,
-    tree: &Tree,
+    tree: &KeyspaceTree,
     range: &Range<Vec<u8>>,
     number: u64,
 ) -> Result<Staged> {

@@ -34,9 +34,9 @@ use crate::base::error::{BackgroundError, BackgroundJob, Error, Result};
 use crate::base::fs::names;
 use crate::base::ingest_options::IngestOptions;
 use crate::base::version_edit::{FileMeta, VersionEdit};
+use crate::core::keyspace_tree::KeyspaceTree;
 use crate::core::memtable::MemtableIter;
 use crate::core::shared::Shared;
-use crate::core::tree::Tree;
 use crate::core::version::Version;
 use crate::paths::engine::Engine;
 
@@ -131,7 +131,7 @@ impl Engine {
     /// Ingests the files at `paths` into `tree` (see `Db::ingest_external_file`).
     pub(crate) fn ingest_external_files(
         &self,
-        tree: &Arc<Tree>,
+        tree: &Arc<KeyspaceTree>,
         paths: &[PathBuf],
         opts: &IngestOptions,
     ) -> Result<()> {
@@ -142,7 +142,7 @@ impl Engine {
 /// Ingests the files at `paths` into `tree` (see the module documentation).
 fn ingest_external_files(
     engine: &Engine,
-    tree: &Arc<Tree>,
+    tree: &Arc<KeyspaceTree>,
     paths: &[PathBuf],
     opts: &IngestOptions,
 ) -> Result<()> {
@@ -216,7 +216,7 @@ fn ingest_external_files(
 /// Takes the file at `source` into the database as table `number` and checks it.
 fn stage(
     db: &Shared,
-    tree: &Tree,
+    tree: &KeyspaceTree,
     source: &Path,
     number: u64,
     opts: &IngestOptions,
@@ -311,7 +311,7 @@ fn copy_file(db: &Shared, source: &Path, target: &Path) -> Result<u64> {
 
 /// Opens a staged file to inspect it: as written (no global seqno), through the block cache
 /// under its table number.
-fn open_staged(db: &Shared, tree: &Tree, path: &Path, number: u64) -> Result<Arc<Table>> {
+fn open_staged(db: &Shared, tree: &KeyspaceTree, path: &Path, number: u64) -> Result<Arc<Table>> {
     let file = db.files().open_table_file(path.to_path_buf())?;
     let read = TableReadOptions {
         key_hasher: db.options().filter_hasher,
@@ -377,7 +377,7 @@ fn check_disjoint(files: &mut [Staged]) -> Result<()> {
 /// path. Returns whether tables were excised (their files are obsolete now).
 fn place_and_install(
     engine: &Engine,
-    tree: &Arc<Tree>,
+    tree: &Arc<KeyspaceTree>,
     files: &mut [Staged],
     opts: &IngestOptions,
 ) -> Result<bool> {
@@ -423,7 +423,12 @@ fn place_and_install(
 
 /// Flushes `tree`'s memtables (its writes are older than the files and must end up below
 /// them); refused without `allow_blocking_flush`, saying `why`.
-fn flush_memtables(engine: &Engine, tree: &Tree, opts: &IngestOptions, why: &str) -> Result<()> {
+fn flush_memtables(
+    engine: &Engine,
+    tree: &KeyspaceTree,
+    opts: &IngestOptions,
+    why: &str,
+) -> Result<()> {
     if !opts.allow_blocking_flush {
         return Err(Error::InvalidArgument(format!(
             "{why} and allow_blocking_flush is off"
@@ -446,7 +451,12 @@ struct Placement {
 
 impl Placement {
     /// Sets each file's level; the caller holds new snapshots off.
-    fn plan(db: &Shared, tree: &Tree, files: &mut [Staged], opts: &IngestOptions) -> Placement {
+    fn plan(
+        db: &Shared,
+        tree: &KeyspaceTree,
+        files: &mut [Staged],
+        opts: &IngestOptions,
+    ) -> Placement {
         let version = db.versions().current(tree);
         let live_snapshots = !db.snapshots().sequences().is_empty();
         // Tables the excise range covers whole leave in the same edit (not under a snapshot,
@@ -484,7 +494,7 @@ impl Placement {
 /// publishes the sequence; the caller holds new snapshots off.
 fn install_placed(
     engine: &Engine,
-    tree: &Tree,
+    tree: &KeyspaceTree,
     files: &[Staged],
     opts: &IngestOptions,
     plan: &Placement,
@@ -537,7 +547,7 @@ fn install_placed(
 }
 
 /// Records the files' key ranges in `tree`'s ingested ranges (see `core/ingested_ranges.rs`).
-fn record_ingested(tree: &Tree, files: &[Staged], after: u64) {
+fn record_ingested(tree: &KeyspaceTree, files: &[Staged], after: u64) {
     for f in files {
         let (start, end) = f.user_range();
         tree.ingested
@@ -546,7 +556,7 @@ fn record_ingested(tree: &Tree, files: &[Staged], after: u64) {
 }
 
 /// Whether `tree`'s memtables, active or frozen, hold any write.
-fn memtables_hold_writes(engine: &Engine, tree: &Tree) -> Result<bool> {
+fn memtables_hold_writes(engine: &Engine, tree: &KeyspaceTree) -> Result<bool> {
     let state = engine.shared().state().lock();
     let t = state
         .trees
@@ -556,7 +566,7 @@ fn memtables_hold_writes(engine: &Engine, tree: &Tree) -> Result<bool> {
 }
 
 /// Whether a memtable of `tree` holds a key or range deletion in any file's range.
-fn memtables_overlap(engine: &Engine, tree: &Tree, files: &[Staged]) -> Result<bool> {
+fn memtables_overlap(engine: &Engine, tree: &KeyspaceTree, files: &[Staged]) -> Result<bool> {
     let mems = {
         let state = engine.shared().state().lock();
         let t = state
@@ -587,7 +597,12 @@ fn memtables_overlap(engine: &Engine, tree: &Tree, files: &[Staged]) -> Result<b
 
 /// The level for `file`: the deepest where no table at or above it overlaps it (L0 when L0
 /// does; FIFO keeps every table in L0), and whether anything in the tree overlaps it.
-fn place(version: &Version, tree: &Tree, file: &Staged, excised: &[(usize, u64)]) -> (usize, bool) {
+fn place(
+    version: &Version,
+    tree: &KeyspaceTree,
+    file: &Staged,
+    excised: &[(usize, u64)],
+) -> (usize, bool) {
     let overlapping = |level: usize| {
         version.level(level).iter().any(|t| {
             !excised.contains(&(level, t.meta.number))
@@ -615,7 +630,7 @@ fn place(version: &Version, tree: &Tree, file: &Staged, excised: &[(usize, u64)]
 /// with the old sequence.
 fn install(
     db: &Shared,
-    tree: &Tree,
+    tree: &KeyspaceTree,
     files: &[Staged],
     seqno_of: impl Fn(&Staged) -> Option<u64>,
     excised: &[(usize, u64)],

@@ -3,7 +3,7 @@
 //! * `sources.rs` — what a scan merges: a cursor per memtable and per L0 table, one
 //!   [`LevelIterator`](crate::core::level_iter::LevelIterator) per sorted level (`core/level_iter.rs`), limited by the scan's
 //!   bounds and prefix filter;
-//! * the heap merge of those cursors (`siftdb_compaction::MergingIterator`);
+//! * the heap merge of those cursors (`siftdb_sstable::MergingIterator`);
 //! * [`RawIterator`] (`raw.rs`) — one entry per user key, snapshot visibility and tombstones;
 //! * [`DbIterator`] (here) — bounds, prefixes, and a Rust iterator from both ends.
 
@@ -19,15 +19,15 @@ pub(crate) use sources::{blob_reads, merge_for, visibility, ScanSpec};
 
 use crate::base::error::Error;
 use crate::base::options::ReadOptions;
+use crate::core::keyspace_tree::KeyspaceTree;
+use crate::core::keyspace_tree::ReadView;
 use crate::core::shared::Shared;
-use crate::core::tree::ReadView;
-use crate::core::tree::Tree;
 
 /// What every cursor of one [`DbIterator`] reads: the same tree, view, sequence, bounds and
 /// prefix.
 struct Scan {
     db: Arc<Shared>,
-    tree: Arc<Tree>,
+    tree: Arc<KeyspaceTree>,
     view: Arc<ReadView>,
     sequence: u64,
     bounds: KeyBounds,
@@ -128,7 +128,7 @@ impl DbIterator {
     /// of the view ([`Engine::read_point`](crate::paths::engine::Engine::read_point)) or a registered snapshot's.
     pub(crate) fn new(
         db: &Arc<Shared>,
-        tree: &Arc<Tree>,
+        tree: &Arc<KeyspaceTree>,
         view: Arc<ReadView>,
         sequence: u64,
         bounds: KeyBounds,
@@ -155,7 +155,7 @@ impl DbIterator {
     }
 
     /// An iterator that yields `error` and ends (a dropped keyspace, a closed database).
-    pub(crate) fn failed(db: &Arc<Shared>, tree: &Arc<Tree>, error: Error) -> DbIterator {
+    pub(crate) fn failed(db: &Arc<Shared>, tree: &Arc<KeyspaceTree>, error: Error) -> DbIterator {
         let view = tree.read_view();
         let mut it = DbIterator::new(
             db,

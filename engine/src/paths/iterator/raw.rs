@@ -15,9 +15,9 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
-use siftdb_compaction::{InternalIterator, MergingIterator};
 use siftdb_sstable::blob::BlobIndex;
 use siftdb_sstable::{FragmentedRangeTombstones, InternalKey, ParsedKey, ValueKind, MAX_SEQUENCE};
+use siftdb_sstable::{InternalIterator, MergingIterator};
 
 use crate::base::error::{Error, Result};
 use crate::base::merge::MergeOperator;
@@ -539,12 +539,12 @@ impl RawIterator {
             }
             self.merge.next();
         }
-        if !self.merge.valid() {
-            if let Some(e) = self.merge.take_error() {
-                self.valid = false;
-                self.error = Some(Error::from(e));
-                return;
-            }
+        if !self.merge.valid()
+            && let Some(e) = self.merge.take_error()
+        {
+            self.valid = false;
+            self.error = Some(Error::from(e));
+            return;
         }
         let oldest_first: Vec<&[u8]> = operands.iter().rev().map(Vec::as_slice).collect();
         let merged = crate::base::merge::full_merge_for_read(
@@ -650,12 +650,12 @@ impl RawIterator {
             return;
         }
         self.valid = true;
-        if !self.merge.valid() {
-            if let Some(e) = self.merge.take_error() {
-                self.valid = false;
-                self.error = Some(Error::from(e));
-                return;
-            }
+        if !self.merge.valid()
+            && let Some(e) = self.merge.take_error()
+        {
+            self.valid = false;
+            self.error = Some(Error::from(e));
+            return;
         }
         if has_base && base_is_blob && !operands.is_empty() {
             // The operands' base is in a blob file: read it to merge.

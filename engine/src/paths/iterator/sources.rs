@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use siftdb_compaction::{InternalIterator, MergingIterator};
+use siftdb_sstable::{InternalIterator, MergingIterator};
 use siftdb_sstable::{SstError, TableIterOptions};
 
 use super::raw::Visibility;
@@ -22,12 +22,12 @@ use crate::base::error::Result;
 use crate::base::options::ReadOptions;
 use crate::core::blob_file::BlobReads;
 use crate::core::key_bounds::KeyBounds;
+use crate::core::keyspace_tree::KeyspaceTree;
+use crate::core::keyspace_tree::ReadView;
 use crate::core::level_iter::LevelIterator;
 use crate::core::memtable::MemtableIter;
 use crate::core::range_skip::{RangeProbe, RangeSkippingTable};
 use crate::core::shared::Shared;
-use crate::core::tree::ReadView;
-use crate::core::tree::Tree;
 use crate::core::version::TableFile;
 
 impl InternalIterator for MemtableIter {
@@ -92,7 +92,7 @@ fn overlapping(files: &[Arc<TableFile>], bounds: &KeyBounds) -> std::ops::Range<
 /// tombstones of its memtables and of its version's tables (fragmented together once per
 /// version), and the merge operator.
 pub(crate) fn visibility(
-    tree: &Tree,
+    tree: &KeyspaceTree,
     view: &ReadView,
     sequence: u64,
     now: u64,
@@ -125,7 +125,7 @@ pub(crate) fn blob_reads(db: &Shared, view: &ReadView, read: &ReadOptions) -> Bl
 /// The merge of everything in `view` that `spec` may need. Fails if a table's prefix filter
 /// cannot be read.
 pub(crate) fn merge_for(
-    tree: &Tree,
+    tree: &KeyspaceTree,
     view: &ReadView,
     spec: &ScanSpec<'_>,
 ) -> Result<MergingIterator> {

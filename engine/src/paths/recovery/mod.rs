@@ -55,11 +55,11 @@ use crate::base::options_file;
 use crate::base::version_edit::VersionEdit;
 use crate::base::wal::writer::LogWriter;
 use crate::core::events::Events;
+use crate::core::keyspace_tree::{KeyspaceMemtables, KeyspaceTree};
 pub(crate) use crate::core::manifest_state::ManifestState;
 use crate::core::memtable::Memtable;
 use crate::core::shared::{Shared, SharedParts};
 use crate::core::state::{DbState, StateCell};
-use crate::core::tree::{Tree, TreeMemtables};
 use crate::core::version::Version;
 use crate::core::version_set::{VersionSet, VersionSetContext};
 use crate::jobs::obsolete::{delete_leftover_temp_files, delete_obsolete_files};
@@ -115,7 +115,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<(Engine, Box<dyn File
 
 /// Whether any table or recovered memtable holds a merge operand (the tables the replay
 /// flushed are in `versions`).
-fn holds_merge_operands(versions: &[(Arc<Tree>, Version)], recovered: &Recovered) -> bool {
+fn holds_merge_operands(versions: &[(Arc<KeyspaceTree>, Version)], recovered: &Recovered) -> bool {
     recovered.mems.values().any(|m| m.merge_operands() > 0)
         || versions.iter().any(|(_, v)| {
             v.all()
@@ -186,7 +186,7 @@ fn try_open_read_only(dir: &Path, options: &Options) -> Result<Engine> {
 /// What a read-only open (or a secondary's catch-up) read: every keyspace's version, the
 /// memtables the live WALs fill, and the log number those WALs start at.
 struct ReadState {
-    versions: Vec<(Arc<Tree>, Version)>,
+    versions: Vec<(Arc<KeyspaceTree>, Version)>,
     recovered: Recovered,
     log_number: u64,
 }
@@ -409,15 +409,15 @@ fn next_file_number(entries: &[String], manifest: &ManifestState) -> u64 {
 fn empty_trees(
     options: &Options,
     manifest: &ManifestState,
-) -> Result<BTreeMap<u32, TreeMemtables>> {
+) -> Result<BTreeMap<u32, KeyspaceMemtables>> {
     let mut trees = BTreeMap::new();
     for (id, k) in &manifest.keyspaces {
         let opts = tree_options(options, *id, &k.name, k.options_text.as_deref())?;
         let mem = Arc::new(Memtable::new(0));
-        let tree = Arc::new(Tree::new(*id, &k.name, opts, Arc::clone(&mem)));
+        let tree = Arc::new(KeyspaceTree::new(*id, &k.name, opts, Arc::clone(&mem)));
         trees.insert(
             *id,
-            TreeMemtables {
+            KeyspaceMemtables {
                 tree,
                 mem,
                 imm: Vec::new(),
@@ -428,8 +428,11 @@ fn empty_trees(
 }
 
 /// Every keyspace's tree as the manifest describes it, with its tables open.
-fn open_versions(db: &Shared, manifest: &ManifestState) -> Result<Vec<(Arc<Tree>, Version)>> {
-    let trees: Vec<Arc<Tree>> = {
+fn open_versions(
+    db: &Shared,
+    manifest: &ManifestState,
+) -> Result<Vec<(Arc<KeyspaceTree>, Version)>> {
+    let trees: Vec<Arc<KeyspaceTree>> = {
         let state = db.state().lock();
         state.trees.values().map(|t| Arc::clone(&t.tree)).collect()
     };
@@ -480,7 +483,7 @@ fn live_wals(entries: &[String], log_number: u64, new_wal: u64) -> Vec<u64> {
 /// and [`Db::resume`](crate::Db::resume) clears that once space is freed.
 fn commit(
     db: &Shared,
-    versions: Vec<(Arc<Tree>, Version)>,
+    versions: Vec<(Arc<KeyspaceTree>, Version)>,
     recovered: Recovered,
     wal_number: u64,
     manifest: &ManifestState,
@@ -532,7 +535,7 @@ fn commit(
         };
         db.versions().install_recovered(&tree, version, log_number);
         if let Some(t) = state.trees.get_mut(&tree.id) {
-            t.mem = Arc::new(Memtable::for_tree(wal_number, &tree.options()));
+            t.mem = Arc::new(Memtable::for_keyspace(wal_number, &tree.options()));
         }
         db.versions().publish_view(&state, tree.id);
     }
@@ -545,7 +548,12 @@ fn is_no_space(e: &Error) -> bool {
 }
 
 /// `version` of `tree` with what the WALs held for it (`mem`) written as an L0 table.
-fn flush_recovered(db: &Shared, tree: &Tree, version: Version, mem: &Memtable) -> Result<Version> {
+fn flush_recovered(
+    db: &Shared,
+    tree: &KeyspaceTree,
+    version: Version,
+    mem: &Memtable,
+) -> Result<Version> {
     if mem.is_empty() {
         return Ok(version);
     }

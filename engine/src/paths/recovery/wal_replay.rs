@@ -28,10 +28,10 @@ use crate::base::batch;
 use crate::base::error::{Error, Result};
 use crate::base::fs::{names, FileSystem};
 use crate::base::wal::reader::{LogEnd, LogReader};
+use crate::core::keyspace_tree::KeyspaceTree;
 use crate::core::manifest_state::ManifestState;
 use crate::core::memtable::Memtable;
 use crate::core::shared::Shared;
-use crate::core::tree::Tree;
 use crate::core::version::Version;
 
 /// What the WALs held: per keyspace id its writes not yet in a table in one memtable, and the
@@ -61,7 +61,7 @@ pub(crate) fn replay_wals(
     db: &Shared,
     wals: &[u64],
     manifest: &ManifestState,
-    versions: &mut [(Arc<Tree>, Version)],
+    versions: &mut [(Arc<KeyspaceTree>, Version)],
 ) -> Result<Recovered> {
     let recovered = Recovered {
         mems: manifest
@@ -152,7 +152,7 @@ struct WalReplay<'a> {
     /// manifest does not say where the oldest log starts).
     expected_next: Option<u64>,
     /// Every keyspace's version, which tables flushed during the replay join.
-    versions: &'a mut [(Arc<Tree>, Version)],
+    versions: &'a mut [(Arc<KeyspaceTree>, Version)],
     /// Per keyspace id the memtable size at which it is flushed during the replay (empty for
     /// a read-only open, which writes nothing).
     flush_at: BTreeMap<u32, usize>,

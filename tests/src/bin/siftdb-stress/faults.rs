@@ -80,7 +80,7 @@ pub fn fail_with_empty_memtables(ctx: &Ctx, rng: &mut StdRng) -> bool {
     };
     let mut w = Worker {
         ctx,
-        rng: StdRng::seed_from_u64(rng.gen()),
+        rng: StdRng::seed_from_u64(rng.r#gen()),
     };
     for _ in 0..8 {
         if !flush_everything(&w) {

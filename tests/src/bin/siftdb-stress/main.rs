@@ -18,7 +18,7 @@
 //! keyspace, the key, the expected and actual values (length, hash, first bytes), and the
 //! key's last writes in the process that found it.
 //!
-//! # Keys and values (`values.rs`)
+//! # Keys and values (`siftdb_tests::stress_values`)
 //!
 //! `--keys` keys per keyspace, named `k00001234`, in three keyspaces: "default" (with an
 //! 8-byte prefix extractor), "blob" (values of 128 bytes and more in blob files) and
@@ -147,10 +147,12 @@ mod ops_write;
 mod run;
 mod setup;
 mod stats;
-mod values;
 mod verify;
 
 use std::process::ExitCode;
+
+/// Key names and value encodings, shared with the test of them (`tests/it/stress_values.rs`).
+use siftdb_tests::stress_values as values;
 
 use clap::Parser;
 

@@ -26,10 +26,10 @@ pub fn flush(w: &mut Worker) {
     if let Err(e) = w.ctx.ks[ks].flush() {
         return w.failed("flush", KEYSPACES[ks], "-", &e, true);
     }
-    if w.rng.gen_ratio(1, 4) {
-        if let Err(e) = w.ctx.db.build_filter_index() {
-            w.failed("build_filter_index", KEYSPACES[ks], "-", &e, false);
-        }
+    if w.rng.gen_ratio(1, 4)
+        && let Err(e) = w.ctx.db.build_filter_index()
+    {
+        w.failed("build_filter_index", KEYSPACES[ks], "-", &e, false);
     }
 }
 
@@ -127,7 +127,7 @@ fn create(w: &mut Worker) -> Option<Scratch> {
     let mut contents = BTreeMap::new();
     for _ in 0..w.rng.gen_range(1..=20) {
         let key = key_name(w.rng.gen_range(0..1000));
-        let value = w.rng.gen::<u64>().to_le_bytes().to_vec();
+        let value = w.rng.r#gen::<u64>().to_le_bytes().to_vec();
         if let Err(e) = handle.put(&key, &value) {
             w.failed("put (scratch keyspace)", SCRATCH_KEYSPACE, "-", &e, true);
             return Some(Scratch {

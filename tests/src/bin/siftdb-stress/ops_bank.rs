@@ -237,10 +237,10 @@ fn transfer_attempt(
             Err(outcome) => return outcome,
         }
     }
-    if let Some(t) = third {
-        if let Err(outcome) = read_for_update(w, &mut txn, op, t) {
-            return outcome;
-        }
+    if let Some(t) = third
+        && let Err(outcome) = read_for_update(w, &mut txn, op, t)
+    {
+        return outcome;
     }
     let (a, b) = if first_from {
         (read[0], read[1])

@@ -306,12 +306,11 @@ pub fn secondary(w: &mut Worker) {
         .collect();
     // One in four opens afresh (an open reads the manifest, then the WAL: a keyspace the writer
     // creates in between must not fail it).
-    if w.rng.gen_ratio(1, 4) {
-        if let Some(db) = secondary.take() {
-            if let Err(e) = db.close() {
-                w.failed("close of the read-only instance", "-", "-", &e, false);
-            }
-        }
+    if w.rng.gen_ratio(1, 4)
+        && let Some(db) = secondary.take()
+        && let Err(e) = db.close()
+    {
+        w.failed("close of the read-only instance", "-", "-", &e, false);
     }
     let caught_up = match secondary.as_ref() {
         Some(db) => db.try_catch_up_with_primary(),

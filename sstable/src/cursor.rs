@@ -1,8 +1,8 @@
 //! The cursor interface of a sorted run of internal keys.
 
-use siftdb_sstable::{SstError, TableIter};
+use crate::{SstError, TableIter};
 
-/// A cursor over entries in internal-key order (see `siftdb_sstable::compare_internal`), in both
+/// A cursor over entries in internal-key order (see `crate::compare_internal`), in both
 /// directions.
 ///
 /// A cursor that meets an error (a damaged block) becomes invalid and keeps the error until

@@ -15,8 +15,8 @@ use siftdb_sstable::{user_key_of, TableIterOptions};
 
 use crate::base::error::{Error, Result};
 use crate::core::filter_index::RebuildNeed;
+use crate::core::keyspace_tree::KeyspaceTree;
 use crate::core::shared::Shared;
-use crate::core::tree::Tree;
 use crate::core::version::Version;
 
 /// How often the thread looks at every tree's index: a usage window (10,000 lookups) fills in
@@ -76,7 +76,7 @@ pub(crate) fn rebuild_due(db: &Shared, force: bool) -> Result<usize> {
                     rebuilt += 1;
                 }
             }
-            RebuildNeed::Retire { gen } => retire(db, &tree, gen),
+            RebuildNeed::Retire { r#gen } => retire(db, &tree, r#gen),
             RebuildNeed::No => {}
         }
     }
@@ -92,7 +92,13 @@ fn forced_room(version: &Version) -> u64 {
 /// Rebuilds `tree`'s filter index with room for `room` keys (unless `force`, only if it is
 /// still due once this thread has the turn: no rebuild finished since the decision, taken when
 /// `seen` rebuilds had); whether it did.
-fn rebuild(db: &Shared, tree: &Arc<Tree>, room: u64, force: bool, seen: u64) -> Result<bool> {
+fn rebuild(
+    db: &Shared,
+    tree: &Arc<KeyspaceTree>,
+    room: u64,
+    force: bool,
+    seen: u64,
+) -> Result<bool> {
     let index = &tree.filter_index;
     let _turn = index.rebuild_turn();
     // Decided before the turn: a rebuild that finished meanwhile (`Db::build_filter_index`, or
@@ -130,9 +136,9 @@ fn rebuild(db: &Shared, tree: &Arc<Tree>, room: u64, force: bool, seen: u64) -> 
 }
 
 /// Drops `tree`'s filter index while its lookups find their keys (`FilterIndex::retire`).
-fn retire(db: &Shared, tree: &Arc<Tree>, gen: u64) {
+fn retire(db: &Shared, tree: &Arc<KeyspaceTree>, r#gen: u64) {
     let _turn = tree.filter_index.rebuild_turn();
-    tree.filter_index.retire(gen);
+    tree.filter_index.retire(r#gen);
     let state = db.state().lock();
     db.versions().publish_view(&state, tree.id);
     drop(state);
@@ -144,7 +150,12 @@ fn retire(db: &Shared, tree: &Arc<Tree>, gen: u64) {
 
 /// Adds every distinct user key of each table of `version` to `add` (by its per-table filter
 /// hash); returns how many keys were added. Blocks are read without filling the cache.
-fn scan_into(db: &Shared, tree: &Tree, version: &Version, add: &dyn Fn(u64)) -> Result<u64> {
+fn scan_into(
+    db: &Shared,
+    tree: &KeyspaceTree,
+    version: &Version,
+    add: &dyn Fn(u64),
+) -> Result<u64> {
     let hasher = db.options().filter_hasher;
     let mut keys = 0u64;
     for (_, file) in version.all() {
@@ -182,6 +193,6 @@ fn scan_into(db: &Shared, tree: &Tree, version: &Version, add: &dyn Fn(u64)) -> 
 }
 
 /// Whether a rebuild should stop: the database is closing or the keyspace went.
-fn stopped(db: &Shared, tree: &Tree) -> bool {
+fn stopped(db: &Shared, tree: &KeyspaceTree) -> bool {
     db.is_shutting_down() || tree.dropped.load(Ordering::Acquire)
 }

@@ -3,9 +3,9 @@
 
 use std::cmp::Ordering;
 
-use siftdb_sstable::{compare_internal, SstError};
+use crate::{compare_internal, SstError};
 
-use crate::iter::InternalIterator;
+use crate::cursor::InternalIterator;
 
 /// A cursor over a vector of `(encoded internal key, value)` entries, sorted by
 /// [`VecIter::new`].

@@ -8,9 +8,9 @@
 
 use std::cmp::Ordering;
 
-use siftdb_sstable::{compare_internal, SstError};
+use crate::{compare_internal, SstError};
 
-use crate::iter::InternalIterator;
+use crate::cursor::InternalIterator;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -240,8 +240,8 @@ impl InternalIterator for MergingIterator {
 mod tests {
     use super::*;
     use crate::VecIter;
+    use crate::{InternalKey, ValueKind};
     use proptest::prelude::*;
-    use siftdb_sstable::{InternalKey, ValueKind};
 
     fn ikey(k: &str, s: u64) -> Vec<u8> {
         InternalKey::new(k.as_bytes(), s, ValueKind::Put)

@@ -6,7 +6,7 @@
 use crate::base::error::Result;
 use crate::base::live_options::{check_name, is_live_db_option, thread_count, with_changes};
 use crate::base::options_file::{write_options_file, RecordedOptions};
-use crate::core::tree::Tree;
+use crate::core::keyspace_tree::KeyspaceTree;
 use crate::paths::engine::Engine;
 
 /// What `set_options` calls changed so far (by keyspace and name), as `OPTIONS` records them.
@@ -18,7 +18,7 @@ impl Engine {
     /// threads now wanted if a change named them.
     pub(crate) fn set_options(
         &self,
-        tree: &Tree,
+        tree: &KeyspaceTree,
         changes: &[(&str, &str)],
         db_wide: bool,
     ) -> Result<Option<usize>> {

@@ -48,7 +48,7 @@ impl ReadView {
 }
 
 /// See the module documentation.
-pub(crate) struct Tree {
+pub(crate) struct KeyspaceTree {
     /// The keyspace id WAL records and manifest edits name (0: `"default"`; never reused).
     pub id: u32,
     /// Shared with the write batches that name the keyspace (for their error if it is dropped).
@@ -77,21 +77,21 @@ pub(crate) struct Tree {
     pub ingested: crate::core::ingested_ranges::IngestedRanges,
 }
 
-impl std::fmt::Debug for Tree {
+impl std::fmt::Debug for KeyspaceTree {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tree")
+        f.debug_struct("KeyspaceTree")
             .field("id", &self.id)
             .field("name", &self.name)
             .finish_non_exhaustive()
     }
 }
 
-impl Tree {
+impl KeyspaceTree {
     /// A tree with nothing in it yet.
-    pub(crate) fn new(id: u32, name: &str, options: Options, mem: Arc<Memtable>) -> Tree {
+    pub(crate) fn new(id: u32, name: &str, options: Options, mem: Arc<Memtable>) -> KeyspaceTree {
         let counts_heat = options.filter_allocation == siftdb_filter::FilterAllocation::Adaptive;
         let filter_index = FilterIndex::new(options.filter_index_bits_per_key);
-        Tree {
+        KeyspaceTree {
             id,
             name: Arc::from(name),
             opened_with: crate::base::keyspace_options::options_text(
@@ -116,9 +116,14 @@ impl Tree {
     }
 
     /// A tree for keyspace `id`, with an empty memtable in WAL `wal_number`.
-    pub(crate) fn new_in_wal(id: u32, name: &str, options: Options, wal_number: u64) -> Arc<Tree> {
-        let mem = Arc::new(Memtable::for_tree(wal_number, &options));
-        Arc::new(Tree::new(id, name, options, mem))
+    pub(crate) fn new_in_wal(
+        id: u32,
+        name: &str,
+        options: Options,
+        wal_number: u64,
+    ) -> Arc<KeyspaceTree> {
+        let mem = Arc::new(Memtable::for_keyspace(wal_number, &options));
+        Arc::new(KeyspaceTree::new(id, name, options, mem))
     }
 
     /// The tree's options now.
@@ -187,19 +192,19 @@ impl Tree {
 }
 
 /// A tree's memtables, changed under the state lock.
-pub(crate) struct TreeMemtables {
-    pub tree: Arc<Tree>,
+pub(crate) struct KeyspaceMemtables {
+    pub tree: Arc<KeyspaceTree>,
     pub mem: Arc<Memtable>,
     /// Immutable memtables waiting for flush, oldest first.
     pub imm: Vec<Arc<Memtable>>,
 }
 
-impl TreeMemtables {
+impl KeyspaceMemtables {
     /// The memtables of a new tree: empty, in the current WAL.
-    pub(crate) fn of_new_tree(tree: Arc<Tree>, wal_number: u64) -> TreeMemtables {
+    pub(crate) fn of_new_keyspace(tree: Arc<KeyspaceTree>, wal_number: u64) -> KeyspaceMemtables {
         let mem = Arc::clone(&tree.read_view().mem);
         mem.move_to_wal(wal_number);
-        TreeMemtables {
+        KeyspaceMemtables {
             tree,
             mem,
             imm: Vec::new(),
