@@ -165,7 +165,8 @@ pub trait Readable: Sealed {
 
     /// Reads `key` into `buf` (cleared first); returns whether it was found. The value is
     /// copied once, straight from the memtable or the data block into `buf`, so a caller that
-    /// reuses one buffer allocates nothing per lookup.
+    /// reuses one buffer allocates nothing per lookup (a transaction's own write is handed over
+    /// as the buffer instead).
     fn get_into<K: AsRef<[u8]>>(&self, key: K, buf: &mut Vec<u8>) -> Result<bool> {
         buf.clear();
         self.read_value(key.as_ref(), &ReadOptions::default(), buf, None)
