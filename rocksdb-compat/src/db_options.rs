@@ -729,6 +729,12 @@ impl ReadOptions {
         self.tailing = v;
     }
 
+    /// Bytes iterators read at once from a table file (siftdb's `readahead_size`; 0: automatic
+    /// readahead, as RocksDB's default).
+    pub fn set_readahead_size(&mut self, v: usize) {
+        self.inner.readahead_size = v;
+    }
+
     /// The read tier: only `All` is honoured; others have no effect.
     pub fn set_read_tier(&mut self, tier: ReadTier) {
         let _ = tier;
@@ -737,8 +743,6 @@ impl ReadOptions {
     no_effect! {
         /// Pinning data blocks while an iterator lives (siftdb pins what it reads anyway).
         set_pin_data(v: bool);
-        /// Readahead of iterators.
-        set_readahead_size(v: usize);
         /// Checksum verification (siftdb always verifies).
         set_verify_checksums(v: bool);
         /// Async I/O.

@@ -700,6 +700,13 @@ pub struct ReadOptions {
     /// forward walk stops at it without reading further, and a forward seek skips tables whose
     /// range filter rules out the keys between the target and the bound.
     pub iterate_upper_bound: Option<Vec<u8>>,
+    /// Bytes an iterator reads from a table file at once when a data block it needs is not
+    /// cached (RocksDB's `readahead_size`); the blocks read ahead enter the block cache as the
+    /// iterator reaches them, each checked by itself. 0 (the default): automatic, as RocksDB's
+    /// iterators — after two data blocks read in a row from one table, it reads ahead 8 KiB,
+    /// doubling with each read up to 256 KiB, until it seeks elsewhere. Point lookups never
+    /// read ahead. With `fill_cache: false` iterators read block by block.
+    pub readahead_size: usize,
 }
 
 impl Default for ReadOptions {
@@ -708,6 +715,7 @@ impl Default for ReadOptions {
             fill_cache: true,
             iterate_lower_bound: None,
             iterate_upper_bound: None,
+            readahead_size: 0,
         }
     }
 }

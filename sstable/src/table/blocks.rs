@@ -48,7 +48,7 @@ impl Table {
     }
 
     /// Bytes of `handle`'s block in the file, with its trailer; an error if it does not fit.
-    fn stored_len(&self, handle: BlockHandle) -> Result<usize> {
+    pub(super) fn stored_len(&self, handle: BlockHandle) -> Result<usize> {
         if !handle.fits(self.file.size()) {
             return Err(self.corruption(
                 handle.offset,
@@ -144,6 +144,56 @@ impl Table {
         let contents = self.decode_stored(handle, raw)?;
         let block = Block::new(contents).map_err(|r| self.corruption(handle.offset, r))?;
         Ok(Arc::new(block))
+    }
+
+    /// A data block for an iterator that fills the cache and reads ahead (a scan read front to
+    /// back, `want` bytes at a time): from the table or the cache if there, else out of
+    /// `ahead` — refilled with `want` bytes from the block's start (or the rest of the file)
+    /// when it does not hold the whole block — and inserted into the cache as a block read by
+    /// itself would be. Each block is still checked by itself. Also returns whether `ahead` was
+    /// refilled (a read from the file).
+    pub(super) fn cached_block_read_ahead(
+        &self,
+        handle: BlockHandle,
+        kind: BlockKind,
+        want: usize,
+        ahead: &mut Readahead,
+    ) -> Result<(Arc<Block>, bool)> {
+        if let Some(b) = self.held_partition(handle, kind) {
+            return Ok((b, false));
+        }
+        let mut refilled = false;
+        let entry = self.cache.get_or_insert_with(
+            self.block_key(handle),
+            kind,
+            priority_of(kind),
+            || {
+                let len = self.stored_len(handle)?;
+                if ahead.slice(handle.offset, len).is_none() {
+                    // `stored_len` checked that the block ends inside the file.
+                    let rest = self.file.size().saturating_sub(handle.offset);
+                    let want = want.max(len);
+                    let want = usize::try_from(rest).map_or(want, |rest| want.min(rest));
+                    ahead.refill(self, handle.offset, want)?;
+                    refilled = true;
+                }
+                let raw = ahead
+                    .slice(handle.offset, len)
+                    .ok_or_else(|| self.corruption(handle.offset, "short read ahead"))?
+                    .to_vec();
+                if let Some(stats) = self.options.stats.as_deref() {
+                    stats.record_file_read(kind, len);
+                }
+                let contents = self.decode_stored(handle, raw)?;
+                let block = Block::new(contents).map_err(|r| self.corruption(handle.offset, r))?;
+                let charge = block.size();
+                Ok((CachedBlock::Block(Arc::new(block)), charge))
+            },
+        )?;
+        match entry.as_ref() {
+            CachedBlock::Block(b) => Ok((Arc::clone(b), refilled)),
+            _ => Err(self.corruption(handle.offset, "cache holds a filter at a block offset")),
+        }
     }
 
     pub(super) fn load_block(

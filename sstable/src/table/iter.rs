@@ -30,10 +30,66 @@ impl Table {
             data: None,
             error: None,
             readahead: None,
+            sequential: SequentialReads::default(),
             global_seqno: self.global_seqno,
             patched_key: Vec::new(),
             target: Vec::new(),
         }
+    }
+}
+
+/// Sequential data block reads after which a scan starts reading ahead (RocksDB's automatic
+/// readahead starts after two file reads).
+const AUTO_READAHEAD_AFTER: u32 = 2;
+/// The first automatic readahead (RocksDB's `initial_auto_readahead_size`, 8 KiB).
+const AUTO_READAHEAD_INITIAL: usize = 8 << 10;
+/// The automatic readahead doubles with each refill up to this (RocksDB's
+/// `max_auto_readahead_size`, 256 KiB).
+const AUTO_READAHEAD_MAX: usize = 256 << 10;
+
+/// How sequential a cursor's data block reads are: a scan that reads block after block of a
+/// table gets its next blocks read ahead in one read (growing from 8 KiB to 256 KiB), a cursor
+/// that jumps (seeks) reads one block at a time. Kernel readahead does this for buffered reads
+/// of a file read in order; a cursor that also seeks defeats it, and direct reads have none.
+#[derive(Debug, Default)]
+struct SequentialReads {
+    /// The offset right after the last data block read: the next one, if the reads go on in
+    /// order.
+    next: Option<u64>,
+    /// Data blocks read in a row, each right after the one before.
+    run: u32,
+    /// The automatic readahead now (0: none yet).
+    size: usize,
+}
+
+impl SequentialReads {
+    /// The bytes to read ahead for the data block at `offset` (`len` bytes stored): a fixed
+    /// `readahead_bytes`, or with `auto_readahead` the automatic size once the reads are
+    /// sequential; 0 for a read of the block alone.
+    fn readahead_for(&mut self, offset: u64, len: usize, options: &TableIterOptions) -> usize {
+        let sequential = self.next == Some(offset);
+        self.next = offset.checked_add(len as u64);
+        if options.readahead_bytes > 0 {
+            return options.readahead_bytes;
+        }
+        if !options.auto_readahead || !sequential {
+            self.run = 0;
+            self.size = 0;
+            return 0;
+        }
+        self.run += 1;
+        if self.run < AUTO_READAHEAD_AFTER {
+            return 0;
+        }
+        if self.size == 0 {
+            self.size = AUTO_READAHEAD_INITIAL;
+        }
+        self.size
+    }
+
+    /// The readahead was used up and read again: the next one reads twice as much.
+    fn refilled(&mut self) {
+        self.size = (self.size * 2).min(AUTO_READAHEAD_MAX);
     }
 }
 
@@ -54,8 +110,10 @@ pub struct TableIter {
     index: Option<IndexCursor>,
     data: Option<BlockIter>,
     error: Option<SstError>,
-    /// The bytes read ahead (with `readahead_bytes` and without `fill_cache`).
+    /// The bytes read ahead (with `readahead_bytes`, or a scan's automatic readahead).
     readahead: Option<Readahead>,
+    /// How sequential the cursor's data block reads are (its automatic readahead).
+    sequential: SequentialReads,
     /// The table's global seqno ([`Table::global_seqno`], `None` at 0): every key the cursor
     /// yields carries it.
     global_seqno: Option<u64>,
@@ -126,13 +184,34 @@ impl TableIter {
 
     /// A block the cursor reads (an index partition or a data block), as its options say.
     fn block(&mut self, handle: BlockHandle, kind: BlockKind) -> Result<Arc<Block>, SstError> {
-        if self.options.readahead_bytes > 0 && !self.options.fill_cache {
-            let ahead = self.readahead.get_or_insert_with(Readahead::default);
-            return self
-                .table
-                .block_read_ahead(handle, kind, &self.options, ahead);
+        if !self.options.fill_cache {
+            if self.options.readahead_bytes > 0 {
+                let ahead = self.readahead.get_or_insert_with(Readahead::default);
+                return self
+                    .table
+                    .block_read_ahead(handle, kind, &self.options, ahead);
+            }
+            return self.table.block_for_iter(handle, kind, &self.options);
         }
-        self.table.block_for_iter(handle, kind, &self.options)
+        let want = match kind {
+            BlockKind::Data => {
+                let len = self.table.stored_len(handle)?;
+                self.sequential
+                    .readahead_for(handle.offset, len, &self.options)
+            }
+            _ => 0,
+        };
+        if want == 0 {
+            return self.table.block_for_iter(handle, kind, &self.options);
+        }
+        let ahead = self.readahead.get_or_insert_with(Readahead::default);
+        let (block, refilled) = self
+            .table
+            .cached_block_read_ahead(handle, kind, want, ahead)?;
+        if refilled {
+            self.sequential.refilled();
+        }
+        Ok(block)
     }
 
     /// The index cursor, opened (the index, or a partitioned index's top level) if needed.

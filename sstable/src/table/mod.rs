@@ -139,11 +139,16 @@ pub struct TableIterOptions {
     /// [`RandomAccessFile::read_at_once`](crate::RandomAccessFile::read_at_once), which keeps
     /// them out of a memory-mapped table's resident pages. Only with `fill_cache: false`.
     pub read_once: bool,
-    /// Bytes read from the file at once, ahead of the block asked for, by an iterator that
-    /// does not fill the cache (RocksDB's `compaction_readahead_size`): a compaction reading
-    /// its inputs front to back then makes one read per this many bytes instead of one per
-    /// block. 0: each block is read by itself.
+    /// Bytes read from the file at once, ahead of the data block asked for. Without
+    /// `fill_cache` (RocksDB's `compaction_readahead_size`): a compaction reading its inputs
+    /// front to back makes one read per this many bytes instead of one per block. With it
+    /// (RocksDB's `ReadOptions::readahead_size`): a scan's blocks read ahead enter the cache as
+    /// the scan reaches them. 0: see `auto_readahead`.
     pub readahead_bytes: usize,
+    /// With `fill_cache` and no `readahead_bytes`: once the cursor has read two data blocks in
+    /// a row, each right after the one before, it reads ahead — 8 KiB, doubling with each read
+    /// up to 256 KiB — until it jumps (RocksDB's automatic readahead of iterators).
+    pub auto_readahead: bool,
 }
 
 impl Default for TableIterOptions {
@@ -153,6 +158,7 @@ impl Default for TableIterOptions {
             stats: None,
             read_once: false,
             readahead_bytes: 0,
+            auto_readahead: false,
         }
     }
 }

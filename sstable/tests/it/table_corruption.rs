@@ -127,7 +127,22 @@ fn exercise(bytes: &[u8]) -> (usize, usize) {
         readahead_bytes: 700,
         ..TableIterOptions::default()
     };
-    for it in [table.iter(), table.iter_with(compaction_like)] {
+    // Through the cache reading ahead, first (before the plain pass fills the cache): a
+    // scan's automatic readahead, and a fixed one.
+    let scan_auto = TableIterOptions {
+        auto_readahead: true,
+        ..TableIterOptions::default()
+    };
+    let scan_fixed = TableIterOptions {
+        readahead_bytes: 700,
+        ..TableIterOptions::default()
+    };
+    for it in [
+        table.iter_with(scan_auto),
+        table.iter_with(scan_fixed),
+        table.iter(),
+        table.iter_with(compaction_like),
+    ] {
         let (w, e) = check_iter(it, &expected);
         wrong += w;
         errors += e;

@@ -893,6 +893,7 @@ impl<'a> CompactionJob<'a> {
             stats: Some(Arc::clone(&db.counters().compaction_reads)),
             read_once: true,
             readahead_bytes: db.options().compaction_readahead_size,
+            auto_readahead: false,
         };
         let merge = MergingIterator::new(self.input_cursors(&read_options));
         let mut input = BoundedIterator::new(Box::new(merge), lower.clone(), upper.clone());

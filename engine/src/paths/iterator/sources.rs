@@ -76,7 +76,8 @@ fn table_options(read: &ReadOptions) -> TableIterOptions {
         fill_cache: read.fill_cache,
         stats: None,
         read_once: false,
-        readahead_bytes: 0,
+        readahead_bytes: read.readahead_size,
+        auto_readahead: true,
     }
 }
 

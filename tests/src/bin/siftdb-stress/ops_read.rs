@@ -255,6 +255,8 @@ pub fn seek(w: &mut Worker) {
         iterate_lower_bound: Some(key_name(a)),
         iterate_upper_bound: Some(key_name(b)),
         fill_cache: w.rng.gen_bool(0.8),
+        // Automatic readahead, or a fixed one of a block or several.
+        readahead_size: [0, 0, 4096, 64 << 10][w.rng.gen_range(0..4)],
     };
     let mut it = ctx.ks[ks].raw_iter_opt(&opts);
     for _ in 0..w.rng.gen_range(1..=8) {
